@@ -1,0 +1,343 @@
+package topology
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Error is a problem in a topology file, positioned at the line that causes
+// it. Its message names the fix.
+type Error struct {
+	File string
+	Line int
+	Msg  string
+}
+
+func (e *Error) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s", e.File, e.Msg)
+}
+
+// The raw schema mirrors the YAML exactly; yaml tags are the public key names.
+type rawFile struct {
+	Name     string                 `yaml:"name"`
+	Clusters map[string]*rawCluster `yaml:"clusters"`
+	Active   string                 `yaml:"active"`
+	Standby  string                 `yaml:"standby"`
+	Mirror   rawMirror              `yaml:"mirror"`
+	Failover rawFailover            `yaml:"failover"`
+}
+
+type rawCluster struct {
+	Bootstrap []string  `yaml:"bootstrap"`
+	ClientID  string    `yaml:"client_id"`
+	Version   string    `yaml:"version"`
+	Timeout   *duration `yaml:"timeout"`
+	TLS       *rawTLS   `yaml:"tls"`
+	SASL      *rawSASL  `yaml:"sasl"`
+}
+
+type rawTLS struct {
+	CAFile             string `yaml:"ca_file"`
+	CertFile           string `yaml:"cert_file"`
+	KeyFile            string `yaml:"key_file"`
+	ServerName         string `yaml:"server_name"`
+	InsecureSkipVerify bool   `yaml:"insecure_skip_verify"`
+}
+
+type rawSASL struct {
+	Mechanism    string `yaml:"mechanism"`
+	Username     string `yaml:"username"`
+	Password     string `yaml:"password"`
+	PasswordFile string `yaml:"password_file"`
+}
+
+type rawSelection struct {
+	Include []string `yaml:"include"`
+	Exclude []string `yaml:"exclude"`
+}
+
+type rawMirror struct {
+	Topics            *rawSelection `yaml:"topics"`
+	Groups            *rawSelection `yaml:"groups"`
+	Delivery          string        `yaml:"delivery"`
+	GroupSyncInterval *duration     `yaml:"group_sync_interval"`
+}
+
+type rawHooks struct {
+	Before []string `yaml:"before"`
+	After  []string `yaml:"after"`
+}
+
+type rawFailover struct {
+	DrainTimeout       *duration `yaml:"drain_timeout"`
+	QuietPeriod        *duration `yaml:"quiet_period"`
+	Fence              string    `yaml:"fence"`
+	ProducerPrincipals []string  `yaml:"producer_principals"`
+	SalvageTopicSuffix string    `yaml:"salvage_topic_suffix"`
+	Hooks              rawHooks  `yaml:"hooks"`
+}
+
+// duration accepts Go duration strings ("90s", "5m").
+type duration struct {
+	d    time.Duration
+	line int
+}
+
+func (d *duration) UnmarshalYAML(n *yaml.Node) error {
+	v, err := time.ParseDuration(n.Value)
+	if err != nil || n.Kind != yaml.ScalarNode {
+		return &Error{Line: n.Line, Msg: fmt.Sprintf("%q is not a duration; write it like 30s, 5m or 1h", n.Value)}
+	}
+	if v < 0 {
+		return &Error{Line: n.Line, Msg: fmt.Sprintf("duration %q is negative; use a positive value", n.Value)}
+	}
+	d.d, d.line = v, n.Line
+	return nil
+}
+
+func (d *duration) or(def time.Duration) time.Duration {
+	if d == nil {
+		return def
+	}
+	return d.d
+}
+
+// Defaults applied when the file leaves a setting out.
+const (
+	DefaultVersion            = "3.6.0"
+	DefaultTimeout            = 10 * time.Second
+	DefaultGroupSyncInterval  = 5 * time.Second
+	DefaultDrainTimeout       = 5 * time.Minute
+	DefaultQuietPeriod        = 5 * time.Second
+	DefaultSalvageTopicSuffix = ".drctl-salvage"
+	DefaultClientID           = "drctl"
+)
+
+// Load reads, expands and validates the topology file at path. Every error
+// is an *Error naming file:line and the fix. Load opens no connection.
+func Load(path string) (*Topology, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read topology: %w", err)
+	}
+	return Parse(path, data, os.LookupEnv)
+}
+
+// Parse is Load for bytes already read; lookup resolves ${VAR} references.
+func Parse(path string, data []byte, lookup func(string) (string, bool)) (*Topology, error) {
+	wrap := func(err error) error {
+		var pe *Error
+		if errors.As(err, &pe) {
+			pe.File = path
+			return pe
+		}
+		return &Error{File: path, Msg: err.Error()}
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, wrap(yamlSyntaxError(err))
+	}
+	if doc.Kind == 0 || len(doc.Content) == 0 {
+		return nil, &Error{File: path, Msg: "the file is empty; see docs/topology.md for the schema"}
+	}
+	root := doc.Content[0]
+	if root.Kind != yaml.MappingNode {
+		return nil, &Error{File: path, Line: root.Line, Msg: "the top level must be a mapping (name:, clusters:, active:, standby: ...)"}
+	}
+	if err := checkKeys(root, reflect.TypeOf(rawFile{}), ""); err != nil {
+		return nil, wrap(err)
+	}
+	if err := expandEnv(root, lookup); err != nil {
+		return nil, wrap(err)
+	}
+	var raw rawFile
+	if err := root.Decode(&raw); err != nil {
+		return nil, wrap(decodeError(err))
+	}
+	sum := sha256.Sum256(data)
+	t, err := build(&raw, root, path)
+	if err != nil {
+		return nil, wrap(err)
+	}
+	t.Path, t.Digest = path, hex.EncodeToString(sum[:])
+	return t, nil
+}
+
+var lineRE = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
+
+func yamlSyntaxError(err error) error {
+	if m := lineRE.FindStringSubmatch(err.Error()); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		return &Error{Line: n, Msg: "not valid YAML: " + m[2]}
+	}
+	return &Error{Msg: "not valid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}
+}
+
+// decodeError turns yaml.v3's type errors into one positioned line.
+func decodeError(err error) error {
+	var pe *Error
+	if errors.As(err, &pe) {
+		return pe
+	}
+	var te *yaml.TypeError
+	if errors.As(err, &te) && len(te.Errors) > 0 {
+		if m := lineRE.FindStringSubmatch(te.Errors[0]); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			msg := strings.Replace(m[2], "cannot unmarshal", "wrong type: cannot read", 1)
+			msg = strings.NewReplacer("!!str", "a string", "!!seq", "a list", "!!map", "a mapping",
+				"!!int", "a number", "!!bool", "a boolean", "[]string", "a list of strings",
+				"bool", "true/false").Replace(msg)
+			if i := strings.Index(msg, " into topology."); i >= 0 {
+				msg = msg[:i] + " here (see docs/topology.md)"
+			}
+			return &Error{Line: n, Msg: msg}
+		}
+	}
+	return err
+}
+
+// checkKeys rejects keys that the schema type t does not know, recursively.
+func checkKeys(n *yaml.Node, t reflect.Type, where string) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		if n.Kind != yaml.MappingNode {
+			return nil // a type error; Decode reports it with its line
+		}
+		if t == reflect.TypeOf(duration{}) {
+			return nil
+		}
+		fields := map[string]reflect.Type{}
+		var known []string
+		for i := 0; i < t.NumField(); i++ {
+			tag := strings.Split(t.Field(i).Tag.Get("yaml"), ",")[0]
+			if tag == "" || tag == "-" {
+				continue
+			}
+			fields[tag] = t.Field(i).Type
+			known = append(known, tag)
+		}
+		sort.Strings(known)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			ft, ok := fields[k.Value]
+			if !ok {
+				in := "at the top level"
+				if where != "" {
+					in = "in " + where
+				}
+				return &Error{Line: k.Line, Msg: fmt.Sprintf("unknown key %q %s; known keys are: %s", k.Value, in, strings.Join(known, ", "))}
+			}
+			if err := checkKeys(v, ft, join(where, k.Value)); err != nil {
+				return err
+			}
+		}
+	case reflect.Map:
+		if n.Kind != yaml.MappingNode {
+			return nil
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if err := checkKeys(n.Content[i+1], t.Elem(), join(where, n.Content[i].Value)); err != nil {
+				return err
+			}
+		}
+	case reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			return nil
+		}
+		for _, c := range n.Content {
+			if err := checkKeys(c, t.Elem(), where); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func join(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "." + b
+}
+
+var envRE = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}`)
+
+// expandEnv replaces ${VAR} and ${VAR:-default} in every scalar value (not in
+// keys). An unset variable without a default is an error.
+func expandEnv(n *yaml.Node, lookup func(string) (string, bool)) error {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		var missing string
+		n.Value = envRE.ReplaceAllStringFunc(n.Value, func(ref string) string {
+			m := envRE.FindStringSubmatch(ref)
+			if v, ok := lookup(m[1]); ok && v != "" {
+				return v
+			}
+			if strings.Contains(ref, ":-") {
+				return m[2]
+			}
+			if missing == "" {
+				missing = m[1]
+			}
+			return ""
+		})
+		if missing != "" {
+			return &Error{Line: n.Line, Msg: fmt.Sprintf("environment variable %s is not set; export it, or write ${%s:-default}", missing, missing)}
+		}
+	case yaml.MappingNode:
+		for i := 1; i < len(n.Content); i += 2 {
+			if err := expandEnv(n.Content[i], lookup); err != nil {
+				return err
+			}
+		}
+	case yaml.SequenceNode, yaml.DocumentNode:
+		for _, c := range n.Content {
+			if err := expandEnv(c, lookup); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// lineOf returns the line of the value at the given key path, or of the
+// deepest ancestor that exists.
+func lineOf(root *yaml.Node, path ...string) int {
+	n, line := root, root.Line
+	for _, key := range path {
+		if n.Kind != yaml.MappingNode {
+			return line
+		}
+		found := false
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == key {
+				n, line, found = n.Content[i+1], n.Content[i].Line, true
+				break
+			}
+		}
+		if !found {
+			return line
+		}
+	}
+	return line
+}

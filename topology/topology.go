@@ -1,0 +1,181 @@
+// Package topology owns drctl's YAML topology file: its schema, strict loading
+// (unknown keys and wrong types are errors with file:line), ${ENV} expansion,
+// validation, and the sarama client configuration of each cluster.
+//
+// It must stay pure: nothing here opens a network connection, except the
+// explicit connectivity check in check.go.
+package topology
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"time"
+)
+
+// Delivery is the mirror's delivery guarantee.
+type Delivery string
+
+const (
+	ExactlyOnce Delivery = "exactly-once"
+	AtLeastOnce Delivery = "at-least-once"
+)
+
+// FenceMode says how a failover stops writes on the old active cluster.
+type FenceMode string
+
+const (
+	FenceACL  FenceMode = "acl"
+	FenceNone FenceMode = "none"
+)
+
+// Topology is a loaded, expanded and validated topology file.
+type Topology struct {
+	Name     string
+	Clusters map[string]*Cluster
+	// Active and Standby are the home roles. The live roles are kept in the
+	// clusters themselves (see internal/rolestate); these are only the
+	// initial state and the target of a failback.
+	Active   string
+	Standby  string
+	Mirror   Mirror
+	Failover Failover
+
+	// Path is the file the topology was read from; Digest is the hex SHA-256
+	// of its bytes before expansion (so secrets do not influence it), used to
+	// recognise a plan built against another topology.
+	Path   string
+	Digest string
+}
+
+// Cluster is one Kafka cluster of the topology.
+type Cluster struct {
+	Name      string
+	Bootstrap []string
+	ClientID  string
+	// Version is the Kafka protocol version drctl speaks to this cluster.
+	Version string
+	TLS     *TLS
+	SASL    *SASL
+	// Timeout bounds every single request and the dial to this cluster.
+	Timeout time.Duration
+}
+
+// TLS configures an encrypted connection. A zero CAFile uses the system roots.
+type TLS struct {
+	CAFile             string
+	CertFile           string
+	KeyFile            string
+	ServerName         string
+	InsecureSkipVerify bool
+}
+
+// SASL configures authentication. Password is never printed: use
+// Cluster.Redacted for anything a person or a log may see.
+type SASL struct {
+	Mechanism string // PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512
+	Username  string
+	Password  string
+}
+
+// Mirror is what the mirror copies and how.
+type Mirror struct {
+	Topics   Selection
+	Groups   Selection
+	Delivery Delivery
+	// GroupSyncInterval is how often translated group positions are
+	// committed on the standby.
+	GroupSyncInterval time.Duration
+}
+
+// Failover holds the settings of failover, failback and reseed.
+type Failover struct {
+	DrainTimeout time.Duration
+	// QuietPeriod is how long the source end offsets must stay still before
+	// the drain counts as complete.
+	QuietPeriod time.Duration
+	Fence       FenceMode
+	// ProducerPrincipals are denied writes by an acl fence. Empty means every
+	// principal but drctl's own ("User:*", drctl must be a super user).
+	ProducerPrincipals []string
+	// SalvageTopicSuffix names the quarantine topic on the new active.
+	SalvageTopicSuffix string
+	HooksBefore        []string
+	HooksAfter         []string
+}
+
+// Selection is an include/exclude pair of anchored regular expressions.
+// A name is selected when it matches an include and no exclude.
+type Selection struct {
+	Include []string
+	Exclude []string
+
+	include []*regexp.Regexp
+	exclude []*regexp.Regexp
+}
+
+// Match reports whether name is selected.
+func (s Selection) Match(name string) bool {
+	for _, re := range s.exclude {
+		if re.MatchString(name) {
+			return false
+		}
+	}
+	for _, re := range s.include {
+		if re.MatchString(name) {
+			return true
+		}
+	}
+	return false
+}
+
+// Filter returns the selected names, sorted.
+func (s Selection) Filter(names []string) []string {
+	var out []string
+	for _, n := range names {
+		if s.Match(n) {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func compileAll(exprs []string) ([]*regexp.Regexp, error) {
+	out := make([]*regexp.Regexp, 0, len(exprs))
+	for _, e := range exprs {
+		re, err := regexp.Compile("^(?:" + e + ")$")
+		if err != nil {
+			return nil, fmt.Errorf("bad regular expression %q: %v", e, err)
+		}
+		out = append(out, re)
+	}
+	return out, nil
+}
+
+// ClusterNames returns the cluster names, sorted.
+func (t *Topology) ClusterNames() []string {
+	names := make([]string, 0, len(t.Clusters))
+	for n := range t.Clusters {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Other returns the name of the cluster that is not name (a topology has
+// exactly two clusters).
+func (t *Topology) Other(name string) string {
+	for n := range t.Clusters {
+		if n != name {
+			return n
+		}
+	}
+	return ""
+}
+
+// IsInternalTopic reports whether a topic belongs to Kafka or to drctl and
+// must never be mirrored, whatever the selection says.
+func IsInternalTopic(name string) bool {
+	return len(name) >= 2 && name[:2] == "__" || len(name) >= 6 && name[:6] == "_drctl"
+}
