@@ -182,7 +182,14 @@ var lineRE = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
 func yamlSyntaxError(err error) error {
 	if m := lineRE.FindStringSubmatch(err.Error()); m != nil {
 		n, _ := strconv.Atoi(m[1])
-		return &Error{Line: n, Msg: "not valid YAML: " + m[2]}
+		msg := "not valid YAML: " + m[2]
+		if strings.HasPrefix(m[2], "did not find expected") {
+			// yaml.v3 counts these from zero and points at the opening of
+			// the flow collection; name the line a person would look at.
+			n++
+			msg += " (quote a value that holds ${VAR}, ':' or '#' inside { } or [ ])"
+		}
+		return &Error{Line: n, Msg: msg}
 	}
 	return &Error{Msg: "not valid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}
 }
