@@ -31,9 +31,6 @@ func (c *Cluster) SaramaConfig() (*sarama.Config, error) {
 	cfg.Metadata.Retry.Max = 2
 	cfg.Metadata.Retry.Backoff = 250 * time.Millisecond
 	cfg.Metadata.Timeout = c.Timeout
-	// Fetching metadata for every topic of a large cluster is wasteful;
-	// drctl asks for the topics it needs.
-	cfg.Metadata.Full = false
 	if c.TLS != nil {
 		tc, err := c.TLS.config()
 		if err != nil {

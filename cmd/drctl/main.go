@@ -1,0 +1,90 @@
+// Command drctl keeps a standby Kafka cluster in sync with an active one and
+// moves the active role between them. This package is a front-end only: each
+// command parses flags, calls a package function and renders the result.
+// Only main exits the process.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+)
+
+// Exit codes are part of the public surface (docs/commands.md).
+const (
+	exitOK          = 0
+	exitFailure     = 1 // the command failed
+	exitBadInput    = 2 // bad flags or a bad topology file; nothing was contacted
+	exitUnreachable = 3 // a cluster could not be reached or authenticated
+)
+
+// exitError carries an exit code to main.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func withCode(code int, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &exitError{code: code, err: err}
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run runs one drctl command line and returns its exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	app := newApp()
+	app.Writer, app.ErrWriter = stdout, stderr
+	err := app.RunContext(ctx, args)
+	if err == nil {
+		return exitOK
+	}
+	code := exitFailure
+	var ee *exitError
+	if errors.As(err, &ee) {
+		code = ee.code
+	}
+	fmt.Fprintln(stderr, "drctl:", err)
+	return code
+}
+
+// commands gives every command the -o flag, its format check and the
+// usage-error policy.
+func commands(cmds ...*cli.Command) []*cli.Command {
+	for _, c := range cmds {
+		c.Flags = append(c.Flags, outputFlag)
+		c.OnUsageError = badUsage
+		c.Before = checkOutputFormat
+	}
+	return cmds
+}
+
+func newApp() *cli.App {
+	return &cli.App{
+		Name:  "drctl",
+		Usage: "Kafka disaster recovery: mirror, fail over, fail back",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "config", Aliases: []string{"c"}, Usage: "topology file (default: $DRCTL_CONFIG, then ./drctl.yaml)"},
+			outputFlag,
+		},
+		OnUsageError: badUsage,
+		Commands:     commands(validateCommand(), statusCommand(), sandboxCommand()),
+		ExitErrHandler: func(*cli.Context, error) {}, // main decides the exit code
+	}
+}

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/drctl/drctl/failover"
+)
+
+func statusCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "status",
+		Usage: "roles, epoch, reachability, topics and groups of both clusters",
+		Description: "status connects to both clusters and prints the live roles (the highest epoch stored in the\n" +
+			"clusters wins), each cluster's reachability, id, brokers, controller and Kafka version, the selected\n" +
+			"topics with their partition parity and config drift, and the selected groups on both sides.\n" +
+			"It exits 3 when a cluster is unreachable, and always answers within --timeout.",
+		Flags: []cli.Flag{
+			&cli.DurationFlag{Name: "timeout", Value: 14 * time.Second, Usage: "give up on an unresponsive cluster after this long"},
+		},
+		Action: func(c *cli.Context) error {
+			topo, err := loadTopology(c)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(c.Context, c.Duration("timeout"))
+			defer cancel()
+			st := failover.CollectStatus(ctx, topo)
+			if err := render(c, st, func(w io.Writer) error { return statusTables(w, st) }); err != nil {
+				return err
+			}
+			if down := st.Unreachable(); len(down) > 0 {
+				return withCode(exitUnreachable, fmt.Errorf("unreachable: %s", strings.Join(down, ", ")))
+			}
+			return nil
+		},
+	}
+}
+
+func statusTables(w io.Writer, st *failover.Status) error {
+	r := st.Roles
+	fmt.Fprintf(w, "topology %s: active %s, standby %s, epoch %d, phase %s (from %s)\n", st.Topology, r.Active, r.Standby, r.Epoch, r.Phase, r.Source)
+	if r.Run != nil {
+		fmt.Fprintf(w, "run in progress: %s %s (step %d, by %s since %s)\n", r.Run.Kind, r.Run.ID, r.Run.Step, r.Run.By, r.Run.StartedAt.Format(time.RFC3339))
+	}
+	section(w, "CLUSTERS")
+	t := newTable(w, "cluster", "role", "reachable", "cluster id", "brokers", "controller", "kafka", "state epoch")
+	for _, c := range st.Clusters {
+		reach, epoch := yesNo(c.Reachable), "-"
+		if !c.Reachable {
+			reach = "NO"
+		}
+		if c.StateEpoch >= 0 {
+			epoch = fmt.Sprint(c.StateEpoch)
+		}
+		if c.Stale {
+			epoch += " (stale)"
+		}
+		ctrl := "-"
+		if c.Reachable {
+			ctrl = fmt.Sprint(c.Controller)
+		}
+		if err := t.Append(c.Name, c.Role, reach, orDash(c.ClusterID), fmt.Sprint(len(c.Brokers)), ctrl, orDash(c.KafkaVersion), epoch); err != nil {
+			return err
+		}
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	section(w, "TOPICS")
+	t = newTable(w, "topic", "active partitions", "standby partitions", "parity", "config drift")
+	for _, tp := range st.Topics {
+		var drift []string
+		for _, d := range tp.ConfigDrift {
+			drift = append(drift, fmt.Sprintf("%s: %s / %s", d.Key, orDash(d.Active), orDash(d.Standby)))
+		}
+		if err := t.Append(tp.Name, partitions(tp.Active), partitions(tp.Standby), yesNo(tp.InParity), orDash(strings.Join(drift, "; "))); err != nil {
+			return err
+		}
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	section(w, "GROUPS")
+	t = newTable(w, "group", "active state", "active members", "standby state", "standby members")
+	for _, g := range st.Groups {
+		if err := t.Append(g.Name, groupState(g.Active), fmt.Sprint(g.Active.Members), groupState(g.Standby), fmt.Sprint(g.Standby.Members)); err != nil {
+			return err
+		}
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	if len(st.Problems) > 0 {
+		section(w, "PROBLEMS")
+		for _, p := range st.Problems {
+			fmt.Fprintf(w, "- %s\n", p)
+		}
+	}
+	return nil
+}
+
+func partitions(s failover.TopicSide) string {
+	if !s.Exists {
+		return "missing"
+	}
+	return fmt.Sprint(s.Partitions)
+}
+
+func groupState(s failover.GroupSide) string {
+	if !s.Exists {
+		return "absent"
+	}
+	return s.State
+}

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/drctl/drctl/failover"
+)
+
+func validateCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "validate",
+		Usage: "check the topology file (and, with --online, both clusters)",
+		Description: "Offline, validate reads the topology file and checks its schema and consistency without contacting\n" +
+			"any cluster. With --online it also connects to both clusters and checks reachability, authentication,\n" +
+			"broker versions, the permissions drctl needs and which selected topics and groups exist. It changes nothing.",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "online", Usage: "also check both clusters"},
+			&cli.DurationFlag{Name: "timeout", Value: 20 * time.Second, Usage: "give up on the clusters after this long"},
+		},
+		Action: func(c *cli.Context) error {
+			topo, err := loadTopology(c)
+			if err != nil {
+				return err
+			}
+			var v *failover.Validation
+			if c.Bool("online") {
+				ctx, cancel := context.WithTimeout(c.Context, c.Duration("timeout"))
+				defer cancel()
+				v = failover.ValidateOnline(ctx, topo)
+			} else {
+				v = failover.ValidateOffline(topo)
+			}
+			if err := render(c, v, func(w io.Writer) error { return validationTable(w, v) }); err != nil {
+				return err
+			}
+			switch {
+			case v.Unreachable():
+				return withCode(exitUnreachable, fmt.Errorf("%s: a cluster could not be reached; see the checks above", topo.Path))
+			case v.Failed():
+				return fmt.Errorf("%s: validation failed; see the checks above", topo.Path)
+			}
+			return nil
+		},
+	}
+}
+
+func validationTable(w io.Writer, v *failover.Validation) error {
+	t := newTable(w, "cluster", "check", "result", "detail")
+	for _, c := range v.Checks {
+		if err := t.Append(orDash(c.Cluster), c.Name, string(c.Result), c.Detail); err != nil {
+			return err
+		}
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	if !v.Failed() {
+		mode := "offline"
+		if v.Online {
+			mode = "online"
+		}
+		fmt.Fprintf(w, "%s: topology %s is valid (%s checks)\n", v.File, v.Topology, mode)
+	}
+	return nil
+}

@@ -1,0 +1,329 @@
+package failover
+
+import (
+	"context"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/drctl/drctl/internal/kafkaconn"
+	"github.com/drctl/drctl/internal/rolestate"
+	"github.com/drctl/drctl/topology"
+)
+
+// Status is the snapshot that `drctl status` prints and the TUI renders.
+// Its JSON form is a stable, documented schema (docs/status.md): fields are
+// only ever added.
+type Status struct {
+	Topology  string          `json:"topology" yaml:"topology"`
+	CheckedAt time.Time       `json:"checked_at" yaml:"checked_at"`
+	Roles     Roles           `json:"roles" yaml:"roles"`
+	Clusters  []ClusterStatus `json:"clusters" yaml:"clusters"`
+	Topics    []TopicStatus   `json:"topics" yaml:"topics"`
+	Groups    []GroupStatus   `json:"groups" yaml:"groups"`
+	// Problems lists, in plain words, everything that needs an operator.
+	Problems []string `json:"problems" yaml:"problems"`
+}
+
+// Roles is the live role state that won (the highest epoch).
+type Roles struct {
+	Epoch   int64           `json:"epoch" yaml:"epoch"`
+	Active  string          `json:"active" yaml:"active"`
+	Standby string          `json:"standby" yaml:"standby"`
+	Phase   rolestate.Phase `json:"phase" yaml:"phase"`
+	// Source says where the roles came from: "cluster NAME" or
+	// "topology file" when no cluster holds state yet.
+	Source string         `json:"source" yaml:"source"`
+	Run    *rolestate.Run `json:"run,omitempty" yaml:"run,omitempty"`
+}
+
+// ClusterStatus is one cluster as status sees it.
+type ClusterStatus struct {
+	Name      string   `json:"name" yaml:"name"`
+	Role      string   `json:"role" yaml:"role"`
+	Bootstrap []string `json:"bootstrap" yaml:"bootstrap"`
+	Reachable bool     `json:"reachable" yaml:"reachable"`
+	Error     string   `json:"error,omitempty" yaml:"error,omitempty"`
+	ClusterInfo `yaml:",inline"`
+	// StateEpoch is the epoch of the role state stored in this cluster
+	// (-1 when it holds none); Stale is true when it lags the winner.
+	StateEpoch int64 `json:"state_epoch" yaml:"state_epoch"`
+	Stale      bool  `json:"stale" yaml:"stale"`
+}
+
+// TopicStatus compares one selected topic on both clusters.
+type TopicStatus struct {
+	Name    string    `json:"name" yaml:"name"`
+	Active  TopicSide `json:"active" yaml:"active"`
+	Standby TopicSide `json:"standby" yaml:"standby"`
+	// InParity is true when the topic exists on both sides with the same
+	// partition count and no config drift.
+	InParity    bool          `json:"in_parity" yaml:"in_parity"`
+	ConfigDrift []ConfigDrift `json:"config_drift,omitempty" yaml:"config_drift,omitempty"`
+}
+
+// TopicSide is a topic on one cluster. Configs holds only the settings made
+// on the topic itself (not broker or default values).
+type TopicSide struct {
+	Exists            bool              `json:"exists" yaml:"exists"`
+	Partitions        int32             `json:"partitions" yaml:"partitions"`
+	ReplicationFactor int16             `json:"replication_factor" yaml:"replication_factor"`
+	Configs           map[string]string `json:"configs,omitempty" yaml:"configs,omitempty"`
+}
+
+// ConfigDrift is one topic setting that differs between the clusters ("" =
+// not set on the topic).
+type ConfigDrift struct {
+	Key     string `json:"key" yaml:"key"`
+	Active  string `json:"active" yaml:"active"`
+	Standby string `json:"standby" yaml:"standby"`
+}
+
+// GroupStatus compares one selected consumer group on both clusters.
+type GroupStatus struct {
+	Name    string    `json:"name" yaml:"name"`
+	Active  GroupSide `json:"active" yaml:"active"`
+	Standby GroupSide `json:"standby" yaml:"standby"`
+}
+
+// GroupSide is a group on one cluster; State is Kafka's word (Empty,
+// Stable, PreparingRebalance, Dead, ...).
+type GroupSide struct {
+	Exists  bool   `json:"exists" yaml:"exists"`
+	State   string `json:"state,omitempty" yaml:"state,omitempty"`
+	Members int    `json:"members" yaml:"members"`
+}
+
+// Unreachable reports whether any cluster could not be reached.
+func (s *Status) Unreachable() []string {
+	var out []string
+	for _, c := range s.Clusters {
+		if !c.Reachable {
+			out = append(out, c.Name)
+		}
+	}
+	return out
+}
+
+// clusterView is what one cluster answered.
+type clusterView struct {
+	client sarama.Client
+	err    error
+	info   ClusterInfo
+	topics map[string]TopicSide
+	groups map[string]GroupSide
+}
+
+// CollectStatus connects to both clusters and builds the snapshot. It
+// returns within ctx's deadline even when a cluster does not answer; an
+// unreachable cluster is part of the snapshot, not an error.
+func CollectStatus(ctx context.Context, topo *topology.Topology) *Status {
+	names := topo.ClusterNames()
+	views := make(map[string]*clusterView, len(names))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, name := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			v := inspect(ctx, topo, topo.Clusters[name])
+			mu.Lock()
+			views[name] = v
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	clients := map[string]sarama.Client{}
+	for name, v := range views {
+		if v.client != nil {
+			clients[name] = v.client
+			defer v.client.Close()
+		}
+	}
+	view := rolestate.Resolve(ctx, topo, clients)
+	return assemble(topo, views, view)
+}
+
+func inspect(ctx context.Context, topo *topology.Topology, c *topology.Cluster) *clusterView {
+	v := &clusterView{}
+	client, err := kafkaconn.Dial(ctx, c, nil)
+	if err != nil {
+		v.err = err
+		return v
+	}
+	v.client = client
+	if v.info, err = describeCluster(ctx, client); err != nil {
+		v.err = kafkaconn.Explain(c, err)
+		return v
+	}
+	admin, err := sarama.NewClusterAdminFromClient(client)
+	if err != nil {
+		v.err = kafkaconn.Explain(c, err)
+		return v
+	}
+	if v.topics, err = selectedTopics(admin, topo.Mirror.Topics); err != nil {
+		v.err = kafkaconn.Explain(c, err)
+		return v
+	}
+	if v.groups, err = selectedGroups(admin, topo.Mirror.Groups); err != nil {
+		v.err = kafkaconn.Explain(c, err)
+	}
+	return v
+}
+
+// selectedTopics lists the selected, non-internal topics with their shape
+// and topic-level configs.
+func selectedTopics(admin sarama.ClusterAdmin, sel topology.Selection) (map[string]TopicSide, error) {
+	all, err := admin.ListTopics()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]TopicSide{}
+	var resources []*sarama.ConfigResource
+	for name, d := range all {
+		if topology.IsInternalTopic(name) || !sel.Match(name) {
+			continue
+		}
+		out[name] = TopicSide{Exists: true, Partitions: d.NumPartitions, ReplicationFactor: d.ReplicationFactor, Configs: map[string]string{}}
+		resources = append(resources, &sarama.ConfigResource{Type: sarama.TopicResource, Name: name})
+	}
+	if len(resources) == 0 {
+		return out, nil
+	}
+	results, err := admin.DescribeConfigs(resources, sarama.DescribeConfigsOptions{})
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range results {
+		side, ok := out[r.Name]
+		if !ok || r.ErrorCode != 0 {
+			continue
+		}
+		for _, e := range r.Configs {
+			if e.Source == sarama.SourceTopic && !e.Sensitive {
+				side.Configs[e.Name] = e.Value
+			}
+		}
+	}
+	return out, nil
+}
+
+func selectedGroups(admin sarama.ClusterAdmin, sel topology.Selection) (map[string]GroupSide, error) {
+	listed, err := admin.ListConsumerGroups()
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for g := range listed {
+		if sel.Match(g) {
+			names = append(names, g)
+		}
+	}
+	out := map[string]GroupSide{}
+	if len(names) == 0 {
+		return out, nil
+	}
+	sort.Strings(names)
+	descs, err := admin.DescribeConsumerGroups(names)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range descs {
+		out[d.GroupId] = GroupSide{Exists: true, State: d.State, Members: len(d.Members)}
+	}
+	return out, nil
+}
+
+func assemble(topo *topology.Topology, views map[string]*clusterView, rv rolestate.View) *Status {
+	cur := rv.Current
+	s := &Status{
+		Topology:  topo.Name,
+		CheckedAt: time.Now().UTC(),
+		Roles:     Roles{Epoch: cur.Epoch, Active: cur.Active, Standby: cur.Standby, Phase: cur.Phase, Source: rv.Source, Run: cur.Run},
+		Topics:    []TopicStatus{},
+		Groups:    []GroupStatus{},
+		Problems:  []string{},
+	}
+	for _, name := range []string{cur.Active, cur.Standby} {
+		c, v := topo.Clusters[name], views[name]
+		role := "standby"
+		if name == cur.Active {
+			role = "active"
+		}
+		cs := ClusterStatus{Name: name, Role: role, Bootstrap: c.Bootstrap, Reachable: v.err == nil, ClusterInfo: v.info, StateEpoch: -1}
+		if cs.Brokers == nil {
+			cs.Brokers = []Broker{}
+		}
+		if v.err != nil {
+			cs.Error = v.err.Error()
+			s.Problems = append(s.Problems, "cluster "+name+" ("+role+") is unreachable: "+cs.Error)
+		}
+		if st, ok := rv.Clusters[name]; ok {
+			if st.Found {
+				cs.StateEpoch = st.State.Epoch
+			}
+			cs.Stale = st.Stale
+			if st.Stale {
+				s.Problems = append(s.Problems, "cluster "+name+" holds an older role state (stale); a failover happened without it: reseed it with drctl reseed "+name)
+			}
+		}
+		s.Clusters = append(s.Clusters, cs)
+	}
+	act, stb := views[cur.Active], views[cur.Standby]
+	topicNames := map[string]bool{}
+	for n := range act.topics {
+		topicNames[n] = true
+	}
+	for n := range stb.topics {
+		topicNames[n] = true
+	}
+	for _, n := range sortedKeys(topicNames) {
+		ts := TopicStatus{Name: n, Active: act.topics[n], Standby: stb.topics[n]}
+		ts.ConfigDrift = configDrift(ts.Active.Configs, ts.Standby.Configs)
+		ts.InParity = ts.Active.Exists && ts.Standby.Exists && ts.Active.Partitions == ts.Standby.Partitions && len(ts.ConfigDrift) == 0
+		s.Topics = append(s.Topics, ts)
+	}
+	groupNames := map[string]bool{}
+	for n := range act.groups {
+		groupNames[n] = true
+	}
+	for n := range stb.groups {
+		groupNames[n] = true
+	}
+	for _, n := range sortedKeys(groupNames) {
+		gs := GroupStatus{Name: n, Active: act.groups[n], Standby: stb.groups[n]}
+		if gs.Standby.Members > 0 {
+			s.Problems = append(s.Problems, "group "+n+" has members on the standby "+cur.Standby+"; stop those consumers before a failover")
+		}
+		s.Groups = append(s.Groups, gs)
+	}
+	return s
+}
+
+func configDrift(a, b map[string]string) []ConfigDrift {
+	keys := map[string]bool{}
+	for k := range a {
+		keys[k] = true
+	}
+	for k := range b {
+		keys[k] = true
+	}
+	var out []ConfigDrift
+	for _, k := range sortedKeys(keys) {
+		if a[k] != b[k] {
+			out = append(out, ConfigDrift{Key: k, Active: a[k], Standby: b[k]})
+		}
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
