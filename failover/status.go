@@ -41,11 +41,11 @@ type Roles struct {
 
 // ClusterStatus is one cluster as status sees it.
 type ClusterStatus struct {
-	Name      string   `json:"name" yaml:"name"`
-	Role      string   `json:"role" yaml:"role"`
-	Bootstrap []string `json:"bootstrap" yaml:"bootstrap"`
-	Reachable bool     `json:"reachable" yaml:"reachable"`
-	Error     string   `json:"error,omitempty" yaml:"error,omitempty"`
+	Name        string   `json:"name" yaml:"name"`
+	Role        string   `json:"role" yaml:"role"`
+	Bootstrap   []string `json:"bootstrap" yaml:"bootstrap"`
+	Reachable   bool     `json:"reachable" yaml:"reachable"`
+	Error       string   `json:"error,omitempty" yaml:"error,omitempty"`
 	ClusterInfo `yaml:",inline"`
 	// StateEpoch is the epoch of the role state stored in this cluster
 	// (-1 when it holds none); Stale is true when it lags the winner.

@@ -83,8 +83,8 @@ func newApp() *cli.App {
 			&cli.StringFlag{Name: "config", Aliases: []string{"c"}, Usage: "topology file (default: $DRCTL_CONFIG, then ./drctl.yaml)"},
 			outputFlag,
 		},
-		OnUsageError: badUsage,
-		Commands:     commands(validateCommand(), statusCommand(), sandboxCommand()),
+		OnUsageError:   badUsage,
+		Commands:       commands(validateCommand(), statusCommand(), sandboxCommand()),
 		ExitErrHandler: func(*cli.Context, error) {}, // main decides the exit code
 	}
 }
