@@ -281,7 +281,9 @@ func assemble(topo *topology.Topology, views map[string]*clusterView, rv rolesta
 	}
 	for _, n := range sortedKeys(topicNames) {
 		ts := TopicStatus{Name: n, Active: act.topics[n], Standby: stb.topics[n]}
-		ts.ConfigDrift = configDrift(ts.Active.Configs, ts.Standby.Configs)
+		if ts.Active.Exists && ts.Standby.Exists {
+			ts.ConfigDrift = configDrift(ts.Active.Configs, ts.Standby.Configs)
+		}
 		ts.InParity = ts.Active.Exists && ts.Standby.Exists && ts.Active.Partitions == ts.Standby.Partitions && len(ts.ConfigDrift) == 0
 		s.Topics = append(s.Topics, ts)
 	}
