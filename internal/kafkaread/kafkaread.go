@@ -1,0 +1,106 @@
+// Package kafkaread reads what a Kafka partition holds, as a read_committed
+// consumer would see it, with raw protocol requests sent through a caller's
+// sarama client: topic metadata, a partition's end offsets, and its
+// committed records up to the last stable offset.
+//
+// sarama's consumer cannot be used for "read to the end" under
+// read_committed: its high-water mark is not the last stable offset and
+// control records are never delivered, so waiting for the high-water mark can
+// hang. The readers here bound every read by the last stable offset instead,
+// skip control batches and the records of aborted transactions themselves,
+// and follow batch offsets (so compacted logs and transaction markers leave
+// no gaps unaccounted for).
+//
+// The package never creates a topic (metadata requests disable automatic
+// topic creation), joins no consumer group and commits nothing. Every call
+// takes a context and returns when it ends, even though a sarama request in
+// flight cannot be cancelled: that request finishes in the background,
+// bounded by the client's network timeouts.
+package kafkaread
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/IBM/sarama"
+)
+
+// call runs fn and returns its result, or the context's error as soon as ctx
+// ends, whichever comes first. An abandoned fn keeps running to completion
+// in the background and its result is dropped.
+func call[T any](ctx context.Context, fn func() (T, error)) (T, error) {
+	var zero T
+	if err := ctx.Err(); err != nil {
+		return zero, err
+	}
+	type result struct {
+		v   T
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		v, err := fn()
+		ch <- result{v, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-ctx.Done():
+		return zero, ctx.Err()
+	}
+}
+
+// sleep waits for d or until ctx ends, and reports ctx's error in that case.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// retriable reports whether a failed request may succeed when sent again,
+// possibly to another broker after a metadata refresh: leadership moves,
+// replicas catching up, and network errors. Context ends and a closed
+// client are final.
+func retriable(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, sarama.ErrClosedClient) {
+		return false
+	}
+	var kerr sarama.KError
+	if errors.As(err, &kerr) {
+		switch kerr {
+		case sarama.ErrNotLeaderForPartition, sarama.ErrLeaderNotAvailable,
+			sarama.ErrReplicaNotAvailable, sarama.ErrFencedLeaderEpoch,
+			sarama.ErrUnknownLeaderEpoch, sarama.ErrOffsetNotAvailable,
+			sarama.ErrRequestTimedOut, sarama.ErrNetworkException,
+			sarama.ErrKafkaStorageError, sarama.ErrNotController:
+			return true
+		}
+		return false
+	}
+	// Not a Kafka error code: a broken or refused connection, or a
+	// response that did not arrive in time.
+	return true
+}
+
+// retryPolicy bounds how long one operation keeps retrying retriable
+// errors, on top of the context: attempts, and the pause between them.
+const (
+	maxAttempts  = 6
+	firstBackoff = 50 * time.Millisecond
+	maxBackoff   = time.Second
+)
+
+func backoff(attempt int) time.Duration {
+	d := firstBackoff << attempt
+	if d <= 0 || d > maxBackoff {
+		return maxBackoff
+	}
+	return d
+}

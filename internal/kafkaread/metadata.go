@@ -1,0 +1,139 @@
+package kafkaread
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/IBM/sarama"
+)
+
+// TopicInfo is what a cluster's metadata says about one topic.
+type TopicInfo struct {
+	// Exists is false when the cluster does not know the topic.
+	Exists bool
+	// Partitions is the topic's partition count (0 when it does not exist).
+	Partitions int
+	// Brokers are the addresses of the brokers the cluster reports,
+	// ordered by broker id.
+	Brokers []string
+	// Controller is the address of the broker the cluster names as its
+	// controller ("" when it names none): where admin requests go.
+	Controller string
+	// Leaders maps each partition to its leader's broker id, -1 while the
+	// partition has no leader.
+	Leaders map[int32]int32
+}
+
+// Topic looks topic up in the cluster's metadata. It never creates the
+// topic, whatever the client's Metadata.AllowAutoTopicCreation says. A
+// missing topic is not an error: it comes back with Exists false.
+func Topic(ctx context.Context, client sarama.Client, topic string) (TopicInfo, error) {
+	md, err := metadata(ctx, client, topic)
+	if err != nil {
+		return TopicInfo{}, fmt.Errorf("metadata of topic %s: %w", topic, err)
+	}
+	var info TopicInfo
+	brokers := append([]*sarama.Broker(nil), md.Brokers...)
+	sort.Slice(brokers, func(i, j int) bool { return brokers[i].ID() < brokers[j].ID() })
+	for _, b := range brokers {
+		info.Brokers = append(info.Brokers, b.Addr())
+		if b.ID() == md.ControllerID {
+			info.Controller = b.Addr()
+		}
+	}
+	for _, tm := range md.Topics {
+		if tm.Name != topic {
+			continue
+		}
+		switch {
+		case errors.Is(tm.Err, sarama.ErrUnknownTopicOrPartition):
+			return info, nil
+		case !errors.Is(tm.Err, sarama.ErrNoError):
+			return info, fmt.Errorf("metadata of topic %s: %w", topic, tm.Err)
+		}
+		info.Exists = true
+		info.Partitions = len(tm.Partitions)
+		info.Leaders = make(map[int32]int32, len(tm.Partitions))
+		for _, pm := range tm.Partitions {
+			leader := pm.Leader
+			if !errors.Is(pm.Err, sarama.ErrNoError) && !errors.Is(pm.Err, sarama.ErrReplicaNotAvailable) {
+				leader = -1
+			}
+			info.Leaders[pm.ID] = leader
+		}
+		return info, nil
+	}
+	return info, nil
+}
+
+// metadata asks the brokers the client knows, one after the other, for the
+// metadata of topic, with automatic topic creation off. The first answer
+// wins.
+func metadata(ctx context.Context, client sarama.Client, topic string) (*sarama.MetadataResponse, error) {
+	if client == nil {
+		return nil, errors.New("no client")
+	}
+	if client.Closed() {
+		return nil, sarama.ErrClosedClient
+	}
+	brokers := client.Brokers()
+	sort.Slice(brokers, func(i, j int) bool { return brokers[i].ID() < brokers[j].ID() })
+	if len(brokers) == 0 {
+		// A client with Metadata.Full off knows only its seed brokers
+		// until it first asks for a topic.
+		if b := client.LeastLoadedBroker(); b != nil {
+			brokers = append(brokers, b)
+		}
+	}
+	if len(brokers) == 0 {
+		return nil, sarama.ErrOutOfBrokers
+	}
+	var errs []error
+	for _, b := range brokers {
+		req := sarama.NewMetadataRequest(client.Config().Version, []string{topic})
+		req.AllowAutoTopicCreation = false
+		md, err := call(ctx, func() (*sarama.MetadataResponse, error) {
+			if err := b.Open(client.Config()); err != nil && !errors.Is(err, sarama.ErrAlreadyConnected) {
+				return nil, err
+			}
+			return b.GetMetadata(req)
+		})
+		if err == nil {
+			return md, nil
+		}
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		errs = append(errs, fmt.Errorf("broker %s: %w", b.Addr(), err))
+	}
+	return nil, errors.Join(errs...)
+}
+
+// leader returns the partition's leader, as the client sees it after a
+// metadata refresh when refresh is set. The topic must exist: the client's
+// own metadata requests may ask for automatic topic creation.
+func leader(ctx context.Context, client sarama.Client, topic string, partition int32, refresh bool) (*sarama.Broker, error) {
+	return call(ctx, func() (*sarama.Broker, error) {
+		if refresh {
+			if err := client.RefreshMetadata(topic); err != nil {
+				return nil, err
+			}
+		}
+		return client.Leader(topic, partition)
+	})
+}
+
+// mustExist returns an error wrapping sarama.ErrUnknownTopicOrPartition when
+// the partition does not exist.
+func mustExist(ctx context.Context, client sarama.Client, topic string, partition int32) error {
+	info, err := Topic(ctx, client, topic)
+	if err != nil {
+		return err
+	}
+	if !info.Exists || partition < 0 || int(partition) >= info.Partitions {
+		return fmt.Errorf("partition %s/%d: %w", topic, partition, sarama.ErrUnknownTopicOrPartition)
+	}
+	return nil
+}

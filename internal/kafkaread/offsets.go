@@ -1,0 +1,119 @@
+package kafkaread
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/IBM/sarama"
+)
+
+// Ends are the offsets that bound a partition's log.
+type Ends struct {
+	// Start is the log start offset: the first offset still held.
+	Start int64
+	// Stable is the last stable offset: every record below it belongs to
+	// no transaction or to a decided one. A read_committed reader sees
+	// nothing at or above it. Stable equals High when no transaction is
+	// open on the partition.
+	Stable int64
+	// High is the high-water mark: the offset the next record will get.
+	High int64
+}
+
+// PartitionEnds asks the partition's leader for its log start offset, last
+// stable offset and high-water mark (three ListOffsets requests; the values
+// may move between them, but Start <= Stable <= High holds for each).
+// The topic must exist: see Topic.
+func PartitionEnds(ctx context.Context, client sarama.Client, topic string, partition int32) (Ends, error) {
+	var e Ends
+	err := withLeader(ctx, client, topic, partition, func(b *sarama.Broker) error {
+		var err error
+		if e.Start, err = listOffset(ctx, client, b, topic, partition, sarama.OffsetOldest, sarama.ReadUncommitted); err != nil {
+			return fmt.Errorf("log start offset: %w", err)
+		}
+		if e.High, err = listOffset(ctx, client, b, topic, partition, sarama.OffsetNewest, sarama.ReadUncommitted); err != nil {
+			return fmt.Errorf("high-water mark: %w", err)
+		}
+		if e.Stable, err = listOffset(ctx, client, b, topic, partition, sarama.OffsetNewest, sarama.ReadCommitted); err != nil {
+			return fmt.Errorf("last stable offset: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return Ends{}, fmt.Errorf("end offsets of %s/%d: %w", topic, partition, err)
+	}
+	return e, nil
+}
+
+// LastStableOffset returns the partition's last stable offset (ListOffsets
+// for the latest offset with isolation level read_committed).
+func LastStableOffset(ctx context.Context, client sarama.Client, topic string, partition int32) (int64, error) {
+	var lso int64
+	err := withLeader(ctx, client, topic, partition, func(b *sarama.Broker) error {
+		var err error
+		lso, err = listOffset(ctx, client, b, topic, partition, sarama.OffsetNewest, sarama.ReadCommitted)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("last stable offset of %s/%d: %w", topic, partition, err)
+	}
+	return lso, nil
+}
+
+func listOffset(ctx context.Context, client sarama.Client, b *sarama.Broker, topic string, partition int32, at int64, iso sarama.IsolationLevel) (int64, error) {
+	req := sarama.NewOffsetRequest(client.Config().Version)
+	if iso == sarama.ReadCommitted && req.Version < 2 {
+		return 0, fmt.Errorf("read_committed offsets need Kafka 0.11 or newer (client version %s)", client.Config().Version)
+	}
+	req.IsolationLevel = iso
+	req.AddBlock(topic, partition, at, 1)
+	resp, err := call(ctx, func() (*sarama.OffsetResponse, error) { return b.GetAvailableOffsets(req) })
+	if err != nil {
+		return 0, err
+	}
+	block := resp.GetBlock(topic, partition)
+	if block == nil {
+		return 0, sarama.ErrIncompleteResponse
+	}
+	if !errors.Is(block.Err, sarama.ErrNoError) {
+		return 0, block.Err
+	}
+	if req.Version == 0 {
+		if len(block.Offsets) == 0 {
+			return 0, sarama.ErrIncompleteResponse
+		}
+		return block.Offsets[0], nil
+	}
+	return block.Offset, nil
+}
+
+// withLeader runs op against the partition's leader, and again against a
+// freshly looked-up leader after a retriable error, a bounded number of
+// times. It first checks that the partition exists, so the client's own
+// metadata requests never create the topic.
+func withLeader(ctx context.Context, client sarama.Client, topic string, partition int32, op func(*sarama.Broker) error) error {
+	if err := mustExist(ctx, client, topic, partition); err != nil {
+		return err
+	}
+	var err error
+	for attempt := 0; attempt < maxAttempts; attempt++ {
+		if attempt > 0 {
+			if serr := sleep(ctx, backoff(attempt-1)); serr != nil {
+				return errors.Join(err, serr)
+			}
+		}
+		var b *sarama.Broker
+		if b, err = leader(ctx, client, topic, partition, attempt > 0); err != nil {
+			if !retriable(err) {
+				return fmt.Errorf("find leader: %w", err)
+			}
+			err = fmt.Errorf("find leader: %w", err)
+			continue
+		}
+		if err = op(b); err == nil || !retriable(err) {
+			return err
+		}
+	}
+	return fmt.Errorf("gave up after %d attempts: %w", maxAttempts, err)
+}

@@ -1,0 +1,199 @@
+package rolestate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/drctl/drctl/internal/kafkaread"
+)
+
+// StateTopic is the compacted topic that holds, in each cluster, the role
+// state of every topology that uses the cluster: one partition, key = the
+// topology name, value = the JSON State. A tombstone is never written.
+const StateTopic = "__drctl_state"
+
+const statePartition int32 = 0
+
+// Read returns the latest committed state of the named topology in the
+// cluster behind client; found is false when the cluster holds none,
+// including when the state topic does not exist (Read never creates it).
+// Records of aborted or still-open transactions are never seen. The read is
+// bounded by ctx.
+func Read(ctx context.Context, client sarama.Client, topology string) (State, bool, error) {
+	if client == nil {
+		return State{}, false, errors.New("read role state: not connected")
+	}
+	info, err := kafkaread.Topic(ctx, client, StateTopic)
+	if err != nil {
+		return State{}, false, fmt.Errorf("read role state: %w", err)
+	}
+	if !info.Exists {
+		return State{}, false, nil
+	}
+	s, _, found, err := readLatest(ctx, client, topology)
+	return s, found, err
+}
+
+// readLatest reads the state partition from its start to its last stable
+// offset and decodes the last record of the topology, which it also returns
+// as stored. Only that record has to be valid: a bad record that a later one
+// replaced does no harm.
+func readLatest(ctx context.Context, client sarama.Client, topology string) (State, []byte, bool, error) {
+	var (
+		last   []byte
+		offset int64
+		found  bool
+	)
+	_, err := kafkaread.ReadCommitted(ctx, client, StateTopic, statePartition, 0, func(r kafkaread.Record) error {
+		if string(r.Key) == topology {
+			// A tombstone (nil value) is never written; should one
+			// appear, the topology has no state.
+			last, offset, found = r.Value, r.Offset, r.Value != nil
+		}
+		return nil
+	})
+	if err != nil {
+		return State{}, nil, false, fmt.Errorf("read role state: %w", err)
+	}
+	if !found {
+		return State{}, nil, false, nil
+	}
+	var s State
+	if err := json.Unmarshal(last, &s); err != nil {
+		return State{}, nil, false, badRecord(topology, offset, fmt.Errorf("not valid JSON: %w", err))
+	}
+	if s.Topology != topology {
+		return State{}, nil, false, badRecord(topology, offset, fmt.Errorf("it names topology %q", s.Topology))
+	}
+	if err := s.Validate(); err != nil {
+		return State{}, nil, false, badRecord(topology, offset, err)
+	}
+	return s, last, true, nil
+}
+
+func badRecord(topology string, offset int64, err error) error {
+	return fmt.Errorf("the role state of %s in %s at offset %d is unusable (%w); it was not written by drctl: "+
+		"if the other cluster holds a good state, delete topic %s on this cluster and let drctl write it again",
+		topology, StateTopic, offset, err, StateTopic)
+}
+
+// createWait bounds the wait for a newly created state topic to get a
+// partition leader.
+const createWait = 15 * time.Second
+
+// createTopic creates the state topic, compacted, with one partition and
+// min(3, brokers) replicas, and waits until its partition has a leader. A
+// concurrent creator's topic is as good as ours. min.compaction.lag.ms stays
+// at the broker default (0): the state is a handful of small records, and
+// kfake rejects the key.
+func createTopic(ctx context.Context, client sarama.Client, info kafkaread.TopicInfo) error {
+	cfg := client.Config()
+	compact := "compact"
+	detail := &sarama.TopicDetail{
+		NumPartitions:     1,
+		ReplicationFactor: int16(min(3, len(info.Brokers))),
+		ConfigEntries:     map[string]*string{"cleanup.policy": &compact},
+	}
+	req := sarama.NewCreateTopicsRequest(cfg.Version, map[string]*sarama.TopicDetail{StateTopic: detail}, cfg.Admin.Timeout, false)
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		if attempt > 0 {
+			// The controller moved or was unknown: look again.
+			if info, err = kafkaread.Topic(ctx, client, StateTopic); err != nil || info.Exists {
+				break
+			}
+		}
+		if info.Controller == "" {
+			err = errors.New("the cluster names no controller")
+			continue
+		}
+		if err = createOn(ctx, cfg, info.Controller, req); !errors.Is(err, sarama.ErrNotController) {
+			break
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("create topic %s: %w", StateTopic, err)
+	}
+
+	deadline := time.Now().Add(createWait)
+	for {
+		info, err := kafkaread.Topic(ctx, client, StateTopic)
+		if err != nil {
+			return fmt.Errorf("create topic %s: %w", StateTopic, err)
+		}
+		if info.Exists && info.Leaders[statePartition] >= 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("create topic %s: its partition has no leader after %s; check the brokers' health and retry", StateTopic, createWait)
+		}
+		if err := sleep(ctx, 50*time.Millisecond); err != nil {
+			return fmt.Errorf("create topic %s: wait for a leader: %w", StateTopic, err)
+		}
+	}
+}
+
+// createOn sends req over a connection of its own to the broker at addr:
+// a client whose metadata is not full may not know that broker yet.
+func createOn(ctx context.Context, cfg *sarama.Config, addr string, req *sarama.CreateTopicsRequest) error {
+	resp, err := call(ctx, func() (*sarama.CreateTopicsResponse, error) {
+		b := sarama.NewBroker(addr)
+		if err := b.Open(cfg); err != nil {
+			return nil, err
+		}
+		defer func() { _ = b.Close() }()
+		return b.CreateTopics(req)
+	})
+	if err != nil {
+		return err
+	}
+	terr, ok := resp.TopicErrors[StateTopic]
+	switch {
+	case !ok:
+		return sarama.ErrIncompleteResponse
+	case terr == nil, errors.Is(terr.Err, sarama.ErrNoError), errors.Is(terr.Err, sarama.ErrTopicAlreadyExists):
+		return nil
+	}
+	return terr
+}
+
+// call runs fn and returns its result, or the context's error as soon as ctx
+// ends. sarama calls cannot be cancelled: an abandoned fn finishes in the
+// background, bounded by the client's timeouts, and its result is dropped.
+func call[T any](ctx context.Context, fn func() (T, error)) (T, error) {
+	var zero T
+	if err := ctx.Err(); err != nil {
+		return zero, err
+	}
+	type result struct {
+		v   T
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		v, err := fn()
+		ch <- result{v, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-ctx.Done():
+		return zero, ctx.Err()
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
