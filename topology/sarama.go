@@ -31,6 +31,8 @@ func (c *Cluster) SaramaConfig() (*sarama.Config, error) {
 	cfg.Metadata.Retry.Max = 2
 	cfg.Metadata.Retry.Backoff = 250 * time.Millisecond
 	cfg.Metadata.Timeout = c.Timeout
+	// drctl never creates a topic by looking at it.
+	cfg.Metadata.AllowAutoTopicCreation = false
 	if c.TLS != nil {
 		tc, err := c.TLS.config()
 		if err != nil {

@@ -103,3 +103,24 @@ func scrub(c *topology.Cluster, msg string) string {
 	}
 	return msg
 }
+
+// ClusterID asks one broker for the cluster's id.
+func ClusterID(client sarama.Client) (string, error) {
+	b := client.LeastLoadedBroker()
+	if b == nil {
+		return "", errors.New("no broker to ask for the cluster id")
+	}
+	if ok, _ := b.Connected(); !ok {
+		if err := b.Open(client.Config()); err != nil && !errors.Is(err, sarama.ErrAlreadyConnected) {
+			return "", err
+		}
+	}
+	md, err := b.GetMetadata(&sarama.MetadataRequest{Version: 7, Topics: []string{}})
+	if err != nil {
+		return "", fmt.Errorf("metadata: %w", err)
+	}
+	if md.ClusterID == nil || *md.ClusterID == "" {
+		return "", errors.New("the cluster reports no id")
+	}
+	return *md.ClusterID, nil
+}
