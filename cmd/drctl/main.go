@@ -84,7 +84,7 @@ func newApp() *cli.App {
 			outputFlag,
 		},
 		OnUsageError:   badUsage,
-		Commands:       commands(validateCommand(), statusCommand(), sandboxCommand()),
+		Commands:       commands(validateCommand(), statusCommand(), mirrorCommand(), sandboxCommand()),
 		ExitErrHandler: func(*cli.Context, error) {}, // main decides the exit code
 	}
 }

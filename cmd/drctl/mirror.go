@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/drctl/drctl/failover"
+	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/topology"
+)
+
+func mirrorCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "mirror",
+		Usage: "run the mirror daemon, or show its lag",
+		Subcommands: commands(
+			&cli.Command{
+				Name:  "run",
+				Usage: "mirror the live active cluster to the live standby, following the roles",
+				Description: "mirror run copies the selected topics from the live active cluster to the live standby,\n" +
+					"partition for partition, exactly once (or at least once, per mirror.delivery). It follows the\n" +
+					"live roles stored in the clusters: after a failover it stops the old direction and starts\n" +
+					"the new one when the phase allows it. Run several processes to share the work. SIGTERM or\n" +
+					"Ctrl-C stops it gracefully, committing what is in flight.",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "listen", Value: "127.0.0.1:9464", Usage: "address of /metrics, /healthz and /readyz (empty: none)"},
+					&cli.IntFlag{Name: "shards", Value: mirror.DefaultShards, Usage: "shards of the link (fixed once the link has run)"},
+					&cli.DurationFlag{Name: "txn-interval", Value: 100 * time.Millisecond, Usage: "longest time one transaction gathers records"},
+					&cli.StringFlag{Name: "log-format", Value: "text", Usage: "log format: text or json"},
+				},
+				Action: mirrorRun,
+			},
+			&cli.Command{
+				Name:  "lag",
+				Usage: "per-partition lag of the live link, in records and seconds",
+				Flags: []cli.Flag{
+					&cli.DurationFlag{Name: "timeout", Value: 30 * time.Second, Usage: "give up after this long"},
+				},
+				Action: mirrorLag,
+			},
+		),
+	}
+}
+
+func logger(c *cli.Context) *slog.Logger {
+	var h slog.Handler
+	if c.String("log-format") == "json" {
+		h = slog.NewJSONHandler(c.App.ErrWriter, nil)
+	} else {
+		h = slog.NewTextHandler(c.App.ErrWriter, nil)
+	}
+	return slog.New(h)
+}
+
+func mirrorRun(c *cli.Context) error {
+	topo, err := loadTopology(c)
+	if err != nil {
+		return err
+	}
+	if c.Int("shards") < 1 || c.Int("shards") > 1024 {
+		return withCode(exitBadInput, fmt.Errorf("--shards %d: use 1 to 1024", c.Int("shards")))
+	}
+	log := logger(c)
+	d := mirror.NewDaemon(topo, mirror.DaemonOptions{
+		Listen: c.String("listen"),
+		Engine: mirror.Options{
+			Delivery:    topo.Mirror.Delivery,
+			Shards:      int32(c.Int("shards")),
+			TxnInterval: c.Duration("txn-interval"),
+			Logger:      log,
+		},
+		Started: func(addr string) { log.Info("serving /metrics, /healthz, /readyz", "addr", addr) },
+	})
+	log.Info("mirror starting", "topology", topo.Name, "delivery", topo.Mirror.Delivery, "pid", os.Getpid())
+	return d.Run(c.Context)
+}
+
+// liveLink resolves the roles and returns the link they run.
+func liveLink(ctx context.Context, topo *topology.Topology) (mirror.Link, error) {
+	st, err := failover.CollectRoles(ctx, topo)
+	if err != nil {
+		return mirror.Link{}, withCode(exitUnreachable, fmt.Errorf("cannot read the live roles: %w", err))
+	}
+	return mirror.LinkFor(topo, st.Active, st.Standby), nil
+}
+
+func mirrorLag(c *cli.Context) error {
+	topo, err := loadTopology(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(c.Context, c.Duration("timeout"))
+	defer cancel()
+	link, err := liveLink(ctx, topo)
+	if err != nil {
+		return err
+	}
+	rep, err := mirror.MeasureLag(ctx, topo, link)
+	if err != nil {
+		return withCode(exitUnreachable, err)
+	}
+	return render(c, rep, func(w io.Writer) error {
+		fmt.Fprintf(w, "link %s: %d records behind, oldest pending record %.1fs old\n", rep.Link, rep.TotalRecords, rep.MaxSeconds)
+		t := newTable(w, "topic", "partition", "source end", "mirrored", "records", "seconds", "error")
+		for _, p := range rep.Partitions {
+			mirrored := fmt.Sprint(p.Mirrored)
+			if p.Mirrored < 0 {
+				mirrored = "never"
+			}
+			if err := t.Append(p.Topic, fmt.Sprint(p.Partition), fmt.Sprint(p.SourceEnd), mirrored, fmt.Sprint(p.Records), fmt.Sprintf("%.1f", p.Seconds), orDash(p.Error)); err != nil {
+				return err
+			}
+		}
+		return t.Render()
+	})
+}

@@ -1,0 +1,237 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/drctl/drctl/internal/kafkaconn"
+	"github.com/drctl/drctl/internal/rolestate"
+	"github.com/drctl/drctl/topology"
+)
+
+// DaemonOptions tune `drctl mirror run`.
+type DaemonOptions struct {
+	// Listen is the address of /metrics, /healthz and /readyz ("" = none).
+	Listen string
+	// StatePoll is how often the live roles are read (5s).
+	StatePoll time.Duration
+	// Engine is the base of every link's engine options; Epoch, Allowed
+	// and CopyOwnOrigin are set from the live roles.
+	Engine Options
+	// Started, if set, receives the bound listen address once serving.
+	Started func(addr string)
+}
+
+// Daemon follows the live role state and runs the mirror link it allows:
+// active -> standby while the phase is steady, the same link while a
+// failover or failback drains it, and, while reseeding, the new active ->
+// the stale cluster with loop prevention off (the stale cluster was wiped
+// and must get everything back). When the epoch or the direction changes it
+// stops the old link before it starts the new one.
+type Daemon struct {
+	topo *topology.Topology
+	opts DaemonOptions
+	log  *slog.Logger
+	reg  *prometheus.Registry
+
+	mu      sync.Mutex
+	current *Engine
+	key     linkKey
+}
+
+type linkKey struct {
+	link  Link
+	epoch int64
+	copy  bool
+}
+
+// NewDaemon prepares a daemon for topo.
+func NewDaemon(topo *topology.Topology, opts DaemonOptions) *Daemon {
+	if opts.StatePoll <= 0 {
+		opts.StatePoll = 5 * time.Second
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if opts.Engine.Metrics == nil {
+		opts.Engine.Metrics = NewMetrics(reg)
+	}
+	log := opts.Engine.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+		opts.Engine.Logger = log
+	}
+	return &Daemon{topo: topo, opts: opts, log: log, reg: reg}
+}
+
+// desired returns the link the role state allows now, and whether one is
+// allowed at all.
+func desired(st rolestate.State, topoName string) (linkKey, bool) {
+	link := Link{Topology: topoName, Source: st.Active, Target: st.Standby}
+	switch st.Phase {
+	case rolestate.PhaseSteady, "":
+		return linkKey{link: link, epoch: st.Epoch}, true
+	case rolestate.PhaseReseeding:
+		return linkKey{link: link, epoch: st.Epoch, copy: true}, true
+	default:
+		// A failover or failback in progress: keep draining the link that
+		// runs under this epoch, start nothing new.
+		return linkKey{link: link, epoch: st.Epoch}, true
+	}
+}
+
+// Run serves the HTTP endpoints and follows the roles until ctx ends;
+// then it stops the running link gracefully (committing what is in flight).
+func (d *Daemon) Run(ctx context.Context) error {
+	if d.opts.Listen != "" {
+		ln, err := net.Listen("tcp", d.opts.Listen)
+		if err != nil {
+			return fmt.Errorf("mirror: listen on %s: %w; pick another address with --listen", d.opts.Listen, err)
+		}
+		srv := &http.Server{Handler: d.handler(), ReadHeaderTimeout: 5 * time.Second}
+		go func() { _ = srv.Serve(ln) }()
+		defer srv.Close()
+		if d.opts.Started != nil {
+			d.opts.Started(ln.Addr().String())
+		}
+	}
+	var (
+		running chan error
+		cancel  context.CancelFunc
+	)
+	stop := func() {
+		if cancel != nil {
+			cancel()
+			<-running
+			cancel, running = nil, nil
+			d.mu.Lock()
+			d.current, d.key = nil, linkKey{}
+			d.mu.Unlock()
+		}
+	}
+	defer stop()
+	t := time.NewTicker(d.opts.StatePoll)
+	defer t.Stop()
+	for {
+		st, err := d.readState(ctx)
+		switch {
+		case err != nil:
+			d.log.Warn("cannot read the live roles; keeping the current link", "err", err)
+		default:
+			want, ok := desired(st, d.topo.Name)
+			d.mu.Lock()
+			same := d.current != nil && d.key == want
+			d.mu.Unlock()
+			if !same && ok {
+				stop()
+				e, err := d.start(want)
+				if err != nil {
+					d.log.Error("cannot start link", "link", want.link.String(), "err", err)
+					break
+				}
+				runCtx, c := context.WithCancel(ctx)
+				done := make(chan error, 1)
+				go func() { done <- e.Run(runCtx) }()
+				cancel, running = c, done
+				d.log.Info("mirroring", "link", want.link.String(), "epoch", want.epoch, "copy_own_origin", want.copy)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-running:
+			cancel()
+			cancel, running = nil, nil
+			d.mu.Lock()
+			d.current, d.key = nil, linkKey{}
+			d.mu.Unlock()
+			if errors.Is(err, ErrLinkRetired) {
+				d.log.Info("link retired by a newer role state; waiting for the roles to settle", "err", err)
+			}
+		case <-t.C:
+		}
+	}
+}
+
+func (d *Daemon) start(k linkKey) (*Engine, error) {
+	opts := d.opts.Engine
+	opts.Epoch = k.epoch
+	opts.CopyOwnOrigin = k.copy
+	opts.Allowed = func(st rolestate.State) bool {
+		return st.Active == k.link.Source && st.Standby == k.link.Target
+	}
+	e, err := NewEngine(d.topo, k.link.Source, k.link.Target, opts)
+	if err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	d.current, d.key = e, k
+	d.mu.Unlock()
+	return e, nil
+}
+
+// readState resolves the live roles from both clusters (the higher epoch
+// wins; one reachable cluster is enough).
+func (d *Daemon) readState(ctx context.Context) (rolestate.State, error) {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	clients := map[string]sarama.Client{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for name, c := range d.topo.Clusters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if cl, err := kafkaconn.Dial(ctx, c, nil); err == nil {
+				mu.Lock()
+				clients[name] = cl
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	defer func() {
+		for _, c := range clients {
+			_ = c.Close()
+		}
+	}()
+	if len(clients) == 0 {
+		return rolestate.State{}, errors.New("no cluster reachable")
+	}
+	v := rolestate.Resolve(ctx, d.topo, clients)
+	return v.Current, nil
+}
+
+// Current returns the engine running now (nil when none).
+func (d *Daemon) Current() *Engine {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.current
+}
+
+func (d *Daemon) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		e := d.Current()
+		if e == nil || !e.Ready() {
+			http.Error(w, "not ready: no link running or no shard owned yet", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintf(w, "ready: %s, shards %v\n", e.Link(), e.OwnedShards())
+	})
+	return mux
+}

@@ -1,0 +1,362 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/drctl/drctl/internal/kafkaconn"
+	"github.com/drctl/drctl/internal/rolestate"
+	"github.com/drctl/drctl/topology"
+)
+
+// Options tune one link's engine. Zero values take the defaults.
+type Options struct {
+	Delivery topology.Delivery
+	// Shards is the link's shard count; it must match what the link ran
+	// with before (the shards topic on the target records it).
+	Shards int32
+	// Epoch is the role-state epoch the link runs for; a shard refuses to
+	// write when the target's state has another epoch or does not allow
+	// the link (see Allowed). -1 skips the check (tests of the copy alone).
+	Epoch   int64
+	Allowed func(rolestate.State) bool
+	// CopyOwnOrigin turns off loop prevention: records whose origin is the
+	// target are copied too. A reseed needs it; steady mirroring does not.
+	CopyOwnOrigin bool
+
+	TxnInterval       time.Duration // longest time a transaction gathers records (100ms)
+	MaxBatchRecords   int           // most records per transaction (20,000)
+	MaxBatchBytes     int           // most key+value bytes per transaction (16 MiB)
+	FetchBytes        int32         // bytes per partition per fetch (1 MiB)
+	FetchWait         time.Duration // how long a fetch may wait for data (100ms)
+	ChannelBuffer     int           // records buffered per shard (8192)
+	IdleCheck         time.Duration // how often an idle shard refreshes lag (1s)
+	ProduceTimeout    time.Duration // bound on one acknowledgement (60s)
+	TopicSyncInterval time.Duration // how often topics are synced (5s)
+	SessionTimeout    time.Duration // worker group session timeout (10s)
+	OffsetsRetention  time.Duration // retention of the offset map (7 days)
+
+	Logger  *slog.Logger
+	Metrics *Metrics
+}
+
+func (o *Options) defaults() {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	if o.Delivery == "" {
+		o.Delivery = topology.ExactlyOnce
+	}
+	if o.Shards <= 0 {
+		o.Shards = DefaultShards
+	}
+	if o.Allowed == nil {
+		o.Allowed = func(rolestate.State) bool { return true }
+	}
+	def(&o.TxnInterval, 100*time.Millisecond)
+	def(&o.FetchWait, 100*time.Millisecond)
+	def(&o.IdleCheck, time.Second)
+	def(&o.ProduceTimeout, 60*time.Second)
+	def(&o.TopicSyncInterval, 5*time.Second)
+	def(&o.SessionTimeout, 10*time.Second)
+	def(&o.OffsetsRetention, 7*24*time.Hour)
+	if o.MaxBatchRecords <= 0 {
+		o.MaxBatchRecords = 20000
+	}
+	if o.MaxBatchBytes <= 0 {
+		o.MaxBatchBytes = 16 << 20
+	}
+	if o.FetchBytes <= 0 {
+		o.FetchBytes = 1 << 20
+	}
+	if o.ChannelBuffer <= 0 {
+		o.ChannelBuffer = 8192
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Metrics == nil {
+		o.Metrics = NewMetrics(nil)
+	}
+}
+
+// Engine runs one link in this process: it keeps the target's topics in
+// shape, joins the link's worker group, and copies the shards it is given.
+// Several processes may run the same link; they share its shards.
+type Engine struct {
+	topo       *topology.Topology
+	link       Link
+	opts       Options
+	srcCluster *topology.Cluster
+	dstCluster *topology.Cluster
+	metrics    *Metrics
+	log        *slog.Logger
+	srcID      []byte
+	dstID      []byte
+
+	mu       sync.Mutex
+	byShard  map[int32][]TopicPartition
+	synced   bool
+	progress map[TopicPartition]int64
+	stable   map[TopicPartition]int64
+	trouble  map[TopicPartition]string
+	owned    map[int32]bool
+}
+
+// NewEngine prepares the link source -> target of topo.
+func NewEngine(topo *topology.Topology, source, target string, opts Options) (*Engine, error) {
+	opts.defaults()
+	src, dst := topo.Clusters[source], topo.Clusters[target]
+	if src == nil || dst == nil || source == target {
+		return nil, fmt.Errorf("mirror: no link %s -> %s in topology %s", source, target, topo.Name)
+	}
+	link := LinkFor(topo, source, target)
+	return &Engine{
+		topo: topo, link: link, opts: opts, srcCluster: src, dstCluster: dst,
+		metrics: opts.Metrics, log: opts.Logger.With("link", link.String()),
+		byShard: map[int32][]TopicPartition{}, progress: map[TopicPartition]int64{},
+		stable: map[TopicPartition]int64{}, trouble: map[TopicPartition]string{}, owned: map[int32]bool{},
+	}, nil
+}
+
+// Link returns the engine's link.
+func (e *Engine) Link() Link { return e.link }
+
+func (e *Engine) dial(ctx context.Context, c *topology.Cluster, tune func(*sarama.Config)) (sarama.Client, error) {
+	dctx, cancel := context.WithTimeout(ctx, c.Timeout+5*time.Second)
+	defer cancel()
+	return kafkaconn.Dial(dctx, c, tune)
+}
+
+// Run copies until ctx ends (then it commits what is in flight and
+// returns nil) or the link is retired (ErrLinkRetired). Trouble with
+// either cluster is retried with backoff, counted and logged, never fatal.
+func (e *Engine) Run(ctx context.Context) error {
+	for attempt := 0; ; attempt++ {
+		err := e.runOnce(ctx)
+		if ctx.Err() != nil || errors.Is(err, ErrLinkRetired) {
+			if errors.Is(err, ErrLinkRetired) {
+				return err
+			}
+			return nil
+		}
+		e.metrics.Errors.WithLabelValues(e.link.String(), "engine").Inc()
+		wait := time.Duration(min(attempt+1, 10)) * time.Second
+		e.log.Error("mirror link stopped; retrying", "err", err, "retry_in", wait)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(wait):
+		}
+	}
+}
+
+func (e *Engine) runOnce(ctx context.Context) error {
+	src, err := e.dial(ctx, e.srcCluster, nil)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	dst, err := e.dial(ctx, e.dstCluster, nil)
+	if err != nil {
+		return err
+	}
+	defer dst.Close()
+	sid, err := kafkaconn.ClusterID(src)
+	if err != nil {
+		return fmt.Errorf("source %s: %w", e.link.Source, err)
+	}
+	did, err := kafkaconn.ClusterID(dst)
+	if err != nil {
+		return fmt.Errorf("target %s: %w", e.link.Target, err)
+	}
+	if sid == did {
+		return fmt.Errorf("source %s and target %s are the same cluster (id %s): fix the bootstrap addresses", e.link.Source, e.link.Target, sid)
+	}
+	e.srcID, e.dstID = []byte(sid), []byte(did)
+	if err := e.ensureInternalTopics(ctx, dst); err != nil {
+		return err
+	}
+	syncer, err := newTopicSyncer(src, dst, e.topo.Mirror.Topics)
+	if err != nil {
+		return err
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		e.syncTopicsLoop(runCtx, syncer)
+	}()
+	err = e.work(runCtx)
+	cancel()
+	wg.Wait()
+	return err
+}
+
+// syncTopicsLoop keeps target topics in shape and publishes the partitions
+// each shard copies.
+func (e *Engine) syncTopicsLoop(ctx context.Context, syncer topicSyncer) {
+	t := time.NewTicker(e.opts.TopicSyncInterval)
+	defer t.Stop()
+	for {
+		ready, troubles, err := syncer.sync(ctx)
+		if err != nil {
+			e.metrics.Errors.WithLabelValues(e.link.String(), "topics").Inc()
+			e.log.Warn("topic sync failed", "err", err)
+		} else {
+			e.publish(ready, troubles)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (e *Engine) publish(ready map[string]int32, troubles map[string]string) {
+	by := map[int32][]TopicPartition{}
+	for topic, n := range ready {
+		for p := int32(0); p < n; p++ {
+			s := ShardOf(topic, p, e.opts.Shards)
+			by[s] = append(by[s], TopicPartition{topic, p})
+		}
+	}
+	for _, tps := range by {
+		sort.Slice(tps, func(i, j int) bool {
+			if tps[i].Topic != tps[j].Topic {
+				return tps[i].Topic < tps[j].Topic
+			}
+			return tps[i].Partition < tps[j].Partition
+		})
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.byShard, e.synced = by, true
+	for topic, msg := range troubles {
+		e.trouble[TopicPartition{Topic: topic, Partition: -1}] = msg
+	}
+}
+
+func (e *Engine) partitionsOf(shard int32) []TopicPartition {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.byShard[shard]
+}
+
+func (e *Engine) setProgress(tp TopicPartition, next int64) {
+	e.mu.Lock()
+	e.progress[tp] = next
+	lso, ok := e.stable[tp]
+	e.mu.Unlock()
+	if ok {
+		e.metrics.LagRecords.WithLabelValues(e.link.String(), tp.Topic, strconv.Itoa(int(tp.Partition))).Set(float64(max(lso-next, 0)))
+	}
+}
+
+func (e *Engine) setStable(tp TopicPartition, lso int64) {
+	e.mu.Lock()
+	e.stable[tp] = lso
+	next, ok := e.progress[tp]
+	e.mu.Unlock()
+	if ok {
+		e.metrics.LagRecords.WithLabelValues(e.link.String(), tp.Topic, strconv.Itoa(int(tp.Partition))).Set(float64(max(lso-next, 0)))
+	}
+}
+
+func (e *Engine) noteTrouble(tp TopicPartition, msg string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.trouble[tp] = msg
+}
+
+// Troubles returns what the engine could not copy and why, for status.
+func (e *Engine) Troubles() map[string]string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := map[string]string{}
+	for tp, msg := range e.trouble {
+		name := tp.Topic
+		if tp.Partition >= 0 {
+			name = tp.String()
+		}
+		out[name] = msg
+	}
+	return out
+}
+
+// OwnedShards returns the shards this process copies now.
+func (e *Engine) OwnedShards() []int32 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []int32
+	for s := range e.owned {
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// Ready reports whether the engine has synced topics and owns shards.
+func (e *Engine) Ready() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.synced && len(e.owned) > 0
+}
+
+func (e *Engine) setOwned(shard int32, owned bool) {
+	e.mu.Lock()
+	if owned {
+		e.owned[shard] = true
+	} else {
+		delete(e.owned, shard)
+	}
+	n := len(e.owned)
+	e.mu.Unlock()
+	e.metrics.ShardsOwned.WithLabelValues(e.link.String()).Set(float64(n))
+}
+
+// newProducer creates the shard's producer on the target. For
+// exactly-once it is transactional, and creating it initialises the
+// shard's transactional id, which fences every earlier holder.
+func (e *Engine) newProducer(shard int32) (sarama.AsyncProducer, error) {
+	cfg, err := e.dstCluster.SaramaConfig()
+	if err != nil {
+		return nil, err
+	}
+	producerConfig(cfg)
+	if e.opts.Delivery == topology.ExactlyOnce {
+		cfg.Producer.Transaction.ID = e.link.TransactionalID(shard)
+		cfg.Producer.Transaction.Timeout = 60 * time.Second
+	}
+	return sarama.NewAsyncProducer(e.dstCluster.Bootstrap, cfg)
+}
+
+// producerConfig sets what every mirror and fencing producer needs.
+func producerConfig(cfg *sarama.Config) {
+	cfg.Producer.Idempotent = true
+	cfg.Net.MaxOpenRequests = 1
+	cfg.Producer.RequiredAcks = sarama.WaitForAll
+	cfg.Producer.Return.Successes = true
+	cfg.Producer.Return.Errors = true
+	cfg.Producer.Partitioner = sarama.NewManualPartitioner
+	cfg.Producer.Retry.Max = 10
+	cfg.Producer.Retry.Backoff = 100 * time.Millisecond
+	cfg.Producer.MaxMessageBytes = 8 << 20
+	cfg.Producer.Compression = sarama.CompressionNone
+	cfg.Producer.Flush.Bytes = 1 << 20
+	cfg.Producer.Flush.Frequency = 2 * time.Millisecond
+	cfg.ChannelBufferSize = 4096
+}

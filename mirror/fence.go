@@ -1,0 +1,74 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/drctl/drctl/internal/kafkaconn"
+	"github.com/drctl/drctl/topology"
+)
+
+// FenceLink makes every mirror process of link unable to write into its
+// target again, even one that is hung now and wakes up later: it
+// initialises each shard's transactional id on the target, which aborts
+// the holder's open transaction and fails all its later calls.
+//
+// Contract with the caller (failover): record the new role state (its
+// higher epoch) on the target BEFORE calling FenceLink. A fenced process
+// can only write again by initialising its id anew, and a shard checks the
+// target's role state right after every initialisation, so it then sees
+// the new epoch and stops. It returns the number of shards fenced; a link
+// that never ran on this target has nothing to fence (0, nil).
+func FenceLink(ctx context.Context, topo *topology.Topology, link Link) (int, error) {
+	dst := topo.Clusters[link.Target]
+	if dst == nil {
+		return 0, fmt.Errorf("fence %s: no cluster %q in topology %s", link, link.Target, topo.Name)
+	}
+	client, err := kafkaconn.Dial(ctx, dst, nil)
+	if err != nil {
+		return 0, fmt.Errorf("fence %s: %w", link, err)
+	}
+	defer client.Close()
+	if err := client.RefreshMetadata(link.ShardsTopic()); err != nil {
+		if errors.Is(err, sarama.ErrUnknownTopicOrPartition) {
+			return 0, nil
+		}
+		return 0, fmt.Errorf("fence %s: metadata of %s on %s: %w", link, link.ShardsTopic(), link.Target, err)
+	}
+	parts, err := client.Partitions(link.ShardsTopic())
+	if err != nil {
+		if errors.Is(err, sarama.ErrUnknownTopicOrPartition) {
+			return 0, nil
+		}
+		return 0, fmt.Errorf("fence %s: %w", link, err)
+	}
+	for shard := int32(0); shard < int32(len(parts)); shard++ {
+		if err := ctx.Err(); err != nil {
+			return int(shard), fmt.Errorf("fence %s: stopped after %d of %d shards: %w", link, shard, len(parts), err)
+		}
+		if err := fenceID(dst, link.TransactionalID(shard)); err != nil {
+			return int(shard), fmt.Errorf("fence %s: shard %d: %w", link, shard, err)
+		}
+	}
+	return len(parts), nil
+}
+
+// fenceID initialises a transactional id and lets it go.
+func fenceID(c *topology.Cluster, id string) error {
+	cfg, err := c.SaramaConfig()
+	if err != nil {
+		return err
+	}
+	producerConfig(cfg)
+	cfg.Producer.Transaction.ID = id
+	cfg.Producer.Transaction.Timeout = 60 * time.Second
+	p, err := sarama.NewAsyncProducer(c.Bootstrap, cfg)
+	if err != nil {
+		return fmt.Errorf("initialise transactional id %s on %s: %w", id, c.Name, err)
+	}
+	return p.Close()
+}

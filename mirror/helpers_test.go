@@ -1,0 +1,210 @@
+package mirror
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/drctl/drctl/internal/kafkaconn"
+	"github.com/drctl/drctl/internal/kafkaread"
+	"github.com/drctl/drctl/topology"
+)
+
+// TestMain lets the test binary run as a mirror process (for crash and
+// scale-out tests): DRCTL_MIRROR_CHILD=<topology path> runs the east->west
+// engine until killed or SIGTERM.
+func TestMain(m *testing.M) {
+	if path := os.Getenv("DRCTL_MIRROR_CHILD"); path != "" {
+		os.Exit(runChild(path))
+	}
+	os.Exit(m.Run())
+}
+
+func runChild(path string) int {
+	topo, err := topology.Load(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	shards, _ := strconv.Atoi(os.Getenv("DRCTL_MIRROR_SHARDS"))
+	e, err := NewEngine(topo, "east", "west", Options{Epoch: -1, Shards: int32(shards), SessionTimeout: 6 * time.Second,
+		TopicSyncInterval: 500 * time.Millisecond, IdleCheck: 200 * time.Millisecond})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	go func() {
+		// Report owned shards on stdout for the parent to wait on.
+		t := time.NewTicker(100 * time.Millisecond)
+		last := ""
+		for range t.C {
+			now := fmt.Sprint(e.OwnedShards())
+			if now != last {
+				fmt.Println("owned", now)
+				last = now
+			}
+		}
+	}()
+	if err := e.Run(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+func dialT(t testing.TB, c *topology.Cluster) sarama.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cl, err := kafkaconn.Dial(ctx, c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	return cl
+}
+
+func createTopicT(t testing.TB, cl sarama.Client, name string, partitions int32, configs map[string]string) {
+	t.Helper()
+	admin, err := sarama.NewClusterAdminFromClient(cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := map[string]*string{}
+	for k, v := range configs {
+		entries[k] = &v
+	}
+	if err := admin.CreateTopic(name, &sarama.TopicDetail{NumPartitions: partitions, ReplicationFactor: 1, ConfigEntries: entries}, false); err != nil {
+		t.Fatalf("create %s: %v", name, err)
+	}
+}
+
+// producer returns a sync producer on c; txnID "" = plain idempotent.
+func producerT(t testing.TB, c *topology.Cluster, txnID string) sarama.SyncProducer {
+	t.Helper()
+	cfg, err := c.SaramaConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Producer.Return.Successes = true
+	cfg.Producer.Partitioner = sarama.NewManualPartitioner
+	cfg.Producer.RequiredAcks = sarama.WaitForAll
+	cfg.Producer.Idempotent = true
+	cfg.Net.MaxOpenRequests = 1
+	if txnID != "" {
+		cfg.Producer.Transaction.ID = txnID
+	}
+	p, err := sarama.NewSyncProducer(c.Bootstrap, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+// committed reads every committed record of a partition.
+func committed(t testing.TB, cl sarama.Client, topic string, p int32) []kafkaread.Record {
+	t.Helper()
+	out, err := readAll(cl, topic, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func readAll(cl sarama.Client, topic string, p int32) ([]kafkaread.Record, error) {
+	var out []kafkaread.Record
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := kafkaread.ReadCommitted(ctx, cl, topic, p, 0, func(r kafkaread.Record) error {
+		out = append(out, r)
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("read %s/%d: %w", topic, p, err)
+	}
+	return out, nil
+}
+
+func header(r kafkaread.Record, key string) []byte {
+	for _, h := range r.Headers {
+		if string(h.Key) == key {
+			return h.Value
+		}
+	}
+	return nil
+}
+
+func sourceOffset(r kafkaread.Record) int64 {
+	v := header(r, HeaderSourceOffset)
+	if len(v) != 8 {
+		return -1
+	}
+	return int64(binary.BigEndian.Uint64(v))
+}
+
+// waitFor polls cond until it returns nil or the timeout passes.
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	pause := 20 * time.Millisecond
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waited %v for %s: %v", timeout, what, err)
+		}
+		time.Sleep(pause)
+		pause = min(pause*2, 500*time.Millisecond)
+	}
+}
+
+// sameRecords compares the committed source records of a partition with
+// the target's, record by record: same order, key, value, headers (less
+// provenance), timestamp, and provenance pointing at the source offset.
+func sameRecords(src, dst []kafkaread.Record, origin string) error {
+	if len(src) != len(dst) {
+		return fmt.Errorf("source has %d committed records, target %d", len(src), len(dst))
+	}
+	for i := range src {
+		s, d := src[i], dst[i]
+		if string(s.Key) != string(d.Key) || (s.Key == nil) != (d.Key == nil) || string(s.Value) != string(d.Value) {
+			return fmt.Errorf("record %d (source offset %d): key/value differ", i, s.Offset)
+		}
+		if !s.Timestamp.Equal(d.Timestamp) {
+			return fmt.Errorf("record %d: timestamp %v != %v", i, s.Timestamp, d.Timestamp)
+		}
+		if got := sourceOffset(d); got != s.Offset {
+			return fmt.Errorf("record %d: provenance offset %d, want %d", i, got, s.Offset)
+		}
+		if got := string(header(d, HeaderOrigin)); got != origin {
+			return fmt.Errorf("record %d: origin %q, want %q", i, got, origin)
+		}
+		var dh [][2]string
+		for _, h := range d.Headers {
+			if k := string(h.Key); k != HeaderOrigin && k != HeaderSourceOffset {
+				dh = append(dh, [2]string{k, string(h.Value)})
+			}
+		}
+		if len(dh) != len(s.Headers) {
+			return fmt.Errorf("record %d: %d headers, want %d", i, len(dh), len(s.Headers))
+		}
+		for j, h := range s.Headers {
+			if dh[j] != [2]string{string(h.Key), string(h.Value)} {
+				return fmt.Errorf("record %d: header %d is %v, want %s=%s", i, j, dh[j], h.Key, h.Value)
+			}
+		}
+	}
+	return nil
+}

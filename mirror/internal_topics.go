@@ -1,0 +1,65 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/IBM/sarama"
+)
+
+// ensureInternalTopics creates, on the target, the shards topic and the
+// offset-map topic of the link, and checks that the link's shard count did
+// not change: a source partition must always be written under the same
+// transactional id, so a new shard count needs every old id fenced first.
+func (e *Engine) ensureInternalTopics(ctx context.Context, dst sarama.Client) error {
+	admin, err := sarama.NewClusterAdminFromClient(dst)
+	if err != nil {
+		return fmt.Errorf("target %s: admin: %w", e.link.Target, err)
+	}
+	rf := int16(min(3, len(dst.Brokers())))
+	if rf < 1 {
+		rf = 1
+	}
+	retention := strconv.FormatInt(e.opts.OffsetsRetention.Milliseconds(), 10)
+	topics := []struct {
+		name    string
+		configs map[string]*string
+	}{
+		{e.link.ShardsTopic(), map[string]*string{"retention.ms": ptr("3600000")}},
+		{e.link.OffsetsTopic(), map[string]*string{"cleanup.policy": ptr("delete"), "retention.ms": &retention}},
+	}
+	for _, t := range topics {
+		err := admin.CreateTopic(t.name, &sarama.TopicDetail{NumPartitions: e.opts.Shards, ReplicationFactor: rf, ConfigEntries: t.configs}, false)
+		if err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {
+			return fmt.Errorf("target %s: create %s: %w", e.link.Target, t.name, err)
+		}
+	}
+	if err := dst.RefreshMetadata(e.link.ShardsTopic()); err != nil {
+		return fmt.Errorf("target %s: metadata of %s: %w", e.link.Target, e.link.ShardsTopic(), err)
+	}
+	parts, err := dst.Partitions(e.link.ShardsTopic())
+	if err != nil {
+		return fmt.Errorf("target %s: %s: %w", e.link.Target, e.link.ShardsTopic(), err)
+	}
+	if int32(len(parts)) != e.opts.Shards {
+		return fmt.Errorf("link %s ran with %d shards, now asked for %d: set mirror.shards back to %d, or fence the link (drctl fence) and delete %s on %s first",
+			e.link, len(parts), e.opts.Shards, len(parts), e.link.ShardsTopic(), e.link.Target)
+	}
+	return nil
+}
+
+// offsetsPartitions returns the partition count of the offset-map topic.
+func (e *Engine) offsetsPartitions(ctx context.Context, dst sarama.Client) (int32, error) {
+	if err := dst.RefreshMetadata(e.link.OffsetsTopic()); err != nil {
+		return 0, fmt.Errorf("target %s: metadata of %s: %w", e.link.Target, e.link.OffsetsTopic(), err)
+	}
+	parts, err := dst.Partitions(e.link.OffsetsTopic())
+	if err != nil || len(parts) == 0 {
+		return 0, fmt.Errorf("target %s: %s has no partitions: %v", e.link.Target, e.link.OffsetsTopic(), err)
+	}
+	return int32(len(parts)), ctx.Err()
+}
+
+func ptr(s string) *string { return &s }

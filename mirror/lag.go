@@ -1,0 +1,163 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/drctl/drctl/internal/kafkaconn"
+	"github.com/drctl/drctl/internal/kafkaread"
+	"github.com/drctl/drctl/topology"
+)
+
+// PartitionLag is how far the mirror is behind on one source partition.
+type PartitionLag struct {
+	Topic     string `json:"topic" yaml:"topic"`
+	Partition int32  `json:"partition" yaml:"partition"`
+	// SourceEnd is the source's last stable offset (the read_committed end).
+	SourceEnd int64 `json:"source_end" yaml:"source_end"`
+	// Mirrored is the next source offset the mirror will copy (-1: the
+	// partition was never mirrored).
+	Mirrored int64 `json:"mirrored" yaml:"mirrored"`
+	// Records is SourceEnd minus Mirrored (or minus the log start when never
+	// mirrored): what the standby would miss if the active died now. It
+	// counts transaction markers and aborted records that lie in the range.
+	Records int64 `json:"records" yaml:"records"`
+	// Seconds is the age of the oldest committed source record not yet
+	// mirrored; 0 when none is pending.
+	Seconds float64 `json:"seconds" yaml:"seconds"`
+	Error   string  `json:"error,omitempty" yaml:"error,omitempty"`
+}
+
+// LagReport is the lag of one link.
+type LagReport struct {
+	Link         string         `json:"link" yaml:"link"`
+	MeasuredAt   time.Time      `json:"measured_at" yaml:"measured_at"`
+	Partitions   []PartitionLag `json:"partitions" yaml:"partitions"`
+	TotalRecords int64          `json:"total_records" yaml:"total_records"`
+	MaxSeconds   float64        `json:"max_seconds" yaml:"max_seconds"`
+}
+
+// Caught reports whether every partition is mirrored up to its source end.
+func (r *LagReport) Caught() bool {
+	for _, p := range r.Partitions {
+		if p.Records > 0 || p.Error != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// MeasureLag compares the source's last stable offsets with the link's
+// committed progress on the target, for every selected source topic.
+func MeasureLag(ctx context.Context, topo *topology.Topology, link Link) (*LagReport, error) {
+	src, err := kafkaconn.Dial(ctx, topo.Clusters[link.Source], nil)
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close()
+	dst, err := kafkaconn.Dial(ctx, topo.Clusters[link.Target], nil)
+	if err != nil {
+		return nil, err
+	}
+	defer dst.Close()
+	tps, err := selectedPartitions(src, topo.Mirror.Topics)
+	if err != nil {
+		return nil, fmt.Errorf("source %s: %w", link.Source, err)
+	}
+	progress, err := readProgress(ctx, dst, link.ProgressGroup(), tps)
+	if err != nil {
+		return nil, fmt.Errorf("target %s: progress of %s: %w", link.Target, link, err)
+	}
+	stable, err := stableOffsets(ctx, src, tps)
+	if err != nil {
+		return nil, fmt.Errorf("source %s: end offsets: %w", link.Source, err)
+	}
+	rep := &LagReport{Link: link.String(), MeasuredAt: time.Now().UTC(), Partitions: make([]PartitionLag, len(tps))}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for i, tp := range tps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			rep.Partitions[i] = partitionLag(ctx, src, tp, stable[tp], progress)
+		}()
+	}
+	wg.Wait()
+	for _, p := range rep.Partitions {
+		rep.TotalRecords += p.Records
+		rep.MaxSeconds = max(rep.MaxSeconds, p.Seconds)
+	}
+	return rep, nil
+}
+
+func partitionLag(ctx context.Context, src sarama.Client, tp TopicPartition, lso int64, progress map[TopicPartition]int64) PartitionLag {
+	pl := PartitionLag{Topic: tp.Topic, Partition: tp.Partition, SourceEnd: lso, Mirrored: -1}
+	from, ok := progress[tp]
+	if ok {
+		pl.Mirrored = from
+	} else {
+		ends, err := kafkaread.PartitionEnds(ctx, src, tp.Topic, tp.Partition)
+		if err != nil {
+			pl.Error = err.Error()
+			return pl
+		}
+		from = ends.Start
+	}
+	pl.Records = max(lso-from, 0)
+	if pl.Records == 0 {
+		return pl
+	}
+	var oldest time.Time
+	_, err := kafkaread.ReadCommitted(ctx, src, tp.Topic, tp.Partition, from, func(r kafkaread.Record) error {
+		oldest = r.Timestamp
+		return errStop
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		pl.Error = err.Error()
+		return pl
+	}
+	if !oldest.IsZero() {
+		pl.Seconds = max(time.Since(oldest).Seconds(), 0)
+	}
+	return pl
+}
+
+// selectedPartitions lists the partitions of the selected, non-internal
+// topics of a cluster, sorted.
+func selectedPartitions(client sarama.Client, sel topology.Selection) ([]TopicPartition, error) {
+	if err := client.RefreshMetadata(); err != nil {
+		return nil, err
+	}
+	topics, err := client.Topics()
+	if err != nil {
+		return nil, err
+	}
+	var out []TopicPartition
+	for _, t := range topics {
+		if topology.IsInternalTopic(t) || !sel.Match(t) {
+			continue
+		}
+		parts, err := client.Partitions(t)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", t, err)
+		}
+		for _, p := range parts {
+			out = append(out, TopicPartition{t, p})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Topic != out[j].Topic {
+			return out[i].Topic < out[j].Topic
+		}
+		return out[i].Partition < out[j].Partition
+	})
+	return out, nil
+}

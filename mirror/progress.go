@@ -1,0 +1,166 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/IBM/sarama"
+)
+
+// readProgress returns the committed progress (next source offset to copy)
+// of the given partitions from the link's progress group on the target.
+// Partitions without progress are absent. It asks for stable offsets only,
+// so a progress commit of a transaction still being decided is never
+// returned; it waits (bounded by ctx) until such a transaction settles.
+func readProgress(ctx context.Context, dst sarama.Client, group string, tps []TopicPartition) (map[TopicPartition]int64, error) {
+	out := map[TopicPartition]int64{}
+	if len(tps) == 0 {
+		return out, nil
+	}
+	for attempt := 0; ; attempt++ {
+		coord, err := dst.Coordinator(group)
+		if err == nil {
+			req := &sarama.OffsetFetchRequest{Version: 7, ConsumerGroup: group, RequireStable: true}
+			for _, tp := range tps {
+				req.AddPartition(tp.Topic, tp.Partition)
+			}
+			var resp *sarama.OffsetFetchResponse
+			resp, err = coord.FetchOffset(req)
+			if err == nil {
+				err = collectProgress(resp, tps, out)
+			}
+		}
+		if err == nil {
+			return out, nil
+		}
+		if !retriableProgress(err) || attempt >= 40 {
+			return nil, err
+		}
+		_ = dst.RefreshCoordinator(group)
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w (last error: %v)", ctx.Err(), err)
+		case <-time.After(time.Duration(min(attempt+1, 10)) * 100 * time.Millisecond):
+		}
+	}
+}
+
+func collectProgress(resp *sarama.OffsetFetchResponse, tps []TopicPartition, out map[TopicPartition]int64) error {
+	switch resp.Err {
+	case sarama.ErrNoError:
+	case sarama.ErrGroupIDNotFound: // kfake's answer for a group with no offsets
+		return nil
+	default:
+		return resp.Err
+	}
+	for _, tp := range tps {
+		b := resp.GetBlock(tp.Topic, tp.Partition)
+		if b == nil {
+			continue
+		}
+		switch b.Err {
+		case sarama.ErrNoError:
+		case sarama.ErrUnknownTopicOrPartition, sarama.ErrGroupIDNotFound:
+			continue
+		default:
+			return fmt.Errorf("%s: %w", tp, b.Err)
+		}
+		if b.Offset >= 0 {
+			out[tp] = b.Offset
+		}
+	}
+	return nil
+}
+
+func retriableProgress(err error) bool {
+	var kerr sarama.KError
+	if errors.As(err, &kerr) {
+		switch kerr {
+		case sarama.ErrUnstableOffsetCommit, sarama.ErrNotCoordinatorForConsumer, sarama.ErrConsumerCoordinatorNotAvailable,
+			sarama.ErrOffsetsLoadInProgress, sarama.ErrRequestTimedOut:
+			return true
+		}
+		return false
+	}
+	return true // network errors
+}
+
+// commitProgress commits progress outside a transaction (at-least-once),
+// as a group with no members does.
+func commitProgress(ctx context.Context, dst sarama.Client, group string, offsets map[string][]*sarama.PartitionOffsetMetadata) error {
+	req := &sarama.OffsetCommitRequest{Version: 7, ConsumerGroup: group, ConsumerGroupGeneration: -1}
+	for topic, parts := range offsets {
+		for _, p := range parts {
+			req.AddBlock(topic, p.Partition, p.Offset, 0, "")
+		}
+	}
+	for attempt := 0; ; attempt++ {
+		coord, err := dst.Coordinator(group)
+		if err == nil {
+			var resp *sarama.OffsetCommitResponse
+			if resp, err = coord.CommitOffset(req); err == nil {
+				for _, parts := range resp.Errors {
+					for _, kerr := range parts {
+						if kerr != sarama.ErrNoError {
+							err = kerr
+						}
+					}
+				}
+			}
+		}
+		if err == nil {
+			return nil
+		}
+		if !retriableProgress(err) || attempt >= 20 {
+			return err
+		}
+		_ = dst.RefreshCoordinator(group)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// stableOffsets asks the leaders for the last stable offset of each
+// partition (the read_committed end), one request per broker.
+func stableOffsets(ctx context.Context, client sarama.Client, tps []TopicPartition) (map[TopicPartition]int64, error) {
+	byBroker := map[*sarama.Broker]*sarama.OffsetRequest{}
+	for _, tp := range tps {
+		b, err := client.Leader(tp.Topic, tp.Partition)
+		if err != nil {
+			_ = client.RefreshMetadata(tp.Topic)
+			if b, err = client.Leader(tp.Topic, tp.Partition); err != nil {
+				return nil, fmt.Errorf("%s: leader: %w", tp, err)
+			}
+		}
+		req, ok := byBroker[b]
+		if !ok {
+			req = &sarama.OffsetRequest{Version: 4, IsolationLevel: sarama.ReadCommitted}
+			byBroker[b] = req
+		}
+		req.AddBlock(tp.Topic, tp.Partition, sarama.OffsetNewest, 1)
+	}
+	out := make(map[TopicPartition]int64, len(tps))
+	for b, req := range byBroker {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		resp, err := b.GetAvailableOffsets(req)
+		if err != nil {
+			return nil, fmt.Errorf("list offsets on broker %d: %w", b.ID(), err)
+		}
+		for topic, parts := range resp.Blocks {
+			for p, blk := range parts {
+				if blk.Err != sarama.ErrNoError {
+					return nil, fmt.Errorf("%s/%d: %w", topic, p, blk.Err)
+				}
+				out[TopicPartition{topic, p}] = blk.Offset
+			}
+		}
+	}
+	return out, nil
+}

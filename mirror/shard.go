@@ -1,0 +1,573 @@
+package mirror
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/drctl/drctl/internal/kafkaread"
+	"github.com/drctl/drctl/internal/rolestate"
+	"github.com/drctl/drctl/offsettranslate"
+	"github.com/drctl/drctl/topology"
+)
+
+// ErrLinkRetired means the role state no longer allows this link to write:
+// a failover moved the epoch or the direction. A shard that sees it stops
+// for good; it is never retried under the same epoch.
+var ErrLinkRetired = errors.New("mirror link retired by a newer role state")
+
+// ErrFenced means another producer initialised the shard's transactional
+// id: another worker took the shard over, or the link was fenced.
+var ErrFenced = errors.New("mirror shard fenced")
+
+// shard copies the source partitions that map to one shard, one Kafka
+// transaction at a time. It is not safe for concurrent use; a worker runs
+// at most one shard loop per shard.
+type shard struct {
+	id     int32
+	e      *Engine
+	log    *slog.Logger
+	parts  map[TopicPartition]*partState
+	order  []TopicPartition
+	prod   sarama.AsyncProducer
+	dst    sarama.Client // for progress reads and the state check
+	srcCl  sarama.Client
+	cons   sarama.Consumer
+	in     chan *sarama.ConsumerMessage
+	offPar int32 // partition of the offsets topic this shard writes
+}
+
+// partState is what a shard knows of one source partition.
+type partState struct {
+	tp       TopicPartition
+	pc       sarama.PartitionConsumer
+	next     int64 // next source offset to copy (committed progress)
+	stable   int64 // last stable offset seen on the source (-1 unknown)
+	oldestTs time.Time
+	lastSeen time.Time // when a record of this partition last arrived
+	stop     chan struct{}
+}
+
+type txnMeta struct {
+	tp  TopicPartition
+	src int64
+	ts  time.Time
+}
+
+// run owns the shard until ctx ends or an error stops it. On return every
+// transaction it opened is committed or aborted and its clients closed.
+func (s *shard) run(ctx context.Context) (err error) {
+	s.parts = map[TopicPartition]*partState{}
+	s.in = make(chan *sarama.ConsumerMessage, s.e.opts.ChannelBuffer)
+	defer s.close()
+	if err := s.open(ctx); err != nil {
+		return err
+	}
+	tick := time.NewTicker(s.e.opts.IdleCheck)
+	defer tick.Stop()
+	for {
+		if err := s.refreshPartitions(ctx); err != nil {
+			return err
+		}
+		batch, err := s.collect(ctx, tick.C)
+		if err != nil {
+			return err
+		}
+		if len(batch) > 0 {
+			// A batch in hand is committed even when ctx ends meanwhile:
+			// a graceful stop commits what is in flight.
+			if err := s.commit(context.WithoutCancel(ctx), batch, nil); err != nil {
+				return err
+			}
+			continue
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err := s.idle(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// open creates the producer (fencing any earlier holder of the shard's
+// transactional id), then checks the role state on the target, so that a
+// link a failover retired can never write again: the failover records the
+// new epoch on the target before it fences, and every write needs an
+// initialised producer.
+func (s *shard) open(ctx context.Context) error {
+	e := s.e
+	var err error
+	s.dst, err = e.dial(ctx, e.dstCluster, nil)
+	if err != nil {
+		return err
+	}
+	s.prod, err = e.newProducer(s.id)
+	if err != nil {
+		if isFenced(err) {
+			return fmt.Errorf("shard %d: %w: %v", s.id, ErrFenced, err)
+		}
+		return fmt.Errorf("shard %d: open producer on %s: %w", s.id, e.link.Target, err)
+	}
+	if e.opts.Epoch >= 0 {
+		st, found, err := rolestate.Read(ctx, s.dst, e.link.Topology)
+		if err != nil {
+			return fmt.Errorf("shard %d: read role state on %s: %w", s.id, e.link.Target, err)
+		}
+		if found && (st.Epoch != e.opts.Epoch || !e.opts.Allowed(st)) {
+			return fmt.Errorf("shard %d: %w: state is epoch %d (active %s), this link runs for epoch %d",
+				s.id, ErrLinkRetired, st.Epoch, st.Active, e.opts.Epoch)
+		}
+	}
+	s.srcCl, err = e.dial(ctx, e.srcCluster, func(c *sarama.Config) {
+		c.Consumer.IsolationLevel = sarama.ReadCommitted
+		c.Consumer.Return.Errors = true
+		c.Consumer.Fetch.Default = e.opts.FetchBytes
+		c.Consumer.Fetch.Max = 0
+		c.Consumer.MaxWaitTime = e.opts.FetchWait
+		c.ChannelBufferSize = 1024
+		c.Metadata.Full = false
+	})
+	if err != nil {
+		return err
+	}
+	s.cons, err = sarama.NewConsumerFromClient(s.srcCl)
+	if err != nil {
+		return fmt.Errorf("shard %d: consumer on %s: %w", s.id, e.link.Source, err)
+	}
+	parts, err := e.offsetsPartitions(ctx, s.dst)
+	if err != nil {
+		return err
+	}
+	s.offPar = s.id % parts
+	return nil
+}
+
+func (s *shard) close() {
+	if s.prod != nil {
+		if s.prod.TxnStatus()&sarama.ProducerTxnFlagInTransaction != 0 {
+			_ = s.prod.AbortTxn()
+		}
+		_ = s.prod.Close()
+	}
+	for _, p := range s.parts {
+		s.stopPartition(p)
+	}
+	if s.cons != nil {
+		_ = s.cons.Close()
+	}
+	if s.srcCl != nil {
+		_ = s.srcCl.Close()
+	}
+	if s.dst != nil {
+		_ = s.dst.Close()
+	}
+}
+
+// refreshPartitions starts copying partitions that joined the shard and
+// stops those that left it (a conflict, a deleted topic).
+func (s *shard) refreshPartitions(ctx context.Context) error {
+	want := map[TopicPartition]bool{}
+	for _, tp := range s.e.partitionsOf(s.id) {
+		want[tp] = true
+	}
+	var added []TopicPartition
+	for tp := range want {
+		if _, ok := s.parts[tp]; !ok {
+			added = append(added, tp)
+		}
+	}
+	for tp, p := range s.parts {
+		if !want[tp] {
+			s.stopPartition(p)
+			delete(s.parts, tp)
+		}
+	}
+	if len(added) == 0 {
+		return nil
+	}
+	progress, err := readProgress(ctx, s.dst, s.e.link.ProgressGroup(), added)
+	if err != nil {
+		return fmt.Errorf("shard %d: read progress on %s: %w", s.id, s.e.link.Target, err)
+	}
+	for _, tp := range added {
+		p := &partState{tp: tp, next: -1, stable: -1, stop: make(chan struct{})}
+		if off, ok := progress[tp]; ok {
+			p.next = off
+		}
+		if err := s.startPartition(ctx, p); err != nil {
+			s.e.metrics.Errors.WithLabelValues(s.e.link.String(), "source").Inc()
+			s.log.Warn("cannot start partition", "partition", tp.String(), "err", err)
+			continue // retried at the next refresh
+		}
+		s.parts[tp] = p
+	}
+	s.order = s.order[:0]
+	for tp := range s.parts {
+		s.order = append(s.order, tp)
+	}
+	return nil
+}
+
+// startPartition starts consuming p from its progress. A position below the
+// source's log start means retention removed records before they were
+// mirrored: they are counted as lost and copying goes on from the log start.
+// A position beyond the source's end means the topic was recreated or
+// truncated: the partition is refused, loudly, since copying the new log
+// would mix two histories in one target partition.
+func (s *shard) startPartition(ctx context.Context, p *partState) error {
+	from := sarama.OffsetOldest
+	if p.next >= 0 {
+		ends, err := kafkaread.PartitionEnds(ctx, s.srcCl, p.tp.Topic, p.tp.Partition)
+		if err != nil {
+			return err
+		}
+		switch {
+		case p.next < ends.Start:
+			lost := ends.Start - p.next
+			s.e.metrics.Lost.WithLabelValues(s.e.link.String(), p.tp.Topic).Add(float64(lost))
+			s.e.noteTrouble(p.tp, fmt.Sprintf("%d records removed by retention on %s before they were mirrored (offsets %d to %d)",
+				lost, s.e.link.Source, p.next, ends.Start-1))
+			s.log.Error("records lost to source retention", "partition", p.tp.String(), "lost", lost, "from", p.next, "to", ends.Start-1)
+			from = ends.Start
+		case p.next > ends.High:
+			msg := fmt.Sprintf("mirrored position %d is beyond the source's end %d: the topic was recreated or truncated on %s; delete the target topic on %s to mirror it again, or exclude it",
+				p.next, ends.High, s.e.link.Source, s.e.link.Target)
+			s.e.noteTrouble(p.tp, msg)
+			return errors.New(msg)
+		default:
+			from = p.next
+		}
+	}
+	pc, err := s.cons.ConsumePartition(p.tp.Topic, p.tp.Partition, from)
+	if err != nil {
+		return err
+	}
+	p.pc = pc
+	if p.next < 0 && from == sarama.OffsetOldest {
+		if ends, err := kafkaread.PartitionEnds(ctx, s.srcCl, p.tp.Topic, p.tp.Partition); err == nil {
+			p.next = ends.Start
+		} else {
+			p.next = 0
+		}
+	} else if from >= 0 {
+		p.next = from
+	}
+	link := s.e.link.String()
+	go func() {
+		for {
+			select {
+			case m, ok := <-pc.Messages():
+				if !ok {
+					return
+				}
+				select {
+				case s.in <- m:
+				case <-p.stop:
+					return
+				}
+			case cerr, ok := <-pc.Errors():
+				if !ok {
+					return
+				}
+				s.e.metrics.Errors.WithLabelValues(link, "source").Inc()
+				s.log.Warn("source fetch error", "partition", p.tp.String(), "err", cerr.Err)
+			case <-p.stop:
+				return
+			}
+		}
+	}()
+	return nil
+}
+
+func (s *shard) stopPartition(p *partState) {
+	select {
+	case <-p.stop:
+	default:
+		close(p.stop)
+	}
+	if p.pc != nil {
+		p.pc.AsyncClose()
+	}
+}
+
+// collect waits for the first record, then gathers records until the batch
+// is full or the transaction interval has passed since the first one. It
+// returns an empty batch when an idle tick comes first or ctx ends.
+func (s *shard) collect(ctx context.Context, tick <-chan time.Time) ([]*sarama.ConsumerMessage, error) {
+	var batch []*sarama.ConsumerMessage
+	select {
+	case m := <-s.in:
+		batch = append(batch, m)
+	case <-tick:
+		return nil, nil
+	case <-ctx.Done():
+		return nil, nil
+	}
+	limit := time.NewTimer(s.e.opts.TxnInterval)
+	defer limit.Stop()
+	bytes := len(batch[0].Value) + len(batch[0].Key)
+	for len(batch) < s.e.opts.MaxBatchRecords && bytes < s.e.opts.MaxBatchBytes {
+		select {
+		case m := <-s.in:
+			batch = append(batch, m)
+			bytes += len(m.Value) + len(m.Key)
+		case <-limit.C:
+			return batch, nil
+		case <-ctx.Done():
+			return batch, nil
+		}
+	}
+	return batch, nil
+}
+
+// commit copies batch in one transaction together with its offset-map
+// record and the progress of every partition it touches. extra adds
+// progress-only entries (positions moved past source holes). Any failure
+// aborts the transaction and is returned: the caller restarts the shard
+// from committed progress.
+func (s *shard) commit(ctx context.Context, batch []*sarama.ConsumerMessage, extra map[TopicPartition]int64) error {
+	e := s.e
+	link := e.link.String()
+	start := time.Now()
+	eos := e.opts.Delivery == topology.ExactlyOnce
+	if eos {
+		if err := s.prod.BeginTxn(); err != nil {
+			return s.fail(fmt.Errorf("shard %d: begin transaction: %w", s.id, err))
+		}
+	}
+	next := map[TopicPartition]int64{}
+	for tp, off := range extra {
+		next[tp] = off
+	}
+	sent := 0
+	var skipped map[string]int
+	for _, m := range batch {
+		tp := TopicPartition{m.Topic, m.Partition}
+		p, ok := s.parts[tp]
+		if !ok || m.Offset < p.next {
+			continue // a partition that left the shard, or a re-delivery
+		}
+		next[tp] = m.Offset + 1
+		headers, own := s.provenance(m)
+		if own {
+			if skipped == nil {
+				skipped = map[string]int{}
+			}
+			skipped[m.Topic]++
+			continue
+		}
+		s.prod.Input() <- &sarama.ProducerMessage{
+			Topic: m.Topic, Partition: m.Partition, Key: keyOf(m.Key), Value: sarama.ByteEncoder(m.Value),
+			Headers: headers, Timestamp: m.Timestamp, Metadata: txnMeta{tp: tp, src: m.Offset, ts: m.Timestamp},
+		}
+		sent++
+	}
+	pairs := map[TopicPartition][]offsettranslate.Pair{}
+	byTopic := map[string][2]int{}
+	var oldest time.Time
+	for i := 0; i < sent; i++ {
+		select {
+		case ok := <-s.prod.Successes():
+			md := ok.Metadata.(txnMeta)
+			pairs[md.tp] = append(pairs[md.tp], offsettranslate.Pair{Source: md.src, Target: ok.Offset})
+			c := byTopic[md.tp.Topic]
+			c[0]++
+			c[1] += ok.Value.Length()
+			if ok.Key != nil {
+				c[1] += ok.Key.Length()
+			}
+			byTopic[md.tp.Topic] = c
+			if oldest.IsZero() || md.ts.Before(oldest) {
+				oldest = md.ts
+			}
+		case perr := <-s.prod.Errors():
+			return s.fail(fmt.Errorf("shard %d: produce to %s %s/%d: %w", s.id, e.link.Target, perr.Msg.Topic, perr.Msg.Partition, perr.Err))
+		case <-time.After(e.opts.ProduceTimeout):
+			return s.fail(fmt.Errorf("shard %d: produce to %s: no acknowledgement within %v", s.id, e.link.Target, e.opts.ProduceTimeout))
+		}
+	}
+	if len(next) == 0 {
+		if eos {
+			_ = s.prod.AbortTxn()
+		}
+		return nil
+	}
+	mb := offsettranslate.Batch{Shard: s.id, CommittedAtMs: time.Now().UnixMilli()}
+	offsets := map[string][]*sarama.PartitionOffsetMetadata{}
+	for tp, n := range next {
+		ps := pairs[tp]
+		sortPairs(ps)
+		mb.Entries = append(mb.Entries, offsettranslate.Entry{Topic: tp.Topic, Partition: tp.Partition, Runs: offsettranslate.RunsFrom(ps), SourceNext: n})
+		offsets[tp.Topic] = append(offsets[tp.Topic], &sarama.PartitionOffsetMetadata{Partition: tp.Partition, Offset: n})
+	}
+	s.prod.Input() <- &sarama.ProducerMessage{Topic: e.link.OffsetsTopic(), Partition: s.offPar,
+		Key: sarama.ByteEncoder(offsettranslate.ShardKey(s.id)), Value: sarama.ByteEncoder(offsettranslate.EncodeBatch(mb)), Metadata: txnMeta{}}
+	select {
+	case <-s.prod.Successes():
+	case perr := <-s.prod.Errors():
+		return s.fail(fmt.Errorf("shard %d: write offset map on %s: %w", s.id, e.link.Target, perr.Err))
+	case <-time.After(e.opts.ProduceTimeout):
+		return s.fail(fmt.Errorf("shard %d: write offset map on %s: no acknowledgement within %v", s.id, e.link.Target, e.opts.ProduceTimeout))
+	}
+	if eos {
+		if err := s.prod.AddOffsetsToTxn(offsets, e.link.ProgressGroup()); err != nil {
+			return s.fail(fmt.Errorf("shard %d: add progress to transaction: %w", s.id, err))
+		}
+		if err := s.prod.CommitTxn(); err != nil {
+			return s.fail(fmt.Errorf("shard %d: commit transaction: %w", s.id, err))
+		}
+	} else if err := commitProgress(ctx, s.dst, e.link.ProgressGroup(), offsets); err != nil {
+		return s.fail(fmt.Errorf("shard %d: commit progress: %w", s.id, err))
+	}
+	done := time.Now()
+	e.metrics.Transactions.WithLabelValues(link, "committed").Inc()
+	e.metrics.CommitTime.WithLabelValues(link).Observe(done.Sub(start).Seconds())
+	for topic, c := range byTopic {
+		e.metrics.Records.WithLabelValues(link, topic).Add(float64(c[0]))
+		e.metrics.Bytes.WithLabelValues(link, topic).Add(float64(c[1]))
+	}
+	for topic, n := range skipped {
+		e.metrics.Skipped.WithLabelValues(link, topic).Add(float64(n))
+	}
+	if !oldest.IsZero() {
+		e.metrics.Latency.WithLabelValues(link).Observe(done.Sub(oldest).Seconds())
+	}
+	for tp, n := range next {
+		if p, ok := s.parts[tp]; ok {
+			p.next = n
+			p.lastSeen = done
+		}
+		e.setProgress(tp, n)
+	}
+	return nil
+}
+
+// fail aborts the open transaction and classifies err.
+func (s *shard) fail(err error) error {
+	link := s.e.link.String()
+	if s.prod != nil && s.prod.TxnStatus()&sarama.ProducerTxnFlagInTransaction != 0 {
+		_ = s.prod.AbortTxn()
+	}
+	s.e.metrics.Transactions.WithLabelValues(link, "aborted").Inc()
+	if isFenced(err) {
+		s.e.metrics.Errors.WithLabelValues(link, "fenced").Inc()
+		return fmt.Errorf("%w: %v", ErrFenced, err)
+	}
+	s.e.metrics.Errors.WithLabelValues(link, "target").Inc()
+	return err
+}
+
+// idle runs between batches when no record arrived for a while: it
+// refreshes lag, and moves the progress of caught-up partitions past
+// trailing source offsets that hold no committed record (transaction
+// markers, aborted records), so that a drained link shows zero lag.
+func (s *shard) idle(ctx context.Context) error {
+	stable, err := stableOffsets(ctx, s.srcCl, s.order)
+	if err != nil {
+		s.e.metrics.Errors.WithLabelValues(s.e.link.String(), "source").Inc()
+		s.log.Warn("cannot read source end offsets", "err", err)
+		return nil
+	}
+	skip := map[TopicPartition]int64{}
+	for _, tp := range s.order {
+		p := s.parts[tp]
+		lso, ok := stable[tp]
+		if !ok {
+			continue
+		}
+		p.stable = lso
+		s.e.setStable(tp, lso)
+		if lso <= p.next || time.Since(p.lastSeen) < s.e.opts.IdleCheck {
+			continue
+		}
+		found := false
+		end, err := kafkaread.ReadCommitted(ctx, s.srcCl, tp.Topic, tp.Partition, p.next, func(kafkaread.Record) error {
+			found = true
+			return errStop
+		})
+		if err != nil && !errors.Is(err, errStop) {
+			continue
+		}
+		if !found && end > p.next {
+			skip[tp] = end
+		}
+	}
+	if len(skip) == 0 {
+		return nil
+	}
+	return s.commit(context.WithoutCancel(ctx), nil, skip)
+}
+
+var errStop = errors.New("stop")
+
+// provenance returns the headers of the copy: the source's headers without
+// drctl's own, then the origin (kept from an earlier hop, else the source
+// cluster) and this hop's source offset. own reports that the record came
+// from the target cluster in the first place and must not go back
+// (loop prevention), unless the link copies its own origin (a reseed).
+func (s *shard) provenance(m *sarama.ConsumerMessage) (headers []sarama.RecordHeader, own bool) {
+	origin := s.e.srcID
+	headers = make([]sarama.RecordHeader, 0, len(m.Headers)+2)
+	for _, h := range m.Headers {
+		switch string(h.Key) {
+		case HeaderOrigin:
+			origin = h.Value
+		case HeaderSourceOffset:
+		default:
+			headers = append(headers, *h)
+		}
+	}
+	if !s.e.opts.CopyOwnOrigin && string(origin) == string(s.e.dstID) {
+		return nil, true
+	}
+	var off [8]byte
+	binary.BigEndian.PutUint64(off[:], uint64(m.Offset))
+	headers = append(headers, sarama.RecordHeader{Key: []byte(HeaderOrigin), Value: origin},
+		sarama.RecordHeader{Key: []byte(HeaderSourceOffset), Value: off[:]})
+	return headers, false
+}
+
+// keyOf keeps a null key null.
+func keyOf(k []byte) sarama.Encoder {
+	if k == nil {
+		return nil
+	}
+	return sarama.ByteEncoder(k)
+}
+
+func sortPairs(ps []offsettranslate.Pair) {
+	// Acknowledgements of one partition arrive in order; sort defensively
+	// with insertion sort, which is linear on sorted input.
+	for i := 1; i < len(ps); i++ {
+		for j := i; j > 0 && ps[j].Target < ps[j-1].Target; j-- {
+			ps[j], ps[j-1] = ps[j-1], ps[j]
+		}
+	}
+}
+
+func isFenced(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, sarama.ErrProducerFenced) || errors.Is(err, sarama.ErrInvalidProducerEpoch) || errors.Is(err, sarama.ErrTransactionalIDAuthorizationFailed) {
+		return true
+	}
+	msg := err.Error()
+	return containsAny(msg, "fenced", "ProducerFenced", "Unknown error", "transaction is not ready", "invalid producer epoch")
+}
+
+func containsAny(s string, subs ...string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}
