@@ -1,0 +1,330 @@
+package topicsync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/drctl/drctl/topology"
+)
+
+// Options tune a Syncer.
+type Options struct {
+	// Prefix renames topics on the target. Only identity naming ("") is
+	// implemented; New rejects anything else.
+	Prefix string
+	// ExcludeConfigs are topic config keys never copied from the source and
+	// never touched on the target, in addition to the built-in list (see
+	// configs.go). They win over every other rule.
+	ExcludeConfigs []string
+	// SettleTimeout bounds how long a pass that changed the target waits
+	// for the changes to become visible (topic and partitions present, with
+	// leaders, configs in effect). Zero means 5 s.
+	SettleTimeout time.Duration
+}
+
+// Syncer keeps the target's selected topics in the source's shape. Its
+// methods are safe for concurrent use; passes run one at a time.
+type Syncer struct {
+	src, dst sarama.ClusterAdmin
+	sel      topology.Selection
+	policy   policy
+	settle   time.Duration
+
+	mu sync.Mutex
+}
+
+// maxRounds bounds how often the settle step re-applies changes that the
+// target does not reflect back, so a broker that rewrites a value cannot make
+// a pass loop until its deadline.
+const maxRounds = 2
+
+// New returns a Syncer that copies the topics sel selects from src (the live
+// active cluster) to dst (the standby). It only reads src.
+func New(src, dst sarama.ClusterAdmin, sel topology.Selection, opts Options) (*Syncer, error) {
+	if src == nil || dst == nil {
+		return nil, errors.New("topicsync: both the source and the target admin client are required")
+	}
+	if opts.Prefix != "" {
+		return nil, fmt.Errorf("topicsync: topic prefix %q: only identity naming is supported; remove the prefix", opts.Prefix)
+	}
+	for _, k := range opts.ExcludeConfigs {
+		if k == "" {
+			return nil, errors.New("topicsync: empty config key in the config exclusions; remove it")
+		}
+	}
+	settle := opts.SettleTimeout
+	if settle <= 0 {
+		settle = 5 * time.Second
+	}
+	return &Syncer{src: src, dst: dst, sel: sel, policy: newPolicy(opts.ExcludeConfigs), settle: settle}, nil
+}
+
+// selected reports whether a source topic is to be mirrored.
+func (s *Syncer) selected(name string) bool {
+	return !topology.IsInternalTopic(name) && s.sel.Match(name)
+}
+
+// Sync runs one pass: it lists the source's selected, non-internal topics,
+// compares each with the target, and creates, grows or reconfigures the
+// target topic to match. A topic that cannot be synced gets its own Conflict
+// or Err in the report; the others go on.
+//
+// When nothing changed, a pass costs one metadata and one describe-configs
+// request per cluster and writes nothing. After writes it waits (at most
+// Options.SettleTimeout) until the target shows them, so a topic the report
+// lists as ready exists on the target with all its partitions led.
+//
+// Sync returns an error, and no report, when a cluster cannot be observed at
+// all. When ctx ends mid-pass it returns the partial report and ctx's error;
+// single requests are bounded by the admin clients' own timeouts.
+func (s *Syncer) Sync(ctx context.Context) (Report, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return Report{}, fmt.Errorf("topicsync: %w", err)
+	}
+
+	src, err := observe(s.src, "source", nil, s.selected)
+	if err != nil {
+		return Report{}, fmt.Errorf("topicsync: %w; check that the source cluster is reachable and that drctl may describe its topics and their configs", err)
+	}
+	names := src.names()
+	wanted := make(map[string]bool, len(names))
+	for _, n := range names {
+		wanted[n] = true
+	}
+	dst, err := observe(s.dst, "target", nil, func(n string) bool { return wanted[n] })
+	if err != nil {
+		return Report{}, fmt.Errorf("topicsync: %w; check that the target cluster is reachable and that drctl may describe its topics and their configs", err)
+	}
+
+	brokers, brokersErr := 0, error(nil)
+	for _, n := range names {
+		if src.topics[n] != nil && dst.topics[n] == nil && dst.errs[n] == nil {
+			brokers, brokersErr = s.targetBrokers()
+			break
+		}
+	}
+
+	results := make([]TopicResult, len(names))
+	var written []int
+	for i, name := range names {
+		r := &results[i]
+		r.Name = name
+		so := src.topics[name]
+		if so == nil {
+			r.Err = src.errs[name]
+			continue
+		}
+		r.Partitions = so.partitions
+		if err := dst.errs[name]; err != nil {
+			r.Err = err
+			continue
+		}
+		do := dst.topics[name]
+		if do == nil && brokersErr != nil {
+			r.Err = brokersErr
+			continue
+		}
+		c := s.policy.decide(so, do, brokers)
+		r.Held, r.Notes, r.Conflict = c.held, c.notes, c.conflict
+		if do != nil {
+			r.ReplicationFactor = do.rf
+		}
+		if c.conflict != "" || !c.writes() {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			r.Err = fmt.Errorf("target: not synced: %w", err)
+			continue
+		}
+		if err := s.apply(name, c, do, r); err != nil {
+			r.Err = err
+			continue
+		}
+		written = append(written, i)
+	}
+	s.settleWrites(ctx, src, results, written)
+
+	rep := Report{Topics: results}
+	if err := ctx.Err(); err != nil {
+		return rep, fmt.Errorf("topicsync: pass interrupted: %w", err)
+	}
+	return rep, nil
+}
+
+// targetBrokers returns how many brokers the target has.
+func (s *Syncer) targetBrokers() (int, error) {
+	bs, _, err := s.dst.DescribeCluster()
+	if err != nil {
+		return 0, fmt.Errorf("target: describe cluster: %w; grant drctl's principal DESCRIBE on the target cluster; it is retried on the next pass", err)
+	}
+	if len(bs) == 0 {
+		return 0, errors.New("target: describe cluster: no brokers listed; it is retried on the next pass")
+	}
+	return len(bs), nil
+}
+
+// apply makes the changes c on the target topic name (do is the target topic
+// as observed, nil when missing) and records them in r. It stops at the first
+// failing request.
+func (s *Syncer) apply(name string, c change, do *observed, r *TopicResult) error {
+	if c.create {
+		entries := make(map[string]*string, len(c.configs))
+		for k, v := range c.configs {
+			entries[k] = &v
+		}
+		detail := &sarama.TopicDetail{NumPartitions: c.partitions, ReplicationFactor: c.rf, ConfigEntries: entries}
+		if err := s.dst.CreateTopic(name, detail, false); err != nil {
+			return targetError("create topic", "CREATE", err)
+		}
+		r.Created = true
+		r.ReplicationFactor = c.rf
+		r.ConfigsChanged = mergeKeys(r.ConfigsChanged, keys(c.configs))
+		return nil
+	}
+	if c.partitions > 0 {
+		if err := s.dst.CreatePartitions(name, c.partitions, nil, false); err != nil {
+			return targetError(fmt.Sprintf("add partitions (%d -> %d)", do.partitions, c.partitions), "ALTER", err)
+		}
+		r.PartitionsAdded += c.partitions - do.partitions
+	}
+	if len(c.set) > 0 || len(c.remove) > 0 {
+		entries := make(map[string]sarama.IncrementalAlterConfigsEntry, len(c.set)+len(c.remove))
+		for k, v := range c.set {
+			entries[k] = sarama.IncrementalAlterConfigsEntry{Operation: sarama.IncrementalAlterConfigsOperationSet, Value: &v}
+		}
+		for _, k := range c.remove {
+			entries[k] = sarama.IncrementalAlterConfigsEntry{Operation: sarama.IncrementalAlterConfigsOperationDelete}
+		}
+		if err := s.dst.IncrementalAlterConfig(sarama.TopicResource, name, entries, false); err != nil {
+			return targetError("alter configs "+fmt.Sprint(append(keys(c.set), c.remove...)), "ALTER_CONFIGS", err)
+		}
+		r.ConfigsChanged = mergeKeys(r.ConfigsChanged, keys(c.set))
+		r.ConfigsRemoved = mergeKeys(r.ConfigsRemoved, c.remove)
+	}
+	return nil
+}
+
+// settleWrites waits until the target shows the changes made to the topics
+// results[written], re-applying what a first round left undone (for example
+// a timestamp limit inherited from the target's broker defaults). Topics not
+// settled by the deadline get an ErrNotSettled error.
+func (s *Syncer) settleWrites(ctx context.Context, src view, results []TopicResult, written []int) {
+	if len(written) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.settle)
+	defer cancel()
+	rounds := make(map[int]int)
+	why := make(map[int]string)
+	wait := 20 * time.Millisecond
+	for {
+		names := make([]string, len(written))
+		for j, i := range written {
+			names[j] = results[i].Name
+		}
+		dst, err := observe(s.dst, "target", names, func(string) bool { return true })
+		if err != nil {
+			for _, i := range written {
+				why[i] = err.Error()
+			}
+		} else {
+			var still []int
+			for _, i := range written {
+				r := &results[i]
+				so := src.topics[r.Name]
+				do := dst.topics[r.Name]
+				switch {
+				case dst.errs[r.Name] != nil:
+					why[i] = dst.errs[r.Name].Error()
+				case do == nil:
+					why[i] = "topic not listed yet"
+				case do.partitions < so.partitions:
+					why[i] = fmt.Sprintf("%d of %d partitions listed", do.partitions, so.partitions)
+				case do.leaderless > 0:
+					why[i] = fmt.Sprintf("%d partition(s) without a leader", do.leaderless)
+				default:
+					r.ReplicationFactor = do.rf
+					c := s.policy.decide(so, do, 0)
+					if c.conflict != "" {
+						// Someone else changed the topic meanwhile.
+						r.Conflict = c.conflict
+						continue
+					}
+					if !c.writes() {
+						continue
+					}
+					if rounds[i] >= maxRounds {
+						r.Err = fmt.Errorf("target: configs %v do not take effect after %d attempts; check the target broker's config policy, or exclude the keys from config sync", append(keys(c.set), c.remove...), maxRounds)
+						continue
+					}
+					rounds[i]++
+					if err := s.apply(r.Name, c, do, r); err != nil {
+						r.Err = err
+						continue
+					}
+					why[i] = "changes applied, not yet visible"
+				}
+				still = append(still, i)
+			}
+			written = still
+		}
+		if len(written) == 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			for _, i := range written {
+				results[i].Err = fmt.Errorf("target: %w within %v (%s); it is checked again on the next pass", ErrNotSettled, s.settle, why[i])
+			}
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 500*time.Millisecond)
+	}
+}
+
+// targetError wraps a failed write to the target with the operation and the
+// fix. acl is the ACL operation the write needs.
+func targetError(op, acl string, err error) error {
+	fix := "it is retried on the next pass"
+	switch {
+	case errors.Is(err, sarama.ErrTopicAuthorizationFailed), errors.Is(err, sarama.ErrClusterAuthorizationFailed):
+		fix = "grant drctl's principal " + acl + " on the topic on the target cluster"
+	case errors.Is(err, sarama.ErrInvalidConfig), errors.Is(err, sarama.ErrPolicyViolation):
+		fix = "the target rejected a copied config: align the clusters' Kafka versions and policies, or exclude the key from config sync"
+	case errors.Is(err, sarama.ErrTopicAlreadyExists):
+		fix = "the topic appeared on the target meanwhile; it is checked again on the next pass"
+	}
+	return fmt.Errorf("target: %s: %w; %s", op, err, fix)
+}
+
+func keys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// mergeKeys adds ks to the sorted set into.
+func mergeKeys(into, ks []string) []string {
+	for _, k := range ks {
+		i := sort.SearchStrings(into, k)
+		if i < len(into) && into[i] == k {
+			continue
+		}
+		into = append(into, "")
+		copy(into[i+1:], into[i:])
+		into[i] = k
+	}
+	return into
+}

@@ -1,0 +1,551 @@
+package topicsync
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/drctl/drctl/internal/kafkaconn"
+	"github.com/drctl/drctl/internal/kfaketest"
+	"github.com/drctl/drctl/topology"
+)
+
+// selectAllButSkip selects every topic except skip.*.
+const selectAllButSkip = `  topics: {include: [".*"], exclude: ["skip\\..*"]}`
+
+// env is a source (east) and a target (west) with admin clients and a Syncer.
+type env struct {
+	pair     *kfaketest.Pair
+	src, dst sarama.ClusterAdmin
+	syncer   *Syncer
+}
+
+func newEnv(t *testing.T, o kfaketest.Options, opts Options) *env {
+	t.Helper()
+	if o.Mirror == "" {
+		o.Mirror = selectAllButSkip
+	}
+	p := kfaketest.NewPair(t, o)
+	e := &env{pair: p, src: admin(t, p.Topology.Clusters["east"], nil), dst: admin(t, p.Topology.Clusters["west"], nil)}
+	var err error
+	if e.syncer, err = New(e.src, e.dst, p.Topology.Mirror.Topics, opts); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func admin(t *testing.T, c *topology.Cluster, tune func(*sarama.Config)) sarama.ClusterAdmin {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cl, err := kafkaconn.Dial(ctx, c, tune)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := sarama.NewClusterAdminFromClient(cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Close() })
+	return a
+}
+
+func createTopic(t *testing.T, a sarama.ClusterAdmin, name string, partitions int32, rf int16, configs map[string]string) {
+	t.Helper()
+	entries := map[string]*string{}
+	for k, v := range configs {
+		entries[k] = &v
+	}
+	if err := a.CreateTopic(name, &sarama.TopicDetail{NumPartitions: partitions, ReplicationFactor: rf, ConfigEntries: entries}, false); err != nil {
+		t.Fatalf("create %s: %v", name, err)
+	}
+}
+
+func alterConfigs(t *testing.T, a sarama.ClusterAdmin, topic string, set map[string]string, remove ...string) {
+	t.Helper()
+	entries := map[string]sarama.IncrementalAlterConfigsEntry{}
+	for k, v := range set {
+		entries[k] = sarama.IncrementalAlterConfigsEntry{Operation: sarama.IncrementalAlterConfigsOperationSet, Value: &v}
+	}
+	for _, k := range remove {
+		entries[k] = sarama.IncrementalAlterConfigsEntry{Operation: sarama.IncrementalAlterConfigsOperationDelete}
+	}
+	if err := a.IncrementalAlterConfig(sarama.TopicResource, topic, entries, false); err != nil {
+		t.Fatalf("alter %s: %v", topic, err)
+	}
+}
+
+// shape returns a topic's partition count, replication factor and
+// topic-level configs; ok is false when the topic does not exist.
+func shape(t *testing.T, a sarama.ClusterAdmin, topic string) (parts int32, rf int16, set map[string]string, ok bool) {
+	t.Helper()
+	v, err := observe(a, "test", []string{topic}, func(string) bool { return true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.errs[topic]; err != nil {
+		t.Fatal(err)
+	}
+	o := v.topics[topic]
+	if o == nil {
+		return 0, 0, nil, false
+	}
+	return o.partitions, o.rf, o.set, true
+}
+
+func sync1(t *testing.T, s *Syncer) (Report, time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	rep, err := s.Sync(ctx)
+	if err != nil {
+		t.Fatalf("Sync: %v", err)
+	}
+	return rep, time.Since(start)
+}
+
+func result(t *testing.T, rep Report, name string) TopicResult {
+	t.Helper()
+	for _, r := range rep.Topics {
+		if r.Name == name {
+			return r
+		}
+	}
+	t.Fatalf("no result for %s in %+v", name, rep.Topics)
+	return TopicResult{}
+}
+
+func names(rep Report) []string {
+	var out []string
+	for _, r := range rep.Topics {
+		out = append(out, r.Name)
+	}
+	return out
+}
+
+// requestCounter counts the requests a kfake cluster handles, by key.
+type requestCounter struct {
+	mu sync.Mutex
+	n  map[int16]int
+}
+
+func countRequests(c *kfake.Cluster) *requestCounter {
+	rc := &requestCounter{n: map[int16]int{}}
+	c.Control(func(r kmsg.Request) (kmsg.Response, error, bool) {
+		rc.mu.Lock()
+		rc.n[r.Key()]++
+		rc.mu.Unlock()
+		return nil, nil, false
+	})
+	return rc
+}
+
+func (rc *requestCounter) reset() {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	rc.n = map[int16]int{}
+}
+
+func (rc *requestCounter) get(k kmsg.Key) int {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return rc.n[int16(k)]
+}
+
+func TestCreatesMissingTopicsAndIsIdempotent(t *testing.T) {
+	e := newEnv(t, kfaketest.Options{}, Options{})
+	createTopic(t, e.src, "orders", 3, 1, map[string]string{
+		"retention.ms":                          "3600000",
+		"max.message.bytes":                     "2097152",
+		"leader.replication.throttled.replicas": "0:1",
+		"confluent.placement.constraints":       "{}",
+	})
+	createTopic(t, e.src, "accounts", 2, 1, map[string]string{"cleanup.policy": "compact", "min.insync.replicas": "1"})
+	createTopic(t, e.src, "plain", 1, 1, nil)
+	createTopic(t, e.src, "skip.me", 4, 1, nil)
+	createTopic(t, e.src, "__internal", 1, 1, nil)
+	createTopic(t, e.src, "_drctl_state", 1, 1, nil)
+
+	rep, took := sync1(t, e.syncer)
+	t.Logf("first pass (3 creates): %v", took)
+	if got, want := names(rep), []string{"accounts", "orders", "plain"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("report topics = %v, want %v (no internal, no unselected)", got, want)
+	}
+	if got, want := rep.Ready(), []TopicPartitions{{"accounts", 2}, {"orders", 3}, {"plain", 1}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("Ready() = %v, want %v", got, want)
+	}
+	for _, r := range rep.Topics {
+		if !r.Created || r.Err != nil || r.Conflict != "" || r.ReplicationFactor != 1 {
+			t.Errorf("%s: %+v, want created with rf 1", r.Name, r)
+		}
+	}
+
+	parts, rf, set, ok := shape(t, e.dst, "orders")
+	want := map[string]string{"retention.ms": "3600000", "max.message.bytes": "2097152", "cleanup.policy": "delete", "message.timestamp.type": "CreateTime"}
+	if !ok || parts != 3 || rf != 1 || !reflect.DeepEqual(set, want) {
+		t.Errorf("target orders: ok=%v partitions=%d rf=%d configs=%v; want 3, 1, %v", ok, parts, rf, set, want)
+	}
+	if got := result(t, rep, "orders").ConfigsChanged; !reflect.DeepEqual(got, []string{"cleanup.policy", "max.message.bytes", "message.timestamp.type", "retention.ms"}) {
+		t.Errorf("orders ConfigsChanged = %v", got)
+	}
+	parts, _, set, _ = shape(t, e.dst, "accounts")
+	if parts != 2 || set["cleanup.policy"] != "compact" || set["min.insync.replicas"] != "1" {
+		t.Errorf("target accounts: partitions=%d configs=%v; want 2, compact, min.insync.replicas=1", parts, set)
+	}
+	for _, n := range []string{"skip.me", "__internal", "_drctl_state"} {
+		if _, _, _, ok := shape(t, e.dst, n); ok {
+			t.Errorf("%s was created on the target; it is not selected or internal", n)
+		}
+	}
+
+	// A second pass with nothing changed: no writes, one metadata and one
+	// describe-configs request per cluster.
+	srcReqs, dstReqs := countRequests(e.pair.East), countRequests(e.pair.West)
+	for i := 0; i < 3; i++ {
+		srcReqs.reset()
+		dstReqs.reset()
+		rep, took = sync1(t, e.syncer)
+		if rep.Changed() || len(rep.Ready()) != 3 {
+			t.Fatalf("pass %d changed something or lost a topic: %+v", i+2, rep.Topics)
+		}
+		for _, c := range []struct {
+			side string
+			rc   *requestCounter
+		}{{"source", srcReqs}, {"target", dstReqs}} {
+			if m, d := c.rc.get(kmsg.Metadata), c.rc.get(kmsg.DescribeConfigs); m != 1 || d != 1 {
+				t.Errorf("pass %d, %s: %d metadata and %d describe-configs requests, want 1 and 1", i+2, c.side, m, d)
+			}
+			for _, k := range []kmsg.Key{kmsg.CreateTopics, kmsg.CreatePartitions, kmsg.IncrementalAlterConfigs, kmsg.AlterConfigs, kmsg.DeleteTopics, kmsg.DescribeCluster} {
+				if n := c.rc.get(k); n != 0 {
+					t.Errorf("pass %d, %s: %d %v requests, want none", i+2, c.side, n, k)
+				}
+			}
+		}
+	}
+	t.Logf("steady pass (3 topics): %v", took)
+}
+
+func TestCapsReplicationFactor(t *testing.T) {
+	p := kfaketest.NewPair(t, kfaketest.Options{})
+	src3, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.ClusterID("kfake-east-3"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(src3.Close)
+	east := *p.Topology.Clusters["east"]
+	east.Bootstrap = src3.ListenAddrs()
+	src, dst := admin(t, &east, nil), admin(t, p.Topology.Clusters["west"], nil)
+	s, err := New(src, dst, p.Topology.Mirror.Topics, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	createTopic(t, src, "replicated", 4, 3, map[string]string{"min.insync.replicas": "2"})
+	if _, rf, _, _ := shape(t, src, "replicated"); rf != 3 {
+		t.Fatalf("source rf = %d, want 3", rf)
+	}
+
+	rep, _ := sync1(t, s)
+	r := result(t, rep, "replicated")
+	if !r.Created || r.ReplicationFactor != 1 || !r.Ready() {
+		t.Fatalf("result %+v, want created with rf 1", r)
+	}
+	notes := strings.Join(r.Notes, "\n")
+	for _, want := range []string{"replication factor 3 capped to 1", "min.insync.replicas 2 capped to 1"} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("notes lack %q: %q", want, notes)
+		}
+	}
+	parts, rf, set, _ := shape(t, dst, "replicated")
+	if parts != 4 || rf != 1 || set["min.insync.replicas"] != "1" {
+		t.Errorf("target: partitions=%d rf=%d min.insync.replicas=%q, want 4, 1, 1", parts, rf, set["min.insync.replicas"])
+	}
+	if rep, _ := sync1(t, s); rep.Changed() {
+		t.Errorf("second pass changed %+v", rep.Topics)
+	}
+}
+
+func TestFollowsPartitionAndConfigChanges(t *testing.T) {
+	e := newEnv(t, kfaketest.Options{}, Options{})
+	createTopic(t, e.src, "orders", 3, 1, map[string]string{"retention.ms": "3600000", "max.message.bytes": "2097152"})
+	sync1(t, e.syncer)
+
+	// The source grows and changes; someone also sets configs on the target:
+	// one the source does not set (removed), one drctl never manages (kept).
+	if err := e.src.CreatePartitions("orders", 5, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	alterConfigs(t, e.src, "orders", map[string]string{"retention.ms": "7200000", "segment.ms": "600000"}, "max.message.bytes")
+	alterConfigs(t, e.dst, "orders", map[string]string{"retention.bytes": "1000", "follower.replication.throttled.replicas": "0:1"})
+
+	rep, took := sync1(t, e.syncer)
+	t.Logf("pass with changes: %v", took)
+	r := result(t, rep, "orders")
+	if r.PartitionsAdded != 2 || r.Partitions != 5 || !r.Ready() {
+		t.Errorf("result %+v, want 2 partitions added, 5 in all, ready", r)
+	}
+	if want := []string{"retention.ms", "segment.ms"}; !reflect.DeepEqual(r.ConfigsChanged, want) {
+		t.Errorf("ConfigsChanged = %v, want %v", r.ConfigsChanged, want)
+	}
+	if want := []string{"max.message.bytes", "retention.bytes"}; !reflect.DeepEqual(r.ConfigsRemoved, want) {
+		t.Errorf("ConfigsRemoved = %v, want %v", r.ConfigsRemoved, want)
+	}
+	parts, _, set, _ := shape(t, e.dst, "orders")
+	want := map[string]string{
+		"retention.ms": "7200000", "segment.ms": "600000", "cleanup.policy": "delete", "message.timestamp.type": "CreateTime",
+		"follower.replication.throttled.replicas": "0:1",
+	}
+	if parts != 5 || !reflect.DeepEqual(set, want) {
+		t.Errorf("target: partitions=%d configs=%v; want 5, %v", parts, set, want)
+	}
+	if got := rep.Ready(); !reflect.DeepEqual(got, []TopicPartitions{{"orders", 5}}) {
+		t.Errorf("Ready() = %v", got)
+	}
+	if rep, _ := sync1(t, e.syncer); rep.Changed() {
+		t.Errorf("second pass changed %+v", rep.Topics)
+	}
+}
+
+func TestConflictsChangeNothing(t *testing.T) {
+	e := newEnv(t, kfaketest.Options{}, Options{})
+	createTopic(t, e.src, "wide", 3, 1, map[string]string{"retention.ms": "1000"})
+	createTopic(t, e.dst, "wide", 6, 1, nil)
+	createTopic(t, e.src, "policy", 2, 1, map[string]string{"cleanup.policy": "compact", "retention.ms": "1000"})
+	createTopic(t, e.dst, "policy", 1, 1, map[string]string{"cleanup.policy": "delete"})
+	createTopic(t, e.src, "fine", 1, 1, nil)
+	// Not selected: differs wildly, must be left alone.
+	createTopic(t, e.src, "skip.other", 1, 1, map[string]string{"retention.ms": "1"})
+	createTopic(t, e.dst, "skip.other", 9, 1, map[string]string{"cleanup.policy": "compact", "segment.ms": "5"})
+	createTopic(t, e.dst, "target-only", 2, 1, map[string]string{"segment.ms": "5"})
+
+	before := map[string]map[string]string{}
+	for _, n := range []string{"wide", "policy", "skip.other", "target-only"} {
+		_, _, set, _ := shape(t, e.dst, n)
+		before[n] = set
+	}
+
+	rep, _ := sync1(t, e.syncer)
+	if got := result(t, rep, "wide").Conflict; got != "target has 6 partitions, source 3: delete or rename the target topic, or exclude it from mirror.topics" {
+		t.Errorf("wide conflict = %q", got)
+	}
+	if got := result(t, rep, "policy").Conflict; !strings.Contains(got, `cleanup.policy is "delete" on the target, "compact" on the source`) {
+		t.Errorf("policy conflict = %q", got)
+	}
+	if got, want := rep.Ready(), []TopicPartitions{{"fine", 1}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("Ready() = %v, want %v", got, want)
+	}
+	if got, want := names(rep), []string{"fine", "policy", "wide"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("report topics = %v, want %v", got, want)
+	}
+	wantParts := map[string]int32{"wide": 6, "policy": 1, "skip.other": 9, "target-only": 2}
+	for n, set := range before {
+		parts, _, after, ok := shape(t, e.dst, n)
+		if !ok || parts != wantParts[n] || !reflect.DeepEqual(after, set) {
+			t.Errorf("target %s changed: partitions %d (want %d), configs %v (were %v)", n, parts, wantParts[n], after, set)
+		}
+	}
+	if rep2, _ := sync1(t, e.syncer); rep2.Changed() || len(rep2.Problems()) != 2 {
+		t.Errorf("second pass: changed=%v problems=%d, want no change and the same 2 conflicts", rep2.Changed(), len(rep2.Problems()))
+	}
+}
+
+func TestTimestampsKeptOnTheTarget(t *testing.T) {
+	e := newEnv(t, kfaketest.Options{}, Options{})
+	createTopic(t, e.src, "stamped", 1, 1, map[string]string{
+		"message.timestamp.type":          "LogAppendTime",
+		"message.timestamp.before.max.ms": "60000",
+	})
+	rep, _ := sync1(t, e.syncer)
+	r := result(t, rep, "stamped")
+	wantHeld := map[string]string{"message.timestamp.type": "LogAppendTime", "message.timestamp.before.max.ms": "60000"}
+	if !r.Ready() || !reflect.DeepEqual(r.Held, wantHeld) {
+		t.Fatalf("result %+v, want ready with held %v", r, wantHeld)
+	}
+	_, _, set, _ := shape(t, e.dst, "stamped")
+	if set["message.timestamp.type"] != "CreateTime" || set["message.timestamp.before.max.ms"] != "" {
+		t.Errorf("target configs %v: want CreateTime and no timestamp window", set)
+	}
+
+	// An operator turns LogAppendTime on and a window on the target: both
+	// would break the copy, so they are undone.
+	alterConfigs(t, e.dst, "stamped", map[string]string{"message.timestamp.type": "LogAppendTime", "message.timestamp.before.max.ms": "1000"})
+	rep, _ = sync1(t, e.syncer)
+	if got := result(t, rep, "stamped").ConfigsChanged; !reflect.DeepEqual(got, []string{"message.timestamp.before.max.ms", "message.timestamp.type"}) {
+		t.Errorf("ConfigsChanged = %v", got)
+	}
+	_, _, set, _ = shape(t, e.dst, "stamped")
+	if set["message.timestamp.type"] != "CreateTime" || set["message.timestamp.before.max.ms"] != noLimit {
+		t.Errorf("target configs %v: want CreateTime and before.max.ms=%s", set, noLimit)
+	}
+	if rep, _ := sync1(t, e.syncer); rep.Changed() {
+		t.Errorf("third pass changed %+v", rep.Topics)
+	}
+}
+
+func TestPerTopicErrorDoesNotStopOthers(t *testing.T) {
+	const user, pass = "syncer", "syncer-secret"
+	allow := func(res kmsg.ACLResourceType, name string, pat kmsg.ACLResourcePatternType, op kmsg.ACLOperation) kfake.ACL {
+		return kfake.ACL{Resource: res, Name: name, Pattern: pat, Operation: op, Allow: true}
+	}
+	e := newEnv(t, kfaketest.Options{SASL: true, ClusterOpts: []kfake.Opt{
+		kfake.EnableACLs(),
+		kfake.User("SCRAM-SHA-512", user, pass,
+			allow(kmsg.ACLResourceTypeTopic, "*", kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLOperationDescribe),
+			allow(kmsg.ACLResourceTypeTopic, "*", kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLOperationAlterConfigs),
+			allow(kmsg.ACLResourceTypeTopic, "*", kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLOperationAlter),
+			allow(kmsg.ACLResourceTypeTopic, "ok.", kmsg.ACLResourcePatternTypePrefixed, kmsg.ACLOperationCreate),
+			allow(kmsg.ACLResourceTypeCluster, "kafka-cluster", kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLOperationDescribe),
+		),
+	}}, Options{})
+	// The syncer writes to the target as a principal that may create ok.*
+	// topics only.
+	limited := admin(t, e.pair.Topology.Clusters["west"], func(c *sarama.Config) {
+		c.Net.SASL.User, c.Net.SASL.Password = user, pass
+	})
+	s, err := New(e.src, limited, e.pair.Topology.Mirror.Topics, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	createTopic(t, e.src, "no.denied", 2, 1, nil)
+	createTopic(t, e.src, "ok.allowed", 2, 1, nil)
+	createTopic(t, e.src, "ok.zz", 1, 1, nil)
+
+	rep, _ := sync1(t, s)
+	d := result(t, rep, "no.denied")
+	if !errors.Is(d.Err, sarama.ErrTopicAuthorizationFailed) || !strings.Contains(d.Err.Error(), "target: create topic") || !strings.Contains(d.Err.Error(), "grant drctl's principal CREATE") {
+		t.Errorf("no.denied error = %v, want a target authorization error naming the fix", d.Err)
+	}
+	if got, want := rep.Ready(), []TopicPartitions{{"ok.allowed", 2}, {"ok.zz", 1}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("Ready() = %v, want %v", got, want)
+	}
+	if _, _, _, ok := shape(t, e.dst, "ok.zz"); !ok {
+		t.Error("ok.zz, after the failing topic, was not created")
+	}
+}
+
+func TestNewRejectsBadOptions(t *testing.T) {
+	p := kfaketest.NewPair(t, kfaketest.Options{})
+	a := admin(t, p.Topology.Clusters["east"], nil)
+	for _, o := range []Options{{Prefix: "east."}, {ExcludeConfigs: []string{""}}} {
+		if _, err := New(a, a, p.Topology.Mirror.Topics, o); err == nil {
+			t.Errorf("New(%+v) = nil error", o)
+		}
+	}
+	if _, err := New(nil, a, p.Topology.Mirror.Topics, Options{}); err == nil {
+		t.Error("New without a source admin = nil error")
+	}
+}
+
+func TestSyncStopsOnCancelledContext(t *testing.T) {
+	e := newEnv(t, kfaketest.Options{}, Options{})
+	createTopic(t, e.src, "orders", 1, 1, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := e.syncer.Sync(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Sync on a cancelled context = %v, want context.Canceled", err)
+	}
+	if _, _, _, ok := shape(t, e.dst, "orders"); ok {
+		t.Error("a cancelled pass created a topic")
+	}
+}
+
+// TestUnreachableCluster: a cluster that cannot be observed fails the whole
+// pass with an error that names the side.
+func TestUnreachableCluster(t *testing.T) {
+	e := newEnv(t, kfaketest.Options{}, Options{})
+	createTopic(t, e.src, "orders", 1, 1, nil)
+	e.pair.West.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err := e.syncer.Sync(ctx)
+	if err == nil || !strings.Contains(err.Error(), "target") {
+		t.Fatalf("Sync with the target down = %v, want an error naming the target", err)
+	}
+	t.Logf("target down: %v after %v", err, time.Since(start))
+}
+
+// TestSettleReappliesAndGivesUp: an alter the target acknowledges but does
+// not apply is retried within the pass, then reported; the next pass, with
+// the target behaving, fixes it.
+func TestSettleReappliesAndGivesUp(t *testing.T) {
+	e := newEnv(t, kfaketest.Options{}, Options{})
+	createTopic(t, e.src, "orders", 1, 1, map[string]string{"retention.ms": "1000"})
+	sync1(t, e.syncer)
+	alterConfigs(t, e.src, "orders", map[string]string{"retention.ms": "2000"})
+
+	var swallow atomic.Bool
+	var alters atomic.Int32
+	swallow.Store(true)
+	e.pair.West.ControlKey(int16(kmsg.IncrementalAlterConfigs), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		e.pair.West.KeepControl()
+		if !swallow.Load() {
+			return nil, nil, false
+		}
+		alters.Add(1)
+		req := r.(*kmsg.IncrementalAlterConfigsRequest)
+		resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
+		for _, rr := range req.Resources {
+			st := kmsg.NewIncrementalAlterConfigsResponseResource()
+			st.ResourceName, st.ResourceType = rr.ResourceName, rr.ResourceType
+			resp.Resources = append(resp.Resources, st)
+		}
+		return resp, nil, true
+	})
+
+	rep, took := sync1(t, e.syncer)
+	r := result(t, rep, "orders")
+	if r.Err == nil || !strings.Contains(r.Err.Error(), "do not take effect") || r.Ready() {
+		t.Fatalf("result %+v, want an error saying the configs do not take effect", r)
+	}
+	if n := alters.Load(); n != 1+maxRounds {
+		t.Errorf("%d alter requests, want %d", n, 1+maxRounds)
+	}
+	t.Logf("pass with a lost alter: %v", took)
+
+	swallow.Store(false)
+	rep, _ = sync1(t, e.syncer)
+	if r := result(t, rep, "orders"); !r.Ready() || !reflect.DeepEqual(r.ConfigsChanged, []string{"retention.ms"}) {
+		t.Errorf("result %+v, want retention.ms changed and ready", r)
+	}
+	if _, _, set, _ := shape(t, e.dst, "orders"); set["retention.ms"] != "2000" {
+		t.Errorf("target retention.ms = %q, want 2000", set["retention.ms"])
+	}
+}
+
+// TestNotSettled: a created topic whose partitions do not get a leader in
+// time is not ready; the next pass finds it settled.
+func TestNotSettled(t *testing.T) {
+	e := newEnv(t, kfaketest.Options{}, Options{SettleTimeout: 300 * time.Millisecond})
+	createTopic(t, e.src, "slow", 2, 1, nil)
+	createTopic(t, e.src, "quick", 1, 1, nil)
+	h := e.pair.West.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Metadata}, Topic: "slow", Err: kerr.LeaderNotAvailable, Count: -1})
+
+	rep, took := sync1(t, e.syncer)
+	r := result(t, rep, "slow")
+	if !r.Created || !errors.Is(r.Err, ErrNotSettled) {
+		t.Fatalf("result %+v, want created and ErrNotSettled", r)
+	}
+	if got, want := rep.Ready(), []TopicPartitions{{"quick", 1}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("Ready() = %v, want %v", got, want)
+	}
+	if took < 300*time.Millisecond || took > 2*time.Second {
+		t.Errorf("pass took %v, want about the 300ms settle timeout", took)
+	}
+
+	h.Remove()
+	rep, _ = sync1(t, e.syncer)
+	if r := result(t, rep, "slow"); !r.Ready() || r.Created || rep.Changed() {
+		t.Errorf("result %+v, want ready and nothing changed", r)
+	}
+}
