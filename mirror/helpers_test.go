@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"strconv"
@@ -37,8 +38,9 @@ func runChild(path string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	shards, _ := strconv.Atoi(os.Getenv("DRCTL_MIRROR_SHARDS"))
-	e, err := NewEngine(topo, "east", "west", Options{Epoch: -1, Shards: int32(shards), SessionTimeout: 6 * time.Second,
-		TopicSyncInterval: 500 * time.Millisecond, IdleCheck: 200 * time.Millisecond})
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	e, err := NewEngine(topo, "east", "west", Options{Epoch: -1, Shards: int32(shards), SessionTimeout: 2 * time.Second,
+		TopicSyncInterval: 500 * time.Millisecond, IdleCheck: 200 * time.Millisecond, Logger: log})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2

@@ -346,6 +346,27 @@ func (s *shard) commit(ctx context.Context, batch []*sarama.ConsumerMessage, ext
 	for tp, off := range extra {
 		next[tp] = off
 	}
+	pairs := map[TopicPartition][]offsettranslate.Pair{}
+	byTopic := map[string][2]int{}
+	var oldest time.Time
+	acked := 0
+	onAck := func(ok *sarama.ProducerMessage) {
+		acked++
+		md := ok.Metadata.(txnMeta)
+		pairs[md.tp] = append(pairs[md.tp], offsettranslate.Pair{Source: md.src, Target: ok.Offset})
+		c := byTopic[md.tp.Topic]
+		c[0]++
+		c[1] += ok.Value.Length()
+		if ok.Key != nil {
+			c[1] += ok.Key.Length()
+		}
+		byTopic[md.tp.Topic] = c
+		if oldest.IsZero() || md.ts.Before(oldest) {
+			oldest = md.ts
+		}
+	}
+	// Acknowledgements are drained while sending: the producer stops
+	// taking input once its success channel is full.
 	sent := 0
 	var skipped map[string]int
 	for _, m := range batch {
@@ -363,34 +384,32 @@ func (s *shard) commit(ctx context.Context, batch []*sarama.ConsumerMessage, ext
 			skipped[m.Topic]++
 			continue
 		}
-		s.prod.Input() <- &sarama.ProducerMessage{
+		pm := &sarama.ProducerMessage{
 			Topic: m.Topic, Partition: m.Partition, Key: keyOf(m.Key), Value: sarama.ByteEncoder(m.Value),
 			Headers: headers, Timestamp: m.Timestamp, Metadata: txnMeta{tp: tp, src: m.Offset, ts: m.Timestamp},
 		}
+		for queued := false; !queued; {
+			select {
+			case s.prod.Input() <- pm:
+				queued = true
+			case ok := <-s.prod.Successes():
+				onAck(ok)
+			case perr := <-s.prod.Errors():
+				return s.fail(fmt.Errorf("shard %d: produce to %s %s/%d: %w", s.id, e.link.Target, perr.Msg.Topic, perr.Msg.Partition, perr.Err))
+			}
+		}
 		sent++
 	}
-	pairs := map[TopicPartition][]offsettranslate.Pair{}
-	byTopic := map[string][2]int{}
-	var oldest time.Time
-	for i := 0; i < sent; i++ {
+	timeout := time.NewTimer(e.opts.ProduceTimeout)
+	defer timeout.Stop()
+	for acked < sent {
 		select {
 		case ok := <-s.prod.Successes():
-			md := ok.Metadata.(txnMeta)
-			pairs[md.tp] = append(pairs[md.tp], offsettranslate.Pair{Source: md.src, Target: ok.Offset})
-			c := byTopic[md.tp.Topic]
-			c[0]++
-			c[1] += ok.Value.Length()
-			if ok.Key != nil {
-				c[1] += ok.Key.Length()
-			}
-			byTopic[md.tp.Topic] = c
-			if oldest.IsZero() || md.ts.Before(oldest) {
-				oldest = md.ts
-			}
+			onAck(ok)
 		case perr := <-s.prod.Errors():
 			return s.fail(fmt.Errorf("shard %d: produce to %s %s/%d: %w", s.id, e.link.Target, perr.Msg.Topic, perr.Msg.Partition, perr.Err))
-		case <-time.After(e.opts.ProduceTimeout):
-			return s.fail(fmt.Errorf("shard %d: produce to %s: no acknowledgement within %v", s.id, e.link.Target, e.opts.ProduceTimeout))
+		case <-timeout.C:
+			return s.fail(fmt.Errorf("shard %d: produce to %s: %d of %d records unacknowledged after %v", s.id, e.link.Target, sent-acked, sent, e.opts.ProduceTimeout))
 		}
 	}
 	if len(next) == 0 {
