@@ -226,4 +226,3 @@ func produceStream(c *topology.Cluster, topic string, partitions, n int, pace ti
 	}
 	return nil
 }
-
