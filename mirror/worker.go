@@ -3,9 +3,12 @@ package mirror
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/IBM/sarama"
+
+	"github.com/drctl/drctl/internal/rolestate"
 )
 
 // work joins the link's worker group on the target and copies the shards
@@ -85,6 +88,11 @@ func (h *shardHandler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sara
 		if err == nil || ctx.Err() != nil {
 			break
 		}
+		if errors.Is(err, ErrFenced) {
+			if rerr := e.retired(ctx); rerr != nil {
+				err = rerr
+			}
+		}
 		if errors.Is(err, ErrLinkRetired) {
 			log.Warn("link retired; stopping", "err", err)
 			select {
@@ -111,5 +119,26 @@ func (h *shardHandler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sara
 		}
 	}
 	log.Info("shard released")
+	return nil
+}
+
+// retired returns ErrLinkRetired (wrapped) when the target's role state no
+// longer allows the link, nil otherwise or when it cannot tell.
+func (e *Engine) retired(ctx context.Context) error {
+	if e.opts.Epoch < 0 {
+		return nil
+	}
+	dst, err := e.dial(ctx, e.dstCluster, nil)
+	if err != nil {
+		return nil
+	}
+	defer dst.Close()
+	st, found, err := rolestate.Read(ctx, dst, e.link.Topology)
+	if err != nil || !found {
+		return nil
+	}
+	if st.Epoch != e.opts.Epoch || !e.opts.Allowed(st) {
+		return fmt.Errorf("%w: state is epoch %d (active %s), this link runs for epoch %d", ErrLinkRetired, st.Epoch, st.Active, e.opts.Epoch)
+	}
 	return nil
 }
