@@ -1,0 +1,119 @@
+package mirror
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/drctl/drctl/internal/kfaketest"
+	"github.com/drctl/drctl/internal/rolestate"
+)
+
+// TestDaemonFollowsRoles: the daemon mirrors east -> west, serves its
+// endpoints, and after a role flip (new epoch on both clusters, old link
+// fenced) mirrors west -> east without copying back what came from east.
+func TestDaemonFollowsRoles(t *testing.T) {
+	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: "  topics: {include: [\"orders\"]}"})
+	east, west := p.Topology.Clusters["east"], p.Topology.Clusters["west"]
+	src, dst := dialT(t, east), dialT(t, west)
+	createTopicT(t, src, "orders", 2, nil)
+	send := func(c sarama.SyncProducer, n int, tag string) {
+		for i := 0; i < n; i++ {
+			if _, _, err := c.SendMessage(&sarama.ProducerMessage{Topic: "orders", Partition: int32(i % 2), Value: sarama.StringEncoder(tag)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	count := func(cl sarama.Client) (int, map[string]int) {
+		n, tags := 0, map[string]int{}
+		for part := int32(0); part < 2; part++ {
+			d, err := readAll(cl, "orders", part)
+			if err != nil {
+				return -1, nil
+			}
+			for _, r := range d {
+				tags[string(r.Value)]++
+			}
+			n += len(d)
+		}
+		return n, tags
+	}
+	send(producerT(t, east, ""), 50, "from-east")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	addr := make(chan string, 1)
+	d := NewDaemon(p.Topology, DaemonOptions{Listen: "127.0.0.1:0", StatePoll: 200 * time.Millisecond,
+		Engine:  Options{Shards: 2, IdleCheck: 100 * time.Millisecond, TopicSyncInterval: 200 * time.Millisecond},
+		Started: func(a string) { addr <- a }})
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	base := "http://" + <-addr
+	get := func(path string) (int, string) {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, _ := get("/healthz"); code != 200 {
+		t.Errorf("/healthz = %d", code)
+	}
+	waitFor(t, 20*time.Second, "east -> west mirrored and ready", func() error {
+		if n, _ := count(dst); n != 50 {
+			return fmt.Errorf("%d of 50 on west", n)
+		}
+		if code, body := get("/readyz"); code != 200 || !strings.Contains(body, "east->west") {
+			return fmt.Errorf("/readyz %d %q", code, body)
+		}
+		return nil
+	})
+	_, metrics := get("/metrics")
+	for _, want := range []string{`drctl_mirror_records_total{link="east->west",topic="orders"} 50`, "drctl_mirror_shards_owned", "drctl_mirror_transactions_total", "drctl_mirror_lag_records"} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+
+	// Flip the roles as a failover does: new epoch on both, then fence.
+	next := rolestate.Initial(p.Topology)
+	next.Epoch, next.Active, next.Standby = 1, "west", "east"
+	for _, c := range []struct {
+		cl   sarama.Client
+		name string
+	}{{dst, "west"}, {src, "east"}} {
+		cfg, _ := p.Topology.Clusters[c.name].SaramaConfig()
+		if err := rolestate.CompareAndSet(ctx, c.cl, cfg, 0, next); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := FenceLink(ctx, p.Topology, LinkFor(p.Topology, "east", "west")); err != nil {
+		t.Fatal(err)
+	}
+	send(producerT(t, west, ""), 30, "from-west")
+	waitFor(t, 30*time.Second, "west -> east mirrored", func() error {
+		n, tags := count(src)
+		if tags["from-west"] != 30 {
+			return fmt.Errorf("east holds %d records: %v", n, tags)
+		}
+		if code, body := get("/readyz"); code != 200 || !strings.Contains(body, "west->east") {
+			return fmt.Errorf("/readyz %d %q", code, body)
+		}
+		return nil
+	})
+	if n, tags := count(src); n != 80 || tags["from-east"] != 50 {
+		t.Errorf("east holds %d records %v: records that came from east were copied back", n, tags)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("daemon: %v", err)
+	}
+}
