@@ -12,6 +12,7 @@ import (
 
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/rolestate"
+	"github.com/drctl/drctl/mirror"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -25,6 +26,9 @@ type Status struct {
 	Clusters  []ClusterStatus `json:"clusters" yaml:"clusters"`
 	Topics    []TopicStatus   `json:"topics" yaml:"topics"`
 	Groups    []GroupStatus   `json:"groups" yaml:"groups"`
+	// Mirror is the live link active -> standby: its processes and lag
+	// (absent when a cluster is unreachable).
+	Mirror *mirror.LinkState `json:"mirror,omitempty" yaml:"mirror,omitempty"`
 	// Problems lists, in plain words, everything that needs an operator.
 	Problems []string `json:"problems" yaml:"problems"`
 }
@@ -73,6 +77,8 @@ type TopicSide struct {
 	Partitions        int32             `json:"partitions" yaml:"partitions"`
 	ReplicationFactor int16             `json:"replication_factor" yaml:"replication_factor"`
 	Configs           map[string]string `json:"configs,omitempty" yaml:"configs,omitempty"`
+	// effective holds every config's effective value, to compare sides.
+	effective map[string]string
 }
 
 // ConfigDrift is one topic setting that differs between the clusters ("" =
@@ -145,7 +151,18 @@ func CollectStatus(ctx context.Context, topo *topology.Topology) *Status {
 		}
 	}
 	view := rolestate.Resolve(ctx, topo, clients)
-	return assemble(topo, views, view)
+	st := assemble(topo, views, view)
+	if len(clients) == len(names) {
+		ls := mirror.DescribeLink(ctx, topo, mirror.LinkFor(topo, st.Roles.Active, st.Roles.Standby))
+		st.Mirror = &ls
+		switch {
+		case ls.Error != "":
+			st.Problems = append(st.Problems, "mirror "+ls.Link+": "+ls.Error)
+		case !ls.Running:
+			st.Problems = append(st.Problems, "no mirror process runs for "+ls.Link+": start drctl mirror run")
+		}
+	}
+	return st
 }
 
 func inspect(ctx context.Context, topo *topology.Topology, c *topology.Cluster) *clusterView {
@@ -188,7 +205,7 @@ func selectedTopics(admin sarama.ClusterAdmin, sel topology.Selection) (map[stri
 		if topology.IsInternalTopic(name) || !sel.Match(name) {
 			continue
 		}
-		out[name] = TopicSide{Exists: true, Partitions: d.NumPartitions, ReplicationFactor: d.ReplicationFactor, Configs: map[string]string{}}
+		out[name] = TopicSide{Exists: true, Partitions: d.NumPartitions, ReplicationFactor: d.ReplicationFactor, Configs: map[string]string{}, effective: map[string]string{}}
 		resources = append(resources, &sarama.ConfigResource{Type: sarama.TopicResource, Name: name})
 	}
 	if len(resources) == 0 {
@@ -204,7 +221,11 @@ func selectedTopics(admin sarama.ClusterAdmin, sel topology.Selection) (map[stri
 			continue
 		}
 		for _, e := range r.Configs {
-			if e.Source == sarama.SourceTopic && !e.Sensitive {
+			if e.Sensitive {
+				continue
+			}
+			side.effective[e.Name] = e.Value
+			if e.Source == sarama.SourceTopic {
 				side.Configs[e.Name] = e.Value
 			}
 		}
@@ -219,7 +240,7 @@ func selectedGroups(admin sarama.ClusterAdmin, sel topology.Selection) (map[stri
 	}
 	var names []string
 	for g := range listed {
-		if sel.Match(g) {
+		if sel.Match(g) && !topology.IsInternalGroup(g) {
 			names = append(names, g)
 		}
 	}
@@ -284,7 +305,7 @@ func assemble(topo *topology.Topology, views map[string]*clusterView, rv rolesta
 	for _, n := range sortedKeys(topicNames) {
 		ts := TopicStatus{Name: n, Active: act.topics[n], Standby: stb.topics[n]}
 		if ts.Active.Exists && ts.Standby.Exists {
-			ts.ConfigDrift = configDrift(ts.Active.Configs, ts.Standby.Configs)
+			ts.ConfigDrift = configDrift(ts.Active, ts.Standby)
 		}
 		ts.InParity = ts.Active.Exists && ts.Standby.Exists && ts.Active.Partitions == ts.Standby.Partitions && len(ts.ConfigDrift) == 0
 		s.Topics = append(s.Topics, ts)
@@ -306,21 +327,44 @@ func assemble(topo *topology.Topology, views map[string]*clusterView, rv rolesta
 	return s
 }
 
-func configDrift(a, b map[string]string) []ConfigDrift {
+// configDrift compares, for every setting made on the topic on either
+// side, the effective values on both sides: a value set on one side that
+// equals the other side's default is not drift.
+func configDrift(a, b TopicSide) []ConfigDrift {
 	keys := map[string]bool{}
-	for k := range a {
+	for k := range a.Configs {
 		keys[k] = true
 	}
-	for k := range b {
+	for k := range b.Configs {
 		keys[k] = true
+	}
+	value := func(s TopicSide, k string) string {
+		if v, ok := s.effective[k]; ok {
+			return v
+		}
+		return s.Configs[k]
 	}
 	var out []ConfigDrift
 	for _, k := range sortedKeys(keys) {
-		if a[k] != b[k] {
-			out = append(out, ConfigDrift{Key: k, Active: a[k], Standby: b[k]})
+		if mirrorIgnoredConfigs[k] {
+			continue
+		}
+		if va, vb := value(a, k), value(b, k); va != vb {
+			out = append(out, ConfigDrift{Key: k, Active: va, Standby: vb})
 		}
 	}
 	return out
+}
+
+// mirrorIgnoredConfigs are settings the mirror deliberately keeps
+// different on the standby (see mirror/topicsync): they are not drift.
+var mirrorIgnoredConfigs = map[string]bool{
+	"message.timestamp.type":                  true,
+	"message.timestamp.difference.max.ms":     true,
+	"message.timestamp.before.max.ms":         true,
+	"message.timestamp.after.max.ms":          true,
+	"leader.replication.throttled.replicas":   true,
+	"follower.replication.throttled.replicas": true,
 }
 
 func sortedKeys[V any](m map[string]V) []string {

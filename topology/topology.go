@@ -179,3 +179,10 @@ func (t *Topology) Other(name string) string {
 func IsInternalTopic(name string) bool {
 	return len(name) >= 2 && name[:2] == "__" || len(name) >= 6 && name[:6] == "_drctl"
 }
+
+// IsInternalGroup reports whether a consumer group is drctl's own (its
+// mirror workers and progress) and must never be synced or reported as a
+// user's group.
+func IsInternalGroup(name string) bool {
+	return len(name) >= 6 && name[:6] == "_drctl"
+}

@@ -19,15 +19,19 @@ func sandboxCommand() *cli.Command {
 			&cli.IntFlag{Name: "east-port", Value: 19092, Usage: "port of the east cluster"},
 			&cli.IntFlag{Name: "west-port", Value: 29092, Usage: "port of the west cluster"},
 			&cli.IntFlag{Name: "rate", Value: 20, Usage: "demo records per second"},
+			&cli.BoolFlag{Name: "no-mirror", Usage: "do not run the built-in mirror"},
+			&cli.StringFlag{Name: "mirror-listen", Value: "127.0.0.1:0", Usage: "address of the mirror's /metrics, /healthz and /readyz"},
 		},
 		Action: func(c *cli.Context) error {
 			return sandbox.Run(c.Context, sandbox.Options{
-				Dir:      c.String("dir"),
-				DataDir:  c.String("data-dir"),
-				EastPort: c.Int("east-port"),
-				WestPort: c.Int("west-port"),
-				Rate:     c.Int("rate"),
-				Log:      c.App.Writer,
+				Dir:          c.String("dir"),
+				DataDir:      c.String("data-dir"),
+				EastPort:     c.Int("east-port"),
+				WestPort:     c.Int("west-port"),
+				Rate:         c.Int("rate"),
+				Mirror:       !c.Bool("no-mirror"),
+				MirrorListen: c.String("mirror-listen"),
+				Log:          c.App.Writer,
 			})
 		},
 	}

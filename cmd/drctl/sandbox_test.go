@@ -59,7 +59,7 @@ func TestStatusAgainstSandboxProcess(t *testing.T) {
 		if _, err := os.Stat(path); err == nil {
 			stdout, stderr, code := drctl(t, "-c", path, "status", "-o", "json")
 			st = failover.Status{}
-			if code == 0 && json.Unmarshal([]byte(stdout), &st) == nil && len(st.Topics) >= 4 && len(st.Groups) >= 2 {
+			if code == 0 && json.Unmarshal([]byte(stdout), &st) == nil && len(st.Topics) >= 4 && len(st.Groups) >= 2 && mirrored(st) {
 				break
 			}
 			if time.Now().After(deadline) {
@@ -69,6 +69,9 @@ func TestStatusAgainstSandboxProcess(t *testing.T) {
 			t.Fatalf("sandbox wrote no topology:\n%s", out.String())
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+	if st.Mirror == nil || !st.Mirror.Running || st.Mirror.Link != "east->west" {
+		t.Errorf("status shows no running mirror east->west: %+v", st.Mirror)
 	}
 	for _, c := range st.Clusters {
 		if !c.Reachable {
@@ -91,4 +94,15 @@ func TestStatusAgainstSandboxProcess(t *testing.T) {
 	if !strings.Contains(out.String(), "validate --online") {
 		t.Errorf("the sandbox did not print the commands to try:\n%s", out.String())
 	}
+}
+
+// mirrored reports whether the sandbox's mirror has brought every selected
+// topic into parity on the standby and runs.
+func mirrored(st failover.Status) bool {
+	for _, tp := range st.Topics {
+		if !tp.InParity {
+			return false
+		}
+	}
+	return st.Mirror != nil && st.Mirror.Running
 }

@@ -72,6 +72,13 @@ func statusTables(w io.Writer, st *failover.Status) error {
 	if err := t.Render(); err != nil {
 		return err
 	}
+	if m := st.Mirror; m != nil {
+		state := "not running"
+		if m.Running {
+			state = fmt.Sprintf("running (%d process(es))", m.Workers)
+		}
+		fmt.Fprintf(w, "\nMIRROR %s: %s, lag %d records, oldest pending %.1fs\n", m.Link, state, m.LagRecords, m.LagSeconds)
+	}
 	section(w, "TOPICS")
 	t = newTable(w, "topic", "active partitions", "standby partitions", "parity", "config drift")
 	for _, tp := range st.Topics {

@@ -27,7 +27,14 @@ func (s *Sandbox) Instructions() string {
 	var b strings.Builder
 	b.WriteString("\ndrctl sandbox is running: two Kafka clusters with demo traffic.\n\n")
 	fmt.Fprintf(&b, "  east      %-22s active: demo topics and traffic\n", strings.Join(s.Addrs(East), ","))
-	fmt.Fprintf(&b, "  west      %-22s standby: empty until the mirror fills it\n", strings.Join(s.Addrs(West), ","))
+	if s.opts.Mirror {
+		fmt.Fprintf(&b, "  west      %-22s standby: the built-in mirror copies east's selected topics here\n", strings.Join(s.Addrs(West), ","))
+		if s.mirrorAddr != "" {
+			fmt.Fprintf(&b, "  mirror    http://%s/metrics  (and /healthz, /readyz)\n", s.mirrorAddr)
+		}
+	} else {
+		fmt.Fprintf(&b, "  west      %-22s standby: empty (the mirror is off)\n", strings.Join(s.Addrs(West), ","))
+	}
 	fmt.Fprintf(&b, "  topology  %s\n", s.TopologyPath)
 	fmt.Fprintf(&b, "  data      %s\n\n", data)
 	fmt.Fprintf(&b, "Traffic: %d records/s into %s (scratch is not mirrored);\n", s.opts.Rate, strings.Join(topics, ", "))
@@ -38,6 +45,7 @@ func (s *Sandbox) Instructions() string {
 		"validate --online        # check the file and reach both clusters",
 		"status                   # roles, reachability, lag, groups",
 		"status -o json           # the same, for scripts",
+		"mirror lag               # per-partition lag in records and seconds",
 	} {
 		fmt.Fprintf(&b, "  %s %s\n", cfg, cmd)
 	}

@@ -60,3 +60,15 @@ func (l *logger) block(text string) {
 	defer l.mu.Unlock()
 	io.WriteString(l.w, text)
 }
+
+// writer returns a writer whose writes are serialised with the logger's
+// lines.
+func (l *logger) writer() io.Writer { return lockedWriter{l} }
+
+type lockedWriter struct{ l *logger }
+
+func (w lockedWriter) Write(p []byte) (int, error) {
+	w.l.mu.Lock()
+	defer w.l.mu.Unlock()
+	return w.l.w.Write(p)
+}

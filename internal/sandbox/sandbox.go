@@ -70,6 +70,13 @@ type Options struct {
 	ActiveFn func(ctx context.Context) string
 	// ActivePoll is how often ActiveFn is asked; zero means 500ms.
 	ActivePoll time.Duration
+	// Mirror runs the mirror daemon in the sandbox (east -> west, following
+	// the live roles), and, when ActiveFn is nil, makes the demo traffic
+	// follow the live active cluster too.
+	Mirror bool
+	// MirrorListen is the address of the mirror's /metrics, /healthz and
+	// /readyz ("" = not served).
+	MirrorListen string
 }
 
 // Sandbox is a running sandbox. Close it to stop the traffic and the
@@ -86,10 +93,12 @@ type Sandbox struct {
 	log      *logger
 	traffic  *traffic
 
-	stop      context.CancelFunc
-	done      chan struct{}
-	closeOnce sync.Once
-	closeErr  error
+	stop       context.CancelFunc
+	done       chan struct{}
+	stopMirror func()
+	mirrorAddr string
+	closeOnce  sync.Once
+	closeErr   error
 }
 
 // ErrTopologyExists means Options.Dir holds a drctl.yaml that the sandbox did
@@ -205,6 +214,17 @@ func Start(ctx context.Context, o Options) (*Sandbox, error) {
 		return nil, err
 	}
 
+	if o.Mirror {
+		s.startMirror()
+		if o.ActiveFn == nil {
+			o.ActiveFn = liveActive(s.Topology)
+			o.ActivePoll = 2 * time.Second
+			s.opts = o
+		}
+	}
+	if o.ActiveFn == nil {
+		o.ActiveFn = func(context.Context) string { return East }
+	}
 	s.traffic = newTraffic(s.Topology, o, s.log)
 	tctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	s.stop, s.done = stop, make(chan struct{})
@@ -242,9 +262,6 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Rate < 0 {
 		return o, fmt.Errorf("sandbox: rate %d records/s is negative; use a positive rate", o.Rate)
-	}
-	if o.ActiveFn == nil {
-		o.ActiveFn = func(context.Context) string { return East }
 	}
 	if o.ActivePoll <= 0 {
 		o.ActivePoll = 500 * time.Millisecond
@@ -298,6 +315,9 @@ func (s *Sandbox) Close() error {
 		s.stop()
 		<-s.done
 		s.closeErr = s.traffic.closeErr()
+		if s.stopMirror != nil {
+			s.stopMirror()
+		}
 		s.closeClusters()
 	})
 	return s.closeErr

@@ -1,0 +1,59 @@
+package mirror
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/IBM/sarama"
+
+	"github.com/drctl/drctl/internal/kafkaconn"
+	"github.com/drctl/drctl/topology"
+)
+
+// LinkState is what the clusters say about a link, for status: the mirror
+// processes in its worker group and its lag.
+type LinkState struct {
+	Link string `json:"link" yaml:"link"`
+	// Running is true when at least one mirror process is in the link's
+	// worker group on the target.
+	Running    bool   `json:"running" yaml:"running"`
+	Workers    int    `json:"workers" yaml:"workers"`
+	GroupState string `json:"group_state" yaml:"group_state"`
+	// LagRecords and LagSeconds total the link's lag (see MeasureLag).
+	LagRecords int64   `json:"lag_records" yaml:"lag_records"`
+	LagSeconds float64 `json:"lag_seconds" yaml:"lag_seconds"`
+	Error      string  `json:"error,omitempty" yaml:"error,omitempty"`
+}
+
+// DescribeLink reads the link's worker group on the target and measures its
+// lag. Problems are reported in Error; it never fails as a whole.
+func DescribeLink(ctx context.Context, topo *topology.Topology, link Link) LinkState {
+	ls := LinkState{Link: link.String()}
+	dst, err := kafkaconn.Dial(ctx, topo.Clusters[link.Target], nil)
+	if err != nil {
+		ls.Error = err.Error()
+		return ls
+	}
+	defer dst.Close()
+	admin, err := sarama.NewClusterAdminFromClient(dst)
+	if err != nil {
+		ls.Error = err.Error()
+		return ls
+	}
+	descs, err := admin.DescribeConsumerGroups([]string{link.WorkersGroup()})
+	if err != nil {
+		ls.Error = fmt.Sprintf("describe worker group: %v", err)
+		return ls
+	}
+	if len(descs) == 1 {
+		ls.GroupState, ls.Workers = descs[0].State, len(descs[0].Members)
+		ls.Running = ls.Workers > 0
+	}
+	rep, err := MeasureLag(ctx, topo, link)
+	if err != nil {
+		ls.Error = err.Error()
+		return ls
+	}
+	ls.LagRecords, ls.LagSeconds = rep.TotalRecords, rep.MaxSeconds
+	return ls
+}
