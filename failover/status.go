@@ -158,6 +158,8 @@ func CollectStatus(ctx context.Context, topo *topology.Topology) *Status {
 		switch {
 		case ls.Error != "":
 			st.Problems = append(st.Problems, "mirror "+ls.Link+": "+ls.Error)
+		case ls.LostRecords > 0:
+			st.Problems = append(st.Problems, fmt.Sprintf("mirror %s: %d source records were removed by retention before they were mirrored (see drctl mirror lag)", ls.Link, ls.LostRecords))
 		case !ls.Running:
 			st.Problems = append(st.Problems, "no mirror process runs for "+ls.Link+": start drctl mirror run")
 		}

@@ -194,10 +194,14 @@ func (e *Engine) runOnce(ctx context.Context) error {
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	wg.Add(1)
+	wg.Add(2)
 	go func() {
 		defer wg.Done()
 		e.syncTopicsLoop(runCtx, syncer)
+	}()
+	go func() {
+		defer wg.Done()
+		e.syncGroupsLoop(runCtx, src, dst)
 	}()
 	err = e.work(runCtx)
 	cancel()

@@ -31,7 +31,10 @@ type PartitionLag struct {
 	// Seconds is the age of the oldest committed source record not yet
 	// mirrored; 0 when none is pending.
 	Seconds float64 `json:"seconds" yaml:"seconds"`
-	Error   string  `json:"error,omitempty" yaml:"error,omitempty"`
+	// Lost counts records that left the source (retention, DeleteRecords)
+	// before the mirror copied them: the log start is past Mirrored.
+	Lost  int64  `json:"lost" yaml:"lost"`
+	Error string `json:"error,omitempty" yaml:"error,omitempty"`
 }
 
 // LagReport is the lag of one link.
@@ -41,6 +44,7 @@ type LagReport struct {
 	Partitions   []PartitionLag `json:"partitions" yaml:"partitions"`
 	TotalRecords int64          `json:"total_records" yaml:"total_records"`
 	MaxSeconds   float64        `json:"max_seconds" yaml:"max_seconds"`
+	TotalLost    int64          `json:"total_lost" yaml:"total_lost"`
 }
 
 // Caught reports whether every partition is mirrored up to its source end.
@@ -78,6 +82,10 @@ func MeasureLag(ctx context.Context, topo *topology.Topology, link Link) (*LagRe
 	if err != nil {
 		return nil, fmt.Errorf("source %s: end offsets: %w", link.Source, err)
 	}
+	starts, err := startOffsets(ctx, src, tps)
+	if err != nil {
+		return nil, fmt.Errorf("source %s: start offsets: %w", link.Source, err)
+	}
 	rep := &LagReport{Link: link.String(), MeasuredAt: time.Now().UTC(), Partitions: make([]PartitionLag, len(tps))}
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 8)
@@ -87,29 +95,29 @@ func MeasureLag(ctx context.Context, topo *topology.Topology, link Link) (*LagRe
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			rep.Partitions[i] = partitionLag(ctx, src, tp, stable[tp], progress)
+			rep.Partitions[i] = partitionLag(ctx, src, tp, stable[tp], starts[tp], progress)
 		}()
 	}
 	wg.Wait()
 	for _, p := range rep.Partitions {
 		rep.TotalRecords += p.Records
 		rep.MaxSeconds = max(rep.MaxSeconds, p.Seconds)
+		rep.TotalLost += p.Lost
 	}
 	return rep, nil
 }
 
-func partitionLag(ctx context.Context, src sarama.Client, tp TopicPartition, lso int64, progress map[TopicPartition]int64) PartitionLag {
+func partitionLag(ctx context.Context, src sarama.Client, tp TopicPartition, lso, start int64, progress map[TopicPartition]int64) PartitionLag {
 	pl := PartitionLag{Topic: tp.Topic, Partition: tp.Partition, SourceEnd: lso, Mirrored: -1}
 	from, ok := progress[tp]
 	if ok {
 		pl.Mirrored = from
-	} else {
-		ends, err := kafkaread.PartitionEnds(ctx, src, tp.Topic, tp.Partition)
-		if err != nil {
-			pl.Error = err.Error()
-			return pl
+		if start > from {
+			pl.Lost = start - from
+			from = start
 		}
-		from = ends.Start
+	} else {
+		from = start
 	}
 	pl.Records = max(lso-from, 0)
 	if pl.Records == 0 {

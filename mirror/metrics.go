@@ -18,6 +18,7 @@ type Metrics struct {
 	ShardsOwned  *prometheus.GaugeVec
 	CommitTime   *prometheus.HistogramVec
 	Latency      *prometheus.HistogramVec
+	GroupSync    *GroupSyncMetrics
 }
 
 // NewMetrics creates the series and registers them with reg (nil: not
@@ -50,5 +51,6 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	if reg != nil {
 		reg.MustRegister(m.Records, m.Bytes, m.Skipped, m.Lost, m.Transactions, m.Errors, m.LagRecords, m.LagSeconds, m.ShardsOwned, m.CommitTime, m.Latency)
 	}
+	m.GroupSync = newGroupSyncMetrics(reg)
 	return m
 }

@@ -128,6 +128,15 @@ func commitProgress(ctx context.Context, dst sarama.Client, group string, offset
 // stableOffsets asks the leaders for the last stable offset of each
 // partition (the read_committed end), one request per broker.
 func stableOffsets(ctx context.Context, client sarama.Client, tps []TopicPartition) (map[TopicPartition]int64, error) {
+	return listOffsets(ctx, client, tps, sarama.OffsetNewest)
+}
+
+// startOffsets asks the leaders for the log start offset of each partition.
+func startOffsets(ctx context.Context, client sarama.Client, tps []TopicPartition) (map[TopicPartition]int64, error) {
+	return listOffsets(ctx, client, tps, sarama.OffsetOldest)
+}
+
+func listOffsets(ctx context.Context, client sarama.Client, tps []TopicPartition, at int64) (map[TopicPartition]int64, error) {
 	byBroker := map[*sarama.Broker]*sarama.OffsetRequest{}
 	for _, tp := range tps {
 		b, err := client.Leader(tp.Topic, tp.Partition)
@@ -142,7 +151,7 @@ func stableOffsets(ctx context.Context, client sarama.Client, tps []TopicPartiti
 			req = &sarama.OffsetRequest{Version: 4, IsolationLevel: sarama.ReadCommitted}
 			byBroker[b] = req
 		}
-		req.AddBlock(tp.Topic, tp.Partition, sarama.OffsetNewest, 1)
+		req.AddBlock(tp.Topic, tp.Partition, at, 1)
 	}
 	out := make(map[TopicPartition]int64, len(tps))
 	for b, req := range byBroker {

@@ -22,7 +22,10 @@ type LinkState struct {
 	// LagRecords and LagSeconds total the link's lag (see MeasureLag).
 	LagRecords int64   `json:"lag_records" yaml:"lag_records"`
 	LagSeconds float64 `json:"lag_seconds" yaml:"lag_seconds"`
-	Error      string  `json:"error,omitempty" yaml:"error,omitempty"`
+	// LostRecords counts records the source removed before the mirror
+	// copied them (see PartitionLag.Lost).
+	LostRecords int64  `json:"lost_records" yaml:"lost_records"`
+	Error       string `json:"error,omitempty" yaml:"error,omitempty"`
 }
 
 // DescribeLink reads the link's worker group on the target and measures its
@@ -54,6 +57,6 @@ func DescribeLink(ctx context.Context, topo *topology.Topology, link Link) LinkS
 		ls.Error = err.Error()
 		return ls
 	}
-	ls.LagRecords, ls.LagSeconds = rep.TotalRecords, rep.MaxSeconds
+	ls.LagRecords, ls.LagSeconds, ls.LostRecords = rep.TotalRecords, rep.MaxSeconds, rep.TotalLost
 	return ls
 }

@@ -1,0 +1,231 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/drctl/drctl/internal/kafkaread"
+	"github.com/drctl/drctl/topology"
+)
+
+// The cluster side of group translation: reading committed offsets and
+// group states, committing offsets. Every function takes the client of
+// the cluster it talks to; none of them closes it.
+
+// await runs fn and returns its result, or ctx's error as soon as ctx
+// ends. sarama's requests cannot be cancelled: an abandoned fn finishes in
+// the background, bounded by the client's network timeouts.
+func await[T any](ctx context.Context, fn func() (T, error)) (T, error) {
+	var zero T
+	if err := ctx.Err(); err != nil {
+		return zero, err
+	}
+	type result struct {
+		v   T
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		v, err := fn()
+		ch <- result{v, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-ctx.Done():
+		return zero, ctx.Err()
+	}
+}
+
+// withCoordinator runs op against group's coordinator, again after a
+// retriable error (coordinator moved or loading, unstable offsets, network
+// trouble), for up to about ten seconds, bounded by ctx.
+func withCoordinator(ctx context.Context, client sarama.Client, group string, op func(*sarama.Broker) error) error {
+	var err error
+	for attempt := 0; ; attempt++ {
+		var coord *sarama.Broker
+		coord, err = await(ctx, func() (*sarama.Broker, error) { return client.Coordinator(group) })
+		if err == nil {
+			err = op(coord)
+		}
+		if err == nil || ctx.Err() != nil || !retriableProgress(err) || attempt >= 30 {
+			return err
+		}
+		_ = client.RefreshCoordinator(group)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (last error: %v)", ctx.Err(), err)
+		case <-time.After(time.Duration(min(attempt+1, 5)) * 70 * time.Millisecond):
+		}
+	}
+}
+
+// fetchCommitted returns every offset group has committed on the cluster
+// behind client, with its metadata. A group that does not exist has none:
+// real Kafka answers an empty list, kfake GROUP_ID_NOT_FOUND. Offsets of
+// -1 ("no offset") are left out. With stable set, offsets committed by a
+// transaction still being decided are waited for (KIP-447's
+// require_stable), so a position an aborted transaction would have moved is
+// never returned.
+func fetchCommitted(ctx context.Context, client sarama.Client, group string, stable bool) (map[TopicPartition]committedOffset, error) {
+	var out map[TopicPartition]committedOffset
+	err := withCoordinator(ctx, client, group, func(b *sarama.Broker) error {
+		// No partitions named: the coordinator returns all of the group's.
+		req := &sarama.OffsetFetchRequest{Version: 7, ConsumerGroup: group, RequireStable: stable}
+		resp, err := await(ctx, func() (*sarama.OffsetFetchResponse, error) { return b.FetchOffset(req) })
+		if err != nil {
+			return err
+		}
+		switch {
+		case errors.Is(resp.Err, sarama.ErrNoError):
+		case errors.Is(resp.Err, sarama.ErrGroupIDNotFound):
+			out = map[TopicPartition]committedOffset{}
+			return nil
+		default:
+			return resp.Err
+		}
+		got := map[TopicPartition]committedOffset{}
+		for topic, parts := range resp.Blocks {
+			for p, blk := range parts {
+				switch {
+				case errors.Is(blk.Err, sarama.ErrNoError):
+				case errors.Is(blk.Err, sarama.ErrUnknownTopicOrPartition):
+					continue
+				default:
+					return fmt.Errorf("%s/%d: %w", topic, p, blk.Err)
+				}
+				if blk.Offset >= 0 {
+					got[TopicPartition{topic, p}] = committedOffset{Offset: blk.Offset, Metadata: blk.Metadata}
+				}
+			}
+		}
+		out = got
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("committed offsets of group %s: %w", group, err)
+	}
+	return out, nil
+}
+
+// listGroups returns the groups of the cluster that topo's group sync
+// handles (selectedGroup), sorted.
+func listGroups(ctx context.Context, admin sarama.ClusterAdmin, topo *topology.Topology) ([]string, error) {
+	all, err := await(ctx, admin.ListConsumerGroups)
+	if err != nil {
+		return nil, fmt.Errorf("list consumer groups: %w", err)
+	}
+	var out []string
+	for g := range all {
+		if selectedGroup(topo, g) {
+			out = append(out, g)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// describeGroups returns what the cluster's coordinators say of groups.
+// A group the cluster does not know is absent (Exists false).
+func describeGroups(ctx context.Context, admin sarama.ClusterAdmin, groups []string) (map[string]StandbyGroup, error) {
+	out := make(map[string]StandbyGroup, len(groups))
+	if len(groups) == 0 {
+		return out, nil
+	}
+	descs, err := await(ctx, func() ([]*sarama.GroupDescription, error) { return admin.DescribeConsumerGroups(groups) })
+	if err != nil {
+		return nil, fmt.Errorf("describe consumer groups: %w", err)
+	}
+	for _, d := range descs {
+		switch {
+		case errors.Is(d.Err, sarama.ErrGroupIDNotFound), d.State == "Dead":
+			out[d.GroupId] = StandbyGroup{}
+		case !errors.Is(d.Err, sarama.ErrNoError):
+			return nil, fmt.Errorf("describe consumer group %s: %w", d.GroupId, d.Err)
+		default:
+			out[d.GroupId] = StandbyGroup{Exists: true, State: d.State, Members: len(d.Members)}
+		}
+	}
+	for _, g := range groups {
+		if _, ok := out[g]; !ok {
+			return nil, fmt.Errorf("describe consumer group %s: no answer for it", g)
+		}
+	}
+	return out, nil
+}
+
+// memberErrors are the answers of a coordinator to an admin commit (no
+// member, generation -1) for a group that has members: Kafka itself never
+// lets such a commit through.
+var memberErrors = []sarama.KError{
+	sarama.ErrUnknownMemberId, sarama.ErrIllegalGeneration, sarama.ErrRebalanceInProgress,
+	sarama.ErrFencedInstancedId,
+	sarama.KError(110), // FENCED_MEMBER_EPOCH (KIP-848 groups; sarama has no name for it)
+	sarama.KError(113), // STALE_MEMBER_EPOCH (KIP-848)
+}
+
+// commitOffsets commits changes for group as an admin tool does: no member
+// id and generation -1, which a coordinator accepts only while the group
+// has no members. A refusal because members joined is an error wrapping
+// ErrGroupActive; other per-partition errors are joined, each naming its
+// partition. Leader epochs are committed as unknown (-1), so consumers
+// skip the truncation check that an epoch from the other cluster would
+// trip.
+func commitOffsets(ctx context.Context, client sarama.Client, group string, changes []OffsetChange) error {
+	if len(changes) == 0 {
+		return nil
+	}
+	req := &sarama.OffsetCommitRequest{Version: 7, ConsumerGroup: group, ConsumerGroupGeneration: -1}
+	for _, c := range changes {
+		req.AddBlockWithLeaderEpoch(c.Topic, c.Partition, c.After, -1, 0, c.Metadata)
+	}
+	err := withCoordinator(ctx, client, group, func(b *sarama.Broker) error {
+		resp, err := await(ctx, func() (*sarama.OffsetCommitResponse, error) { return b.CommitOffset(req) })
+		if err != nil {
+			return err
+		}
+		var errs []error
+		for topic, parts := range resp.Errors {
+			for p, kerr := range parts {
+				switch {
+				case errors.Is(kerr, sarama.ErrNoError):
+				case slices.Contains(memberErrors, kerr):
+					return fmt.Errorf("%w: the coordinator refused the commit: %v", ErrGroupActive, kerr)
+				case retriableProgress(kerr):
+					return kerr // the whole request is retried
+				default:
+					errs = append(errs, fmt.Errorf("%s/%d: %w", topic, p, kerr))
+				}
+			}
+		}
+		return errors.Join(errs...)
+	})
+	if err != nil {
+		return fmt.Errorf("commit offsets of group %s: %w", group, err)
+	}
+	return nil
+}
+
+// stableEnds returns the last stable offset of each partition that exists
+// on the cluster; partitions it cannot measure are absent.
+func stableEnds(ctx context.Context, client sarama.Client, tps []TopicPartition) map[TopicPartition]int64 {
+	if len(tps) == 0 {
+		return map[TopicPartition]int64{}
+	}
+	if ends, err := stableOffsets(ctx, client, tps); err == nil {
+		return ends
+	}
+	// Some partition is missing or leaderless: measure one by one.
+	out := map[TopicPartition]int64{}
+	for _, tp := range tps {
+		if lso, err := kafkaread.LastStableOffset(ctx, client, tp.Topic, tp.Partition); err == nil {
+			out[tp] = lso
+		}
+	}
+	return out
+}

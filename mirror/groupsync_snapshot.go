@@ -1,0 +1,239 @@
+package mirror
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/drctl/drctl/internal/kafkaread"
+	"github.com/drctl/drctl/offsettranslate"
+	"github.com/drctl/drctl/topology"
+)
+
+// GroupsTopic is the compacted internal topic on the target that holds the
+// link's snapshot of the source groups' committed offsets: one record per
+// group (key = the group name, value = a JSON GroupSnapshot), rewritten by
+// every round of the mirror's group sync, and a tombstone when a group
+// disappears from the source. It lets a failover translate the last known
+// positions when the source is gone.
+//
+//	Link{"payments", "east", "west"}.GroupsTopic() == "_drctl.payments.east-west.groups"
+func (l Link) GroupsTopic() string { return l.prefix() + ".groups" }
+
+// snapshotVersion is the Version of the GroupSnapshot records this build
+// writes; a reader refuses newer ones rather than misread them.
+const snapshotVersion = 1
+
+// ErrSnapshotVersion is wrapped by LoadGroupSnapshot's error for a record a
+// newer drctl wrote.
+var ErrSnapshotVersion = errors.New("group snapshot written by a newer drctl")
+
+// GroupSnapshot is what the standby knows of one source group: its
+// committed source offsets as the mirror last observed them, their
+// translation, and what the sync did with them. The JSON field names are a
+// stable schema.
+type GroupSnapshot struct {
+	Version int    `json:"version"`
+	Group   string `json:"group"`
+	// Source is the cluster the offsets were read from.
+	Source string `json:"source"`
+	// ObservedAt is when the offsets were read from the source.
+	ObservedAt time.Time        `json:"observed_at"`
+	Offsets    []SnapshotOffset `json:"offsets"`
+	// Action is what the round did on the standby: commit (the changes
+	// were committed), in-sync, nothing-to-sync, skipped-active, failed.
+	Action SyncAction `json:"action"`
+	Reason string     `json:"reason,omitempty"`
+	// SyncedAt is the ObservedAt of the source offsets whose translation
+	// the standby last held (committed, or found already there); nil when
+	// it never did. With a healthy sync it trails ObservedAt by at most a
+	// round.
+	SyncedAt *time.Time `json:"synced_at,omitempty"`
+}
+
+// SnapshotOffset is one committed source offset of a group and its
+// translation when it was observed.
+type SnapshotOffset struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	// Offset is the committed source offset.
+	Offset   int64  `json:"offset"`
+	Metadata string `json:"metadata,omitempty"`
+	// Target is the translated target offset, -1 when unmapped.
+	Target int64                  `json:"target"`
+	Status offsettranslate.Status `json:"status"`
+}
+
+// positions turns the snapshot back into committed source positions.
+func (s GroupSnapshot) positions() groupPositions {
+	pos := groupPositions{group: s.Group, offsets: map[TopicPartition]committedOffset{}, observedAt: s.ObservedAt, fromSnapshot: true}
+	for _, o := range s.Offsets {
+		pos.offsets[TopicPartition{o.Topic, o.Partition}] = committedOffset{Offset: o.Offset, Metadata: o.Metadata}
+	}
+	return pos
+}
+
+// newSnapshot records a round's translation of one group and the sync's
+// outcome; prev is the group's previous snapshot (its SyncedAt carries over
+// when this round did not sync).
+func newSnapshot(source string, gt GroupTranslation, pos groupPositions, gs GroupSync, prev *time.Time) GroupSnapshot {
+	s := GroupSnapshot{Version: snapshotVersion, Group: gt.Group, Source: source, ObservedAt: gt.ObservedAt.UTC(),
+		Offsets: []SnapshotOffset{}, Action: gs.Action, Reason: gs.Reason, SyncedAt: prev}
+	translated := map[TopicPartition]GroupPartition{}
+	for _, p := range gt.Partitions {
+		translated[TopicPartition{p.Topic, p.Partition}] = p
+	}
+	for tp, c := range pos.offsets {
+		if c.Offset < 0 {
+			continue
+		}
+		o := SnapshotOffset{Topic: tp.Topic, Partition: tp.Partition, Offset: c.Offset, Metadata: c.Metadata, Target: -1}
+		if p, ok := translated[tp]; ok {
+			o.Target, o.Status = p.Target, p.Status
+		}
+		s.Offsets = append(s.Offsets, o)
+	}
+	slices.SortFunc(s.Offsets, func(a, b SnapshotOffset) int {
+		return compareTopicPartition(TopicPartition{a.Topic, a.Partition}, TopicPartition{b.Topic, b.Partition})
+	})
+	if gs.Synced() {
+		at := s.ObservedAt
+		s.SyncedAt = &at
+	}
+	return s
+}
+
+func compareTopicPartition(a, b TopicPartition) int {
+	switch {
+	case a.Topic < b.Topic:
+		return -1
+	case a.Topic > b.Topic:
+		return 1
+	case a.Partition < b.Partition:
+		return -1
+	case a.Partition > b.Partition:
+		return 1
+	}
+	return 0
+}
+
+// ensureGroupsTopic creates the link's snapshot topic on the target when it
+// is missing: compacted, one partition.
+func ensureGroupsTopic(ctx context.Context, dst sarama.Client, link Link) error {
+	info, err := kafkaread.Topic(ctx, dst, link.GroupsTopic())
+	if err != nil {
+		return fmt.Errorf("target %s: %w", link.Target, err)
+	}
+	if info.Exists {
+		return nil
+	}
+	admin, err := sarama.NewClusterAdminFromClient(dst)
+	if err != nil {
+		return fmt.Errorf("target %s: admin: %w", link.Target, err)
+	}
+	// The admin shares dst; closing it would close dst.
+	rf := int16(max(1, min(3, len(info.Brokers))))
+	detail := &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: rf,
+		ConfigEntries: map[string]*string{"cleanup.policy": ptr("compact")}}
+	_, err = await(ctx, func() (struct{}, error) { return struct{}{}, admin.CreateTopic(link.GroupsTopic(), detail, false) })
+	if err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {
+		return fmt.Errorf("target %s: create %s: %w", link.Target, link.GroupsTopic(), err)
+	}
+	return nil
+}
+
+// newSnapshotProducer opens the idempotent producer that writes snapshots
+// on the target.
+func newSnapshotProducer(c *topology.Cluster) (sarama.SyncProducer, error) {
+	cfg, err := c.SaramaConfig()
+	if err != nil {
+		return nil, err
+	}
+	cfg.Producer.Idempotent = true
+	cfg.Net.MaxOpenRequests = 1
+	cfg.Producer.RequiredAcks = sarama.WaitForAll
+	cfg.Producer.Return.Successes = true
+	cfg.Producer.Retry.Max = 10
+	cfg.Producer.Retry.Backoff = 100 * time.Millisecond
+	p, err := sarama.NewSyncProducer(c.Bootstrap, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot producer on %s: %w", c.Name, err)
+	}
+	return p, nil
+}
+
+// writeSnapshots writes one record per snapshot and a tombstone per name in
+// gone to the link's snapshot topic.
+func writeSnapshots(ctx context.Context, p sarama.SyncProducer, link Link, snaps []GroupSnapshot, gone []string) error {
+	msgs := make([]*sarama.ProducerMessage, 0, len(snaps)+len(gone))
+	for _, s := range snaps {
+		v, err := json.Marshal(s)
+		if err != nil {
+			return fmt.Errorf("encode snapshot of group %s: %w", s.Group, err)
+		}
+		msgs = append(msgs, &sarama.ProducerMessage{Topic: link.GroupsTopic(), Key: sarama.StringEncoder(s.Group), Value: sarama.ByteEncoder(v)})
+	}
+	for _, g := range gone {
+		msgs = append(msgs, &sarama.ProducerMessage{Topic: link.GroupsTopic(), Key: sarama.StringEncoder(g)})
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	if _, err := await(ctx, func() (struct{}, error) { return struct{}{}, p.SendMessages(msgs) }); err != nil {
+		return fmt.Errorf("write group snapshot to %s on %s: %w", link.GroupsTopic(), link.Target, err)
+	}
+	return nil
+}
+
+// LoadGroupSnapshot reads the link's snapshot of the source groups from the
+// target cluster behind client (see GroupsTopic): the latest record of every
+// group that has not been deleted since. It needs nothing from the source,
+// so an unplanned failover can translate the last positions the mirror saw
+// (GroupSnapshot.ObservedAt says how old they are).
+//
+// A missing topic (the mirror's group sync never ran on this target) is an
+// error wrapping sarama.ErrUnknownTopicOrPartition; the topic is never
+// created. A record that does not decode is an error naming its offset; one
+// written by a newer drctl wraps ErrSnapshotVersion.
+func LoadGroupSnapshot(ctx context.Context, client sarama.Client, link Link) (map[string]GroupSnapshot, error) {
+	topic := link.GroupsTopic()
+	info, err := kafkaread.Topic(ctx, client, topic)
+	if err != nil {
+		return nil, fmt.Errorf("read group snapshot: %w", err)
+	}
+	if !info.Exists {
+		return nil, fmt.Errorf("read group snapshot: topic %s on %s: %w", topic, link.Target, sarama.ErrUnknownTopicOrPartition)
+	}
+	out := map[string]GroupSnapshot{}
+	for p := int32(0); p < int32(info.Partitions); p++ {
+		_, err := kafkaread.ReadCommitted(ctx, client, topic, p, 0, func(r kafkaread.Record) error {
+			group := string(r.Key)
+			if r.Value == nil {
+				delete(out, group)
+				return nil
+			}
+			var s GroupSnapshot
+			if err := json.Unmarshal(r.Value, &s); err != nil {
+				return fmt.Errorf("%s/%d at offset %d: %w", topic, p, r.Offset, err)
+			}
+			if s.Version > snapshotVersion {
+				return fmt.Errorf("%s/%d at offset %d: %w: version %d (this build reads %d; upgrade drctl)",
+					topic, p, r.Offset, ErrSnapshotVersion, s.Version, snapshotVersion)
+			}
+			if s.Group != group {
+				return fmt.Errorf("%s/%d at offset %d: record of group %q under key %q", topic, p, r.Offset, s.Group, group)
+			}
+			out[group] = s
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("read group snapshot: %w", err)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,123 @@
+package mirror
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/drctl/drctl/internal/kafkaconn"
+	"github.com/drctl/drctl/topology"
+)
+
+// GroupSyncStatus is where one group's sync stands on the standby, for
+// drctl status. It is computed from the standby alone (the snapshot and
+// the standby's committed offsets), so it is available when the source is
+// gone, and costs no read of the offset map.
+type GroupSyncStatus struct {
+	Group string `json:"group" yaml:"group"`
+	// InSync is true when the last sync round left the standby holding the
+	// translation of the source offsets it observed, and the standby's
+	// committed offsets still equal that translation. A live group that
+	// commits on the source between rounds stays in sync in this sense;
+	// BehindSeconds says how far its standby position trails.
+	InSync bool `json:"in_sync" yaml:"in_sync"`
+	// BehindSeconds is the age of the source offsets whose translation the
+	// standby holds (now minus SyncedAt): about one sync interval when all
+	// is well. -1 when the standby never held a translation.
+	BehindSeconds float64 `json:"behind_seconds" yaml:"behind_seconds"`
+	// ObservedAt is when the mirror last read the group on the source.
+	ObservedAt time.Time `json:"observed_at" yaml:"observed_at"`
+	// SyncedAt is when the source offsets behind the standby positions
+	// were read; nil when never.
+	SyncedAt *time.Time `json:"synced_at,omitempty" yaml:"synced_at,omitempty"`
+	// LastAction is what the last round did with the group.
+	LastAction SyncAction `json:"last_action" yaml:"last_action"`
+	// Reason says, in plain words, why the group is not in sync.
+	Reason string `json:"reason,omitempty" yaml:"reason,omitempty"`
+}
+
+// GroupSyncState returns the sync status of every selected group in the
+// link's snapshot (see GroupSyncStatusFrom), dialling the target.
+func GroupSyncState(ctx context.Context, topo *topology.Topology, link Link) (map[string]GroupSyncStatus, error) {
+	c := topo.Clusters[link.Target]
+	if c == nil {
+		return nil, fmt.Errorf("no cluster %q in topology %s", link.Target, topo.Name)
+	}
+	dst, err := kafkaconn.Dial(ctx, c, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer dst.Close()
+	return GroupSyncStatusFrom(ctx, dst, topo, link)
+}
+
+// GroupSyncStatusFrom returns, keyed by group, the sync status of every
+// group of the link's snapshot that topo selects, reading only the target
+// through dst (a client of link.Target; it is not closed). Groups the
+// snapshot does not hold are absent: the mirror never saw them committed on
+// the source. A link whose group sync never ran (no snapshot topic) is an
+// error wrapping sarama.ErrUnknownTopicOrPartition. A group whose standby
+// offsets cannot be read is reported not in sync, with the reason.
+func GroupSyncStatusFrom(ctx context.Context, dst sarama.Client, topo *topology.Topology, link Link) (map[string]GroupSyncStatus, error) {
+	snaps, err := LoadGroupSnapshot(ctx, dst, link)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	out := map[string]GroupSyncStatus{}
+	for name, s := range snaps {
+		if !selectedGroup(topo, name) {
+			continue
+		}
+		standby, err := fetchCommitted(ctx, dst, name, false)
+		if err != nil {
+			st := syncStatus(s, nil, now)
+			st.InSync, st.Reason = false, fmt.Sprintf("cannot read its offsets on %s: %v", link.Target, err)
+			out[name] = st
+			continue
+		}
+		out[name] = syncStatus(s, standby, now)
+	}
+	return out, nil
+}
+
+// syncStatus compares a group's snapshot with its committed offsets on the
+// standby. The rules, in order:
+//
+//  1. a last round that did not leave the standby synced (skipped, failed,
+//     stale) means not in sync, for the round's reason;
+//  2. a translated partition whose standby offset differs from the
+//     translation means not in sync (something else moved it since);
+//  3. otherwise the group is in sync (also with nothing to sync).
+func syncStatus(s GroupSnapshot, standby map[TopicPartition]committedOffset, now time.Time) GroupSyncStatus {
+	st := GroupSyncStatus{Group: s.Group, ObservedAt: s.ObservedAt, SyncedAt: s.SyncedAt, LastAction: s.Action, BehindSeconds: -1}
+	if s.SyncedAt != nil {
+		st.BehindSeconds = max(now.Sub(*s.SyncedAt).Seconds(), 0)
+	}
+	switch s.Action {
+	case SyncCommit, SyncInSync, SyncNothing:
+	default:
+		st.Reason = s.Reason
+		if st.Reason == "" {
+			st.Reason = "the last sync round ended " + string(s.Action)
+		}
+		return st
+	}
+	for _, o := range s.Offsets {
+		if o.Target < 0 {
+			continue
+		}
+		cur := int64(-1)
+		if c, ok := standby[TopicPartition{o.Topic, o.Partition}]; ok {
+			cur = c.Offset
+		}
+		if cur != o.Target {
+			st.Reason = fmt.Sprintf("%s/%d is at %d on the standby, the translation of the last observed position is %d", o.Topic, o.Partition, cur, o.Target)
+			return st
+		}
+	}
+	st.InSync = true
+	return st
+}
