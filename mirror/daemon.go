@@ -83,10 +83,14 @@ func desired(st rolestate.State, topoName string) (linkKey, bool) {
 		return linkKey{link: link, epoch: st.Epoch}, true
 	case rolestate.PhaseReseeding:
 		return linkKey{link: link, epoch: st.Epoch, copy: true}, true
-	default:
-		// A failover or failback in progress: keep draining the link that
-		// runs under this epoch, start nothing new.
+	case rolestate.PhaseFailingOver, rolestate.PhaseFailingBack:
+		// Before its flip a failover drains the link active -> standby;
+		// the flip moves the phase on to wiping.
 		return linkKey{link: link, epoch: st.Epoch}, true
+	default:
+		// Wiping (the standby is stale and about to be wiped), or a phase
+		// this drctl does not know: mirror nothing.
+		return linkKey{}, false
 	}
 }
 
@@ -132,6 +136,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.mu.Lock()
 			same := d.current != nil && d.key == want
 			d.mu.Unlock()
+			if !ok && d.current != nil {
+				stop()
+				d.log.Info("the role state allows no link now; mirroring stopped", "phase", st.Phase, "epoch", st.Epoch)
+			}
 			if !same && ok {
 				stop()
 				e, err := d.start(want)
@@ -168,7 +176,8 @@ func (d *Daemon) start(k linkKey) (*Engine, error) {
 	opts.Epoch = k.epoch
 	opts.CopyOwnOrigin = k.copy
 	opts.Allowed = func(st rolestate.State) bool {
-		return st.Active == k.link.Source && st.Standby == k.link.Target
+		want, ok := desired(st, k.link.Topology)
+		return ok && want.link == k.link
 	}
 	e, err := NewEngine(d.topo, k.link.Source, k.link.Target, opts)
 	if err != nil {

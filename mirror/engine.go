@@ -23,9 +23,11 @@ type Options struct {
 	// Shards is the link's shard count; it must match what the link ran
 	// with before (the shards topic on the target records it).
 	Shards int32
-	// Epoch is the role-state epoch the link runs for; a shard refuses to
-	// write when the target's state has another epoch or does not allow
-	// the link (see Allowed). -1 skips the check (tests of the copy alone).
+	// Epoch is the role-state epoch the link was started for (-1: no role
+	// state check at all, for tests of the copy alone). After every
+	// initialisation of its transactional id a shard reads the target's
+	// role state and refuses to write unless Allowed says yes: a failover
+	// records the new roles on the target before it fences the link.
 	Epoch   int64
 	Allowed func(rolestate.State) bool
 	// CopyOwnOrigin turns off loop prevention: records whose origin is the

@@ -120,7 +120,7 @@ func (s *shard) open(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("shard %d: read role state on %s: %w", s.id, e.link.Target, err)
 		}
-		if found && (st.Epoch != e.opts.Epoch || !e.opts.Allowed(st)) {
+		if found && !e.opts.Allowed(st) {
 			return fmt.Errorf("shard %d: %w: state is epoch %d (active %s), this link runs for epoch %d",
 				s.id, ErrLinkRetired, st.Epoch, st.Active, e.opts.Epoch)
 		}

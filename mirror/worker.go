@@ -137,7 +137,7 @@ func (e *Engine) retired(ctx context.Context) error {
 	if err != nil || !found {
 		return nil
 	}
-	if st.Epoch != e.opts.Epoch || !e.opts.Allowed(st) {
+	if !e.opts.Allowed(st) {
 		return fmt.Errorf("%w: state is epoch %d (active %s), this link runs for epoch %d", ErrLinkRetired, st.Epoch, st.Active, e.opts.Epoch)
 	}
 	return nil

@@ -33,8 +33,13 @@ const (
 	// PhaseFailingOver: a failover run is moving the active role to the
 	// other cluster.
 	PhaseFailingOver Phase = "failing-over"
-	// PhaseReseeding: a run is salvaging, wiping and re-seeding the stale
-	// cluster from the active one, to make it the standby again.
+	// PhaseWiping: the active role has moved; the standby (the old active)
+	// is stale and must be salvaged and wiped before anything is mirrored
+	// into it. No mirror runs in this phase.
+	PhaseWiping Phase = "wiping"
+	// PhaseReseeding: the stale cluster was wiped and the mirror re-seeds
+	// it from the active one, from the earliest offset, to make it the
+	// standby again.
 	PhaseReseeding Phase = "reseeding"
 	// PhaseFailingBack: a failback run is moving the active role back to
 	// the home active cluster named in the topology file.
@@ -42,7 +47,7 @@ const (
 )
 
 // Phases lists every phase, in cycle order.
-var Phases = []Phase{PhaseSteady, PhaseFailingOver, PhaseReseeding, PhaseFailingBack}
+var Phases = []Phase{PhaseSteady, PhaseFailingOver, PhaseFailingBack, PhaseWiping, PhaseReseeding}
 
 // RunKind is the kind of a run that changes roles or rebuilds a cluster.
 type RunKind string
@@ -112,12 +117,12 @@ func (s State) Validate() error {
 		if s.Run != nil {
 			errs = append(errs, fmt.Errorf("phase steady with run %s in progress", s.Run.ID))
 		}
-	case PhaseFailingOver, PhaseReseeding, PhaseFailingBack:
+	case PhaseFailingOver, PhaseReseeding, PhaseFailingBack, PhaseWiping:
 		if s.Run == nil {
 			errs = append(errs, fmt.Errorf("phase %s without a run", s.Phase))
 		}
 	default:
-		errs = append(errs, fmt.Errorf("unknown phase %q (known: steady, failing-over, reseeding, failing-back)", s.Phase))
+		errs = append(errs, fmt.Errorf("unknown phase %q (known: steady, failing-over, failing-back, wiping, reseeding)", s.Phase))
 	}
 	if r := s.Run; r != nil {
 		if r.ID == "" {
