@@ -53,7 +53,7 @@ func withCoordinator(ctx context.Context, client sarama.Client, group string, op
 		if err == nil {
 			err = op(coord)
 		}
-		if err == nil || ctx.Err() != nil || !retriableProgress(err) || attempt >= 30 {
+		if err == nil || ctx.Err() != nil || errors.Is(err, ErrGroupActive) || !retriableProgress(err) || attempt >= 30 {
 			return err
 		}
 		_ = client.RefreshCoordinator(group)

@@ -91,7 +91,8 @@ func (g *groupSyncer) close() {
 // round runs one sync round:
 //
 //  1. check on the target that the role state still allows the link
-//     (paused otherwise: a retired link must not move groups);
+//     (Options.Allowed; paused otherwise: a retired link must not move
+//     the groups of a cluster that is active now);
 //  2. read the selected groups' committed offsets on the source (stable
 //     offsets only);
 //  3. bring the offset map up to date (after step 2, so the map is at
@@ -110,7 +111,7 @@ func (g *groupSyncer) round(ctx context.Context) (paused bool, err error) {
 		if err != nil {
 			return false, fmt.Errorf("read role state on %s: %w", link.Target, err)
 		}
-		if found && (st.Epoch != e.opts.Epoch || !e.opts.Allowed(st)) {
+		if found && !e.opts.Allowed(st) {
 			return true, nil
 		}
 	}

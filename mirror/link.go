@@ -92,3 +92,13 @@ type TopicPartition struct {
 }
 
 func (tp TopicPartition) String() string { return fmt.Sprintf("%s/%d", tp.Topic, tp.Partition) }
+
+// InternalTopics lists the link's internal topics on its target.
+func (l Link) InternalTopics() []string {
+	return []string{l.ShardsTopic(), l.OffsetsTopic(), l.GroupsTopic()}
+}
+
+// InternalGroups lists the link's internal consumer groups on its target.
+func (l Link) InternalGroups() []string {
+	return []string{l.WorkersGroup(), l.ProgressGroup()}
+}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+
+	"github.com/drctl/drctl/topology"
 )
 
 // readProgress returns the committed progress (next source offset to copy)
@@ -172,4 +174,17 @@ func listOffsets(ctx context.Context, client sarama.Client, tps []TopicPartition
 		}
 	}
 	return out, nil
+}
+
+// ReadProgress returns the link's committed progress (the next source
+// offset to copy) of the given source partitions, read from the target;
+// partitions never mirrored are absent.
+func ReadProgress(ctx context.Context, dst sarama.Client, link Link, tps []TopicPartition) (map[TopicPartition]int64, error) {
+	return readProgress(ctx, dst, link.ProgressGroup(), tps)
+}
+
+// SelectedPartitions lists the partitions of the selected, non-internal
+// topics of a cluster, sorted.
+func SelectedPartitions(client sarama.Client, sel topology.Selection) ([]TopicPartition, error) {
+	return selectedPartitions(client, sel)
 }

@@ -83,8 +83,9 @@ func newApp() *cli.App {
 			&cli.StringFlag{Name: "config", Aliases: []string{"c"}, Usage: "topology file (default: $DRCTL_CONFIG, then ./drctl.yaml)"},
 			outputFlag,
 		},
-		OnUsageError:   badUsage,
-		Commands:       commands(validateCommand(), statusCommand(), mirrorCommand(), sandboxCommand()),
+		OnUsageError: badUsage,
+		Commands: commands(append([]*cli.Command{validateCommand(), statusCommand(), mirrorCommand(), offsetsCommand(), planCommand(), failoverCommand(),
+			failbackCommand(), applyCommand(), resumeCommand(), reseedCommand(), sandboxCommand()}, fenceCommands()...)...),
 		ExitErrHandler: func(*cli.Context, error) {}, // main decides the exit code
 	}
 }

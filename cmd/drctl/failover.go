@@ -1,0 +1,290 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/mattn/go-isatty"
+	"github.com/urfave/cli/v2"
+
+	"github.com/drctl/drctl/failover"
+	"github.com/drctl/drctl/internal/rolestate"
+	"github.com/drctl/drctl/plans"
+	"github.com/drctl/drctl/topology"
+)
+
+func planCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "plan",
+		Usage: "build and print a plan without running it",
+		Subcommands: commands(&cli.Command{
+			Name:  "failover",
+			Usage: "plan a failover to cluster --to",
+			Flags: []cli.Flag{
+				&cli.StringFlag{Name: "to", Required: true, Usage: "the cluster that becomes active"},
+				&cli.BoolFlag{Name: "unplanned", Usage: "the active cluster is down: no fence of it, no drain"},
+				&cli.StringFlag{Name: "out", Usage: "save the plan as JSON here (run it with drctl apply)"},
+			},
+			Action: func(c *cli.Context) error {
+				topo, err := loadTopology(c)
+				if err != nil {
+					return err
+				}
+				ctx, cancel := context.WithTimeout(c.Context, 30*time.Second)
+				defer cancel()
+				p, err := failover.PlanFailover(ctx, topo, c.String("to"), c.Bool("unplanned"), false)
+				if err != nil {
+					return planError(err)
+				}
+				if out := c.String("out"); out != "" {
+					if err := plans.SavePlan(out, p); err != nil {
+						return err
+					}
+				}
+				return render(c, p, func(w io.Writer) error {
+					if err := p.WriteText(w); err != nil {
+						return err
+					}
+					if out := c.String("out"); out != "" {
+						fmt.Fprintf(w, "\nsaved to %s; run it with: drctl apply %s\n", out, out)
+					}
+					return nil
+				})
+			},
+		}),
+	}
+}
+
+func planError(err error) error {
+	if errors.Is(err, failover.ErrRefused) {
+		return withCode(exitBadInput, err)
+	}
+	return err
+}
+
+func runFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.BoolFlag{Name: "yes", Usage: "do not ask for confirmation (required without a terminal)"},
+	}
+}
+
+func failoverCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "failover",
+		Usage: "move the active role to cluster --to (drain, fence, translate groups, flip, reseed)",
+		Flags: append(runFlags(),
+			&cli.StringFlag{Name: "to", Required: true, Usage: "the cluster that becomes active"},
+			&cli.BoolFlag{Name: "unplanned", Usage: "the active cluster is down: no fence of it, no drain; groups from the last snapshot"}),
+		Action: func(c *cli.Context) error {
+			return planAndRun(c, func(ctx context.Context, topo *topology.Topology) (*plans.Plan, error) {
+				return failover.PlanFailover(ctx, topo, c.String("to"), c.Bool("unplanned"), false)
+			})
+		},
+	}
+}
+
+func failbackCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "failback",
+		Usage: "move the active role back to the home active cluster",
+		Flags: runFlags(),
+		Action: func(c *cli.Context) error {
+			return planAndRun(c, func(ctx context.Context, topo *topology.Topology) (*plans.Plan, error) {
+				return failover.PlanFailover(ctx, topo, topo.Active, false, true)
+			})
+		},
+	}
+}
+
+func reseedCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "reseed",
+		Usage:     "salvage, wipe and re-seed a stale cluster as the standby",
+		ArgsUsage: "CLUSTER",
+		Flags:     runFlags(),
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return withCode(exitBadInput, errors.New("name the stale cluster: drctl reseed CLUSTER"))
+			}
+			return planAndRun(c, func(ctx context.Context, topo *topology.Topology) (*plans.Plan, error) {
+				return failover.PlanReseed(ctx, topo, c.Args().First())
+			})
+		},
+	}
+}
+
+func applyCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "apply",
+		Usage:     "run a saved plan; refuses a stale one",
+		ArgsUsage: "PLAN.json",
+		Flags:     runFlags(),
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return withCode(exitBadInput, errors.New("name the plan file: drctl apply plan.json"))
+			}
+			return planAndRun(c, func(context.Context, *topology.Topology) (*plans.Plan, error) {
+				p, err := plans.LoadPlan(c.Args().First())
+				if err != nil {
+					return nil, withCode(exitBadInput, err)
+				}
+				return p, nil
+			})
+		},
+	}
+}
+
+func resumeCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "resume",
+		Usage:     "finish an interrupted run, from this or another machine",
+		ArgsUsage: "[RUN-ID]",
+		Action: func(c *cli.Context) error {
+			topo, err := loadTopology(c)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(c.Context, 30*time.Second)
+			id, err := failover.ResumeID(ctx, topo, c.Args().First())
+			cancel()
+			if err != nil {
+				return err
+			}
+			return execute(c, topo, func(runCtx context.Context, o failover.RunOptions) error {
+				return failover.Resume(runCtx, topo, id, o)
+			}, id)
+		},
+	}
+}
+
+func fenceCommands() []*cli.Command {
+	mk := func(name, usage string, do func(ctx context.Context, topo *topology.Topology, cluster string) (any, string, error)) *cli.Command {
+		return &cli.Command{
+			Name: name, Usage: usage, ArgsUsage: "CLUSTER",
+			Action: func(c *cli.Context) error {
+				if c.NArg() != 1 {
+					return withCode(exitBadInput, fmt.Errorf("name the cluster: drctl %s CLUSTER", name))
+				}
+				topo, err := loadTopology(c)
+				if err != nil {
+					return err
+				}
+				if _, ok := topo.Clusters[c.Args().First()]; !ok {
+					return withCode(exitBadInput, fmt.Errorf("no cluster %q in %s; use one of %v", c.Args().First(), topo.Path, topo.ClusterNames()))
+				}
+				ctx, cancel := context.WithTimeout(c.Context, time.Minute)
+				defer cancel()
+				v, msg, err := do(ctx, topo, c.Args().First())
+				if err != nil {
+					return err
+				}
+				return render(c, v, func(w io.Writer) error { _, err := fmt.Fprintln(w, msg); return err })
+			},
+		}
+	}
+	return []*cli.Command{
+		mk("fence", "deny writes to the selected topics of a cluster (DENY WRITE ACLs, recorded)", func(ctx context.Context, topo *topology.Topology, cl string) (any, string, error) {
+			rec, err := failover.Fence(ctx, topo, cl)
+			if err != nil {
+				return nil, "", err
+			}
+			return rec, fmt.Sprintf("%s fenced: %d ACL(s) added by drctl, %d already there", cl, len(rec.Added), len(rec.Existing)), nil
+		}),
+		mk("unfence", "remove exactly the ACLs drctl's fence added", func(ctx context.Context, topo *topology.Topology, cl string) (any, string, error) {
+			removed, err := failover.Unfence(ctx, topo, cl)
+			if err != nil {
+				return nil, "", err
+			}
+			return removed, fmt.Sprintf("%s unfenced: %d ACL(s) removed", cl, len(removed)), nil
+		}),
+	}
+}
+
+// planAndRun builds a plan, shows it, asks for confirmation and runs it.
+func planAndRun(c *cli.Context, build func(context.Context, *topology.Topology) (*plans.Plan, error)) error {
+	topo, err := loadTopology(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(c.Context, 30*time.Second)
+	p, err := build(ctx, topo)
+	cancel()
+	if err != nil {
+		return planError(err)
+	}
+	if outputFormat(c) == "table" {
+		if err := p.WriteText(c.App.Writer); err != nil {
+			return err
+		}
+	}
+	var in failover.Inputs
+	_ = p.DecodeInputs(&in)
+	target := in.To
+	if p.Kind == string(rolestate.RunReseed) {
+		target = in.From
+	}
+	if err := confirmPlan(c, target); err != nil {
+		return err
+	}
+	return execute(c, topo, func(runCtx context.Context, o failover.RunOptions) error {
+		return failover.Execute(runCtx, topo, p, o)
+	}, p.ID)
+}
+
+func interactive() bool {
+	return isatty.IsTerminal(os.Stdin.Fd()) && isatty.IsTerminal(os.Stdout.Fd())
+}
+
+// confirmPlan asks the operator to type the target cluster's name; without
+// a terminal it requires --yes.
+func confirmPlan(c *cli.Context, target string) error {
+	if c.Bool("yes") {
+		return nil
+	}
+	if !interactive() {
+		return withCode(exitBadInput, errors.New("this changes the clusters and there is no terminal to confirm on: review the plan (drctl plan ...) and pass --yes"))
+	}
+	fmt.Fprintf(c.App.Writer, "\nType the name of the cluster %q to run this plan: ", target)
+	line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
+	if strings.TrimSpace(line) != target {
+		return withCode(exitBadInput, errors.New("not confirmed; nothing was changed"))
+	}
+	return nil
+}
+
+func execute(c *cli.Context, topo *topology.Topology, run func(context.Context, failover.RunOptions) error, id string) error {
+	in := &plans.Interrupts{}
+	stop := plans.NotifySignals(in, c.App.ErrWriter, "drctl -c "+topo.Path+" resume "+id)
+	defer stop()
+	o := failover.RunOptions{Interrupts: in}
+	if outputFormat(c) == "json" {
+		o.JSON = c.App.Writer
+	} else {
+		o.Out = c.App.Writer
+	}
+	if c.Bool("yes") || !interactive() {
+		o.Confirm = func(string) error { return nil }
+	} else {
+		o.Confirm = func(q string) error {
+			fmt.Fprintf(c.App.Writer, "%s [y/N] ", q)
+			line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
+			if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
+				return fmt.Errorf("not confirmed; resume with drctl resume %s", id)
+			}
+			return nil
+		}
+	}
+	// The run's context is not the command's: the executor handles the
+	// interrupts itself (first finishes the step, second cancels it).
+	err := run(context.WithoutCancel(c.Context), o)
+	if errors.Is(err, plans.ErrStalePlan) {
+		return withCode(exitBadInput, err)
+	}
+	return err
+}

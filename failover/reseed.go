@@ -1,0 +1,324 @@
+package failover
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/drctl/drctl/internal/kafkaconn"
+	"github.com/drctl/drctl/internal/kafkaread"
+	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/topology"
+)
+
+// SalvagedPartition counts what one partition of the stale cluster held
+// that never reached the active cluster.
+type SalvagedPartition struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	// From and To bound the stale partition's offsets that were salvaged:
+	// [From, To).
+	From    int64 `json:"from"`
+	To      int64 `json:"to"`
+	Records int64 `json:"records"`
+	// Into is the quarantine topic on the active cluster.
+	Into string `json:"into"`
+}
+
+// SalvageReport is the outcome of Salvage.
+type SalvageReport struct {
+	Stale      string              `json:"stale"`
+	Active     string              `json:"active"`
+	Records    int64               `json:"records"`
+	Partitions []SalvagedPartition `json:"partitions"`
+}
+
+// Salvage copies every committed record that the stale cluster holds but
+// never mirrored to the active cluster (the records after the mirror's
+// progress of the link stale -> active) into quarantine topics on the
+// active cluster (<topic><suffix>, same partition), with provenance
+// headers. It is idempotent: a partition already salvaged in part
+// continues after the last salvaged offset.
+func Salvage(ctx context.Context, topo *topology.Topology, stale, active string) (*SalvageReport, error) {
+	w := connect(ctx, topo, stale, active)
+	defer w.close()
+	src, err := w.need(stale)
+	if err != nil {
+		return nil, fmt.Errorf("salvage: %w", err)
+	}
+	dst, err := w.need(active)
+	if err != nil {
+		return nil, fmt.Errorf("salvage: %w", err)
+	}
+	link := mirror.LinkFor(topo, stale, active)
+	tps, err := mirror.SelectedPartitions(src, topo.Mirror.Topics)
+	if err != nil {
+		return nil, fmt.Errorf("salvage: list topics on %s: %w", stale, err)
+	}
+	var keep []mirror.TopicPartition
+	for _, tp := range tps {
+		if !strings.HasSuffix(tp.Topic, topo.Failover.SalvageTopicSuffix) {
+			keep = append(keep, tp)
+		}
+	}
+	tps = keep
+	progress, err := mirror.ReadProgress(ctx, dst, link, tps)
+	if err != nil {
+		return nil, fmt.Errorf("salvage: mirror progress of %s on %s: %w", link, active, err)
+	}
+	originID, err := kafkaconn.ClusterID(src)
+	if err != nil {
+		return nil, fmt.Errorf("salvage: %s: %w", stale, err)
+	}
+	rep := &SalvageReport{Stale: stale, Active: active, Partitions: []SalvagedPartition{}}
+	var producer sarama.SyncProducer
+	defer func() {
+		if producer != nil {
+			_ = producer.Close()
+		}
+	}()
+	created := map[string]bool{}
+	for _, tp := range tps {
+		ends, err := kafkaread.PartitionEnds(ctx, src, tp.Topic, tp.Partition)
+		if err != nil {
+			return nil, fmt.Errorf("salvage: %s on %s: %w", tp, stale, err)
+		}
+		from, ok := progress[tp]
+		if !ok {
+			from = ends.Start // never mirrored: all of it is unmirrored
+		}
+		from = max(from, ends.Start)
+		if from >= ends.Stable {
+			continue
+		}
+		into := tp.Topic + topo.Failover.SalvageTopicSuffix
+		if !created[into] {
+			if err := ensureSalvageTopic(ctx, src, dst, tp.Topic, into); err != nil {
+				return nil, fmt.Errorf("salvage: %w", err)
+			}
+			created[into] = true
+		}
+		done, err := lastSalvaged(ctx, dst, into, tp.Partition)
+		if err != nil {
+			return nil, fmt.Errorf("salvage: %w", err)
+		}
+		start := max(from, done+1)
+		if producer == nil {
+			if producer, err = salvageProducer(topo.Clusters[active]); err != nil {
+				return nil, fmt.Errorf("salvage: producer on %s: %w", active, err)
+			}
+		}
+		sp := SalvagedPartition{Topic: tp.Topic, Partition: tp.Partition, From: from, To: ends.Stable, Into: into}
+		var batch []*sarama.ProducerMessage
+		flush := func() error {
+			if len(batch) == 0 {
+				return nil
+			}
+			err := producer.SendMessages(batch)
+			batch = batch[:0]
+			return err
+		}
+		_, err = kafkaread.ReadCommitted(ctx, src, tp.Topic, tp.Partition, from, func(r kafkaread.Record) error {
+			sp.Records++
+			if r.Offset < start {
+				return nil // salvaged by an earlier run
+			}
+			var off [8]byte
+			binary.BigEndian.PutUint64(off[:], uint64(r.Offset))
+			headers := []sarama.RecordHeader{}
+			for _, h := range r.Headers {
+				if k := string(h.Key); k != mirror.HeaderOrigin && k != mirror.HeaderSourceOffset {
+					headers = append(headers, *h)
+				}
+			}
+			headers = append(headers, sarama.RecordHeader{Key: []byte(mirror.HeaderOrigin), Value: []byte(originID)},
+				sarama.RecordHeader{Key: []byte(mirror.HeaderSourceOffset), Value: off[:]})
+			m := &sarama.ProducerMessage{Topic: into, Partition: tp.Partition, Value: sarama.ByteEncoder(r.Value), Headers: headers, Timestamp: r.Timestamp}
+			if r.Key != nil {
+				m.Key = sarama.ByteEncoder(r.Key)
+			}
+			batch = append(batch, m)
+			if len(batch) >= 500 {
+				return flush()
+			}
+			return nil
+		})
+		if err == nil {
+			err = flush()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("salvage %s from %s into %s on %s: %w", tp, stale, into, active, err)
+		}
+		if sp.Records > 0 {
+			rep.Partitions = append(rep.Partitions, sp)
+			rep.Records += sp.Records
+		}
+	}
+	return rep, nil
+}
+
+func salvageProducer(c *topology.Cluster) (sarama.SyncProducer, error) {
+	cfg, err := c.SaramaConfig()
+	if err != nil {
+		return nil, err
+	}
+	cfg.Producer.Idempotent = true
+	cfg.Net.MaxOpenRequests = 1
+	cfg.Producer.RequiredAcks = sarama.WaitForAll
+	cfg.Producer.Return.Successes = true
+	cfg.Producer.Partitioner = sarama.NewManualPartitioner
+	cfg.Producer.Retry.Max = 10
+	return sarama.NewSyncProducer(c.Bootstrap, cfg)
+}
+
+// ensureSalvageTopic creates the quarantine topic with the partition count
+// of the stale topic.
+func ensureSalvageTopic(ctx context.Context, src, dst sarama.Client, topic, into string) error {
+	parts, err := src.Partitions(topic)
+	if err != nil {
+		return fmt.Errorf("partitions of %s: %w", topic, err)
+	}
+	info, err := kafkaread.Topic(ctx, dst, into)
+	if err != nil {
+		return err
+	}
+	if info.Exists {
+		return nil
+	}
+	admin, err := sarama.NewClusterAdminFromClient(dst)
+	if err != nil {
+		return err
+	}
+	rf := int16(min(3, max(1, len(dst.Brokers()))))
+	err = admin.CreateTopic(into, &sarama.TopicDetail{NumPartitions: int32(len(parts)), ReplicationFactor: rf}, false)
+	if err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {
+		return fmt.Errorf("create %s: %w", into, err)
+	}
+	return waitTopic(ctx, dst, into, true)
+}
+
+// lastSalvaged returns the highest stale offset already in the quarantine
+// partition (-1 when none).
+func lastSalvaged(ctx context.Context, dst sarama.Client, into string, partition int32) (int64, error) {
+	last := int64(-1)
+	_, err := kafkaread.ReadCommitted(ctx, dst, into, partition, 0, func(r kafkaread.Record) error {
+		for _, h := range r.Headers {
+			if string(h.Key) == mirror.HeaderSourceOffset && len(h.Value) == 8 {
+				last = max(last, int64(binary.BigEndian.Uint64(h.Value)))
+			}
+		}
+		return nil
+	})
+	return last, err
+}
+
+// WipeReport is the outcome of Wipe.
+type WipeReport struct {
+	Cluster       string   `json:"cluster"`
+	TopicsDeleted []string `json:"topics_deleted"`
+	GroupsDeleted []string `json:"groups_deleted"`
+}
+
+// Wipe deletes, on the stale cluster, the mirrored topics, the selected
+// consumer groups, and the internal topics and groups of the link that
+// will copy into it (from the active cluster), and waits until the topics
+// are gone. The mirror then re-creates the topics with the active
+// cluster's shape and re-seeds them from the earliest offset. It refuses a
+// group with members (stop those consumers first). Idempotent.
+func Wipe(ctx context.Context, topo *topology.Topology, stale, active string) (*WipeReport, error) {
+	client, err := kafkaconn.Dial(ctx, topo.Clusters[stale], nil)
+	if err != nil {
+		return nil, fmt.Errorf("wipe: %w", err)
+	}
+	defer client.Close()
+	admin, err := sarama.NewClusterAdminFromClient(client)
+	if err != nil {
+		return nil, fmt.Errorf("wipe %s: %w", stale, err)
+	}
+	rep := &WipeReport{Cluster: stale, TopicsDeleted: []string{}, GroupsDeleted: []string{}}
+	topics, err := selectedTopicNames(admin, topo.Mirror.Topics)
+	if err != nil {
+		return nil, fmt.Errorf("wipe %s: list topics: %w", stale, err)
+	}
+	var keep []string
+	for _, t := range topics {
+		if !strings.HasSuffix(t, topo.Failover.SalvageTopicSuffix) {
+			keep = append(keep, t)
+		}
+	}
+	link := mirror.LinkFor(topo, active, stale)
+	all, err := admin.ListTopics()
+	if err != nil {
+		return nil, fmt.Errorf("wipe %s: list topics: %w", stale, err)
+	}
+	for _, t := range link.InternalTopics() {
+		if _, ok := all[t]; ok {
+			keep = append(keep, t)
+		}
+	}
+	listed, err := admin.ListConsumerGroups()
+	if err != nil {
+		return nil, fmt.Errorf("wipe %s: list groups: %w", stale, err)
+	}
+	var groups []string
+	for g := range listed {
+		if (topo.Mirror.Groups.Match(g) && !topology.IsInternalGroup(g)) || g == link.ProgressGroup() || g == link.WorkersGroup() {
+			groups = append(groups, g)
+		}
+	}
+	sort.Strings(groups)
+	if len(groups) > 0 {
+		descs, err := admin.DescribeConsumerGroups(groups)
+		if err != nil {
+			return nil, fmt.Errorf("wipe %s: describe groups: %w", stale, err)
+		}
+		for _, d := range descs {
+			if len(d.Members) > 0 {
+				return nil, fmt.Errorf("wipe %s: group %s has %d member(s) there: stop those consumers (and any drctl mirror of %s) and resume", stale, d.GroupId, len(d.Members), link)
+			}
+		}
+	}
+	for _, g := range groups {
+		if err := admin.DeleteConsumerGroup(g); err != nil && !errors.Is(err, sarama.ErrGroupIDNotFound) {
+			return nil, fmt.Errorf("wipe %s: delete group %s: %w", stale, g, err)
+		}
+		rep.GroupsDeleted = append(rep.GroupsDeleted, g)
+	}
+	for _, t := range keep {
+		if err := admin.DeleteTopic(t); err != nil && !errors.Is(err, sarama.ErrUnknownTopicOrPartition) {
+			return nil, fmt.Errorf("wipe %s: delete topic %s: %w", stale, t, err)
+		}
+		rep.TopicsDeleted = append(rep.TopicsDeleted, t)
+	}
+	for _, t := range keep {
+		if err := waitTopic(ctx, client, t, false); err != nil {
+			return nil, fmt.Errorf("wipe %s: %w", stale, err)
+		}
+	}
+	return rep, nil
+}
+
+// waitTopic waits until the topic exists with leaders (exists) or is gone.
+func waitTopic(ctx context.Context, client sarama.Client, topic string, exists bool) error {
+	for {
+		info, err := kafkaread.Topic(ctx, client, topic)
+		if err == nil && info.Exists == exists {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			state := "gone"
+			if exists {
+				state = "ready"
+			}
+			return fmt.Errorf("topic %s is not %s: %w", topic, state, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}

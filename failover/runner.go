@@ -1,0 +1,279 @@
+package failover
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/drctl/drctl/internal/kvstore"
+	"github.com/drctl/drctl/plans"
+	"github.com/drctl/drctl/topology"
+)
+
+// RunsTopic is the compacted internal topic in which both clusters keep
+// the progress of every run, keyed by run id, so that `drctl resume` can
+// finish a run from any machine.
+const RunsTopic = "__drctl_runs"
+
+// RunRecord is a run's progress as the clusters keep it.
+type RunRecord struct {
+	Plan    *plans.Plan             `json:"plan"`
+	Done    []bool                  `json:"done"`
+	Outputs map[int]json.RawMessage `json:"outputs"`
+	// Started is the step running or last started (-1: none).
+	Started  int           `json:"started"`
+	Finished bool          `json:"finished"`
+	Outcome  plans.Outcome `json:"outcome,omitempty"`
+	Error    string        `json:"error,omitempty"`
+}
+
+// start returns where a resume begins.
+func (r *RunRecord) start() plans.Start {
+	next := 0
+	for next < len(r.Done) && r.Done[next] {
+		next++
+	}
+	return plans.Start{From: next, Outputs: r.Outputs, Rerun: r.Started == next}
+}
+
+// RunOptions tune Execute.
+type RunOptions struct {
+	// Out receives human progress lines (nil: none); JSON, if set,
+	// receives the event stream instead.
+	Out  io.Writer
+	JSON io.Writer
+	// JournalDir holds the local journals (default: $XDG_STATE_HOME/drctl/runs
+	// or ~/.local/state/drctl/runs).
+	JournalDir string
+	Confirm    Confirm
+	Interrupts *plans.Interrupts
+}
+
+// JournalDir returns the default journal directory.
+func JournalDir() string {
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "drctl", "runs")
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(h, ".local", "state", "drctl", "runs")
+	}
+	return filepath.Join(os.TempDir(), "drctl-runs")
+}
+
+// Execute runs plan p from its first step, or resumes it when the clusters
+// or the local journal know it already. Progress goes to the local journal
+// (a step that cannot be journaled does not run), to both clusters (at
+// least one must record each step), and to the human or JSON view.
+func Execute(ctx context.Context, topo *topology.Topology, p *plans.Plan, o RunOptions) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	var in Inputs
+	if err := p.DecodeInputs(&in); err != nil {
+		return err
+	}
+	if in.Topology != topo.Name {
+		return fmt.Errorf("%w: the plan is for topology %s, the file describes %s", plans.ErrStalePlan, in.Topology, topo.Name)
+	}
+	dir := o.JournalDir
+	if dir == "" {
+		dir = JournalDir()
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("journal directory %s: %w", dir, err)
+	}
+	path := filepath.Join(dir, p.ID+".jsonl")
+	start := plans.Start{}
+	var journal *plans.Journal
+	if _, err := os.Stat(path); err == nil {
+		j, st, err := plans.OpenJournal(path)
+		if err != nil {
+			return err
+		}
+		journal, start = j, st.Start()
+	} else {
+		j, err := plans.CreateJournal(path)
+		if err != nil {
+			return err
+		}
+		journal = j
+	}
+	defer journal.Close()
+	if rec, err := LoadRun(ctx, topo, p.ID); err == nil && rec != nil {
+		// The clusters may know of steps done on another machine.
+		if s := rec.start(); s.From > start.From {
+			start = s
+		}
+	}
+	store := &runStore{topo: topo, rec: &RunRecord{Plan: p, Done: make([]bool, len(p.Steps)), Outputs: map[int]json.RawMessage{}, Started: -1}}
+	for i := 0; i < start.From; i++ {
+		store.rec.Done[i] = true
+	}
+	for i, raw := range start.Outputs {
+		store.rec.Outputs[i] = raw
+	}
+	hooks := []plans.Hook{journal, plans.Required(store)}
+	switch {
+	case o.JSON != nil:
+		hooks = append(hooks, plans.NewJSONStream(o.JSON))
+	case o.Out != nil:
+		pr := plans.NewPrinter(o.Out)
+		pr.Resume = "drctl resume " + p.ID
+		hooks = append(hooks, pr)
+	}
+	ex := &plans.Executor{
+		Registry:   registry(topo, o.Confirm),
+		Hooks:      hooks,
+		Guard:      guard(topo, in),
+		Actor:      plans.LocalActor(),
+		Interrupts: o.Interrupts,
+	}
+	return ex.RunFrom(ctx, p, start)
+}
+
+// guard refuses to go on when the topology file changed, or when the role
+// state moved on without this run.
+func guard(topo *topology.Topology, in Inputs) plans.Guard {
+	return func(ctx context.Context, p *plans.Plan, next int) error {
+		if topo.Digest != in.TopologyDigest {
+			return plans.Stale("the topology file %s changed since the plan was made; plan again", topo.Path)
+		}
+		w := connect(ctx, topo)
+		defer w.close()
+		if len(w.clients) == 0 {
+			return nil // the step itself reports the unreachable clusters
+		}
+		cur := w.view(ctx).Current
+		if cur.Run != nil && cur.Run.ID == p.ID {
+			return nil
+		}
+		if cur.Epoch == in.Epoch && cur.Active == in.Active && cur.Run == nil {
+			return nil
+		}
+		return plans.Stale("the role state is now %s, the plan was made at epoch %d (active %s); run drctl status and plan again", cur, in.Epoch, in.Active)
+	}
+}
+
+// runStore is the required hook that records run progress in the clusters.
+type runStore struct {
+	topo *topology.Topology
+	mu   sync.Mutex
+	rec  *RunRecord
+}
+
+func (s *runStore) Handle(ctx context.Context, e plans.Event) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch e.Type {
+	case plans.EventStepStarted:
+		s.rec.Started = e.Index
+	case plans.EventStepDone:
+		s.rec.Done[e.Index] = true
+		if len(e.Outputs) > 0 {
+			s.rec.Outputs[e.Index] = e.Outputs
+		}
+	case plans.EventStepFailed:
+		s.rec.Error = e.Error
+	case plans.EventRunDone:
+		s.rec.Outcome = e.Outcome
+		s.rec.Finished = e.Outcome == plans.OutcomeSucceeded
+	case plans.EventRunStarted:
+	default:
+		return nil
+	}
+	raw, err := json.Marshal(s.rec)
+	if err != nil {
+		return err
+	}
+	w := connect(ctx, s.topo)
+	defer w.close()
+	var errs []error
+	ok := 0
+	for name, c := range w.clients {
+		if err := kvstore.Put(ctx, c, RunsTopic, s.rec.Plan.ID, raw); err != nil {
+			errs = append(errs, fmt.Errorf("cluster %s: %w", name, err))
+			continue
+		}
+		ok++
+	}
+	if ok == 0 {
+		errs = append(errs, errNoClusters)
+		return fmt.Errorf("record run progress in the clusters: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// LoadRun reads a run's progress from the clusters (the most advanced
+// record wins); nil when no cluster knows it.
+func LoadRun(ctx context.Context, topo *topology.Topology, id string) (*RunRecord, error) {
+	w := connect(ctx, topo)
+	defer w.close()
+	var best *RunRecord
+	for _, c := range w.clients {
+		raw, found, err := kvstore.Get(ctx, c, RunsTopic, id)
+		if err != nil || !found {
+			continue
+		}
+		var rec RunRecord
+		if err := json.Unmarshal(raw, &rec); err != nil {
+			continue
+		}
+		if best == nil || rec.start().From > best.start().From {
+			best = &rec
+		}
+	}
+	return best, nil
+}
+
+// ResumeID returns the run to resume: id if given, else the run the live
+// role state names.
+func ResumeID(ctx context.Context, topo *topology.Topology, id string) (string, error) {
+	if id != "" {
+		return id, nil
+	}
+	w := connect(ctx, topo)
+	defer w.close()
+	if len(w.clients) == 0 {
+		return "", fmt.Errorf("no cluster reachable to find the run in progress: %v", w.errs)
+	}
+	cur := w.view(ctx).Current
+	if cur.Run == nil {
+		return "", fmt.Errorf("no run is in progress (%s); nothing to resume", cur)
+	}
+	return cur.Run.ID, nil
+}
+
+// Resume finishes run id: it takes the plan from the local journal or,
+// failing that, from the clusters, and runs what is left.
+func Resume(ctx context.Context, topo *topology.Topology, id string, o RunOptions) error {
+	dir := o.JournalDir
+	if dir == "" {
+		dir = JournalDir()
+	}
+	var p *plans.Plan
+	if st, err := plans.ReadJournal(filepath.Join(dir, id+".jsonl")); err == nil {
+		p = st.Plan
+		if st.Finished {
+			return nil
+		}
+	}
+	if p == nil {
+		rec, err := LoadRun(ctx, topo, id)
+		if err != nil {
+			return err
+		}
+		if rec == nil {
+			return fmt.Errorf("run %s is known neither to the local journal in %s nor to the clusters", id, dir)
+		}
+		if rec.Finished {
+			return nil
+		}
+		p = rec.Plan
+	}
+	return Execute(ctx, topo, p, o)
+}

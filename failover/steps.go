@@ -1,0 +1,411 @@
+package failover
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+	"text/template"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/plans"
+	"github.com/drctl/drctl/topology"
+)
+
+// ErrDrainTimeout means the mirror did not drain in time; the run rolled
+// the fence and the roles back.
+var ErrDrainTimeout = errors.New("drain timed out")
+
+// Confirm asks the operator a question (fence mode none); nil error means
+// yes.
+type Confirm func(question string) error
+
+// registry returns the actions of every step, bound to topo.
+func registry(topo *topology.Topology, confirm Confirm) *plans.Registry {
+	r := plans.NewRegistry()
+	reg := func(name string, f plans.ActionFunc) {
+		if err := r.Register(name, f); err != nil {
+			panic(err)
+		}
+	}
+	reg(StepPreflight, func(ctx context.Context, s plans.Step, _ *plans.RunContext) (plans.Result, error) {
+		var p preflightParams
+		if err := s.DecodeParams(&p); err != nil {
+			return plans.Result{}, err
+		}
+		return preflight(ctx, topo, p)
+	})
+	stateStep := func(ctx context.Context, s plans.Step, rc *plans.RunContext) (plans.Result, error) {
+		var p stateParams
+		if err := s.DecodeParams(&p); err != nil {
+			return plans.Result{}, err
+		}
+		w := connect(ctx, topo, p.Clusters...)
+		defer w.close()
+		if err := w.transition(ctx, p.State, rc.Plan.ID, p.Clusters...); err != nil {
+			return plans.Result{}, err
+		}
+		return plans.NewResult(p.State.String(), p.State)
+	}
+	for _, name := range []string{StepBegin, StepFlip, StepReseedStart, StepFinish} {
+		reg(name, stateStep)
+	}
+	reg(StepFenceActive, func(ctx context.Context, s plans.Step, _ *plans.RunContext) (plans.Result, error) {
+		var p clusterParams
+		if err := s.DecodeParams(&p); err != nil {
+			return plans.Result{}, err
+		}
+		return fenceCluster(ctx, topo, p.Cluster, confirm)
+	})
+	reg(StepFenceStale, func(ctx context.Context, s plans.Step, _ *plans.RunContext) (plans.Result, error) {
+		var p clusterParams
+		if err := s.DecodeParams(&p); err != nil {
+			return plans.Result{}, err
+		}
+		if topo.Failover.Fence == topology.FenceNone {
+			return plans.NewResult("fence none: nothing to do on the stale cluster (the mirror does not run into it until it is wiped)", nil)
+		}
+		rec, err := Fence(ctx, topo, p.Cluster)
+		if err != nil {
+			return plans.Result{}, fmt.Errorf("%w; when %s is back, run drctl resume", err, p.Cluster)
+		}
+		return plans.NewResult(fmt.Sprintf("%d DENY WRITE ACL(s) in place on %s", len(rec.Added)+len(rec.Existing), p.Cluster), rec)
+	})
+	reg(StepDrain, func(ctx context.Context, s plans.Step, rc *plans.RunContext) (plans.Result, error) {
+		var p drainParams
+		if err := s.DecodeParams(&p); err != nil {
+			return plans.Result{}, err
+		}
+		return drain(ctx, topo, p, rc)
+	})
+	reg(StepFenceMirror, func(ctx context.Context, s plans.Step, _ *plans.RunContext) (plans.Result, error) {
+		var p linkParams
+		if err := s.DecodeParams(&p); err != nil {
+			return plans.Result{}, err
+		}
+		n, err := mirror.FenceLink(ctx, topo, mirror.LinkFor(topo, p.Source, p.Target))
+		if err != nil {
+			return plans.Result{}, err
+		}
+		return plans.NewResult(fmt.Sprintf("%d shard(s) of %s->%s fenced", n, p.Source, p.Target), map[string]int{"shards": n})
+	})
+	reg(StepTranslateGroups, func(ctx context.Context, s plans.Step, _ *plans.RunContext) (plans.Result, error) {
+		var p translateParams
+		if err := s.DecodeParams(&p); err != nil {
+			return plans.Result{}, err
+		}
+		return translateGroups(ctx, topo, p)
+	})
+	reg(StepUnfenceNew, func(ctx context.Context, s plans.Step, _ *plans.RunContext) (plans.Result, error) {
+		var p clusterParams
+		if err := s.DecodeParams(&p); err != nil {
+			return plans.Result{}, err
+		}
+		removed, err := Unfence(ctx, topo, p.Cluster)
+		if err != nil {
+			return plans.Result{}, err
+		}
+		return plans.NewResult(fmt.Sprintf("%d ACL(s) removed from %s", len(removed), p.Cluster), removed)
+	})
+	reg(StepHooks, func(ctx context.Context, s plans.Step, _ *plans.RunContext) (plans.Result, error) {
+		var p hooksParams
+		if err := s.DecodeParams(&p); err != nil {
+			return plans.Result{}, err
+		}
+		return runHooks(ctx, p)
+	})
+	reg(StepSalvage, func(ctx context.Context, s plans.Step, _ *plans.RunContext) (plans.Result, error) {
+		var p reseedParams
+		if err := s.DecodeParams(&p); err != nil {
+			return plans.Result{}, err
+		}
+		rep, err := Salvage(ctx, topo, p.Stale, p.Active)
+		if err != nil {
+			return plans.Result{}, err
+		}
+		return plans.NewResult(fmt.Sprintf("%d record(s) salvaged from %s into quarantine topics on %s", rep.Records, p.Stale, p.Active), rep)
+	})
+	reg(StepWipe, func(ctx context.Context, s plans.Step, _ *plans.RunContext) (plans.Result, error) {
+		var p reseedParams
+		if err := s.DecodeParams(&p); err != nil {
+			return plans.Result{}, err
+		}
+		rep, err := Wipe(ctx, topo, p.Stale, p.Active)
+		if err != nil {
+			return plans.Result{}, err
+		}
+		return plans.NewResult(fmt.Sprintf("%d topic(s) and %d group(s) deleted on %s", len(rep.TopicsDeleted), len(rep.GroupsDeleted), p.Stale), rep)
+	})
+	reg(StepWaitReseeded, func(ctx context.Context, s plans.Step, rc *plans.RunContext) (plans.Result, error) {
+		var p waitParams
+		if err := s.DecodeParams(&p); err != nil {
+			return plans.Result{}, err
+		}
+		return waitReseeded(ctx, topo, p, rc)
+	})
+	return r
+}
+
+func preflight(ctx context.Context, topo *topology.Topology, p preflightParams) (plans.Result, error) {
+	names := []string{p.To}
+	if !p.Unplanned {
+		names = append(names, p.From)
+	}
+	w := connect(ctx, topo, names...)
+	defer w.close()
+	for _, n := range names {
+		if _, err := w.need(n); err != nil {
+			return plans.Result{}, fmt.Errorf("preflight: %w", err)
+		}
+	}
+	var problems []string
+	if !p.Unplanned && !p.Reseed {
+		src, _ := w.need(p.From)
+		dst, _ := w.need(p.To)
+		srcTopics, err := topicShapes(src, topo)
+		if err != nil {
+			return plans.Result{}, fmt.Errorf("preflight: topics of %s: %w", p.From, err)
+		}
+		dstTopics, err := topicShapes(dst, topo)
+		if err != nil {
+			return plans.Result{}, fmt.Errorf("preflight: topics of %s: %w", p.To, err)
+		}
+		for t, n := range srcTopics {
+			switch m, ok := dstTopics[t]; {
+			case !ok:
+				problems = append(problems, fmt.Sprintf("topic %s is missing on %s (is drctl mirror run running?)", t, p.To))
+			case m != n:
+				problems = append(problems, fmt.Sprintf("topic %s has %d partitions on %s and %d on %s", t, n, p.From, m, p.To))
+			}
+		}
+		ls := mirror.DescribeLink(ctx, topo, mirror.LinkFor(topo, p.From, p.To))
+		switch {
+		case ls.Error != "":
+			problems = append(problems, "mirror "+ls.Link+": "+ls.Error)
+		case !ls.Running:
+			problems = append(problems, "no mirror process runs for "+ls.Link+": start drctl mirror run (the drain needs it)")
+		}
+	}
+	if !p.Reseed {
+		dst, _ := w.need(p.To)
+		admin, err := sarama.NewClusterAdminFromClient(dst)
+		if err != nil {
+			return plans.Result{}, fmt.Errorf("preflight: %w", err)
+		}
+		groups, err := selectedGroups(admin, topo.Mirror.Groups)
+		if err != nil {
+			return plans.Result{}, fmt.Errorf("preflight: groups of %s: %w", p.To, err)
+		}
+		for _, g := range sortedKeys(groups) {
+			if groups[g].Members > 0 {
+				problems = append(problems, fmt.Sprintf("group %s has %d member(s) on %s: stop those consumers first; their positions are about to be set", g, groups[g].Members, p.To))
+			}
+		}
+	}
+	if len(problems) > 0 {
+		return plans.Result{}, fmt.Errorf("preflight: %d problem(s), nothing was changed:\n  - %s", len(problems), strings.Join(problems, "\n  - "))
+	}
+	return plans.NewResult("ready", nil)
+}
+
+func topicShapes(client sarama.Client, topo *topology.Topology) (map[string]int32, error) {
+	tps, err := mirror.SelectedPartitions(client, topo.Mirror.Topics)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int32{}
+	for _, tp := range tps {
+		if strings.HasSuffix(tp.Topic, topo.Failover.SalvageTopicSuffix) {
+			continue
+		}
+		out[tp.Topic]++
+	}
+	return out, nil
+}
+
+func fenceCluster(ctx context.Context, topo *topology.Topology, cluster string, confirm Confirm) (plans.Result, error) {
+	if topo.Failover.Fence == topology.FenceNone {
+		q := fmt.Sprintf("fence none: stop every producer writing to %s now. Have they stopped?", cluster)
+		if confirm == nil {
+			return plans.Result{}, fmt.Errorf("fence none needs the operator's confirmation that producers on %s stopped; run on a terminal or pass --yes", cluster)
+		}
+		if err := confirm(q); err != nil {
+			return plans.Result{}, err
+		}
+		return plans.NewResult("the operator confirmed that producers stopped; the drain waits for end offsets to stay still", nil)
+	}
+	rec, err := Fence(ctx, topo, cluster)
+	if err != nil {
+		return plans.Result{}, err
+	}
+	return plans.NewResult(fmt.Sprintf("%d DENY WRITE ACL(s) added on %s and verified", len(rec.Added), cluster), rec)
+}
+
+// drain waits until the mirror has copied everything up to the source's
+// last stable offsets and those stayed still for the quiet period. On
+// timeout it restores the plan's starting roles and removes its fence, so
+// both clusters are as they were, and returns ErrDrainTimeout.
+func drain(ctx context.Context, topo *topology.Topology, p drainParams, rc *plans.RunContext) (plans.Result, error) {
+	timeout, err := time.ParseDuration(p.Timeout)
+	if err != nil {
+		return plans.Result{}, err
+	}
+	quiet, err := time.ParseDuration(p.QuietPeriod)
+	if err != nil {
+		return plans.Result{}, err
+	}
+	link := mirror.LinkFor(topo, p.Source, p.Target)
+	start := time.Now()
+	var lastEnds string
+	stillSince := time.Now()
+	for {
+		mctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		rep, err := mirror.MeasureLag(mctx, topo, link)
+		cancel()
+		if err == nil {
+			ends := endsKey(rep)
+			if ends != lastEnds {
+				lastEnds, stillSince = ends, time.Now()
+			}
+			caught := rep.Caught()
+			if caught && time.Since(stillSince) >= quiet {
+				return plans.NewResult(fmt.Sprintf("drained in %v", time.Since(start).Round(time.Millisecond)), map[string]any{"lag_records": 0, "partitions": len(rep.Partitions)})
+			}
+			msg := fmt.Sprintf("%d records, %.1fs behind", rep.TotalRecords, rep.MaxSeconds)
+			if caught {
+				msg = fmt.Sprintf("caught up; waiting %v for the end offsets to stay still", quiet)
+			}
+			rc.Progress(msg, -1)
+		} else {
+			rc.Progress("lag unknown: "+err.Error(), -1)
+		}
+		if time.Since(start) > timeout {
+			return plans.Result{}, rollbackDrain(ctx, topo, p, timeout, rc.Plan.ID)
+		}
+		select {
+		case <-ctx.Done():
+			return plans.Result{}, ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+func rollbackDrain(ctx context.Context, topo *topology.Topology, p drainParams, timeout time.Duration, runID string) error {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	var undo []string
+	if p.Fence == string(topology.FenceACL) {
+		if removed, err := Unfence(rctx, topo, p.Source); err != nil {
+			undo = append(undo, "unfence "+p.Source+" failed: "+err.Error()+" (run drctl unfence "+p.Source+")")
+		} else {
+			undo = append(undo, fmt.Sprintf("removed the %d fence ACL(s) from %s", len(removed), p.Source))
+		}
+	}
+	w := connect(rctx, topo, p.Rollback.Clusters...)
+	defer w.close()
+	if err := w.transition(rctx, p.Rollback.State, runID, p.Rollback.Clusters...); err != nil {
+		undo = append(undo, "restoring the roles failed: "+err.Error())
+	} else {
+		undo = append(undo, "roles restored ("+p.Rollback.State.String()+")")
+	}
+	return fmt.Errorf("%w: the mirror %s->%s did not catch up within %v; %s. Check drctl mirror lag, raise failover.drain_timeout, or fail over with --unplanned",
+		ErrDrainTimeout, p.Source, p.Target, timeout, strings.Join(undo, "; "))
+}
+
+func endsKey(rep *mirror.LagReport) string {
+	var b strings.Builder
+	for _, pl := range rep.Partitions {
+		fmt.Fprintf(&b, "%s/%d=%d;", pl.Topic, pl.Partition, pl.SourceEnd)
+	}
+	return b.String()
+}
+
+func translateGroups(ctx context.Context, topo *topology.Topology, p translateParams) (plans.Result, error) {
+	link := mirror.LinkFor(topo, p.Source, p.Target)
+	rep, err := mirror.TranslateGroups(ctx, topo, link, mirror.TranslateOptions{FromSnapshot: p.FromSnapshot})
+	if err != nil {
+		return plans.Result{}, fmt.Errorf("translate groups over %s: %w", link, err)
+	}
+	planned := mirror.PlanGroupSync(rep)
+	applied, err := mirror.ApplyGroupSync(ctx, topo, link, planned)
+	if err != nil {
+		return plans.Result{}, fmt.Errorf("commit translated positions on %s: %w", p.Target, err)
+	}
+	if bad := applied.NotSynced(); len(bad) > 0 {
+		var names []string
+		for _, g := range bad {
+			names = append(names, fmt.Sprintf("%s (%s)", g.Group, g.Action))
+		}
+		return plans.Result{}, fmt.Errorf("groups not moved to %s: %s; stop their consumers on %s and resume", p.Target, strings.Join(names, ", "), p.Target)
+	}
+	return plans.NewResult(fmt.Sprintf("%d partition position(s) of %d group(s) committed on %s", applied.Changes(), len(applied.Groups), p.Target), applied)
+}
+
+func runHooks(ctx context.Context, p hooksParams) (plans.Result, error) {
+	var ran []string
+	for _, c := range p.Commands {
+		tmpl, err := template.New("hook").Option("missingkey=error").Parse(c)
+		if err != nil {
+			return plans.Result{}, fmt.Errorf("hook %q: %w", c, err)
+		}
+		var b bytes.Buffer
+		if err := tmpl.Execute(&b, map[string]string{"Active": p.Active, "Standby": p.Standby}); err != nil {
+			return plans.Result{}, fmt.Errorf("hook %q: %w", c, err)
+		}
+		hctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+		out, err := exec.CommandContext(hctx, "sh", "-c", b.String()).CombinedOutput()
+		cancel()
+		if err != nil {
+			return plans.Result{}, fmt.Errorf("hook %q failed: %v: %s", b.String(), err, strings.TrimSpace(string(out)))
+		}
+		ran = append(ran, b.String())
+	}
+	return plans.NewResult(fmt.Sprintf("%d hook(s) ran", len(ran)), ran)
+}
+
+func waitReseeded(ctx context.Context, topo *topology.Topology, p waitParams, rc *plans.RunContext) (plans.Result, error) {
+	timeout, err := time.ParseDuration(p.Timeout)
+	if err != nil {
+		return plans.Result{}, err
+	}
+	link := mirror.LinkFor(topo, p.Source, p.Target)
+	start := time.Now()
+	for {
+		ls := mirror.DescribeLink(ctx, topo, link)
+		switch {
+		case ls.Error == "" && ls.Running && ls.LagRecords == 0:
+			rep, err := mirror.MeasureLag(ctx, topo, link)
+			if err == nil && rep.Caught() && allMirrored(rep) {
+				return plans.NewResult(fmt.Sprintf("%s caught up in %v", p.Target, time.Since(start).Round(time.Second)), nil)
+			}
+		case ls.Error == "" && !ls.Running:
+			rc.Progress(fmt.Sprintf("waiting for a mirror process for %s: start drctl mirror run", link), -1)
+		default:
+			rc.Progress(fmt.Sprintf("%d records to copy into %s", ls.LagRecords, p.Target), -1)
+		}
+		if time.Since(start) > timeout {
+			return plans.Result{}, fmt.Errorf("%s did not catch up with %s within %v (lag %d records); check drctl mirror lag and resume", p.Target, p.Source, timeout, ls.LagRecords)
+		}
+		select {
+		case <-ctx.Done():
+			return plans.Result{}, ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// allMirrored reports whether every partition has mirror progress (a fresh
+// link reports no lag on empty partitions before it ever ran).
+func allMirrored(rep *mirror.LagReport) bool {
+	for _, p := range rep.Partitions {
+		if p.Mirrored < 0 && p.SourceEnd > 0 {
+			return false
+		}
+	}
+	return true
+}

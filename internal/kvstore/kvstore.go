@@ -1,0 +1,116 @@
+// Package kvstore keeps small keyed records in a compacted internal topic of
+// a cluster: the latest record of a key is its value. drctl uses it for
+// what must survive on the clusters themselves (fence records, run
+// progress), so that any machine can read it back. Writes are idempotent
+// producer writes; reads are read_committed up to the last stable offset.
+package kvstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/drctl/drctl/internal/kafkaread"
+)
+
+// Put writes value under key in topic, creating the topic (one partition,
+// compacted) when it is missing.
+func Put(ctx context.Context, client sarama.Client, topic, key string, value []byte) error {
+	if err := ensure(ctx, client, topic); err != nil {
+		return err
+	}
+	cfg := *client.Config()
+	cfg.Producer.Idempotent = true
+	cfg.Net.MaxOpenRequests = 1
+	cfg.Producer.RequiredAcks = sarama.WaitForAll
+	cfg.Producer.Return.Successes = true
+	cfg.Producer.Retry.Max = 5
+	cfg.Producer.Partitioner = sarama.NewManualPartitioner
+	cfg.Producer.Transaction.ID = ""
+	p, err := sarama.NewSyncProducer(brokerAddrs(client), &cfg)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", topic, err)
+	}
+	defer p.Close()
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := p.SendMessage(&sarama.ProducerMessage{Topic: topic, Partition: 0, Key: sarama.StringEncoder(key), Value: sarama.ByteEncoder(value)})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("write %s/%s: %w", topic, key, err)
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("write %s/%s: %w", topic, key, ctx.Err())
+	}
+}
+
+// Get returns the latest value of key in topic; found is false when the
+// topic or the key does not exist.
+func Get(ctx context.Context, client sarama.Client, topic, key string) (value []byte, found bool, err error) {
+	info, err := kafkaread.Topic(ctx, client, topic)
+	if err != nil {
+		return nil, false, fmt.Errorf("read %s: %w", topic, err)
+	}
+	if !info.Exists {
+		return nil, false, nil
+	}
+	_, err = kafkaread.ReadCommitted(ctx, client, topic, 0, 0, func(r kafkaread.Record) error {
+		if string(r.Key) == key {
+			value, found = r.Value, true
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("read %s: %w", topic, err)
+	}
+	return value, found, nil
+}
+
+func ensure(ctx context.Context, client sarama.Client, topic string) error {
+	info, err := kafkaread.Topic(ctx, client, topic)
+	if err != nil {
+		return fmt.Errorf("look up %s: %w", topic, err)
+	}
+	if info.Exists {
+		return nil
+	}
+	admin, err := sarama.NewClusterAdminFromClient(client)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", topic, err)
+	}
+	rf := int16(min(3, max(1, len(client.Brokers()))))
+	compact := "compact"
+	err = admin.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: rf,
+		ConfigEntries: map[string]*string{"cleanup.policy": &compact}}, false)
+	if err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {
+		return fmt.Errorf("create %s: %w", topic, err)
+	}
+	// Wait until the partition has a leader.
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		if err := client.RefreshMetadata(topic); err == nil {
+			if _, err := client.Leader(topic, 0); err == nil {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("create %s: no leader yet", topic)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func brokerAddrs(client sarama.Client) []string {
+	var out []string
+	for _, b := range client.Brokers() {
+		out = append(out, b.Addr())
+	}
+	return out
+}
