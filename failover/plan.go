@@ -200,6 +200,9 @@ func PlanFailover(ctx context.Context, topo *topology.Topology, to string, unpla
 		Params: stateParams{State: flip, Clusters: flipOn},
 		Expect: map[string]any{"active": from, "standby": to}, Intend: map[string]any{"active": to, "standby": from, "epoch": flip.Epoch}})
 	add(plans.StepSpec{Name: StepFenceMirror, Title: fmt.Sprintf("Fence the mirror link %s->%s", from, to), Params: linkParams{Source: from, Target: to}})
+	if unplanned {
+		add(plans.StepSpec{Name: StepRPO, Title: fmt.Sprintf("Report what never left %s (RPO)", from), Params: linkParams{Source: from, Target: to}})
+	}
 	add(plans.StepSpec{Name: StepTranslateGroups, Title: fmt.Sprintf("Move consumer-group positions to %s", to),
 		Params: translateParams{Source: from, Target: to, FromSnapshot: unplanned}})
 	add(plans.StepSpec{Name: StepUnfenceNew, Title: fmt.Sprintf("Remove drctl's fence from %s, if any", to), Params: clusterParams{Cluster: to}})

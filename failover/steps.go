@@ -55,6 +55,7 @@ func registry(topo *topology.Topology, confirm Confirm) *plans.Registry {
 	for _, name := range []string{StepBegin, StepFlip, StepReseedStart, StepFinish} {
 		reg(name, stateStep)
 	}
+	reg(StepRPO, rpoAction(topo))
 	reg(StepFenceActive, func(ctx context.Context, s plans.Step, _ *plans.RunContext) (plans.Result, error) {
 		var p clusterParams
 		if err := s.DecodeParams(&p); err != nil {

@@ -30,6 +30,11 @@ func (e *Engine) ensureInternalTopics(ctx context.Context, dst sarama.Client) er
 		{e.link.ShardsTopic(), map[string]*string{"retention.ms": ptr("3600000")}},
 		{e.link.OffsetsTopic(), map[string]*string{"cleanup.policy": ptr("delete"), "retention.ms": &retention}},
 	}
+	compact := "compact"
+	err = admin.CreateTopic(e.link.EndsTopic(), &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: rf, ConfigEntries: map[string]*string{"cleanup.policy": &compact}}, false)
+	if err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {
+		return fmt.Errorf("target %s: create %s: %w", e.link.Target, e.link.EndsTopic(), err)
+	}
 	for _, t := range topics {
 		err := admin.CreateTopic(t.name, &sarama.TopicDetail{NumPartitions: e.opts.Shards, ReplicationFactor: rf, ConfigEntries: t.configs}, false)
 		if err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {

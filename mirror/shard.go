@@ -41,6 +41,10 @@ type shard struct {
 	cons   sarama.Consumer
 	in     chan *sarama.ConsumerMessage
 	offPar int32 // partition of the offsets topic this shard writes
+
+	lastStable   time.Time // when the source ends were last read
+	lastObserved time.Time // when the ends were last written to the target
+	obs          sarama.SyncProducer
 }
 
 // partState is what a shard knows of one source partition.
@@ -49,6 +53,8 @@ type partState struct {
 	pc       sarama.PartitionConsumer
 	next     int64 // next source offset to copy (committed progress)
 	stable   int64 // last stable offset seen on the source (-1 unknown)
+	stableAt time.Time
+	lastTs   int64 // source timestamp (ms) of the last record copied
 	oldestTs time.Time
 	lastSeen time.Time // when a record of this partition last arrived
 	stop     chan struct{}
@@ -79,6 +85,12 @@ func (s *shard) run(ctx context.Context) (err error) {
 		if err != nil {
 			return err
 		}
+		if len(batch) > 0 && time.Since(s.lastStable) >= s.e.opts.IdleCheck {
+			if _, err := s.refreshStable(ctx); err != nil {
+				s.log.Warn("cannot read source end offsets", "err", err)
+			}
+		}
+		s.observe(ctx)
 		if len(batch) > 0 {
 			// A batch in hand is committed even when ctx ends meanwhile:
 			// a graceful stop commits what is in flight.
@@ -150,6 +162,9 @@ func (s *shard) open(ctx context.Context) error {
 }
 
 func (s *shard) close() {
+	if s.obs != nil {
+		_ = s.obs.Close()
+	}
 	if s.prod != nil {
 		if s.prod.TxnStatus()&sarama.ProducerTxnFlagInTransaction != 0 {
 			_ = s.prod.AbortTxn()
@@ -347,6 +362,7 @@ func (s *shard) commit(ctx context.Context, batch []*sarama.ConsumerMessage, ext
 		next[tp] = off
 	}
 	pairs := map[TopicPartition][]offsettranslate.Pair{}
+	tsOf := map[TopicPartition]int64{}
 	byTopic := map[string][2]int{}
 	var oldest time.Time
 	acked := 0
@@ -354,6 +370,7 @@ func (s *shard) commit(ctx context.Context, batch []*sarama.ConsumerMessage, ext
 		acked++
 		md := ok.Metadata.(txnMeta)
 		pairs[md.tp] = append(pairs[md.tp], offsettranslate.Pair{Source: md.src, Target: ok.Offset})
+		tsOf[md.tp] = max(tsOf[md.tp], md.ts.UnixMilli())
 		c := byTopic[md.tp.Topic]
 		c[0]++
 		c[1] += ok.Value.Length()
@@ -426,24 +443,34 @@ func (s *shard) commit(ctx context.Context, batch []*sarama.ConsumerMessage, ext
 		mb.Entries = append(mb.Entries, offsettranslate.Entry{Topic: tp.Topic, Partition: tp.Partition, Runs: offsettranslate.RunsFrom(ps), SourceNext: n})
 		offsets[tp.Topic] = append(offsets[tp.Topic], &sarama.PartitionOffsetMetadata{Partition: tp.Partition, Offset: n})
 	}
-	s.prod.Input() <- &sarama.ProducerMessage{Topic: e.link.OffsetsTopic(), Partition: s.offPar,
-		Key: sarama.ByteEncoder(offsettranslate.ShardKey(s.id)), Value: sarama.ByteEncoder(offsettranslate.EncodeBatch(mb)), Metadata: txnMeta{}}
-	select {
-	case <-s.prod.Successes():
-	case perr := <-s.prod.Errors():
-		return s.fail(fmt.Errorf("shard %d: write offset map on %s: %w", s.id, e.link.Target, perr.Err))
-	case <-time.After(e.opts.ProduceTimeout):
-		return s.fail(fmt.Errorf("shard %d: write offset map on %s: no acknowledgement within %v", s.id, e.link.Target, e.opts.ProduceTimeout))
+	var extraMsgs []*sarama.ProducerMessage
+	if len(mb.Entries) > 0 {
+		extraMsgs = append(extraMsgs, &sarama.ProducerMessage{Topic: e.link.OffsetsTopic(), Partition: s.offPar,
+			Key: sarama.ByteEncoder(offsettranslate.ShardKey(s.id)), Value: sarama.ByteEncoder(offsettranslate.EncodeBatch(mb)), Metadata: txnMeta{}})
 	}
-	if eos {
+	for _, m := range extraMsgs {
+		s.prod.Input() <- m
+		select {
+		case <-s.prod.Successes():
+		case perr := <-s.prod.Errors():
+			return s.fail(fmt.Errorf("shard %d: write %s on %s: %w", s.id, m.Topic, e.link.Target, perr.Err))
+		case <-time.After(e.opts.ProduceTimeout):
+			return s.fail(fmt.Errorf("shard %d: write %s on %s: no acknowledgement within %v", s.id, m.Topic, e.link.Target, e.opts.ProduceTimeout))
+		}
+	}
+	if eos && len(offsets) > 0 {
 		if err := s.prod.AddOffsetsToTxn(offsets, e.link.ProgressGroup()); err != nil {
 			return s.fail(fmt.Errorf("shard %d: add progress to transaction: %w", s.id, err))
 		}
+	}
+	if eos {
 		if err := s.prod.CommitTxn(); err != nil {
 			return s.fail(fmt.Errorf("shard %d: commit transaction: %w", s.id, err))
 		}
-	} else if err := commitProgress(ctx, s.dst, e.link.ProgressGroup(), offsets); err != nil {
-		return s.fail(fmt.Errorf("shard %d: commit progress: %w", s.id, err))
+	} else if len(offsets) > 0 {
+		if err := commitProgress(ctx, s.dst, e.link.ProgressGroup(), offsets); err != nil {
+			return s.fail(fmt.Errorf("shard %d: commit progress: %w", s.id, err))
+		}
 	}
 	done := time.Now()
 	e.metrics.Transactions.WithLabelValues(link, "committed").Inc()
@@ -462,6 +489,7 @@ func (s *shard) commit(ctx context.Context, batch []*sarama.ConsumerMessage, ext
 		if p, ok := s.parts[tp]; ok {
 			p.next = n
 			p.lastSeen = done
+			p.lastTs = max(p.lastTs, tsOf[tp])
 		}
 		e.setProgress(tp, n)
 	}
@@ -488,7 +516,7 @@ func (s *shard) fail(err error) error {
 // trailing source offsets that hold no committed record (transaction
 // markers, aborted records), so that a drained link shows zero lag.
 func (s *shard) idle(ctx context.Context) error {
-	stable, err := stableOffsets(ctx, s.srcCl, s.order)
+	stable, err := s.refreshStable(ctx)
 	if err != nil {
 		s.e.metrics.Errors.WithLabelValues(s.e.link.String(), "source").Inc()
 		s.log.Warn("cannot read source end offsets", "err", err)
@@ -501,8 +529,6 @@ func (s *shard) idle(ctx context.Context) error {
 		if !ok {
 			continue
 		}
-		p.stable = lso
-		s.e.setStable(tp, lso)
 		if lso <= p.next || time.Since(p.lastSeen) < s.e.opts.IdleCheck {
 			continue
 		}

@@ -5,6 +5,7 @@ package kfaketest
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,6 +25,7 @@ const (
 // Pair is two kfake clusters named east (home active) and west (home standby).
 type Pair struct {
 	East, West *kfake.Cluster
+	opts       map[string][]kfake.Opt
 	// Path is the topology file written for the pair.
 	Path     string
 	Topology *topology.Topology
@@ -41,25 +43,34 @@ type Options struct {
 	Mirror string
 	// Extra is appended to the topology file verbatim.
 	Extra string
+	// Persist keeps each cluster's data in a directory and on a fixed
+	// port, so that Stop and Restart simulate an outage.
+	Persist bool
 }
 
 // NewPair starts two single-broker clusters and writes their topology into
 // t.TempDir().
 func NewPair(t testing.TB, o Options) *Pair {
 	t.Helper()
-	start := func(id string) *kfake.Cluster {
+	p := &Pair{opts: map[string][]kfake.Opt{}}
+	start := func(name, id string) *kfake.Cluster {
 		opts := []kfake.Opt{kfake.NumBrokers(1), kfake.ClusterID(id)}
 		if o.SASL {
 			opts = append(opts, kfake.EnableSASL(), kfake.Superuser("SCRAM-SHA-512", User, Password))
 		}
-		c, err := kfake.NewCluster(append(opts, o.ClusterOpts...)...)
+		if o.Persist {
+			opts = append(opts, kfake.DataDir(filepath.Join(t.TempDir(), name)), kfake.Ports(freePort(t)))
+		}
+		opts = append(opts, o.ClusterOpts...)
+		p.opts[name] = opts
+		c, err := kfake.NewCluster(opts...)
 		if err != nil {
 			t.Fatalf("start kfake cluster %s: %v", id, err)
 		}
-		t.Cleanup(c.Close)
+		t.Cleanup(func() { p.cluster(name).Close() })
 		return c
 	}
-	p := &Pair{East: start("kfake-east"), West: start("kfake-west")}
+	p.East, p.West = start("east", "kfake-east"), start("west", "kfake-west")
 	p.Path = filepath.Join(t.TempDir(), "drctl.yaml")
 	if err := os.WriteFile(p.Path, []byte(TopologyYAML("test", p.East.ListenAddrs(), p.West.ListenAddrs(), o)), 0o600); err != nil {
 		t.Fatal(err)
@@ -96,4 +107,39 @@ func TopologyYAML(name string, east, west []string, o Options) string {
 	}
 	b.WriteString(o.Extra)
 	return b.String()
+}
+
+func (p *Pair) cluster(name string) *kfake.Cluster {
+	if name == "east" {
+		return p.East
+	}
+	return p.West
+}
+
+// Stop closes cluster name ("east" or "west"): an outage.
+func (p *Pair) Stop(name string) { p.cluster(name).Close() }
+
+// Restart starts cluster name again on the same port with the same data
+// (Options.Persist).
+func (p *Pair) Restart(t testing.TB, name string) {
+	t.Helper()
+	c, err := kfake.NewCluster(p.opts[name]...)
+	if err != nil {
+		t.Fatalf("restart kfake cluster %s: %v", name, err)
+	}
+	if name == "east" {
+		p.East = c
+	} else {
+		p.West = c
+	}
+}
+
+func freePort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
 }

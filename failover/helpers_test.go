@@ -1,0 +1,58 @@
+package failover
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/drctl/drctl/internal/kafkaread"
+	"github.com/drctl/drctl/plans"
+)
+
+func jsonUnmarshal(raw json.RawMessage, v any) error { return json.Unmarshal(raw, v) }
+
+// outputOf returns the outputs of the last done step named name in a run's
+// journal (nil when none).
+func outputOf(t *testing.T, dir, id, name string) json.RawMessage {
+	t.Helper()
+	st, err := plans.ReadJournal(filepath.Join(dir, id+".jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := len(st.Plan.Steps) - 1; i >= 0; i-- {
+		if st.Plan.Steps[i].Name == name && st.Outputs[i] != nil {
+			return st.Outputs[i]
+		}
+	}
+	return nil
+}
+
+func readCommitted(cl sarama.Client, topic string, part int32) ([]kafkaread.Record, error) {
+	var out []kafkaread.Record
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := kafkaread.ReadCommitted(ctx, cl, topic, part, 0, func(r kafkaread.Record) error {
+		out = append(out, r)
+		return nil
+	})
+	return out, err
+}
+
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waited %v for %s: %v", timeout, what, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

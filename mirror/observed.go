@@ -1,0 +1,139 @@
+package mirror
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/drctl/drctl/internal/kafkaread"
+)
+
+// EndsTopic is the compacted internal topic on the target in which each
+// shard records, about once a second, the source end offsets it last saw
+// and how far it had mirrored: after an unplanned failover it is what the
+// recovery point (RPO) is computed from, the source being gone.
+func (l Link) EndsTopic() string { return l.prefix() + ".ends" }
+
+// Observed is what a shard last saw of one source partition.
+type Observed struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	// End is the source's last stable offset; Mirrored the next source
+	// offset the mirror would copy.
+	End      int64 `json:"end"`
+	Mirrored int64 `json:"mirrored"`
+	// LastMirroredMs is the source timestamp of the last record copied
+	// (0: unknown); ObservedAtMs when End was read.
+	LastMirroredMs int64 `json:"last_mirrored_ms"`
+	ObservedAtMs   int64 `json:"observed_at_ms"`
+}
+
+type observedRecord struct {
+	Shard      int32      `json:"shard"`
+	Partitions []Observed `json:"partitions"`
+}
+
+// observe writes, at most once per IdleCheck, the shard's view of its
+// partitions into the ends topic. It uses a plain producer of its own, not
+// the shard's transactions, so the ends keep being recorded even while the
+// target refuses the data itself. A failure is logged, never fatal.
+func (s *shard) observe(ctx context.Context) {
+	if time.Since(s.lastObserved) < s.e.opts.IdleCheck || len(s.order) == 0 {
+		return
+	}
+	if time.Since(s.lastStable) >= s.e.opts.IdleCheck {
+		if _, err := s.refreshStable(ctx); err != nil {
+			return
+		}
+	}
+	s.lastObserved = time.Now()
+	if s.obs == nil {
+		cfg, err := s.e.dstCluster.SaramaConfig()
+		if err != nil {
+			return
+		}
+		cfg.Producer.Idempotent = true
+		cfg.Net.MaxOpenRequests = 1
+		cfg.Producer.RequiredAcks = sarama.WaitForAll
+		cfg.Producer.Return.Successes = true
+		cfg.Producer.Partitioner = sarama.NewManualPartitioner
+		cfg.Producer.Retry.Max = 2
+		if s.obs, err = sarama.NewSyncProducer(s.e.dstCluster.Bootstrap, cfg); err != nil {
+			s.obs = nil
+			return
+		}
+	}
+	if _, _, err := s.obs.SendMessage(s.observedMessage()); err != nil {
+		s.log.Warn("cannot record the source ends seen", "err", err)
+	}
+}
+
+func (s *shard) observedMessage() *sarama.ProducerMessage {
+	rec := observedRecord{Shard: s.id}
+	for _, tp := range s.order {
+		p := s.parts[tp]
+		if p.stable < 0 {
+			continue
+		}
+		rec.Partitions = append(rec.Partitions, Observed{Topic: tp.Topic, Partition: tp.Partition, End: p.stable, Mirrored: p.next,
+			LastMirroredMs: p.lastTs, ObservedAtMs: p.stableAt.UnixMilli()})
+	}
+	raw, _ := json.Marshal(rec)
+	return &sarama.ProducerMessage{Topic: s.e.link.EndsTopic(), Partition: 0, Key: sarama.StringEncoder(strconv.Itoa(int(s.id))),
+		Value: sarama.ByteEncoder(raw), Metadata: txnMeta{}}
+}
+
+// refreshStable reads the source's last stable offsets of the shard's
+// partitions.
+func (s *shard) refreshStable(ctx context.Context) (map[TopicPartition]int64, error) {
+	stable, err := stableOffsets(ctx, s.srcCl, s.order)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	for tp, lso := range stable {
+		if p, ok := s.parts[tp]; ok {
+			p.stable, p.stableAt = lso, now
+		}
+		s.e.setStable(tp, lso)
+	}
+	s.lastStable = now
+	return stable, nil
+}
+
+// LastObserved reads, from the target of link, what the mirror last saw
+// of every source partition.
+func LastObserved(ctx context.Context, dst sarama.Client, link Link) (map[TopicPartition]Observed, error) {
+	info, err := kafkaread.Topic(ctx, dst, link.EndsTopic())
+	if err != nil {
+		return nil, err
+	}
+	out := map[TopicPartition]Observed{}
+	if !info.Exists {
+		return out, nil
+	}
+	latest := map[string][]byte{}
+	if _, err := kafkaread.ReadCommitted(ctx, dst, link.EndsTopic(), 0, 0, func(r kafkaread.Record) error {
+		latest[string(r.Key)] = r.Value
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("read %s: %w", link.EndsTopic(), err)
+	}
+	for _, raw := range latest {
+		var rec observedRecord
+		if json.Unmarshal(raw, &rec) != nil {
+			continue
+		}
+		for _, o := range rec.Partitions {
+			tp := TopicPartition{o.Topic, o.Partition}
+			if old, ok := out[tp]; !ok || o.ObservedAtMs > old.ObservedAtMs {
+				out[tp] = o
+			}
+		}
+	}
+	return out, nil
+}
