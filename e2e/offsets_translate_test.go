@@ -41,12 +41,19 @@ type offsetsTopo struct {
 	topo                      *topology.Topology
 }
 
-func newOffsetsTopo(t *testing.T, syncInterval time.Duration) *offsetsTopo {
+// newOffsetsTopo writes the topology; its mirror copies the topics whose
+// names are the topology's name followed by a match of suffix ("": just
+// the topic name-txn).
+func newOffsetsTopo(t *testing.T, syncInterval time.Duration, suffix string) *offsetsTopo {
 	t.Helper()
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	ot := &offsetsTopo{name: "offsets-" + hex.EncodeToString(b)}
 	ot.topic, ot.prefix = ot.name+"-txn", ot.name+"-g"
+	include := ot.topic
+	if suffix != "" {
+		include = ot.name + suffix
+	}
 	ot.path = filepath.Join(t.TempDir(), "drctl.yaml")
 	yaml := fmt.Sprintf(`name: %s
 clusters:
@@ -64,7 +71,7 @@ mirror:
   topics: {include: [%q]}
   groups: {include: [%q]}
   group_sync_interval: %s
-`, ot.name, env.East, env.User, offsetsPasswordVar, env.West, env.User, offsetsPasswordVar, ot.topic, ot.prefix+"-.*", syncInterval)
+`, ot.name, env.East, env.User, offsetsPasswordVar, env.West, env.User, offsetsPasswordVar, include, ot.prefix+"-.*", syncInterval)
 	if err := os.WriteFile(ot.path, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -325,7 +332,7 @@ func groupOffsets(client sarama.Client, group, topic string) (map[int32]int64, e
 // few intervals, and never touches a group that has members on west.
 func TestOffsetsTranslateRealKafka(t *testing.T) {
 	start := time.Now()
-	ot := newOffsetsTopo(t, 500*time.Millisecond)
+	ot := newOffsetsTopo(t, 500*time.Millisecond, "")
 	createTopic(t, "east", ot.topic, 2, nil)
 	east := newClient(t, "east", adminConfig(t))
 	west := newClient(t, "west", adminConfig(t))
