@@ -32,6 +32,7 @@ func mirrorCommand() *cli.Command {
 					&cli.StringFlag{Name: "listen", Value: "127.0.0.1:9464", Usage: "address of /metrics, /healthz and /readyz (empty: none)"},
 					&cli.IntFlag{Name: "shards", Value: mirror.DefaultShards, Usage: "shards of the link (fixed once the link has run)"},
 					&cli.DurationFlag{Name: "txn-interval", Value: 100 * time.Millisecond, Usage: "longest time one transaction gathers records"},
+					&cli.DurationFlag{Name: "session-timeout", Value: 10 * time.Second, Usage: "worker group session timeout: how soon others take over a dead process's shards (at least the brokers' group.min.session.timeout.ms, 6s by default)"},
 					&cli.StringFlag{Name: "log-format", Value: "text", Usage: "log format: text or json"},
 				},
 				Action: mirrorRun,
@@ -70,10 +71,11 @@ func mirrorRun(c *cli.Context) error {
 	d := mirror.NewDaemon(topo, mirror.DaemonOptions{
 		Listen: c.String("listen"),
 		Engine: mirror.Options{
-			Delivery:    topo.Mirror.Delivery,
-			Shards:      int32(c.Int("shards")),
-			TxnInterval: c.Duration("txn-interval"),
-			Logger:      log,
+			Delivery:       topo.Mirror.Delivery,
+			Shards:         int32(c.Int("shards")),
+			TxnInterval:    c.Duration("txn-interval"),
+			SessionTimeout: c.Duration("session-timeout"),
+			Logger:         log,
 		},
 		Started: func(addr string) { log.Info("serving /metrics, /healthz, /readyz", "addr", addr) },
 	})

@@ -40,8 +40,9 @@ func (s *Sandbox) startMirror() {
 }
 
 // liveActive returns an ActiveFn that names the live active cluster, read
-// from the role state in the clusters (the higher epoch wins). On a
-// transient error it keeps the last answer.
+// from the role state in the clusters (the higher epoch wins), or "" (the
+// traffic pauses) while a failover moves the roles. On a transient error it
+// keeps the last answer.
 func liveActive(topo *topology.Topology) func(context.Context) string {
 	var mu sync.Mutex
 	last := topo.Active
@@ -59,6 +60,12 @@ func liveActive(topo *topology.Topology) func(context.Context) string {
 			return last
 		}
 		v := rolestate.Resolve(ctx, topo, clients)
+		switch v.Current.Phase {
+		case rolestate.PhaseFailingOver, rolestate.PhaseFailingBack, rolestate.PhaseWiping:
+			// A failover is moving the roles and the group positions: the
+			// demo application stops, as an operator would stop it.
+			return ""
+		}
 		if v.Current.Active != "" {
 			last = v.Current.Active
 		}
