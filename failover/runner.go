@@ -78,7 +78,7 @@ func Execute(ctx context.Context, topo *topology.Topology, p *plans.Plan, o RunO
 		return err
 	}
 	if in.Topology != topo.Name {
-		return fmt.Errorf("%w: the plan is for topology %s, the file describes %s", plans.ErrStalePlan, in.Topology, topo.Name)
+		return fmt.Errorf("%w: the plan is for topology %s, the file %s describes %s; apply it with the topology file it was made with (-c), or plan again", plans.ErrStalePlan, in.Topology, topo.Path, topo.Name)
 	}
 	dir := o.JournalDir
 	if dir == "" {
