@@ -190,9 +190,10 @@ func translateAll(ctx context.Context, dst sarama.Client, admin sarama.ClusterAd
 // the plan with the outcome of each group. It commits exactly the planned
 // offsets, group by group, and only when nothing moved under the plan: a
 // group that has members on the standby now is skipped (SyncSkippedActive;
-// the coordinator would refuse the commit anyway), and a group whose
-// standby offsets differ from the plan's Before values is left alone
-// (SyncStale). A commit that fails leaves the group SyncFailed with the
+// the coordinator would refuse the commit anyway), and a group with a
+// planned partition that the standby holds at neither the plan's Before
+// nor its After is left alone (SyncStale; a partition already at After,
+// committed meanwhile by the mirror's group sync, is no conflict). A commit that fails leaves the group SyncFailed with the
 // reason. Groups planned as anything but SyncCommit are passed through.
 //
 // The error is non-nil only when the target cannot be reached or its
@@ -261,15 +262,17 @@ func applyGroup(ctx context.Context, dst sarama.Client, link Link, g *GroupSync)
 	}
 }
 
-// movedSincePlan describes the first planned change whose Before no longer
-// matches the standby's committed offset, or returns "".
+// movedSincePlan describes the first planned change whose partition the
+// standby holds at neither the plan's Before nor its After (someone else,
+// such as the mirror's own group sync, may already have committed After),
+// or returns "".
 func movedSincePlan(changes []OffsetChange, now map[TopicPartition]committedOffset) string {
 	for _, c := range changes {
 		cur := int64(-1)
 		if o, ok := now[TopicPartition{c.Topic, c.Partition}]; ok {
 			cur = o.Offset
 		}
-		if cur != c.Before {
+		if cur != c.Before && cur != c.After {
 			return fmt.Sprintf("%s/%d moved on the standby since the plan (planned from %d, now %d)", c.Topic, c.Partition, c.Before, cur)
 		}
 	}

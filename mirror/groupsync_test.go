@@ -195,3 +195,32 @@ func TestNewSnapshotCarriesSyncedAt(t *testing.T) {
 		t.Errorf("failed first round: SyncedAt %v", s.SyncedAt)
 	}
 }
+
+func TestMovedSincePlan(t *testing.T) {
+	changes := []OffsetChange{{Topic: "a", Partition: 0, Before: -1, After: 7}, {Topic: "a", Partition: 1, Before: 3, After: 5}}
+	at := func(p0, p1 int64) map[TopicPartition]committedOffset {
+		m := map[TopicPartition]committedOffset{}
+		if p0 >= 0 {
+			m[TopicPartition{"a", 0}] = committedOffset{Offset: p0}
+		}
+		if p1 >= 0 {
+			m[TopicPartition{"a", 1}] = committedOffset{Offset: p1}
+		}
+		return m
+	}
+	for _, c := range []struct {
+		p0, p1 int64
+		stale  string
+	}{
+		{-1, 3, ""},         // as planned
+		{7, 5, ""},          // already done by someone else
+		{7, 3, ""},          // half done
+		{2, 3, "a/0 moved"}, // moved elsewhere
+		{-1, -1, "a/1 moved"},
+	} {
+		got := movedSincePlan(changes, at(c.p0, c.p1))
+		if (c.stale == "") != (got == "") || !strings.Contains(got, c.stale) {
+			t.Errorf("standby at %d, %d: %q, want %q", c.p0, c.p1, got, c.stale)
+		}
+	}
+}
