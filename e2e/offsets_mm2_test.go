@@ -45,7 +45,9 @@ func TestOffsetsVersusMirrorMaker2RealKafka(t *testing.T) {
 	}
 	east := newClient(t, "east", adminConfig(t))
 	west := newClient(t, "west", adminConfig(t))
-	t.Cleanup(func() { deleteWest(t, topics...) })
+	t.Cleanup(func() {
+		deleteWest(t, append(topics, ot.name+"-mm2-offsets", ot.name+"-mm2-status", ot.name+"-mm2-configs")...)
+	})
 
 	// MirrorMaker 2 first: it runs while the data is written, as it would
 	// in production.

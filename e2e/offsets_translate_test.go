@@ -93,8 +93,8 @@ func (ot *offsetsTopo) link() mirror.Link { return mirror.LinkFor(ot.topo, "east
 
 func (ot *offsetsTopo) env() []string { return []string{offsetsPasswordVar + "=" + env.Password} }
 
-// cleanup deletes what the test left on west: the mirrored topic, the
-// link's internal topics and the groups.
+// cleanup deletes what the test left: the mirrored topic and the link's
+// internal topics on west, and the test's groups on both clusters.
 func (ot *offsetsTopo) cleanup(t *testing.T) {
 	for _, cluster := range []string{"east", "west"} {
 		c, err := sarama.NewClient([]string{bootstrap(t, cluster)}, adminConfig(t))
@@ -114,7 +114,7 @@ func (ot *offsetsTopo) cleanup(t *testing.T) {
 		}
 		if groups, err := admin.ListConsumerGroups(); err == nil {
 			for g := range groups {
-				if strings.HasPrefix(g, ot.prefix) || strings.HasPrefix(g, "_drctl."+ot.name+".") {
+				if strings.HasPrefix(g, ot.name+"-") || strings.HasPrefix(g, "_drctl."+ot.name+".") {
 					_ = admin.DeleteConsumerGroup(g)
 				}
 			}
