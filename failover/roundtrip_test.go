@@ -251,7 +251,9 @@ func TestRoundTrip(t *testing.T) {
 		a.active, a.paused = to, false
 		a.mu.Unlock()
 	}
+	a.pause(true) // lag reaches zero only while nothing is written
 	waitMirrored(t, topo, "east", "west")
+	a.pause(false)
 	run("west", false)
 	a.pause(true)
 	a.consumeAll("west")
@@ -263,7 +265,9 @@ func TestRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	a.pause(true)
 	waitMirrored(t, topo, "west", "east")
+	a.pause(false)
 	run("east", true)
 	stopProd()
 	<-prodDone

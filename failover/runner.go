@@ -182,8 +182,15 @@ func (s *runStore) Handle(ctx context.Context, e plans.Event) error {
 	case plans.EventRunDone:
 		s.rec.Outcome = e.Outcome
 		s.rec.Finished = e.Outcome == plans.OutcomeSucceeded
-	case plans.EventRunStarted:
+		if e.Error != "" {
+			s.rec.Error = e.Error
+		}
 	default:
+		return nil
+	}
+	// A run refused before it changed anything (stale, preflight) leaves
+	// no record in the clusters: only the first step is read-only.
+	if !s.anyDone() && s.rec.Started <= 0 {
 		return nil
 	}
 	raw, err := json.Marshal(s.rec)
@@ -206,6 +213,15 @@ func (s *runStore) Handle(ctx context.Context, e plans.Event) error {
 		return fmt.Errorf("record run progress in the clusters: %w", errors.Join(errs...))
 	}
 	return nil
+}
+
+func (s *runStore) anyDone() bool {
+	for _, d := range s.rec.Done {
+		if d {
+			return true
+		}
+	}
+	return false
 }
 
 // LoadRun reads a run's progress from the clusters (the most advanced

@@ -286,7 +286,11 @@ func drain(ctx context.Context, topo *topology.Topology, p drainParams, rc *plan
 			rc.Progress("lag unknown: "+err.Error(), -1)
 		}
 		if time.Since(start) > timeout {
-			return plans.Result{}, rollbackDrain(ctx, topo, p, timeout, rc.Plan.ID)
+			why := fmt.Sprintf("the mirror %s->%s did not catch up within %v", p.Source, p.Target, timeout)
+			if err == nil && rep.Caught() {
+				why = fmt.Sprintf("the mirror %s->%s caught up, but the source end offsets did not stay still for %v within %v (are producers still writing? is failover.quiet_period shorter than failover.drain_timeout?)", p.Source, p.Target, quiet, timeout)
+			}
+			return plans.Result{}, rollbackDrain(ctx, topo, p, why, rc.Plan.ID)
 		}
 		select {
 		case <-ctx.Done():
@@ -296,7 +300,7 @@ func drain(ctx context.Context, topo *topology.Topology, p drainParams, rc *plan
 	}
 }
 
-func rollbackDrain(ctx context.Context, topo *topology.Topology, p drainParams, timeout time.Duration, runID string) error {
+func rollbackDrain(ctx context.Context, topo *topology.Topology, p drainParams, why string, runID string) error {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
 	var undo []string
@@ -314,8 +318,8 @@ func rollbackDrain(ctx context.Context, topo *topology.Topology, p drainParams, 
 	} else {
 		undo = append(undo, "roles restored ("+p.Rollback.State.String()+")")
 	}
-	return fmt.Errorf("%w: the mirror %s->%s did not catch up within %v; %s. Check drctl mirror lag, raise failover.drain_timeout, or fail over with --unplanned",
-		ErrDrainTimeout, p.Source, p.Target, timeout, strings.Join(undo, "; "))
+	return fmt.Errorf("%w: %s; %s. Check drctl mirror lag, raise failover.drain_timeout, or fail over with --unplanned",
+		ErrDrainTimeout, why, strings.Join(undo, "; "))
 }
 
 func endsKey(rep *mirror.LagReport) string {
