@@ -2,217 +2,35 @@ package failover
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"sort"
-	"strings"
 
 	"github.com/IBM/sarama"
 
-	"github.com/drctl/drctl/internal/kafkaconn"
-	"github.com/drctl/drctl/internal/kvstore"
+	"github.com/drctl/drctl/internal/aclfence"
 	"github.com/drctl/drctl/topology"
 )
 
-// FenceTopic is the compacted internal topic in which each cluster keeps
-// the ACLs drctl added to fence it, keyed by topology: unfence removes
-// exactly those, from any machine.
-const FenceTopic = "__drctl_fence"
+// FenceTopic, FenceACL and FenceRecord: see package aclfence.
+const FenceTopic = aclfence.Topic
 
-// FenceACL is one DENY WRITE ACL drctl added on a topic.
-type FenceACL struct {
-	Topic     string `json:"topic"`
-	Principal string `json:"principal"`
-	Host      string `json:"host"`
-}
+type (
+	FenceACL    = aclfence.ACL
+	FenceRecord = aclfence.Record
+)
 
-// FenceRecord is what a cluster remembers of its fence.
-type FenceRecord struct {
-	Cluster string     `json:"cluster"`
-	Added   []FenceACL `json:"added"`
-	// Existing lists ACLs that were there before drctl fenced: they are
-	// part of the fence but unfence leaves them alone.
-	Existing []FenceACL `json:"existing,omitempty"`
-}
-
-// fencePrincipals are the principals an acl fence denies: the configured
-// producer principals, or everyone ("User:*"; drctl itself must then be a
-// super user, as Kafka ACLs have no "except").
-func fencePrincipals(topo *topology.Topology) []string {
-	if len(topo.Failover.ProducerPrincipals) > 0 {
-		return topo.Failover.ProducerPrincipals
-	}
-	return []string{"User:*"}
-}
-
-// Fence adds DENY WRITE ACLs for the fence principals on every selected
-// topic of cluster, reads them back to verify, and records what it added
-// on the cluster. It is idempotent: ACLs already there are not added twice,
-// and the record keeps what an earlier call added.
+// Fence adds and verifies drctl's DENY WRITE ACLs on cluster (see
+// aclfence.Fence).
 func Fence(ctx context.Context, topo *topology.Topology, cluster string) (*FenceRecord, error) {
-	c := topo.Clusters[cluster]
-	client, err := kafkaconn.Dial(ctx, c, nil)
-	if err != nil {
-		return nil, fmt.Errorf("fence %s: %w", cluster, err)
-	}
-	defer client.Close()
-	admin, err := sarama.NewClusterAdminFromClient(client)
-	if err != nil {
-		return nil, fmt.Errorf("fence %s: %w", cluster, err)
-	}
-	rec, err := readFence(ctx, client, topo.Name)
-	if err != nil {
-		return nil, fmt.Errorf("fence %s: %w", cluster, err)
-	}
-	rec.Cluster = cluster
-	topics, err := selectedTopicNames(admin, topo.Mirror.Topics)
-	if err != nil {
-		return nil, fmt.Errorf("fence %s: list topics: %w", cluster, err)
-	}
-	have, err := denyWrites(admin)
-	if err != nil {
-		return nil, fmt.Errorf("fence %s: list ACLs: %w (drctl needs Describe on the cluster, and an authorizer must be configured for acl fencing; or set failover.fence: none)", cluster, err)
-	}
-	ours := map[FenceACL]bool{}
-	for _, a := range rec.Added {
-		ours[a] = true
-	}
-	var add []*sarama.ResourceAcls
-	for _, t := range topics {
-		for _, p := range fencePrincipals(topo) {
-			a := FenceACL{Topic: t, Principal: p, Host: "*"}
-			switch {
-			case have[a] && !ours[a]:
-				if !contains(rec.Existing, a) {
-					rec.Existing = append(rec.Existing, a)
-				}
-			case !have[a]:
-				add = append(add, &sarama.ResourceAcls{
-					Resource: sarama.Resource{ResourceType: sarama.AclResourceTopic, ResourceName: t, ResourcePatternType: sarama.AclPatternLiteral},
-					Acls:     []*sarama.Acl{{Principal: p, Host: "*", Operation: sarama.AclOperationWrite, PermissionType: sarama.AclPermissionDeny}},
-				})
-				if !ours[a] {
-					rec.Added = append(rec.Added, a)
-					ours[a] = true
-				}
-			}
-		}
-	}
-	// Record first: a crash between adding and recording must not leave
-	// ACLs that unfence does not know about.
-	if err := writeFence(ctx, client, topo.Name, rec); err != nil {
-		return nil, fmt.Errorf("fence %s: record: %w", cluster, err)
-	}
-	if len(add) > 0 {
-		if err := admin.CreateACLs(add); err != nil {
-			return nil, fmt.Errorf("fence %s: create ACLs: %w (drctl needs Alter on the cluster)", cluster, err)
-		}
-	}
-	have, err = denyWrites(admin)
-	if err != nil {
-		return nil, fmt.Errorf("fence %s: verify: %w", cluster, err)
-	}
-	for _, t := range topics {
-		for _, p := range fencePrincipals(topo) {
-			if !have[FenceACL{Topic: t, Principal: p, Host: "*"}] {
-				return nil, fmt.Errorf("fence %s: verify: the DENY WRITE ACL for %s on topic %s is not there after creating it", cluster, p, t)
-			}
-		}
-	}
-	return rec, nil
+	return aclfence.Fence(ctx, topo, cluster)
 }
 
-// Unfence removes exactly the ACLs drctl's fence added on cluster and
-// clears the record; ACLs that existed before the fence stay.
+// Unfence removes exactly the ACLs drctl's fence added (see
+// aclfence.Unfence).
 func Unfence(ctx context.Context, topo *topology.Topology, cluster string) ([]FenceACL, error) {
-	client, err := kafkaconn.Dial(ctx, topo.Clusters[cluster], nil)
-	if err != nil {
-		return nil, fmt.Errorf("unfence %s: %w", cluster, err)
-	}
-	defer client.Close()
-	admin, err := sarama.NewClusterAdminFromClient(client)
-	if err != nil {
-		return nil, fmt.Errorf("unfence %s: %w", cluster, err)
-	}
-	rec, err := readFence(ctx, client, topo.Name)
-	if err != nil {
-		return nil, fmt.Errorf("unfence %s: %w", cluster, err)
-	}
-	for _, a := range rec.Added {
-		topic, principal, host := a.Topic, a.Principal, a.Host
-		_, err := admin.DeleteACL(sarama.AclFilter{ResourceType: sarama.AclResourceTopic, ResourceName: &topic,
-			ResourcePatternTypeFilter: sarama.AclPatternLiteral, Principal: &principal, Host: &host,
-			Operation: sarama.AclOperationWrite, PermissionType: sarama.AclPermissionDeny}, false)
-		if err != nil {
-			return nil, fmt.Errorf("unfence %s: delete ACL on %s for %s: %w", cluster, a.Topic, a.Principal, err)
-		}
-	}
-	removed := rec.Added
-	if err := writeFence(ctx, client, topo.Name, &FenceRecord{Cluster: cluster}); err != nil {
-		return nil, fmt.Errorf("unfence %s: record: %w", cluster, err)
-	}
-	return removed, nil
+	return aclfence.Unfence(ctx, topo, cluster)
 }
 
-func denyWrites(admin sarama.ClusterAdmin) (map[FenceACL]bool, error) {
-	acls, err := admin.ListAcls(sarama.AclFilter{ResourceType: sarama.AclResourceTopic, ResourcePatternTypeFilter: sarama.AclPatternLiteral,
-		Operation: sarama.AclOperationWrite, PermissionType: sarama.AclPermissionDeny})
-	if err != nil {
-		return nil, err
-	}
-	out := map[FenceACL]bool{}
-	for _, ra := range acls {
-		for _, a := range ra.Acls {
-			out[FenceACL{Topic: ra.ResourceName, Principal: a.Principal, Host: a.Host}] = true
-		}
-	}
-	return out, nil
-}
+func fencePrincipals(topo *topology.Topology) []string { return aclfence.Principals(topo) }
 
-func readFence(ctx context.Context, client sarama.Client, topo string) (*FenceRecord, error) {
-	raw, found, err := kvstore.Get(ctx, client, FenceTopic, topo)
-	if err != nil || !found || len(raw) == 0 {
-		return &FenceRecord{}, err
-	}
-	var rec FenceRecord
-	if err := json.Unmarshal(raw, &rec); err != nil {
-		return nil, fmt.Errorf("fence record of %s is unreadable: %w", topo, err)
-	}
-	return &rec, nil
-}
-
-func writeFence(ctx context.Context, client sarama.Client, topo string, rec *FenceRecord) error {
-	sort.Slice(rec.Added, func(i, j int) bool {
-		return rec.Added[i].Topic+rec.Added[i].Principal < rec.Added[j].Topic+rec.Added[j].Principal
-	})
-	raw, err := json.Marshal(rec)
-	if err != nil {
-		return err
-	}
-	return kvstore.Put(ctx, client, FenceTopic, topo, raw)
-}
-
-func contains(list []FenceACL, a FenceACL) bool {
-	for _, x := range list {
-		if x == a {
-			return true
-		}
-	}
-	return false
-}
-
-// selectedTopicNames lists the selected, non-internal topics of a cluster.
 func selectedTopicNames(admin sarama.ClusterAdmin, sel topology.Selection) ([]string, error) {
-	all, err := admin.ListTopics()
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for name := range all {
-		if !topology.IsInternalTopic(name) && sel.Match(name) && !strings.HasSuffix(name, topology.DefaultSalvageTopicSuffix) {
-			out = append(out, name)
-		}
-	}
-	sort.Strings(out)
-	return out, nil
+	return aclfence.SelectedTopicNames(admin, sel)
 }

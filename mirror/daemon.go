@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/drctl/drctl/internal/aclfence"
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/rolestate"
 	"github.com/drctl/drctl/topology"
@@ -126,8 +127,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer stop()
 	t := time.NewTicker(d.opts.StatePoll)
 	defer t.Stop()
+	fencedStale := map[string]int64{}
 	for {
-		st, err := d.readState(ctx)
+		view, err := d.readState(ctx)
+		st := view.Current
+		if err == nil {
+			d.fenceReturnedStale(ctx, view, fencedStale)
+		}
 		switch {
 		case err != nil:
 			d.log.Warn("cannot read the live roles; keeping the current link", "err", err)
@@ -189,9 +195,33 @@ func (d *Daemon) start(k linkKey) (*Engine, error) {
 	return e, nil
 }
 
+// fenceReturnedStale fences, once per epoch, a cluster that comes back
+// holding an older role state while the roles moved away from it (an
+// unplanned failover): its producers must not write to it any longer. It
+// only acts with failover.fence: acl.
+func (d *Daemon) fenceReturnedStale(ctx context.Context, v rolestate.View, done map[string]int64) {
+	if d.topo.Failover.Fence != topology.FenceACL || v.Current.Phase != rolestate.PhaseWiping {
+		return
+	}
+	name := v.Current.Standby
+	cs, ok := v.Clusters[name]
+	if !ok || !cs.Reachable || !cs.Stale || done[name] == v.Current.Epoch {
+		return
+	}
+	fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	rec, err := aclfence.Fence(fctx, d.topo, name)
+	if err != nil {
+		d.log.Error("the stale cluster is back but could not be fenced", "cluster", name, "err", err)
+		return
+	}
+	done[name] = v.Current.Epoch
+	d.log.Warn("the stale cluster is back and was fenced against writes", "cluster", name, "acls_added", len(rec.Added))
+}
+
 // readState resolves the live roles from both clusters (the higher epoch
 // wins; one reachable cluster is enough).
-func (d *Daemon) readState(ctx context.Context) (rolestate.State, error) {
+func (d *Daemon) readState(ctx context.Context) (rolestate.View, error) {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	clients := map[string]sarama.Client{}
@@ -215,10 +245,9 @@ func (d *Daemon) readState(ctx context.Context) (rolestate.State, error) {
 		}
 	}()
 	if len(clients) == 0 {
-		return rolestate.State{}, errors.New("no cluster reachable")
+		return rolestate.View{}, errors.New("no cluster reachable")
 	}
-	v := rolestate.Resolve(ctx, d.topo, clients)
-	return v.Current, nil
+	return rolestate.Resolve(ctx, d.topo, clients), nil
 }
 
 // Current returns the engine running now (nil when none).

@@ -1,0 +1,223 @@
+// Package aclfence fences a cluster against writes with Kafka ACLs: DENY
+// WRITE on the selected topics for the configured producer principals,
+// verified by reading them back and recorded on the cluster itself so that
+// unfence removes exactly what was added, from any machine. Kafka ACLs have
+// no "except": a DENY beats every ALLOW, and only super users (drctl) pass.
+package aclfence
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/IBM/sarama"
+
+	"github.com/drctl/drctl/internal/kafkaconn"
+	"github.com/drctl/drctl/internal/kvstore"
+	"github.com/drctl/drctl/topology"
+)
+
+// Topic is the compacted internal topic in which each cluster keeps
+// the ACLs drctl added to fence it, keyed by topology: unfence removes
+// exactly those, from any machine.
+const Topic = "__drctl_fence"
+
+// ACL is one DENY WRITE ACL drctl added on a topic.
+type ACL struct {
+	Topic     string `json:"topic"`
+	Principal string `json:"principal"`
+	Host      string `json:"host"`
+}
+
+// Record is what a cluster remembers of its fence.
+type Record struct {
+	Cluster string `json:"cluster"`
+	Added   []ACL  `json:"added"`
+	// Existing lists ACLs that were there before drctl fenced: they are
+	// part of the fence but unfence leaves them alone.
+	Existing []ACL `json:"existing,omitempty"`
+}
+
+// Principals returns the principals an acl fence denies: the configured
+// producer principals, or everyone ("User:*"; drctl itself must then be a
+// super user, as Kafka ACLs have no "except").
+func Principals(topo *topology.Topology) []string {
+	if len(topo.Failover.ProducerPrincipals) > 0 {
+		return topo.Failover.ProducerPrincipals
+	}
+	return []string{"User:*"}
+}
+
+// Fence adds DENY WRITE ACLs for the fence principals on every selected
+// topic of cluster, reads them back to verify, and records what it added
+// on the cluster. It is idempotent: ACLs already there are not added twice,
+// and the record keeps what an earlier call added.
+func Fence(ctx context.Context, topo *topology.Topology, cluster string) (*Record, error) {
+	c := topo.Clusters[cluster]
+	client, err := kafkaconn.Dial(ctx, c, nil)
+	if err != nil {
+		return nil, fmt.Errorf("fence %s: %w", cluster, err)
+	}
+	defer client.Close()
+	admin, err := sarama.NewClusterAdminFromClient(client)
+	if err != nil {
+		return nil, fmt.Errorf("fence %s: %w", cluster, err)
+	}
+	rec, err := readFence(ctx, client, topo.Name)
+	if err != nil {
+		return nil, fmt.Errorf("fence %s: %w", cluster, err)
+	}
+	rec.Cluster = cluster
+	topics, err := SelectedTopicNames(admin, topo.Mirror.Topics)
+	if err != nil {
+		return nil, fmt.Errorf("fence %s: list topics: %w", cluster, err)
+	}
+	have, err := denyWrites(admin)
+	if err != nil {
+		return nil, fmt.Errorf("fence %s: list ACLs: %w (drctl needs Describe on the cluster, and an authorizer must be configured for acl fencing; or set failover.fence: none)", cluster, err)
+	}
+	ours := map[ACL]bool{}
+	for _, a := range rec.Added {
+		ours[a] = true
+	}
+	var add []*sarama.ResourceAcls
+	for _, t := range topics {
+		for _, p := range Principals(topo) {
+			a := ACL{Topic: t, Principal: p, Host: "*"}
+			switch {
+			case have[a] && !ours[a]:
+				if !contains(rec.Existing, a) {
+					rec.Existing = append(rec.Existing, a)
+				}
+			case !have[a]:
+				add = append(add, &sarama.ResourceAcls{
+					Resource: sarama.Resource{ResourceType: sarama.AclResourceTopic, ResourceName: t, ResourcePatternType: sarama.AclPatternLiteral},
+					Acls:     []*sarama.Acl{{Principal: p, Host: "*", Operation: sarama.AclOperationWrite, PermissionType: sarama.AclPermissionDeny}},
+				})
+				if !ours[a] {
+					rec.Added = append(rec.Added, a)
+					ours[a] = true
+				}
+			}
+		}
+	}
+	// Record first: a crash between adding and recording must not leave
+	// ACLs that unfence does not know about.
+	if err := writeFence(ctx, client, topo.Name, rec); err != nil {
+		return nil, fmt.Errorf("fence %s: record: %w", cluster, err)
+	}
+	if len(add) > 0 {
+		if err := admin.CreateACLs(add); err != nil {
+			return nil, fmt.Errorf("fence %s: create ACLs: %w (drctl needs Alter on the cluster)", cluster, err)
+		}
+	}
+	have, err = denyWrites(admin)
+	if err != nil {
+		return nil, fmt.Errorf("fence %s: verify: %w", cluster, err)
+	}
+	for _, t := range topics {
+		for _, p := range Principals(topo) {
+			if !have[ACL{Topic: t, Principal: p, Host: "*"}] {
+				return nil, fmt.Errorf("fence %s: verify: the DENY WRITE ACL for %s on topic %s is not there after creating it", cluster, p, t)
+			}
+		}
+	}
+	return rec, nil
+}
+
+// Unfence removes exactly the ACLs drctl's fence added on cluster and
+// clears the record; ACLs that existed before the fence stay.
+func Unfence(ctx context.Context, topo *topology.Topology, cluster string) ([]ACL, error) {
+	client, err := kafkaconn.Dial(ctx, topo.Clusters[cluster], nil)
+	if err != nil {
+		return nil, fmt.Errorf("unfence %s: %w", cluster, err)
+	}
+	defer client.Close()
+	admin, err := sarama.NewClusterAdminFromClient(client)
+	if err != nil {
+		return nil, fmt.Errorf("unfence %s: %w", cluster, err)
+	}
+	rec, err := readFence(ctx, client, topo.Name)
+	if err != nil {
+		return nil, fmt.Errorf("unfence %s: %w", cluster, err)
+	}
+	for _, a := range rec.Added {
+		topic, principal, host := a.Topic, a.Principal, a.Host
+		_, err := admin.DeleteACL(sarama.AclFilter{ResourceType: sarama.AclResourceTopic, ResourceName: &topic,
+			ResourcePatternTypeFilter: sarama.AclPatternLiteral, Principal: &principal, Host: &host,
+			Operation: sarama.AclOperationWrite, PermissionType: sarama.AclPermissionDeny}, false)
+		if err != nil {
+			return nil, fmt.Errorf("unfence %s: delete ACL on %s for %s: %w", cluster, a.Topic, a.Principal, err)
+		}
+	}
+	removed := rec.Added
+	if err := writeFence(ctx, client, topo.Name, &Record{Cluster: cluster}); err != nil {
+		return nil, fmt.Errorf("unfence %s: record: %w", cluster, err)
+	}
+	return removed, nil
+}
+
+func denyWrites(admin sarama.ClusterAdmin) (map[ACL]bool, error) {
+	acls, err := admin.ListAcls(sarama.AclFilter{ResourceType: sarama.AclResourceTopic, ResourcePatternTypeFilter: sarama.AclPatternLiteral,
+		Operation: sarama.AclOperationWrite, PermissionType: sarama.AclPermissionDeny})
+	if err != nil {
+		return nil, err
+	}
+	out := map[ACL]bool{}
+	for _, ra := range acls {
+		for _, a := range ra.Acls {
+			out[ACL{Topic: ra.ResourceName, Principal: a.Principal, Host: a.Host}] = true
+		}
+	}
+	return out, nil
+}
+
+func readFence(ctx context.Context, client sarama.Client, topo string) (*Record, error) {
+	raw, found, err := kvstore.Get(ctx, client, Topic, topo)
+	if err != nil || !found || len(raw) == 0 {
+		return &Record{}, err
+	}
+	var rec Record
+	if err := json.Unmarshal(raw, &rec); err != nil {
+		return nil, fmt.Errorf("fence record of %s is unreadable: %w", topo, err)
+	}
+	return &rec, nil
+}
+
+func writeFence(ctx context.Context, client sarama.Client, topo string, rec *Record) error {
+	sort.Slice(rec.Added, func(i, j int) bool {
+		return rec.Added[i].Topic+rec.Added[i].Principal < rec.Added[j].Topic+rec.Added[j].Principal
+	})
+	raw, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	return kvstore.Put(ctx, client, Topic, topo, raw)
+}
+
+func contains(list []ACL, a ACL) bool {
+	for _, x := range list {
+		if x == a {
+			return true
+		}
+	}
+	return false
+}
+
+// SelectedTopicNames lists the selected, non-internal topics of a cluster.
+func SelectedTopicNames(admin sarama.ClusterAdmin, sel topology.Selection) ([]string, error) {
+	all, err := admin.ListTopics()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for name := range all {
+		if !topology.IsInternalTopic(name) && sel.Match(name) && !strings.HasSuffix(name, topology.DefaultSalvageTopicSuffix) {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
