@@ -1,0 +1,761 @@
+#!/usr/bin/env bash
+# bench/run.sh - drctl's replication benchmark, one command:
+#
+#   bench/run.sh                          the full run (see bench/README.md)
+#   BENCH_RECORDS=200000 bench/run.sh     a quicker throughput run
+#
+# It runs on the two e2e clusters of e2e/kafka.sh (started here if they are not
+# running; left running afterwards) and has three scenarios (BENCH_SCENARIOS):
+#
+# throughput: the data (BENCH_RECORDS x BENCH_SIZE bytes over BENCH_PARTITIONS
+#   partitions) is written once into a source topic on east; then each
+#   contender (BENCH_CONTENDERS) copies it to west, in turn:
+#     copy       the copy limit: a plain producer (loadgen produce) writing the
+#                same data into a fresh topic on west, the ceiling for a mirror
+#     mm2-alo    MirrorMaker 2, dedicated driver, at-least-once (bench/mm2.sh)
+#     mm2-eos    MirrorMaker 2 with exactly-once source support (KIP-618)
+#     drctl-alo  drctl mirror run, mirror.delivery: at-least-once
+#     drctl-eos  drctl mirror run, mirror.delivery: exactly-once
+#   Measured: time from launching the mirror until west holds every record
+#   (loadgen count), until the first record appeared (start-up), the rate in
+#   between (steady), peak RSS (VmHWM) and CPU of the process, CPU of the
+#   brokers and of everything else meanwhile; then, untimed, the copy is
+#   checked record by record (loadgen verify).
+# memory: a source topic with BENCH_MEM_PARTITIONS (1000) partitions holding
+#   BENCH_MEM_RECORDS (200000) records is mirrored by each of BENCH_MEM_MIRRORS
+#   (mm2-eos drctl-eos); after the copy is complete the mirror keeps running
+#   BENCH_MEM_HOLD (15) seconds; its peak RSS is reported.
+# latency: each of BENCH_LAT_MIRRORS (mm2-eos drctl-eos) mirrors a fresh
+#   12-partition topic while loadgen latency writes BENCH_LAT_RATE (5000)
+#   records/s into it for BENCH_LAT_DURATION (60s) after a warm-up, and reads
+#   the target: latency percentiles from record timestamp to readable on west.
+#
+# Mirrors use identity topic naming: each writes a topic with the source's name
+# on west, which is deleted (and gone) before the next mirror starts, so every
+# mirror creates it afresh. Topics this run creates are deleted at the end.
+#
+# The report (markdown) goes to stdout and bench/results/<UTC time>.md; logs,
+# generated configs and raw RESULT lines to $BENCH_WORK (default
+# ~/.cache/drctl-e2e/bench/<run id>).
+#
+# Knobs (environment):
+#   BENCH_SCENARIOS ("throughput memory latency")
+#   BENCH_RECORDS (2000000)  BENCH_SIZE (1024)  BENCH_PARTITIONS (12)
+#   BENCH_CONTENDERS ("copy mm2-alo mm2-eos drctl-alo drctl-eos")
+#   BENCH_VERIFY (full | sample: content of every 100th record | off)
+#   BENCH_TIMEOUT (seconds per mirror run: 600 + records/2000)
+#   BENCH_KEEP (0; 1 keeps the topics)   BENCH_PRODUCERS (4: loadgen produce)
+#   BENCH_COPY_RUNS (2: the copy limit is the best of this many runs)
+#   BENCH_MEM_PARTITIONS, BENCH_MEM_RECORDS, BENCH_MEM_HOLD, BENCH_MEM_MIRRORS
+#   BENCH_LAT_RATE, BENCH_LAT_DURATION, BENCH_LAT_WARMUP (10s), BENCH_LAT_MIRRORS
+#   BENCH_MM2_TASKS, BENCH_MM2_HEAP, BENCH_MM2_TUNING, BENCH_MM2_EXTRA: see bench/mm2.sh
+#   BENCH_DRCTL (a drctl binary; default: built from this checkout)
+#   BENCH_DRCTL_ARGS (extra arguments for drctl mirror run; default
+#     "--listen 127.0.0.1:0" when the command has that flag)
+#   BENCH_DRCTL_MIRROR_YAML (extra lines for the topology's mirror: section,
+#     indented by two spaces)
+#   BENCH_RESULTS (bench/results)
+set -euo pipefail
+
+BENCH_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO="$(cd "$BENCH_DIR/.." && pwd)"
+KAFKA_SH="$REPO/e2e/kafka.sh"
+MM2_SH="$BENCH_DIR/mm2.sh"
+
+SCENARIOS="${BENCH_SCENARIOS:-throughput memory latency}"
+RECORDS="${BENCH_RECORDS:-2000000}"
+SIZE="${BENCH_SIZE:-1024}"
+PARTITIONS="${BENCH_PARTITIONS:-12}"
+CONTENDERS="${BENCH_CONTENDERS:-copy mm2-alo mm2-eos drctl-alo drctl-eos}"
+VERIFY="${BENCH_VERIFY:-full}"
+TIMEOUT="${BENCH_TIMEOUT:-$((600 + RECORDS / 2000))}"
+KEEP="${BENCH_KEEP:-0}"
+PRODUCERS="${BENCH_PRODUCERS:-4}"
+MEM_PARTITIONS="${BENCH_MEM_PARTITIONS:-1000}"
+MEM_RECORDS="${BENCH_MEM_RECORDS:-200000}"
+MEM_HOLD="${BENCH_MEM_HOLD:-15}"
+MEM_MIRRORS="${BENCH_MEM_MIRRORS:-mm2-eos drctl-eos}"
+LAT_RATE="${BENCH_LAT_RATE:-5000}"
+LAT_DURATION="${BENCH_LAT_DURATION:-60s}"
+LAT_WARMUP="${BENCH_LAT_WARMUP:-10s}"
+LAT_MIRRORS="${BENCH_LAT_MIRRORS:-mm2-eos drctl-eos}"
+SEED=1
+
+eval "$("$KAFKA_SH" env)"
+EAST="$DRCTL_E2E_EAST"
+WEST="$DRCTL_E2E_WEST"
+USER_NAME="$DRCTL_E2E_USER"
+PASSWORD="$DRCTL_E2E_PASSWORD"
+
+RUN_ID="$(date -u +%Y%m%d-%H%M%S)"
+STAMP="$(date -u +%Y-%m-%dT%H%MZ)"
+WORK="${BENCH_WORK:-$DRCTL_E2E_HOME/bench/$RUN_ID}"
+RESULTS_DIR="${BENCH_RESULTS:-$BENCH_DIR/results}"
+SRC_TOPIC="bench-$RUN_ID-src"
+COPY_TOPIC="bench-$RUN_ID-copy"
+MEM_TOPIC="bench-$RUN_ID-p$MEM_PARTITIONS"
+CLK_TCK="$(getconf CLK_TCK)"
+LOADGEN="$WORK/bin/loadgen"
+DRCTL="${BENCH_DRCTL:-$WORK/bin/drctl}"
+
+mkdir -p "$WORK/bin" "$RESULTS_DIR"
+RAW="$WORK/results.txt" # one line per measurement: SCENARIO/NAME key=value ...
+: >"$RAW"
+NOTES="$WORK/notes.txt" # what failed or looked odd, for the report
+: >"$NOTES"
+
+log() { printf '[%s] %s\n' "$(date -u +%T)" "$*" >&2; }
+die() {
+	log "run.sh: $*"
+	exit 1
+}
+note() {
+	log "NOTE: $*"
+	printf -- '- %s\n' "$*" >>"$NOTES"
+}
+
+now_ms() {
+	local t=${EPOCHREALTIME/./}
+	echo $((t / 1000))
+}
+
+# rget KEY LINE: the value of KEY in a "k=v k=v ..." line ("" if absent).
+rget() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<" $2" | head -n1; }
+
+# calc EXPR: floating-point arithmetic (awk), printed with 3 decimals.
+calc() { awk "BEGIN { printf \"%.3f\", $1 }"; }
+
+# --- processes: CPU, memory, liveness ----------------------------------------------
+
+# cpu_of PID: CPU seconds (user + system) the process has used so far.
+cpu_of() {
+	local f
+	f="$(cat "/proc/$1/stat" 2>/dev/null)" || {
+		echo 0
+		return
+	}
+	f="${f##*) }" # the fields after "pid (comm) "; utime and stime are the 12th and 13th
+	awk -v tck="$CLK_TCK" '{ printf "%.2f", ($12 + $13) / tck }' <<<"$f"
+}
+
+# busy_cpu: CPU seconds the whole machine has spent busy since boot (all cores).
+busy_cpu() {
+	awk -v tck="$CLK_TCK" '/^cpu / { printf "%.2f", ($2 + $3 + $4 + $7 + $8 + $9) / tck }' /proc/stat
+}
+
+# peak_rss_mb PID: the process's peak resident set size (VmHWM), MiB.
+peak_rss_mb() {
+	awk '/^VmHWM:/ { printf "%.0f", $2 / 1024 }' "/proc/$1/status" 2>/dev/null || true
+}
+
+broker_pid() { "$KAFKA_SH" status "$1" | sed -n 's/.*running pid=\([0-9]*\).*/\1/p'; }
+
+brokers_cpu() { calc "$(cpu_of "$EAST_PID") + $(cpu_of "$WEST_PID")"; }
+
+# alive PID: the process exists and is not a zombie (kill -0 succeeds on one).
+alive() {
+	local s
+	s="$(cat "/proc/$1/stat" 2>/dev/null)" || return 1
+	s="${s##*) }"
+	[[ "${s:0:1}" != Z ]]
+}
+
+# stop_pid PID NAME: SIGTERM, up to 30 s, then SIGKILL. Only processes this
+# script started, by pid.
+stop_pid() {
+	local pid=$1 name=$2 _
+	if alive "$pid"; then
+		kill -TERM "$pid" 2>/dev/null || true
+		for _ in $(seq 1 300); do
+			alive "$pid" || break
+			sleep 0.1
+		done
+		if alive "$pid"; then
+			note "$name (pid $pid) did not stop within 30 s of SIGTERM; killed"
+			kill -KILL "$pid" 2>/dev/null || true
+		fi
+	fi
+	wait "$pid" 2>/dev/null || true
+}
+
+# --- topics -----------------------------------------------------------------------
+
+lg() { "$LOADGEN" "$@"; }
+
+delete_topics() { # delete_topics BROKERS T1,T2,...
+	lg delete -brokers "$1" -topic "$2" >/dev/null
+}
+
+topic_exists() { lg exists -brokers "$1" -topic "$2" >/dev/null 2>&1; }
+
+# MM2 creates these on its own and names them itself; they are deleted at the
+# end only if they did not exist before this run (someone else's MM2 may use them).
+MM2_SHARED_WEST="east.checkpoints.internal heartbeats"
+MM2_SHARED_EAST="mm2-offset-syncs.west.internal"
+declare -A PREEXISTING=()
+snapshot_mm2_shared() {
+	local t
+	for t in $MM2_SHARED_WEST; do topic_exists "$WEST" "$t" && PREEXISTING["west/$t"]=1; done
+	for t in $MM2_SHARED_EAST; do topic_exists "$EAST" "$t" && PREEXISTING["east/$t"]=1; done
+	return 0
+}
+cleanup_mm2_shared() {
+	local t
+	for t in $MM2_SHARED_WEST; do
+		[[ -n "${PREEXISTING["west/$t"]:-}" ]] || delete_topics "$WEST" "$t"
+	done
+	for t in $MM2_SHARED_EAST; do
+		[[ -n "${PREEXISTING["east/$t"]:-}" ]] || delete_topics "$EAST" "$t"
+	done
+}
+
+# Topics created on east by this run (deleted at the end).
+EAST_TOPICS=()
+
+RUNNING_PID=""
+CLEANED=""
+cleanup() {
+	local rc=$? t
+	[[ -z "$CLEANED" ]] || exit "$rc"
+	CLEANED=1
+	if [[ -n "$RUNNING_PID" ]]; then
+		stop_pid "$RUNNING_PID" "mirror"
+	fi
+	if [[ "$KEEP" != 1 && -x "$LOADGEN" ]]; then
+		log "deleting this run's topics"
+		for t in "${EAST_TOPICS[@]}"; do
+			delete_topics "$WEST" "$t" || true
+			delete_topics "$EAST" "$t" || true
+		done
+		delete_topics "$WEST" "$COPY_TOPIC" || true
+		cleanup_mm2_shared || true
+	fi
+	exit "$rc"
+}
+
+# --- mirrors: start and clean up ------------------------------------------------------
+
+# drctl_available: does this drctl have `mirror run`? (It may not be built yet.)
+drctl_available() {
+	[[ -x "$DRCTL" ]] && "$DRCTL" mirror run --help >/dev/null 2>&1
+}
+
+# drctl_topology DELIVERY NAME TOPIC: a topology file for `drctl mirror run`
+# that mirrors TOPIC east -> west with the given delivery.
+drctl_topology() {
+	local delivery=$1 name=$2 topic=$3
+	cat <<EOF
+# Written by bench/run.sh for the drctl benchmark.
+name: $name
+clusters:
+  east:
+    bootstrap: [$EAST]
+    sasl: {mechanism: PLAIN, username: $USER_NAME, password: "\${BENCH_DRCTL_PASSWORD}"}
+  west:
+    bootstrap: [$WEST]
+    sasl: {mechanism: PLAIN, username: $USER_NAME, password: "\${BENCH_DRCTL_PASSWORD}"}
+active: east
+standby: west
+mirror:
+  topics: {include: ["$topic"]}
+  groups: {include: ["$name-.*"]}
+  delivery: $delivery
+${BENCH_DRCTL_MIRROR_YAML:-}
+EOF
+}
+
+# start_mirror MIRROR TOPIC TAG: start mm2-alo|mm2-eos|drctl-alo|drctl-eos
+# mirroring TOPIC east -> west, in the background. Sets MIRROR_PID,
+# MIRROR_LOG, MIRROR_NAME (unique per run: its state and topics carry it),
+# MIRROR_T0 (launch, Unix ms), CPU0 and BROKERS0 (CPU counters at launch).
+# Returns 3 when the mirror is not available, 1 when it cannot start.
+#
+# THE HOOK for drctl's mirror is the drctl-* branch: `drctl mirror run -c
+# <generated topology>` (see drctl_topology), stopped with SIGTERM by
+# finish_mirror once the measurement is over.
+start_mirror() {
+	local mirror=$1 topic=$2 tag=$3 kind mode base
+	kind="${mirror%%-*}"
+	mode="${mirror#*-}"
+	base="$WORK/$tag-$mirror"
+	MIRROR_NAME="bench-$RUN_ID-$tag-$mirror"
+	MIRROR_LOG="$base.log"
+	case "$kind" in
+	mm2)
+		"$MM2_SH" props "$mode" "$topic" "$MIRROR_NAME" >"$base.properties"
+		log "$tag/$mirror: starting MirrorMaker 2 ($base.properties, log $MIRROR_LOG)"
+		CPU0="$(busy_cpu)"
+		BROKERS0="$(brokers_cpu)"
+		MIRROR_T0="$(now_ms)"
+		"$MM2_SH" run "$base.properties" "$MIRROR_LOG" </dev/null >"$base.stdout" 2>&1 &
+		MIRROR_PID=$!
+		;;
+	drctl)
+		if ! drctl_available; then
+			log "$tag/$mirror: not available ('drctl mirror run --help' fails: the mirror is not built yet)"
+			return 3
+		fi
+		local delivery=at-least-once args
+		[[ "$mode" == eos ]] && delivery=exactly-once
+		drctl_topology "$delivery" "$MIRROR_NAME" "$topic" >"$base.yaml"
+		export BENCH_DRCTL_PASSWORD="$PASSWORD"
+		if ! "$DRCTL" -c "$base.yaml" validate >"$base.validate" 2>&1; then
+			note "$tag/$mirror: drctl validate rejects the generated topology: $(tail -n3 "$base.validate" | tr '\n' ' ')"
+			return 1
+		fi
+		args="${BENCH_DRCTL_ARGS-}"
+		if [[ -z "${BENCH_DRCTL_ARGS+set}" && "$("$DRCTL" mirror run --help 2>&1)" == *--listen* ]]; then
+			args="--listen 127.0.0.1:0" # not the fixed default port, which another mirror may hold
+		fi
+		MIRROR_BEFORE="$(lg topics -brokers "$WEST")"
+		log "$tag/$mirror: starting drctl mirror run -c $base.yaml $args (log $MIRROR_LOG)"
+		CPU0="$(busy_cpu)"
+		BROKERS0="$(brokers_cpu)"
+		MIRROR_T0="$(now_ms)"
+		# shellcheck disable=SC2086 # args is a list of words
+		"$DRCTL" -c "$base.yaml" mirror run $args </dev/null >"$MIRROR_LOG" 2>&1 &
+		MIRROR_PID=$!
+		;;
+	*)
+		note "unknown mirror '$mirror'"
+		return 1
+		;;
+	esac
+	RUNNING_PID=$MIRROR_PID
+	return 0
+}
+
+# finish_mirror MIRROR TOPIC TAG: stop the running mirror (if still running),
+# report ERROR lines of its log, delete the target topic and its own topics.
+finish_mirror() {
+	local mirror=$1 topic=$2 tag=$3 t
+	stop_pid "$MIRROR_PID" "$tag/$mirror"
+	RUNNING_PID=""
+	if grep -qE ' ERROR | level=ERROR ' "$MIRROR_LOG" 2>/dev/null; then
+		note "$tag/$mirror: $(grep -cE ' ERROR | level=ERROR ' "$MIRROR_LOG") ERROR lines in $MIRROR_LOG, first: $(grep -m1 -E ' ERROR | level=ERROR ' "$MIRROR_LOG" | cut -c1-200)"
+	fi
+	[[ "$KEEP" == 1 ]] && return 0
+	delete_topics "$WEST" "$topic" || true
+	case "$mirror" in
+	mm2-*) delete_topics "$WEST" "$MIRROR_NAME-offsets,$MIRROR_NAME-status,$MIRROR_NAME-configs" || true ;;
+	drctl-*)
+		# drctl's own topics for this mirror carry the unique topology name.
+		for t in $(lg topics -brokers "$WEST"); do
+			if [[ "$t" == *"$MIRROR_NAME"* ]] && ! grep -qxF -- "$t" <<<"$MIRROR_BEFORE"; then
+				delete_topics "$WEST" "$t" || true
+			fi
+		done
+		;;
+	esac
+}
+
+# wait_copied NAME SRC_TOPIC OUT: run loadgen count against the running mirror
+# until west holds every record of SRC_TOPIC; the RESULT line goes to OUT.
+# Fails when the mirror process exits first, or on timeout.
+wait_copied() {
+	local name=$1 src=$2 out=$3 rc=0 cpid
+	# Not through lg: a shell function in the background is a subshell, and
+	# $! would be that subshell rather than loadgen.
+	"$LOADGEN" count -src-brokers "$EAST" -brokers "$WEST" -src-topic "$src" -t0 "$MIRROR_T0" \
+		-timeout "${COUNT_TIMEOUT:-$TIMEOUT}s" >"$out" 2> >(tee "$out.log" >&2) &
+	cpid=$!
+	while alive "$cpid"; do
+		if ! alive "$MIRROR_PID"; then
+			note "$name: the mirror process exited before the target held all records (see $MIRROR_LOG)"
+			kill -TERM "$cpid" 2>/dev/null || true
+			break
+		fi
+		sleep 0.2
+	done
+	wait "$cpid" || rc=$?
+	if [[ $rc -ne 0 ]] || ! grep -q '^RESULT' "$out"; then
+		note "$name: the copy did not complete (loadgen count exit $rc: $(tail -n1 "$out.log" | cut -c1-200); logs: $MIRROR_LOG, $out.log)"
+		return 1
+	fi
+}
+
+# usage_now: "rss_mb=.. cpu_s=.. brokers_cpu_s=.. other_cpu_s=.." of the
+# running mirror since its launch.
+usage_now() {
+	local cpu busy brokers
+	cpu="$(cpu_of "$MIRROR_PID")"
+	busy="$(calc "$(busy_cpu) - $CPU0")"
+	brokers="$(calc "$(brokers_cpu) - $BROKERS0")"
+	echo "rss_mb=$(peak_rss_mb "$MIRROR_PID") cpu_s=$cpu brokers_cpu_s=$brokers other_cpu_s=$(calc "$busy - $cpu - $brokers")"
+}
+
+# verify_copy NAME SRC_TOPIC EXACT: prints "verify=ok|FAILED|off ..." fields.
+verify_copy() {
+	local name=$1 src=$2 exact=$3 args=() line
+	if [[ "$VERIFY" == off ]]; then
+		echo "verify=off"
+		return
+	fi
+	[[ "$VERIFY" == sample ]] && args+=(-every 100)
+	[[ "$exact" == 1 ]] && args+=(-exactly-once)
+	log "$name: verifying $src on west against east (untimed)"
+	if line="$(lg verify -src-brokers "$EAST" -brokers "$WEST" -src-topic "$src" "${args[@]}" \
+		2> >(tee "$WORK/$name.verify.log" >&2))"; then
+		echo "verify=ok duplicates=$(rget duplicates "$line") extra_headers=$(rget extra_headers "$line")"
+	else
+		note "$name: verify FAILED: $(tail -n1 "$WORK/$name.verify.log" | cut -c1-300)"
+		echo "verify=FAILED duplicates=$(rget duplicates "$line") missing=$(rget missing "$line") mismatches=$(rget mismatches "$line")"
+	fi
+}
+
+# --- scenarios -------------------------------------------------------------------------
+
+produce_source() { # produce_source TOPIC RECORDS PARTITIONS TAG
+	local line
+	log "$4: writing $2 records into $1 ($3 partitions) on east"
+	EAST_TOPICS+=("$1")
+	line="$(lg produce -brokers "$EAST" -topic "$1" -records "$2" -size "$SIZE" -partitions "$3" \
+		-producers "$PRODUCERS" -seed "$SEED" 2> >(tee "$WORK/$4-source.log" >&2) | grep '^RESULT')" ||
+		die "writing the source data failed (see $WORK/$4-source.log)"
+	echo "$4/source status=ok ${line#RESULT }" >>"$RAW"
+}
+
+# run_copy: the copy limit, BENCH_COPY_RUNS (2) times into a fresh topic on
+# west; the best run counts (the ceiling), all rates are listed.
+run_copy() {
+	local i best="" best_rate=0 rates="" rate
+	for i in $(seq 1 "${BENCH_COPY_RUNS:-2}"); do
+		copy_once "$i" || continue
+		rate="$(rget records_per_s "$COPY_LINE")"
+		rates="${rates:+$rates,}$(printf '%.0f' "$rate")"
+		if awk "BEGIN { exit !($rate > $best_rate) }"; then
+			best="$COPY_LINE"
+			best_rate="$rate"
+		fi
+	done
+	if [[ -z "$best" ]]; then
+		echo "throughput/copy status=failed" >>"$RAW"
+		return 1
+	fi
+	echo "throughput/copy status=ok $best copy_rates=$rates" >>"$RAW"
+}
+
+copy_once() {
+	local n=$1 out line cpu0 brokers0 busy brokers cpu
+	log "throughput/copy: plain producer writing the same data into $COPY_TOPIC on west (run $n)"
+	out="$WORK/throughput-copy-$n.produce"
+	cpu0="$(busy_cpu)"
+	brokers0="$(brokers_cpu)"
+	if ! lg produce -brokers "$WEST" -topic "$COPY_TOPIC" -records "$RECORDS" -size "$SIZE" \
+		-partitions "$PARTITIONS" -producers "$PRODUCERS" -seed "$SEED" >"$out" 2> >(tee "$out.log" >&2); then
+		note "throughput/copy: loadgen produce failed (see $out.log)"
+		delete_topics "$WEST" "$COPY_TOPIC" || true
+		return 1
+	fi
+	busy="$(calc "$(busy_cpu) - $cpu0")"
+	brokers="$(calc "$(brokers_cpu) - $brokers0")"
+	line="$(grep '^RESULT' "$out")"
+	cpu="$(rget cpu_s "$line")"
+	COPY_LINE="${line#RESULT } rss_mb=$(awk "BEGIN { printf \"%.0f\", $(rget peak_rss_kb "$line") / 1024 }") brokers_cpu_s=$brokers other_cpu_s=$(calc "$busy - $cpu - $brokers") verify=n/a"
+	delete_topics "$WEST" "$COPY_TOPIC" # the next run (and the mirrors) start from a clean target
+}
+
+run_throughput_mirror() { # run_throughput_mirror MIRROR
+	local m=$1 rc=0 out line usage exact=0
+	delete_topics "$WEST" "$SRC_TOPIC" # identity naming: the mirror creates it
+	start_mirror "$m" "$SRC_TOPIC" throughput || rc=$?
+	if [[ $rc -eq 3 ]]; then
+		echo "throughput/$m status=unavailable" >>"$RAW"
+		return 0
+	elif [[ $rc -ne 0 ]]; then
+		echo "throughput/$m status=failed" >>"$RAW"
+		return 1
+	fi
+	out="$WORK/throughput-$m.count"
+	if ! wait_copied "throughput/$m" "$SRC_TOPIC" "$out"; then
+		echo "throughput/$m status=failed" >>"$RAW"
+		finish_mirror "$m" "$SRC_TOPIC" throughput
+		return 1
+	fi
+	usage="$(usage_now)"
+	stop_pid "$MIRROR_PID" "throughput/$m"
+	line="$(grep '^RESULT' "$out")"
+	[[ "$m" == *-eos ]] && exact=1
+	echo "throughput/$m status=ok ${line#RESULT } $usage $(verify_copy "throughput-$m" "$SRC_TOPIC" "$exact")" >>"$RAW"
+	log "throughput/$m: done after $(rget done_s "$line") s (first record after $(rget first_s "$line") s), steady $(rget steady_records_per_s "$line") records/s; $usage"
+	finish_mirror "$m" "$SRC_TOPIC" throughput
+}
+
+run_memory_mirror() { # run_memory_mirror MIRROR
+	local m=$1 rc=0 out line usage
+	delete_topics "$WEST" "$MEM_TOPIC"
+	start_mirror "$m" "$MEM_TOPIC" memory || rc=$?
+	if [[ $rc -eq 3 ]]; then
+		echo "memory/$m status=unavailable" >>"$RAW"
+		return 0
+	elif [[ $rc -ne 0 ]]; then
+		echo "memory/$m status=failed" >>"$RAW"
+		return 1
+	fi
+	out="$WORK/memory-$m.count"
+	if ! COUNT_TIMEOUT=$((300 + MEM_RECORDS / 1000)) wait_copied "memory/$m" "$MEM_TOPIC" "$out"; then
+		echo "memory/$m status=failed $(usage_now)" >>"$RAW"
+		finish_mirror "$m" "$MEM_TOPIC" memory
+		return 1
+	fi
+	log "memory/$m: copy complete; holding ${MEM_HOLD}s"
+	sleep "$MEM_HOLD"
+	if ! alive "$MIRROR_PID"; then
+		note "memory/$m: the mirror exited while idle (see $MIRROR_LOG)"
+	fi
+	usage="$(usage_now)"
+	line="$(grep '^RESULT' "$out")"
+	echo "memory/$m status=ok ${line#RESULT } $usage" >>"$RAW"
+	log "memory/$m: $usage"
+	finish_mirror "$m" "$MEM_TOPIC" memory
+}
+
+run_latency_mirror() { # run_latency_mirror MIRROR
+	local m=$1 rc=0 out line usage topic="bench-$RUN_ID-lat-$1"
+	EAST_TOPICS+=("$topic")
+	lg create -brokers "$EAST" -topic "$topic" -partitions 12 >/dev/null
+	start_mirror "$m" "$topic" latency || rc=$?
+	if [[ $rc -eq 3 ]]; then
+		echo "latency/$m status=unavailable" >>"$RAW"
+		return 0
+	elif [[ $rc -ne 0 ]]; then
+		echo "latency/$m status=failed" >>"$RAW"
+		return 1
+	fi
+	out="$WORK/latency-$m.latency"
+	log "latency/$m: $LAT_RATE records/s for $LAT_DURATION after a $LAT_WARMUP warm-up"
+	if ! lg latency -src-brokers "$EAST" -brokers "$WEST" -src-topic "$topic" -rate "$LAT_RATE" \
+		-duration "$LAT_DURATION" -warmup "$LAT_WARMUP" -size "$SIZE" >"$out" 2> >(tee "$out.log" >&2); then
+		note "latency/$m: loadgen latency failed: $(tail -n1 "$out.log" | cut -c1-200)"
+		echo "latency/$m status=failed" >>"$RAW"
+		finish_mirror "$m" "$topic" latency
+		return 1
+	fi
+	usage="$(usage_now)"
+	line="$(grep '^RESULT' "$out")"
+	echo "latency/$m status=ok ${line#RESULT } $usage" >>"$RAW"
+	finish_mirror "$m" "$topic" latency
+	[[ "$KEEP" == 1 ]] || delete_topics "$EAST" "$topic" || true
+}
+
+# --- report ----------------------------------------------------------------------------
+
+raw_of() { grep "^$1 " "$RAW" | tail -n1 || true; }
+
+delivery_of() {
+	case "$1" in
+	copy) echo "idempotent producer" ;;
+	*-alo) echo "at-least-once" ;;
+	*-eos) echo "exactly-once" ;;
+	esac
+}
+
+check_of() {
+	local v d
+	v="$(rget verify "$1")"
+	d="$(rget duplicates "$1")"
+	case "$v" in
+	ok) [[ -n "$d" && "$d" != 0 ]] && echo "ok, $d duplicates" || echo "ok" ;;
+	FAILED) echo "**FAILED** (missing $(rget missing "$1"), duplicates $d, mismatched $(rget mismatches "$1"))" ;;
+	*) echo "${v:-}" ;;
+	esac
+}
+
+report_throughput() {
+	local c line status steady copy_rate base ratio_mm2 ratio_copy src
+	src="$(raw_of throughput/source)"
+	copy_rate="$(rget records_per_s "$(raw_of throughput/copy)")"
+	echo "## Throughput"
+	echo
+	echo "$RECORDS records ($SIZE-byte values, 16-byte keys, 2 headers) over $PARTITIONS partitions, written once" \
+		"to east by loadgen produce ($(printf '%.0f' "$(rget records_per_s "$src")") records/s, $(printf '%.1f' "$(rget mb_per_s "$src")") MB/s)," \
+		"then copied to west by each contender in turn. MB = 10^6 bytes of key + value."
+	echo
+	echo "| contender | delivery | done after (s) | start-up (s) | records/s (steady) | MB/s (steady) | records/s (whole run) | vs MM2, same delivery | vs copy limit | peak RSS (MiB) | CPU (s) | brokers' CPU (s) | other CPU (s) | check |"
+	echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+	for c in $CONTENDERS; do
+		line="$(raw_of "throughput/$c")"
+		status="$(rget status "$line")"
+		if [[ "$status" != ok ]]; then
+			echo "| $c | $(delivery_of "$c") | ${status:-not run} | | | | | | | | | | | |"
+			continue
+		fi
+		local wall first whole
+		if [[ "$c" == copy ]]; then
+			wall="$(rget elapsed_s "$line")"
+			first=0
+			steady="$(rget records_per_s "$line")"
+			whole="$(calc "$RECORDS / $(rget wall_s "$line")")"
+		else
+			wall="$(rget done_s "$line")"
+			first="$(rget first_s "$line")"
+			steady="$(rget steady_records_per_s "$line")"
+			whole="$(rget records_per_s "$line")"
+		fi
+		ratio_mm2=""
+		case "$c" in
+		mm2-*) ratio_mm2="1.00" ;;
+		drctl-*)
+			base="$(rget steady_records_per_s "$(raw_of "throughput/mm2-${c#drctl-}")")"
+			[[ -n "$base" ]] && ratio_mm2="$(awk "BEGIN { printf \"%.2f\", $steady / $base }")"
+			;;
+		esac
+		ratio_copy=""
+		[[ -n "$copy_rate" ]] && ratio_copy="$(awk "BEGIN { printf \"%.0f%%\", 100 * $steady / $copy_rate }")"
+		printf '| %s | %s | %.1f | %.1f | %.0f | %.1f | %.0f | %s | %s | %s | %s | %s | %s | %s |\n' \
+			"$c" "$(delivery_of "$c")" "$wall" "$first" "$steady" "$(calc "$steady * ($SIZE + 16) / 1e6")" "$whole" \
+			"$ratio_mm2" "$ratio_copy" "$(rget rss_mb "$line")" "$(rget cpu_s "$line")" \
+			"$(rget brokers_cpu_s "$line")" "$(rget other_cpu_s "$line")" "$(check_of "$line")"
+	done
+	echo
+	echo "- *done after*: from launching the mirror until every partition's last committed record on west"
+	echo "  is the source's last record (polled every 100 ms, read_committed). *start-up*: until the first"
+	echo "  record was visible on west. *steady* = records after the first visible ones / (done - start-up)."
+	echo "  For *copy*: the producer's time from first send to last acknowledgement; *whole run* includes its"
+	echo "  start (data generation, topic creation). Best of ${BENCH_COPY_RUNS:-2} runs ($(rget copy_rates "$(raw_of throughput/copy)") records/s)."
+	echo "- Ratios use the steady rates. *copy limit*: loadgen produce into west (same data, same brokers)."
+	echo "- *CPU*: the contender's process from launch (user + system). *brokers' CPU*: both Kafka JVMs"
+	echo "  meanwhile. *other CPU*: the rest of the machine meanwhile (loadgen count and anything else that"
+	echo "  ran; a large figure means the measurement was disturbed). The machine has $(nproc) cores."
+	echo "- *check*: loadgen verify ($VERIFY), untimed, after the mirror stopped: every source record on west"
+	echo "  in the same partition and order, with the same key, value, headers and timestamp; duplicates are"
+	echo "  errors for exactly-once."
+	echo
+}
+
+report_memory() {
+	local m line status
+	echo "## Memory with $MEM_PARTITIONS partitions"
+	echo
+	echo "$MEM_RECORDS records of $SIZE bytes over $MEM_PARTITIONS partitions; each mirror copies them, then keeps"
+	echo "running ${MEM_HOLD} s; peak RSS (VmHWM) of the mirror process."
+	echo
+	echo "| mirror | delivery | done after (s) | peak RSS (MiB) | CPU (s) |"
+	echo "|---|---|---:|---:|---:|"
+	for m in $MEM_MIRRORS; do
+		line="$(raw_of "memory/$m")"
+		status="$(rget status "$line")"
+		if [[ "$status" != ok ]]; then
+			echo "| $m | $(delivery_of "$m") | ${status:-not run} | $(rget rss_mb "$line") | |"
+			continue
+		fi
+		printf '| %s | %s | %.1f | %s | %s |\n' "$m" "$(delivery_of "$m")" "$(rget done_s "$line")" \
+			"$(rget rss_mb "$line")" "$(rget cpu_s "$line")"
+	done
+	echo
+}
+
+report_latency() {
+	local m line status
+	echo "## Replication latency at $LAT_RATE records/s"
+	echo
+	echo "A fresh 12-partition topic per mirror; loadgen latency writes $LAT_RATE records/s of $SIZE bytes for"
+	echo "$LAT_DURATION after a $LAT_WARMUP warm-up and reads west (read_committed, long-polling fetches)."
+	echo "Latency: from the record's timestamp (set when loadgen hands it to its producer) until it is"
+	echo "readable on west."
+	echo
+	echo "| mirror | delivery | achieved records/s | p50 (ms) | p90 (ms) | p99 (ms) | p99.9 (ms) | max (ms) | missing | peak RSS (MiB) | CPU (s) |"
+	echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+	for m in $LAT_MIRRORS; do
+		line="$(raw_of "latency/$m")"
+		status="$(rget status "$line")"
+		if [[ "$status" != ok ]]; then
+			echo "| $m | $(delivery_of "$m") | ${status:-not run} | | | | | | | | |"
+			continue
+		fi
+		printf '| %s | %s | %.0f | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$m" "$(delivery_of "$m")" \
+			"$(rget achieved_rate "$line")" "$(rget p50_ms "$line")" "$(rget p90_ms "$line")" "$(rget p99_ms "$line")" \
+			"$(rget p999_ms "$line")" "$(rget max_ms "$line")" "$(rget missing "$line")" "$(rget rss_mb "$line")" "$(rget cpu_s "$line")"
+	done
+	echo
+}
+
+write_report() {
+	local s
+	echo "# drctl replication benchmark, $STAMP"
+	echo
+	echo "Command: \`$BENCH_CMD\` (took $(((SECONDS + 30) / 60)) min)"
+	echo
+	echo "Machine: $(nproc) cores ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1))," \
+		"$(awk '/^MemTotal:/ {printf "%.0f", $2 / 1048576}' /proc/meminfo) GiB, Linux $(uname -r);" \
+		"Kafka $DRCTL_E2E_KAFKA_VERSION (e2e/kafka.sh: two single-node KRaft clusters on loopback, SASL PLAIN, 1 GiB heap each);" \
+		"$(java -version 2>&1 | head -n1); $(go version | cut -d' ' -f3); drctl at $(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$REPO" diff --quiet HEAD -- . ':!bench' 2>/dev/null || echo ' with uncommitted changes')."
+	echo "MirrorMaker 2: the dedicated driver, tasks.max=${BENCH_MM2_TASKS:-2}, heap ${BENCH_MM2_HEAP:-2g}, tuning ${BENCH_MM2_TUNING:-tuned}" \
+		"(bench/mm2.sh; the generated properties are in the work directory)${BENCH_MM2_EXTRA:+, extra properties: \`$(tr '\n' ' ' <<<"$BENCH_MM2_EXTRA")\`}."
+	echo "Load average when the run ended: $(cut -d' ' -f1-3 /proc/loadavg)."
+	echo
+	for s in $SCENARIOS; do
+		case "$s" in
+		throughput) report_throughput ;;
+		memory) report_memory ;;
+		latency) report_latency ;;
+		esac
+	done
+	if [[ -s "$NOTES" ]]; then
+		echo "## Notes"
+		echo
+		cat "$NOTES"
+		echo
+	fi
+	echo "Work directory (logs, configs, raw results): \`$WORK\`"
+}
+
+# --- main ------------------------------------------------------------------------------
+
+main() {
+	local s m
+	BENCH_CMD="$(env | grep -E '^BENCH_[A-Z0-9_]+=' | grep -vE '^BENCH_(WORK|RESULTS|DRCTL_PASSWORD)=' | sort | tr '\n' ' ')bench/run.sh"
+	log "run $RUN_ID: scenarios $SCENARIOS; work directory $WORK"
+	"$KAFKA_SH" fetch
+	"$KAFKA_SH" start all
+	EAST_PID="$(broker_pid east)"
+	WEST_PID="$(broker_pid west)"
+	[[ -n "$EAST_PID" && -n "$WEST_PID" ]] || die "the e2e clusters are not running"
+
+	log "building loadgen and (unless BENCH_DRCTL is set) drctl"
+	(cd "$REPO" && go build -o "$LOADGEN" ./bench/loadgen)
+	if [[ -z "${BENCH_DRCTL:-}" ]]; then
+		(cd "$REPO" && go build -o "$DRCTL" ./cmd/drctl) || note "drctl did not build; its runs are skipped"
+	fi
+	trap cleanup EXIT INT TERM
+	snapshot_mm2_shared
+
+	for s in $SCENARIOS; do
+		log "=== scenario $s"
+		case "$s" in
+		throughput)
+			produce_source "$SRC_TOPIC" "$RECORDS" "$PARTITIONS" throughput
+			for m in $CONTENDERS; do
+				log "=== throughput/$m"
+				case "$m" in
+				copy) run_copy || true ;;
+				mm2-alo | mm2-eos | drctl-alo | drctl-eos) run_throughput_mirror "$m" || true ;;
+				*) note "unknown contender '$m' skipped" ;;
+				esac
+			done
+			;;
+		memory)
+			produce_source "$MEM_TOPIC" "$MEM_RECORDS" "$MEM_PARTITIONS" memory
+			for m in $MEM_MIRRORS; do
+				log "=== memory/$m"
+				run_memory_mirror "$m" || true
+			done
+			;;
+		latency)
+			for m in $LAT_MIRRORS; do
+				log "=== latency/$m"
+				run_latency_mirror "$m" || true
+			done
+			;;
+		*) note "unknown scenario '$s' skipped" ;;
+		esac
+	done
+
+	local report="$RESULTS_DIR/$STAMP.md"
+	write_report >"$report"
+	echo
+	cat "$report"
+	log "report: $report"
+}
+
+main "$@"
