@@ -130,6 +130,7 @@ func (g *groupSyncer) round(ctx context.Context) (paused bool, err error) {
 	if err != nil {
 		return false, err
 	}
+	g.prune(positions)
 	plan := PlanGroupSync(&TranslationReport{Link: link.String(), Source: link.Source, Target: link.Target, Groups: translations})
 	m, l := e.metrics.GroupSync, link.String()
 	snaps := make([]GroupSnapshot, 0, len(plan.Groups))
@@ -260,4 +261,38 @@ func (g *groupSyncer) poll(ctx context.Context) error {
 		return fmt.Errorf("target %s: %w", g.e.link.Target, err)
 	}
 	return nil
+}
+
+// pruneAbove is how many runs a partition's map may hold before the group
+// sync prunes it (about 24 bytes a run).
+const pruneAbove = 10000
+
+// prune bounds the follower's memory: a partition whose map holds more
+// than pruneAbove runs forgets the runs below the lowest position any group
+// has committed there. A group that later commits a lower position
+// translates as unmapped here and is left alone by the sync; a failover
+// translates from the whole map (offsettranslate.Load).
+func (g *groupSyncer) prune(positions []groupPositions) {
+	big := map[offsettranslate.TopicPartition]bool{}
+	for _, st := range g.follower.Index().Partitions() {
+		if st.Runs > pruneAbove {
+			big[st.TopicPartition] = true
+		}
+	}
+	if len(big) == 0 {
+		return
+	}
+	lowest := map[offsettranslate.TopicPartition]int64{}
+	for _, gp := range positions {
+		for tp, off := range gp.offsets {
+			key := offsettranslate.TopicPartition{Topic: tp.Topic, Partition: tp.Partition}
+			if !big[key] || off.Offset < 0 {
+				continue
+			}
+			if cur, ok := lowest[key]; !ok || off.Offset < cur {
+				lowest[key] = off.Offset
+			}
+		}
+	}
+	g.follower.Index().PruneBelow(lowest)
 }

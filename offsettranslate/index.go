@@ -176,3 +176,17 @@ func (x *Index) Partitions() []PartitionState {
 	slices.SortFunc(out, func(a, b PartitionState) int { return compareTopicPartition(a.TopicPartition, b.TopicPartition) })
 	return out
 }
+
+// PruneBelow prunes each listed partition's map below its bound (see
+// PartitionMap.PruneBelow) and returns the number of runs dropped.
+func (x *Index) PruneBelow(bounds map[TopicPartition]int64) int {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	n := 0
+	for tp, pos := range bounds {
+		if m := x.maps[tp]; m != nil {
+			n += m.PruneBelow(pos)
+		}
+	}
+	return n
+}

@@ -114,6 +114,9 @@ type PartitionMap struct {
 	// run, what appending this map to another one must check.
 	firstSourceNext int64
 	err             error
+	// pruned is set once PruneBelow dropped runs: positions below the
+	// first kept run are then unknown, not before the start.
+	pruned bool
 }
 
 // Add appends what one mirror transaction wrote for the partition. Entries
@@ -257,6 +260,9 @@ func (m *PartitionMap) Translate(sourcePos int64) Result {
 		return Result{Source: m.SourceNext(), Target: -1, Status: Unmapped}
 	}
 	if first := m.runs[0]; sourcePos < first.Source {
+		if m.pruned {
+			return Result{Source: m.SourceNext(), Target: -1, Status: Unmapped}
+		}
 		return Result{Source: first.Source, Target: first.Target, Status: BeforeStart}
 	}
 	// The first run that ends after sourcePos holds it, or is the first
@@ -298,3 +304,21 @@ func (m *PartitionMap) Runs() []Run {
 
 // Err is the error that made the map inconsistent, or nil.
 func (m *PartitionMap) Err() error { return m.err }
+
+// PruneBelow drops the runs that end at or below source offset pos (the
+// last run is always kept), bounding the memory of a long-lived reader
+// whose callers only ask about positions at or above pos. Afterwards a
+// position below the first kept run translates as Unmapped, never as a
+// guess. It returns the number of runs dropped.
+func (m *PartitionMap) PruneBelow(pos int64) int {
+	if m.err != nil || len(m.runs) < 2 {
+		return 0
+	}
+	i := sort.Search(len(m.runs)-1, func(i int) bool { return m.runs[i].SourceEnd() > pos })
+	if i == 0 {
+		return 0
+	}
+	m.runs = append(m.runs[:0:0], m.runs[i:]...)
+	m.pruned = true
+	return i
+}
