@@ -94,6 +94,9 @@ type GroupStatus struct {
 	Name    string    `json:"name" yaml:"name"`
 	Active  GroupSide `json:"active" yaml:"active"`
 	Standby GroupSide `json:"standby" yaml:"standby"`
+	// Sync says whether the standby holds the translated position of the
+	// group and how old it is (absent when the mirror never synced it).
+	Sync *mirror.GroupSyncStatus `json:"sync,omitempty" yaml:"sync,omitempty"`
 }
 
 // GroupSide is a group on one cluster; State is Kafka's word (Empty,
@@ -153,8 +156,19 @@ func CollectStatus(ctx context.Context, topo *topology.Topology) *Status {
 	view := rolestate.Resolve(ctx, topo, clients)
 	st := assemble(topo, views, view)
 	if len(clients) == len(names) {
-		ls := mirror.DescribeLink(ctx, topo, mirror.LinkFor(topo, st.Roles.Active, st.Roles.Standby))
+		link := mirror.LinkFor(topo, st.Roles.Active, st.Roles.Standby)
+		ls := mirror.DescribeLink(ctx, topo, link)
 		st.Mirror = &ls
+		if syncs, err := mirror.GroupSyncStatusFrom(ctx, clients[st.Roles.Standby], topo, link); err == nil {
+			for i := range st.Groups {
+				if gs, ok := syncs[st.Groups[i].Name]; ok {
+					st.Groups[i].Sync = &gs
+					if !gs.InSync && gs.Reason != "" {
+						st.Problems = append(st.Problems, "group "+gs.Group+" is not in sync on "+st.Roles.Standby+": "+gs.Reason)
+					}
+				}
+			}
+		}
 		switch {
 		case ls.Error != "":
 			st.Problems = append(st.Problems, "mirror "+ls.Link+": "+ls.Error)

@@ -96,11 +96,17 @@ func TestStatusAgainstSandboxProcess(t *testing.T) {
 	}
 }
 
-// mirrored reports whether the sandbox's mirror has brought every selected
-// topic into parity on the standby and runs.
+// mirrored reports whether the sandbox's mirror runs, has brought every
+// selected topic into parity on the standby, and keeps every group's
+// position in sync there.
 func mirrored(st failover.Status) bool {
 	for _, tp := range st.Topics {
 		if !tp.InParity {
+			return false
+		}
+	}
+	for _, g := range st.Groups {
+		if g.Sync == nil || !g.Sync.InSync {
 			return false
 		}
 	}

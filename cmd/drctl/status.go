@@ -94,9 +94,17 @@ func statusTables(w io.Writer, st *failover.Status) error {
 		return err
 	}
 	section(w, "GROUPS")
-	t = newTable(w, "group", "active state", "active members", "standby state", "standby members")
+	t = newTable(w, "group", "active state", "active members", "standby state", "standby members", "standby position")
 	for _, g := range st.Groups {
-		if err := t.Append(g.Name, groupState(g.Active), fmt.Sprint(g.Active.Members), groupState(g.Standby), fmt.Sprint(g.Standby.Members)); err != nil {
+		sync := "-"
+		switch {
+		case g.Sync == nil:
+		case g.Sync.InSync:
+			sync = fmt.Sprintf("in sync, %.1fs old", g.Sync.BehindSeconds)
+		default:
+			sync = "NOT in sync"
+		}
+		if err := t.Append(g.Name, groupState(g.Active), fmt.Sprint(g.Active.Members), groupState(g.Standby), fmt.Sprint(g.Standby.Members), sync); err != nil {
 			return err
 		}
 	}
