@@ -17,31 +17,6 @@ import (
 // group states, committing offsets. Every function takes the client of
 // the cluster it talks to; none of them closes it.
 
-// await runs fn and returns its result, or ctx's error as soon as ctx
-// ends. sarama's requests cannot be cancelled: an abandoned fn finishes in
-// the background, bounded by the client's network timeouts.
-func await[T any](ctx context.Context, fn func() (T, error)) (T, error) {
-	var zero T
-	if err := ctx.Err(); err != nil {
-		return zero, err
-	}
-	type result struct {
-		v   T
-		err error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		v, err := fn()
-		ch <- result{v, err}
-	}()
-	select {
-	case r := <-ch:
-		return r.v, r.err
-	case <-ctx.Done():
-		return zero, ctx.Err()
-	}
-}
-
 // withCoordinator runs op against group's coordinator, again after a
 // retriable error (coordinator moved or loading, unstable offsets, network
 // trouble), for up to about ten seconds, bounded by ctx.
@@ -49,7 +24,7 @@ func withCoordinator(ctx context.Context, client sarama.Client, group string, op
 	var err error
 	for attempt := 0; ; attempt++ {
 		var coord *sarama.Broker
-		coord, err = await(ctx, func() (*sarama.Broker, error) { return client.Coordinator(group) })
+		coord, err = kafkaread.Await(ctx, func() (*sarama.Broker, error) { return client.Coordinator(group) })
 		if err == nil {
 			err = op(coord)
 		}
@@ -77,7 +52,7 @@ func fetchCommitted(ctx context.Context, client sarama.Client, group string, sta
 	err := withCoordinator(ctx, client, group, func(b *sarama.Broker) error {
 		// No partitions named: the coordinator returns all of the group's.
 		req := &sarama.OffsetFetchRequest{Version: 7, ConsumerGroup: group, RequireStable: stable}
-		resp, err := await(ctx, func() (*sarama.OffsetFetchResponse, error) { return b.FetchOffset(req) })
+		resp, err := kafkaread.Await(ctx, func() (*sarama.OffsetFetchResponse, error) { return b.FetchOffset(req) })
 		if err != nil {
 			return err
 		}
@@ -116,7 +91,7 @@ func fetchCommitted(ctx context.Context, client sarama.Client, group string, sta
 // listGroups returns the groups of the cluster that topo's group sync
 // handles (selectedGroup), sorted.
 func listGroups(ctx context.Context, admin sarama.ClusterAdmin, topo *topology.Topology) ([]string, error) {
-	all, err := await(ctx, admin.ListConsumerGroups)
+	all, err := kafkaread.Await(ctx, admin.ListConsumerGroups)
 	if err != nil {
 		return nil, fmt.Errorf("list consumer groups: %w", err)
 	}
@@ -137,7 +112,7 @@ func describeGroups(ctx context.Context, admin sarama.ClusterAdmin, groups []str
 	if len(groups) == 0 {
 		return out, nil
 	}
-	descs, err := await(ctx, func() ([]*sarama.GroupDescription, error) { return admin.DescribeConsumerGroups(groups) })
+	descs, err := kafkaread.Await(ctx, func() ([]*sarama.GroupDescription, error) { return admin.DescribeConsumerGroups(groups) })
 	if err != nil {
 		return nil, fmt.Errorf("describe consumer groups: %w", err)
 	}
@@ -185,7 +160,7 @@ func commitOffsets(ctx context.Context, client sarama.Client, group string, chan
 		req.AddBlockWithLeaderEpoch(c.Topic, c.Partition, c.After, -1, 0, c.Metadata)
 	}
 	err := withCoordinator(ctx, client, group, func(b *sarama.Broker) error {
-		resp, err := await(ctx, func() (*sarama.OffsetCommitResponse, error) { return b.CommitOffset(req) })
+		resp, err := kafkaread.Await(ctx, func() (*sarama.OffsetCommitResponse, error) { return b.CommitOffset(req) })
 		if err != nil {
 			return err
 		}

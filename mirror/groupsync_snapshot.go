@@ -140,7 +140,7 @@ func ensureGroupsTopic(ctx context.Context, dst sarama.Client, link Link) error 
 	rf := int16(max(1, min(3, len(info.Brokers))))
 	detail := &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: rf,
 		ConfigEntries: map[string]*string{"cleanup.policy": ptr("compact")}}
-	_, err = await(ctx, func() (struct{}, error) { return struct{}{}, admin.CreateTopic(link.GroupsTopic(), detail, false) })
+	_, err = kafkaread.Await(ctx, func() (struct{}, error) { return struct{}{}, admin.CreateTopic(link.GroupsTopic(), detail, false) })
 	if err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {
 		return fmt.Errorf("target %s: create %s: %w", link.Target, link.GroupsTopic(), err)
 	}
@@ -184,7 +184,7 @@ func writeSnapshots(ctx context.Context, p sarama.SyncProducer, link Link, snaps
 	if len(msgs) == 0 {
 		return nil
 	}
-	if _, err := await(ctx, func() (struct{}, error) { return struct{}{}, p.SendMessages(msgs) }); err != nil {
+	if _, err := kafkaread.Await(ctx, func() (struct{}, error) { return struct{}{}, p.SendMessages(msgs) }); err != nil {
 		return fmt.Errorf("write group snapshot to %s on %s: %w", link.GroupsTopic(), link.Target, err)
 	}
 	return nil

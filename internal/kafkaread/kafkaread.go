@@ -26,10 +26,11 @@ import (
 	"github.com/IBM/sarama"
 )
 
-// call runs fn and returns its result, or the context's error as soon as ctx
-// ends, whichever comes first. An abandoned fn keeps running to completion
-// in the background and its result is dropped.
-func call[T any](ctx context.Context, fn func() (T, error)) (T, error) {
+// Await runs fn and returns its result, or the context's error as soon as
+// ctx ends, whichever comes first. sarama's requests cannot be cancelled:
+// an abandoned fn keeps running to completion in the background, bounded
+// by the client's timeouts, and its result is dropped.
+func Await[T any](ctx context.Context, fn func() (T, error)) (T, error) {
 	var zero T
 	if err := ctx.Err(); err != nil {
 		return zero, err
@@ -51,8 +52,8 @@ func call[T any](ctx context.Context, fn func() (T, error)) (T, error) {
 	}
 }
 
-// sleep waits for d or until ctx ends, and reports ctx's error in that case.
-func sleep(ctx context.Context, d time.Duration) error {
+// Sleep waits for d or until ctx ends, and reports ctx's error in that case.
+func Sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

@@ -94,7 +94,7 @@ func metadata(ctx context.Context, client sarama.Client, topic string) (*sarama.
 	for _, b := range brokers {
 		req := sarama.NewMetadataRequest(client.Config().Version, []string{topic})
 		req.AllowAutoTopicCreation = false
-		md, err := call(ctx, func() (*sarama.MetadataResponse, error) {
+		md, err := Await(ctx, func() (*sarama.MetadataResponse, error) {
 			if err := b.Open(client.Config()); err != nil && !errors.Is(err, sarama.ErrAlreadyConnected) {
 				return nil, err
 			}
@@ -115,7 +115,7 @@ func metadata(ctx context.Context, client sarama.Client, topic string) (*sarama.
 // metadata refresh when refresh is set. The topic must exist: the client's
 // own metadata requests may ask for automatic topic creation.
 func leader(ctx context.Context, client sarama.Client, topic string, partition int32, refresh bool) (*sarama.Broker, error) {
-	return call(ctx, func() (*sarama.Broker, error) {
+	return Await(ctx, func() (*sarama.Broker, error) {
 		if refresh {
 			if err := client.RefreshMetadata(topic); err != nil {
 				return nil, err

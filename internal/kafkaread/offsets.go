@@ -68,7 +68,7 @@ func listOffset(ctx context.Context, client sarama.Client, b *sarama.Broker, top
 	}
 	req.IsolationLevel = iso
 	req.AddBlock(topic, partition, at, 1)
-	resp, err := call(ctx, func() (*sarama.OffsetResponse, error) { return b.GetAvailableOffsets(req) })
+	resp, err := Await(ctx, func() (*sarama.OffsetResponse, error) { return b.GetAvailableOffsets(req) })
 	if err != nil {
 		return 0, err
 	}
@@ -99,7 +99,7 @@ func withLeader(ctx context.Context, client sarama.Client, topic string, partiti
 	var err error
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		if attempt > 0 {
-			if serr := sleep(ctx, backoff(attempt-1)); serr != nil {
+			if serr := Sleep(ctx, backoff(attempt-1)); serr != nil {
 				return errors.Join(err, serr)
 			}
 		}

@@ -87,7 +87,7 @@ func ReadCommitted(ctx context.Context, client sarama.Client, topic string, part
 					return next, fmt.Errorf("read %s/%d at offset %d: find leader: %w", topic, partition, next, err)
 				}
 				failures++
-				if err := sleep(ctx, backoff(failures-1)); err != nil {
+				if err := Sleep(ctx, backoff(failures-1)); err != nil {
 					return next, fmt.Errorf("read %s/%d at offset %d: %w", topic, partition, next, err)
 				}
 				continue
@@ -109,7 +109,7 @@ func ReadCommitted(ctx context.Context, client sarama.Client, topic string, part
 			}
 			failures++
 			broker = nil
-			if err := sleep(ctx, backoff(failures-1)); err != nil {
+			if err := Sleep(ctx, backoff(failures-1)); err != nil {
 				return next, fmt.Errorf("read %s/%d at offset %d: %w", topic, partition, next, err)
 			}
 			continue
@@ -132,7 +132,7 @@ func ReadCommitted(ctx context.Context, client sarama.Client, topic string, part
 				return next, fmt.Errorf("read %s/%d: no progress at offset %d after %d fetches (last stable offset %d)",
 					topic, partition, next, stalls, end)
 			}
-			if err := sleep(ctx, backoff(stalls-1)); err != nil {
+			if err := Sleep(ctx, backoff(stalls-1)); err != nil {
 				return next, fmt.Errorf("read %s/%d at offset %d: %w", topic, partition, next, err)
 			}
 		}
@@ -168,7 +168,7 @@ func fetch(ctx context.Context, b *sarama.Broker, version int16, topic string, p
 		req.SessionEpoch = -1 // a full fetch that opens no session
 	}
 	req.AddBlock(topic, partition, offset, maxBytes, -1)
-	resp, err := call(ctx, func() (*sarama.FetchResponse, error) { return b.Fetch(req) })
+	resp, err := Await(ctx, func() (*sarama.FetchResponse, error) { return b.Fetch(req) })
 	if err != nil {
 		return nil, err
 	}

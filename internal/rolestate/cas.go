@@ -311,7 +311,7 @@ func awaitStable(ctx context.Context, client sarama.Client) error {
 			return fmt.Errorf("an open transaction has held %s at offset %d (high-water mark %d) for over %s; retry when it commits or times out",
 				StateTopic, stable, target, stableWait)
 		}
-		if err := sleep(ctx, 20*time.Millisecond); err != nil {
+		if err := kafkaread.Sleep(ctx, 20*time.Millisecond); err != nil {
 			return fmt.Errorf("wait for open transactions on %s: %w", StateTopic, err)
 		}
 		if stable, err = kafkaread.LastStableOffset(ctx, client, StateTopic, statePartition); err != nil {

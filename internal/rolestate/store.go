@@ -132,7 +132,7 @@ func createTopic(ctx context.Context, client sarama.Client, info kafkaread.Topic
 		if time.Now().After(deadline) {
 			return fmt.Errorf("create topic %s: its partition has no leader after %s; check the brokers' health and retry", StateTopic, createWait)
 		}
-		if err := sleep(ctx, 50*time.Millisecond); err != nil {
+		if err := kafkaread.Sleep(ctx, 50*time.Millisecond); err != nil {
 			return fmt.Errorf("create topic %s: wait for a leader: %w", StateTopic, err)
 		}
 	}
@@ -141,7 +141,7 @@ func createTopic(ctx context.Context, client sarama.Client, info kafkaread.Topic
 // createOn sends req over a connection of its own to the broker at addr:
 // a client whose metadata is not full may not know that broker yet.
 func createOn(ctx context.Context, cfg *sarama.Config, addr string, req *sarama.CreateTopicsRequest) error {
-	resp, err := call(ctx, func() (*sarama.CreateTopicsResponse, error) {
+	resp, err := kafkaread.Await(ctx, func() (*sarama.CreateTopicsResponse, error) {
 		b := sarama.NewBroker(addr)
 		if err := b.Open(cfg); err != nil {
 			return nil, err
@@ -160,40 +160,4 @@ func createOn(ctx context.Context, cfg *sarama.Config, addr string, req *sarama.
 		return nil
 	}
 	return terr
-}
-
-// call runs fn and returns its result, or the context's error as soon as ctx
-// ends. sarama calls cannot be cancelled: an abandoned fn finishes in the
-// background, bounded by the client's timeouts, and its result is dropped.
-func call[T any](ctx context.Context, fn func() (T, error)) (T, error) {
-	var zero T
-	if err := ctx.Err(); err != nil {
-		return zero, err
-	}
-	type result struct {
-		v   T
-		err error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		v, err := fn()
-		ch <- result{v, err}
-	}()
-	select {
-	case r := <-ch:
-		return r.v, r.err
-	case <-ctx.Done():
-		return zero, ctx.Err()
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
