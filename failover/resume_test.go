@@ -124,7 +124,7 @@ func TestKillAndResume(t *testing.T) {
 			cases = append(cases, krCase{step: s, event: plans.EventStepDone, recordLost: true})
 		}
 		cases = append(cases, krCase{step: StepDrain, sameJournal: true}, krCase{step: StepFlip},
-			krCase{step: StepTranslateGroups}, krCase{step: StepWipe})
+			krCase{step: StepTranslateGroups}, krCase{step: StepWipe}, krCase{step: StepFinish})
 	}
 
 	var baseline string

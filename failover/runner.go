@@ -155,6 +155,15 @@ func guard(topo *topology.Topology, in Inputs) plans.Guard {
 		if cur.Epoch == in.Epoch && cur.Active == in.Active && cur.Run == nil {
 			return nil
 		}
+		// A state this plan writes itself, up to the step about to run,
+		// is this run's own doing (a finish killed after it took effect
+		// on one cluster).
+		for i := 0; i <= next && i < len(p.Steps); i++ {
+			var sp stateParams
+			if p.Steps[i].DecodeParams(&sp) == nil && sp.State.Topology != "" && sameState(cur, sp.State) {
+				return nil
+			}
+		}
 		return plans.Stale("the role state is now %s, the plan was made at epoch %d (active %s); run drctl status and plan again", cur, in.Epoch, in.Active)
 	}
 }
@@ -257,8 +266,16 @@ func ResumeID(ctx context.Context, topo *topology.Topology, id string) (string, 
 	if len(w.clients) == 0 {
 		return "", fmt.Errorf("no cluster reachable to find the run in progress: %v", w.errs)
 	}
-	cur := w.view(ctx).Current
+	v := w.view(ctx)
+	cur := v.Current
 	if cur.Run == nil {
+		// A run whose last write reached one cluster only: the other still
+		// names it at the same epoch.
+		for _, name := range topo.ClusterNames() {
+			if cs := v.Clusters[name]; cs.Found && cs.State.Run != nil && cs.State.Epoch == cur.Epoch {
+				return cs.State.Run.ID, nil
+			}
+		}
 		return "", fmt.Errorf("no run is in progress (%s); nothing to resume", cur)
 	}
 	return cur.Run.ID, nil
@@ -284,7 +301,7 @@ func Resume(ctx context.Context, topo *topology.Topology, id string, o RunOption
 			return err
 		}
 		if rec == nil {
-			return fmt.Errorf("run %s is known neither to the local journal in %s nor to the clusters", id, dir)
+			return fmt.Errorf("run %s is known neither to the local journal in %s nor to the clusters (a run refused before its first change leaves no record): run the saved plan with drctl apply, or plan again", id, dir)
 		}
 		if rec.Finished {
 			return nil
