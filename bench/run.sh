@@ -43,7 +43,7 @@
 #   BENCH_RECORDS (2000000)  BENCH_SIZE (1024)  BENCH_PARTITIONS (12)
 #   BENCH_CONTENDERS ("copy mm2-alo mm2-eos drctl-alo drctl-eos")
 #   BENCH_VERIFY (full | sample: content of every 100th record | off)
-#   BENCH_TIMEOUT (seconds per mirror run: 600 + records/2000)
+#   BENCH_TIMEOUT (seconds per mirror run: 300 + records/5000)
 #   BENCH_KEEP (0; 1 keeps the topics)   BENCH_PRODUCERS (4: loadgen produce)
 #   BENCH_COPY_RUNS (2: the copy limit is the best of this many runs)
 #   BENCH_MEM_PARTITIONS, BENCH_MEM_RECORDS, BENCH_MEM_HOLD, BENCH_MEM_MIRRORS
@@ -68,7 +68,7 @@ SIZE="${BENCH_SIZE:-1024}"
 PARTITIONS="${BENCH_PARTITIONS:-12}"
 CONTENDERS="${BENCH_CONTENDERS:-copy mm2-alo mm2-eos drctl-alo drctl-eos}"
 VERIFY="${BENCH_VERIFY:-full}"
-TIMEOUT="${BENCH_TIMEOUT:-$((600 + RECORDS / 2000))}"
+TIMEOUT="${BENCH_TIMEOUT:-$((300 + RECORDS / 5000))}"
 KEEP="${BENCH_KEEP:-0}"
 PRODUCERS="${BENCH_PRODUCERS:-4}"
 MEM_PARTITIONS="${BENCH_MEM_PARTITIONS:-1000}"
@@ -98,11 +98,27 @@ CLK_TCK="$(getconf CLK_TCK)"
 LOADGEN="$WORK/bin/loadgen"
 DRCTL="${BENCH_DRCTL:-$WORK/bin/drctl}"
 
-mkdir -p "$WORK/bin" "$RESULTS_DIR"
+# `run.sh report WORKDIR` prints the report of an earlier run again (from
+# WORKDIR/settings.env and WORKDIR/results.txt), e.g. after editing this script.
+if [[ "${1:-}" == report ]]; then
+	[[ -f "${2:-}/settings.env" ]] || {
+		echo "usage: bench/run.sh report WORKDIR (a run's work directory)" >&2
+		exit 2
+	}
+	WORK="$2"
+	# shellcheck disable=SC1091 # written by an earlier run
+	source "$WORK/settings.env"
+	REPORT_ONLY=1
+else
+	mkdir -p "$WORK/bin" "$RESULTS_DIR"
+	REPORT_ONLY=""
+fi
 RAW="$WORK/results.txt" # one line per measurement: SCENARIO/NAME key=value ...
-: >"$RAW"
 NOTES="$WORK/notes.txt" # what failed or looked odd, for the report
-: >"$NOTES"
+if [[ -z "$REPORT_ONLY" ]]; then
+	: >"$RAW"
+	: >"$NOTES"
+fi
 
 log() { printf '[%s] %s\n' "$(date -u +%T)" "$*" >&2; }
 die() {
@@ -571,13 +587,13 @@ report_throughput() {
 		"to east by loadgen produce ($(printf '%.0f' "$(rget records_per_s "$src")") records/s, $(printf '%.1f' "$(rget mb_per_s "$src")") MB/s)," \
 		"then copied to west by each contender in turn. MB = 10^6 bytes of key + value."
 	echo
-	echo "| contender | delivery | done after (s) | start-up (s) | records/s (steady) | MB/s (steady) | records/s (whole run) | vs MM2, same delivery | vs copy limit | peak RSS (MiB) | CPU (s) | brokers' CPU (s) | other CPU (s) | check |"
-	echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+	echo "| contender | delivery | done after (s) | start-up (s) | records/s (steady) | MB/s (steady) | records/s (whole run) | vs MM2, same delivery | vs copy limit | peak RSS (MiB) | CPU (s) | CPU µs/record | brokers' CPU (s) | other CPU (s) | check |"
+	echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
 	for c in $CONTENDERS; do
 		line="$(raw_of "throughput/$c")"
 		status="$(rget status "$line")"
 		if [[ "$status" != ok ]]; then
-			echo "| $c | $(delivery_of "$c") | ${status:-not run} | | | | | | | | | | | |"
+			echo "| $c | $(delivery_of "$c") | ${status:-not run} | | | | | | | | | | | | |"
 			continue
 		fi
 		local wall first whole
@@ -602,9 +618,9 @@ report_throughput() {
 		esac
 		ratio_copy=""
 		[[ -n "$copy_rate" ]] && ratio_copy="$(awk "BEGIN { printf \"%.0f%%\", 100 * $steady / $copy_rate }")"
-		printf '| %s | %s | %.1f | %.1f | %.0f | %.1f | %.0f | %s | %s | %s | %s | %s | %s | %s |\n' \
+		printf '| %s | %s | %.1f | %.1f | %.0f | %.1f | %.0f | %s | %s | %s | %s | %.1f | %s | %s | %s |\n' \
 			"$c" "$(delivery_of "$c")" "$wall" "$first" "$steady" "$(calc "$steady * ($SIZE + 16) / 1e6")" "$whole" \
-			"$ratio_mm2" "$ratio_copy" "$(rget rss_mb "$line")" "$(rget cpu_s "$line")" \
+			"$ratio_mm2" "$ratio_copy" "$(rget rss_mb "$line")" "$(rget cpu_s "$line")" "$(calc "$(rget cpu_s "$line") * 1e6 / $RECORDS")" \
 			"$(rget brokers_cpu_s "$line")" "$(rget other_cpu_s "$line")" "$(check_of "$line")"
 	done
 	echo
@@ -614,7 +630,8 @@ report_throughput() {
 	echo "  For *copy*: the producer's time from first send to last acknowledgement; *whole run* includes its"
 	echo "  start (data generation, topic creation). Best of ${BENCH_COPY_RUNS:-2} runs ($(rget copy_rates "$(raw_of throughput/copy)") records/s)."
 	echo "- Ratios use the steady rates. *copy limit*: loadgen produce into west (same data, same brokers)."
-	echo "- *CPU*: the contender's process from launch (user + system). *brokers' CPU*: both Kafka JVMs"
+	echo "- *CPU*: the contender's process from launch (user + system); *µs/record*: that CPU per record copied,"
+	echo "  start-up included (less sensitive to other load than the rates). *brokers' CPU*: both Kafka JVMs"
 	echo "  meanwhile. *other CPU*: the rest of the machine meanwhile (loadgen count and anything else that"
 	echo "  ran; a large figure means the measurement was disturbed). The machine has $(nproc) cores."
 	echo "- *check*: loadgen verify ($VERIFY), untimed, after the mirror stopped: every source record on west"
@@ -674,15 +691,15 @@ write_report() {
 	local s
 	echo "# drctl replication benchmark, $STAMP"
 	echo
-	echo "Command: \`$BENCH_CMD\` (took $(((SECONDS + 30) / 60)) min)"
+	echo "Command: \`$BENCH_CMD\` (took $DURATION_MIN min)"
 	echo
 	echo "Machine: $(nproc) cores ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1))," \
 		"$(awk '/^MemTotal:/ {printf "%.0f", $2 / 1048576}' /proc/meminfo) GiB, Linux $(uname -r);" \
 		"Kafka $DRCTL_E2E_KAFKA_VERSION (e2e/kafka.sh: two single-node KRaft clusters on loopback, SASL PLAIN, 1 GiB heap each);" \
-		"$(java -version 2>&1 | head -n1); $(go version | cut -d' ' -f3); drctl at $(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$REPO" diff --quiet HEAD -- . ':!bench' 2>/dev/null || echo ' with uncommitted changes')."
+		"$(java -version 2>&1 | head -n1); $(go version | cut -d' ' -f3); drctl at $HEAD_DESC."
 	echo "MirrorMaker 2: the dedicated driver, tasks.max=${BENCH_MM2_TASKS:-2}, heap ${BENCH_MM2_HEAP:-2g}, tuning ${BENCH_MM2_TUNING:-tuned}" \
 		"(bench/mm2.sh; the generated properties are in the work directory)${BENCH_MM2_EXTRA:+, extra properties: \`$(tr '\n' ' ' <<<"$BENCH_MM2_EXTRA")\`}."
-	echo "Load average when the run ended: $(cut -d' ' -f1-3 /proc/loadavg)."
+	echo "Load average (1 min) at the start: $LOAD_START; at the end: $LOAD_END."
 	echo
 	for s in $SCENARIOS; do
 		case "$s" in
@@ -702,10 +719,26 @@ write_report() {
 
 # --- main ------------------------------------------------------------------------------
 
+# save_settings: what `run.sh report` needs to print this run's report again.
+save_settings() {
+	local v
+	for v in RUN_ID STAMP SCENARIOS RECORDS SIZE PARTITIONS CONTENDERS VERIFY MEM_PARTITIONS MEM_RECORDS \
+		MEM_HOLD MEM_MIRRORS LAT_RATE LAT_DURATION LAT_WARMUP LAT_MIRRORS BENCH_CMD LOAD_START LOAD_END \
+		DURATION_MIN BENCH_MM2_TASKS BENCH_MM2_HEAP BENCH_MM2_TUNING BENCH_MM2_EXTRA BENCH_COPY_RUNS \
+		DRCTL_E2E_KAFKA_VERSION HEAD_DESC; do
+		[[ -n "${!v+set}" ]] && declare -p "$v"
+	done >"$WORK/settings.env"
+}
+
 main() {
 	local s m
 	BENCH_CMD="$(env | grep -E '^BENCH_[A-Z0-9_]+=' | grep -vE '^BENCH_(WORK|RESULTS|DRCTL_PASSWORD)=' | sort | tr '\n' ' ')bench/run.sh"
 	log "run $RUN_ID: scenarios $SCENARIOS; work directory $WORK"
+	LOAD_START="$(cut -d' ' -f1 /proc/loadavg)"
+	HEAD_DESC="$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$REPO" diff --quiet HEAD -- . ':!bench' 2>/dev/null || echo ' with uncommitted changes')"
+	if awk "BEGIN { exit !($LOAD_START > 1.0) }"; then
+		note "the machine was busy when the run started (load average $LOAD_START): figures may be low"
+	fi
 	"$KAFKA_SH" fetch
 	"$KAFKA_SH" start all
 	EAST_PID="$(broker_pid east)"
@@ -751,6 +784,9 @@ main() {
 		esac
 	done
 
+	DURATION_MIN=$(((SECONDS + 30) / 60))
+	LOAD_END="$(cut -d' ' -f1 /proc/loadavg)"
+	save_settings
 	local report="$RESULTS_DIR/$STAMP.md"
 	write_report >"$report"
 	echo
@@ -758,4 +794,8 @@ main() {
 	log "report: $report"
 }
 
-main "$@"
+if [[ -n "$REPORT_ONLY" ]]; then
+	write_report
+else
+	main "$@"
+fi

@@ -126,6 +126,7 @@ func runCount(args []string) error {
 			lastErr = err
 			continue
 		}
+		lastErr = nil
 		var visible int64
 		for _, o := range offsets {
 			visible += o.End - o.Start

@@ -259,8 +259,8 @@ func runLatency(args []string) error {
 		r.set(q.name, percentile(lat, q.q))
 	}
 	hwm, cpu := selfUsage()
-	r.set("peak_rss_kb", hwm)
-	r.set("cpu_s", cpu)
+	r.set("loadgen_peak_rss_kb", hwm)
+	r.set("loadgen_cpu_s", cpu)
 	logf("latency: %d records at %.0f/s: p50 %d ms, p99 %d ms, max %d ms, %d missing",
 		to-from, achieved, percentile(lat, 0.5), percentile(lat, 0.99), percentile(lat, 1), (to-from)-int64(len(lat)))
 	r.print()
