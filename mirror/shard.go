@@ -143,7 +143,11 @@ func (s *shard) open(ctx context.Context) error {
 		c.Consumer.Fetch.Default = e.opts.FetchBytes
 		c.Consumer.Fetch.Max = 0
 		c.Consumer.MaxWaitTime = e.opts.FetchWait
-		c.ChannelBufferSize = 1024
+		// The consumer serves this shard alone, which stops reading while
+		// it commits: a partition must not be dropped from the fetch
+		// session (and re-subscribed after a backoff) for that.
+		c.Consumer.MaxProcessingTime = e.opts.ProduceTimeout
+		c.ChannelBufferSize = 256
 		c.Metadata.Full = false
 	})
 	if err != nil {
@@ -212,7 +216,7 @@ func (s *shard) refreshPartitions(ctx context.Context) error {
 		return fmt.Errorf("shard %d: read progress on %s: %w", s.id, s.e.link.Target, err)
 	}
 	for _, tp := range added {
-		p := &partState{tp: tp, next: -1, stable: -1, stop: make(chan struct{})}
+		p := &partState{tp: tp, next: -1, stable: -1, stop: make(chan struct{}), lastSeen: time.Now()}
 		if off, ok := progress[tp]; ok {
 			p.next = off
 		}
@@ -523,15 +527,22 @@ func (s *shard) idle(ctx context.Context) error {
 		return nil
 	}
 	skip := map[TopicPartition]int64{}
+	probes := 0
 	for _, tp := range s.order {
 		p := s.parts[tp]
 		lso, ok := stable[tp]
-		if !ok {
+		if !ok || lso <= p.next {
 			continue
 		}
-		if lso <= p.next || time.Since(p.lastSeen) < s.e.opts.IdleCheck {
+		// Probe only a partition whose consumer has been quiet: a few
+		// offsets short of the end (trailing markers), or quiet for long
+		// (a large aborted transaction). A probe costs a few requests, so
+		// an idle pass makes a bounded number of them.
+		quiet := time.Since(p.lastSeen)
+		if quiet < s.e.opts.IdleCheck || (lso-p.next > 64 && quiet < 10*s.e.opts.IdleCheck) || probes >= maxProbes {
 			continue
 		}
+		probes++
 		found := false
 		end, err := kafkaread.ReadCommitted(ctx, s.srcCl, tp.Topic, tp.Partition, p.next, func(kafkaread.Record) error {
 			found = true
@@ -551,6 +562,9 @@ func (s *shard) idle(ctx context.Context) error {
 }
 
 var errStop = errors.New("stop")
+
+// maxProbes bounds the hole probes of one idle pass.
+const maxProbes = 16
 
 // provenance returns the headers of the copy: the source's headers without
 // drctl's own, then the origin (kept from an earlier hop, else the source
