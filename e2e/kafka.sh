@@ -66,8 +66,8 @@ elapsed() { # elapsed START_MS -> "1.234s"
 
 client_port() {
 	case "$1" in
-	east) echo 39092 ;;
-	west) echo 49092 ;;
+	east) echo "${DRCTL_E2E_EAST_PORT:-39092}" ;;
+	west) echo "${DRCTL_E2E_WEST_PORT:-49092}" ;;
 	*) die "unknown cluster '$1' (want east, west or all)" ;;
 	esac
 }
@@ -519,6 +519,8 @@ cmd_env() {
 	for kv in \
 		"DRCTL_E2E_EAST=127.0.0.1:$(client_port east)" \
 		"DRCTL_E2E_WEST=127.0.0.1:$(client_port west)" \
+		"DRCTL_E2E_EAST_PORT=$(client_port east)" \
+		"DRCTL_E2E_WEST_PORT=$(client_port west)" \
 		"DRCTL_E2E_USER=$ADMIN_USER" \
 		"DRCTL_E2E_PASSWORD=$ADMIN_PASSWORD" \
 		"DRCTL_E2E_APP_USER=$APP_USER" \
