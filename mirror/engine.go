@@ -360,7 +360,9 @@ func producerConfig(cfg *sarama.Config) {
 	cfg.Producer.Partitioner = sarama.NewManualPartitioner
 	cfg.Producer.Retry.Max = 10
 	cfg.Producer.Retry.Backoff = 100 * time.Millisecond
-	cfg.Producer.MaxMessageBytes = 8 << 20
+	// sarama sizes a request by it: keep it within the brokers' default
+	// message.max.bytes (1 MiB) or every batch is refused as too large.
+	cfg.Producer.MaxMessageBytes = 1000000
 	cfg.Producer.Compression = sarama.CompressionNone
 	cfg.Producer.Flush.Bytes = 1 << 20
 	cfg.Producer.Flush.Frequency = 2 * time.Millisecond
