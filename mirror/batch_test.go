@@ -1,0 +1,71 @@
+package mirror
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/drctl/drctl/internal/kfaketest"
+)
+
+// TestLargeTransactions: a backlog of 1 KiB records, copied in large
+// transactions, goes through brokers that refuse batches over the default
+// message.max.bytes (kfake enforces it as Kafka does).
+func TestLargeTransactions(t *testing.T) {
+	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: "  topics: {include: [\"big\"]}"})
+	east := p.Topology.Clusters["east"]
+	src, dst := dialT(t, east), dialT(t, p.Topology.Clusters["west"])
+	createTopicT(t, src, "big", 2, nil)
+	cfg, _ := east.SaramaConfig()
+	cfg.Producer.Return.Successes = true
+	cfg.Producer.Partitioner = sarama.NewManualPartitioner
+	prod, err := sarama.NewAsyncProducer(east.Bootstrap, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	value := make([]byte, 1024)
+	const n = 20000
+	go func() {
+		for i := 0; i < n; i++ {
+			prod.Input() <- &sarama.ProducerMessage{Topic: "big", Partition: int32(i % 2), Value: sarama.ByteEncoder(value)}
+		}
+	}()
+	for i := 0; i < n; i++ {
+		select {
+		case <-prod.Successes():
+		case perr := <-prod.Errors():
+			t.Fatal(perr.Err)
+		}
+	}
+	prod.Close()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	e, err := NewEngine(p.Topology, "east", "west", Options{Epoch: -1, Shards: 1, TopicSyncInterval: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	waitFor(t, 60*time.Second, "the backlog copied", func() error {
+		total := 0
+		for part := int32(0); part < 2; part++ {
+			d, err := readAll(dst, "big", part)
+			if err != nil {
+				return err
+			}
+			total += len(d)
+		}
+		if total != n {
+			return fmt.Errorf("%d of %d records on the target", total, n)
+		}
+		return nil
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
