@@ -474,7 +474,17 @@ each() {
 
 cmd_start() {
 	need_libs
-	each start_one "$(targets "${1:-all}")"
+	each start_with_retry "$(targets "${1:-all}")"
+}
+
+# start_with_retry NAME: start_one, once more if the JVM died during start-up
+# (seen once on a loaded machine, with nothing in its logs).
+start_with_retry() {
+	if (start_one "$1"); then
+		return 0
+	fi
+	log "$1: start failed; trying once more"
+	start_one "$1"
 }
 
 cmd_stop() { each stop_one "$(targets "${1:-all}")" TERM; }
