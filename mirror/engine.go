@@ -39,7 +39,7 @@ type Options struct {
 	MaxBatchBytes     int           // most key+value bytes per transaction (16 MiB)
 	FetchBytes        int32         // bytes per partition per fetch (1 MiB)
 	FetchWait         time.Duration // how long a fetch may wait for data (100ms)
-	ChannelBuffer     int           // records buffered per shard (8192)
+	ChannelBuffer     int           // records buffered per shard (4096)
 	IdleCheck         time.Duration // how often an idle shard refreshes lag (1s)
 	ProduceTimeout    time.Duration // bound on one acknowledgement (60s)
 	TopicSyncInterval time.Duration // how often topics are synced (5s)
@@ -82,7 +82,7 @@ func (o *Options) defaults() {
 		o.FetchBytes = 1 << 20
 	}
 	if o.ChannelBuffer <= 0 {
-		o.ChannelBuffer = 8192
+		o.ChannelBuffer = 4096
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

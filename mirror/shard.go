@@ -141,13 +141,15 @@ func (s *shard) open(ctx context.Context) error {
 		c.Consumer.IsolationLevel = sarama.ReadCommitted
 		c.Consumer.Return.Errors = true
 		c.Consumer.Fetch.Default = e.opts.FetchBytes
-		c.Consumer.Fetch.Max = 0
+		// One fetch response holds at most this much, however many
+		// partitions the shard has: it bounds the memory of a shard.
+		c.Consumer.Fetch.Max = 8 << 20
 		c.Consumer.MaxWaitTime = e.opts.FetchWait
 		// The consumer serves this shard alone, which stops reading while
 		// it commits: a partition must not be dropped from the fetch
 		// session (and re-subscribed after a backoff) for that.
 		c.Consumer.MaxProcessingTime = e.opts.ProduceTimeout
-		c.ChannelBufferSize = 256
+		c.ChannelBufferSize = 64
 		c.Metadata.Full = false
 	})
 	if err != nil {
