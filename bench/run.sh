@@ -732,7 +732,7 @@ save_settings() {
 
 main() {
 	local s m
-	BENCH_CMD="$(env | grep -E '^BENCH_[A-Z0-9_]+=' | grep -vE '^BENCH_(WORK|RESULTS|DRCTL_PASSWORD)=' | sort | tr '\n' ' ')bench/run.sh"
+	BENCH_CMD="$({ env | grep -E '^BENCH_[A-Z0-9_]+=' | grep -vE '^BENCH_(WORK|RESULTS|DRCTL_PASSWORD)=' || true; } | sort | tr '\n' ' ')bench/run.sh"
 	log "run $RUN_ID: scenarios $SCENARIOS; work directory $WORK"
 	LOAD_START="$(cut -d' ' -f1 /proc/loadavg)"
 	HEAD_DESC="$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$REPO" diff --quiet HEAD -- . ':!bench' 2>/dev/null || echo ' with uncommitted changes')"
