@@ -145,10 +145,10 @@ func (s *shard) open(ctx context.Context) error {
 		// partitions the shard has: it bounds the memory of a shard.
 		c.Consumer.Fetch.Max = 8 << 20
 		c.Consumer.MaxWaitTime = e.opts.FetchWait
-		// The consumer serves this shard alone, which stops reading while
-		// it commits: a partition must not be dropped from the fetch
-		// session (and re-subscribed after a backoff) for that.
-		c.Consumer.MaxProcessingTime = e.opts.ProduceTimeout
+		// Consumer.MaxProcessingTime stays at sarama's 100ms: a partition
+		// whose records wait while the shard commits (or starts its other
+		// partitions) is paused, not allowed to stall the broker consumer,
+		// whose subscriptions the shard needs to go on.
 		c.ChannelBufferSize = 64
 		c.Metadata.Full = false
 	})
