@@ -380,14 +380,30 @@ func waitReseeded(ctx context.Context, topo *topology.Topology, p waitParams, rc
 	}
 	link := mirror.LinkFor(topo, p.Source, p.Target)
 	start := time.Now()
+	// goal holds each partition's source end when the wait first saw it:
+	// the target has caught up once the mirror is past it. Zero lag is no
+	// test: while producers write to the active, the lag is rarely zero.
+	goal := map[mirror.TopicPartition]int64{}
 	for {
 		ls := mirror.DescribeLink(ctx, topo, link)
 		switch {
-		case ls.Error == "" && ls.Running && ls.LagRecords == 0:
+		case ls.Error == "" && ls.Running:
 			rep, err := mirror.MeasureLag(ctx, topo, link)
-			if err == nil && rep.Caught() && allMirrored(rep) {
+			past := err == nil && allMirrored(rep)
+			for i := 0; err == nil && i < len(rep.Partitions); i++ {
+				pl := rep.Partitions[i]
+				tp := mirror.TopicPartition{Topic: pl.Topic, Partition: pl.Partition}
+				if _, ok := goal[tp]; !ok && pl.Error == "" {
+					goal[tp] = pl.SourceEnd
+				}
+				if pl.Error != "" || (pl.Records > 0 && pl.Mirrored < goal[tp]) {
+					past = false
+				}
+			}
+			if past {
 				return plans.NewResult(fmt.Sprintf("%s caught up in %v", p.Target, time.Since(start).Round(time.Second)), nil)
 			}
+			rc.Progress(fmt.Sprintf("%d records to copy into %s", ls.LagRecords, p.Target), -1)
 		case ls.Error == "" && !ls.Running:
 			rc.Progress(fmt.Sprintf("waiting for a mirror process for %s: start drctl mirror run", link), -1)
 		default:
