@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/IBM/sarama"
 
@@ -113,18 +114,33 @@ func Fence(ctx context.Context, topo *topology.Topology, cluster string) (*Recor
 			return nil, fmt.Errorf("fence %s: create ACLs: %w (drctl needs Alter on the cluster)", cluster, err)
 		}
 	}
-	have, err = denyWrites(admin)
-	if err != nil {
-		return nil, fmt.Errorf("fence %s: verify: %w", cluster, err)
-	}
-	for _, t := range topics {
-		for _, p := range Principals(topo) {
-			if !have[ACL{Topic: t, Principal: p, Host: "*"}] {
-				return nil, fmt.Errorf("fence %s: verify: the DENY WRITE ACL for %s on topic %s is not there after creating it", cluster, p, t)
+	// ACLs are eventually consistent: a broker answers CreateAcls once the
+	// controller has committed them, and may list them a little later.
+	deadline := time.Now().Add(15 * time.Second)
+	for missing := ""; ; missing = "" {
+		have, err = denyWrites(admin)
+		if err != nil {
+			return nil, fmt.Errorf("fence %s: verify: %w", cluster, err)
+		}
+		for _, t := range topics {
+			for _, p := range Principals(topo) {
+				if missing == "" && !have[ACL{Topic: t, Principal: p, Host: "*"}] {
+					missing = fmt.Sprintf("the DENY WRITE ACL for %s on topic %s", p, t)
+				}
 			}
 		}
+		switch {
+		case missing == "":
+			return rec, nil
+		case time.Now().After(deadline):
+			return nil, fmt.Errorf("fence %s: verify: %s is not there 15s after creating it", cluster, missing)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("fence %s: verify: %s is not there: %w", cluster, missing, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
-	return rec, nil
 }
 
 // Unfence removes exactly the ACLs drctl's fence added on cluster and
