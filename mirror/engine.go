@@ -36,10 +36,10 @@ type Options struct {
 
 	TxnInterval       time.Duration // longest time a transaction gathers records (100ms)
 	MaxBatchRecords   int           // most records per transaction (20,000)
-	MaxBatchBytes     int           // most key+value bytes per transaction (16 MiB)
+	MaxBatchBytes     int           // most key+value bytes per transaction (2 MiB)
 	FetchBytes        int32         // bytes per partition per fetch (1 MiB)
 	FetchWait         time.Duration // how long a fetch may wait for data (100ms)
-	ChannelBuffer     int           // records buffered per shard (4096)
+	ChannelBuffer     int           // records buffered per shard (2048)
 	IdleCheck         time.Duration // how often an idle shard refreshes lag (1s)
 	ProduceTimeout    time.Duration // bound on one acknowledgement (60s)
 	TopicSyncInterval time.Duration // how often topics are synced (5s)
@@ -76,13 +76,13 @@ func (o *Options) defaults() {
 		o.MaxBatchRecords = 20000
 	}
 	if o.MaxBatchBytes <= 0 {
-		o.MaxBatchBytes = 16 << 20
+		o.MaxBatchBytes = 2 << 20
 	}
 	if o.FetchBytes <= 0 {
 		o.FetchBytes = 1 << 20
 	}
 	if o.ChannelBuffer <= 0 {
-		o.ChannelBuffer = 4096
+		o.ChannelBuffer = 2048
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

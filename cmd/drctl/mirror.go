@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime/debug"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -34,6 +35,7 @@ func mirrorCommand() *cli.Command {
 					&cli.DurationFlag{Name: "txn-interval", Value: 100 * time.Millisecond, Usage: "longest time one transaction gathers records"},
 					&cli.DurationFlag{Name: "session-timeout", Value: 10 * time.Second, Usage: "worker group session timeout: how soon others take over a dead process's shards (at least the brokers' group.min.session.timeout.ms, 6s by default)"},
 					&cli.StringFlag{Name: "log-format", Value: "text", Usage: "log format: text or json"},
+					&cli.IntFlag{Name: "memory-limit-mb", Value: 256, Usage: "soft memory limit of the Go runtime in MiB (GOMEMLIMIT overrides; 0: none): the garbage collector works harder near it"},
 				},
 				Action: mirrorRun,
 			},
@@ -68,6 +70,9 @@ func mirrorRun(c *cli.Context) error {
 		return withCode(exitBadInput, fmt.Errorf("--shards %d: use 1 to 1024", c.Int("shards")))
 	}
 	log := logger(c)
+	if mb := c.Int("memory-limit-mb"); mb > 0 && os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(int64(mb) << 20)
+	}
 	d := mirror.NewDaemon(topo, mirror.DaemonOptions{
 		Listen: c.String("listen"),
 		Engine: mirror.Options{
