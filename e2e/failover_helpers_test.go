@@ -158,10 +158,17 @@ func foSweep(t testing.TB, cluster, name string) {
 			}
 		}
 	}
+	// A mirror killed a moment ago still holds its worker group until its
+	// session times out: retry those for a while.
 	if groups, err := admin.ListConsumerGroups(); err == nil {
+		deadline := time.Now().Add(20 * time.Second)
 		for g := range groups {
-			if ours(g) {
-				_ = admin.DeleteConsumerGroup(g)
+			for ours(g) {
+				err := admin.DeleteConsumerGroup(g)
+				if !errors.Is(err, sarama.ErrNonEmptyGroup) || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(500 * time.Millisecond)
 			}
 		}
 	}

@@ -13,7 +13,8 @@
 // (preflight .. translate-groups: after it, applications can move to west)
 // apart from the reseed tail (unfence-new-active .. finish: east is wiped
 // and re-seeded as the new standby). Everything it created is deleted at the
-// end (-keep keeps it). See bench/README.md, "Planned failover at scale".
+// end (-keep keeps it; -cleanup NAME deletes it later). See bench/README.md,
+// "Planned failover at scale".
 package main
 
 import (
@@ -46,6 +47,7 @@ type options struct {
 	catchUpTimeout  time.Duration
 	failoverTimeout time.Duration
 	eventsOut       string
+	cleanupOnly     string
 }
 
 func main() {
@@ -67,6 +69,7 @@ func main() {
 	flag.DurationVar(&o.catchUpTimeout, "catch-up-timeout", 15*time.Minute, "how long the mirror may take to copy the data before the failover")
 	flag.DurationVar(&o.failoverTimeout, "failover-timeout", 15*time.Minute, "bound on the failover run")
 	flag.StringVar(&o.eventsOut, "events", "", "also write the failover's JSON event stream to this file")
+	flag.StringVar(&o.cleanupOnly, "cleanup", "", "only delete what the run of this topology (fobench-...) left, e.g. after -keep")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -99,11 +102,19 @@ func run(ctx context.Context, o options) error {
 	}
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
-	bench, err := newBench(o, "fobench-"+hex.EncodeToString(b), dir)
+	name := "fobench-" + hex.EncodeToString(b)
+	if o.cleanupOnly != "" {
+		name = o.cleanupOnly
+	}
+	bench, err := newBench(o, name, dir)
 	if err != nil {
 		return err
 	}
 	defer bench.close()
+	if o.cleanupOnly != "" {
+		bench.cleanup()
+		return nil
+	}
 	logf("topology %s, work dir %s", bench.name, dir)
 	if !o.keep {
 		defer bench.cleanup()
