@@ -242,7 +242,7 @@ func Wipe(ctx context.Context, topo *topology.Topology, stale, active string) (*
 		return nil, fmt.Errorf("wipe %s: %w", stale, err)
 	}
 	rep := &WipeReport{Cluster: stale, TopicsDeleted: []string{}, GroupsDeleted: []string{}}
-	topics, err := selectedTopicNames(admin, topo.Mirror.Topics)
+	topics, err := selectedTopicNames(admin, topo.MirroredTopics())
 	if err != nil {
 		return nil, fmt.Errorf("wipe %s: list topics: %w", stale, err)
 	}

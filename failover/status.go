@@ -198,7 +198,7 @@ func inspect(ctx context.Context, topo *topology.Topology, c *topology.Cluster) 
 		v.err = kafkaconn.Explain(c, err)
 		return v
 	}
-	if v.topics, err = selectedTopics(admin, topo.Mirror.Topics); err != nil {
+	if v.topics, err = selectedTopics(admin, topo.MirroredTopics()); err != nil {
 		v.err = kafkaconn.Explain(c, err)
 		return v
 	}

@@ -215,7 +215,7 @@ func preflight(ctx context.Context, topo *topology.Topology, p preflightParams) 
 }
 
 func topicShapes(client sarama.Client, topo *topology.Topology) (map[string]int32, error) {
-	tps, err := mirror.SelectedPartitions(client, topo.Mirror.Topics)
+	tps, err := mirror.SelectedPartitions(client, topo.MirroredTopics())
 	if err != nil {
 		return nil, err
 	}

@@ -189,7 +189,7 @@ func (e *Engine) runOnce(ctx context.Context) error {
 	if err := e.ensureInternalTopics(ctx, dst); err != nil {
 		return err
 	}
-	syncer, err := newTopicSyncer(src, dst, e.topo.Mirror.Topics)
+	syncer, err := newTopicSyncer(src, dst, e.topo.MirroredTopics())
 	if err != nil {
 		return err
 	}

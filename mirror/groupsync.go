@@ -187,7 +187,7 @@ func translateGroup(pos groupPositions, x translator, mirrored func(topic string
 // mirroredTopics returns the predicate of the topics a topology mirrors.
 func mirroredTopics(topo *topology.Topology) func(string) bool {
 	return func(topic string) bool {
-		return !topology.IsInternalTopic(topic) && topo.Mirror.Topics.Match(topic)
+		return !topology.IsInternalTopic(topic) && topo.MirroredTopics().Match(topic)
 	}
 }
 

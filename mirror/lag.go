@@ -70,7 +70,7 @@ func MeasureLag(ctx context.Context, topo *topology.Topology, link Link) (*LagRe
 		return nil, err
 	}
 	defer dst.Close()
-	tps, err := selectedPartitions(src, topo.Mirror.Topics)
+	tps, err := selectedPartitions(src, topo.MirroredTopics())
 	if err != nil {
 		return nil, fmt.Errorf("source %s: %w", link.Source, err)
 	}

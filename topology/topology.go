@@ -186,3 +186,13 @@ func IsInternalTopic(name string) bool {
 func IsInternalGroup(name string) bool {
 	return len(name) >= 6 && name[:6] == "_drctl"
 }
+
+// MirroredTopics is the topic selection the mirror applies: the topology's
+// selection without the quarantine topics that a reseed fills (a salvage
+// topic is evidence on the active cluster, never mirrored back).
+func (t *Topology) MirroredTopics() Selection {
+	s := t.Mirror.Topics
+	re := regexp.MustCompile("^(?:.*" + regexp.QuoteMeta(t.Failover.SalvageTopicSuffix) + ")$")
+	s.exclude = append(append([]*regexp.Regexp(nil), s.exclude...), re)
+	return s
+}

@@ -71,7 +71,7 @@ func Fence(ctx context.Context, topo *topology.Topology, cluster string) (*Recor
 		return nil, fmt.Errorf("fence %s: %w", cluster, err)
 	}
 	rec.Cluster = cluster
-	topics, err := SelectedTopicNames(admin, topo.Mirror.Topics)
+	topics, err := SelectedTopicNames(admin, topo.MirroredTopics())
 	if err != nil {
 		return nil, fmt.Errorf("fence %s: list topics: %w", cluster, err)
 	}
