@@ -61,25 +61,13 @@ func newFoTopo(t *testing.T, kind, groupSync, failoverYAML string) *foTopo {
 	sel := regexp.QuoteMeta(name) + `\..*`
 	dir := t.TempDir()
 	path := filepath.Join(dir, "drctl.yaml")
-	yaml := fmt.Sprintf(`name: %s
-clusters:
-  east:
-    bootstrap: [%s]
-    timeout: 5s
-    sasl: {mechanism: SCRAM-SHA-512, username: %s, password: "${%s}"}
-  west:
-    bootstrap: [%s]
-    timeout: 5s
-    sasl: {mechanism: PLAIN, username: %s, password: "${%s}"}
-active: east
-standby: west
-mirror:
+	yaml := topologyHead(name, passwordVar) + fmt.Sprintf(`mirror:
   topics: {include: [%q]}
   groups: {include: [%q]}
   delivery: exactly-once
   group_sync_interval: %s
 failover: %s
-`, name, env.East, env.User, passwordVar, env.West, env.User, passwordVar, sel, sel, groupSync, failoverYAML)
+`, sel, sel, groupSync, failoverYAML)
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -289,3 +289,23 @@ func killCluster(t testing.TB, name string) {
 	t.Cleanup(func() { startCluster(t, name) })
 	kafkaScript(t, 30*time.Second, "kill", name)
 }
+
+// topologyHead renders what every e2e topology file shares: its name, the
+// two real clusters (east over SCRAM-SHA-512, west over PLAIN, both as the
+// drctl super user, the password taken from ${passwordVar}) and the home
+// roles east/west. Callers append their mirror: and failover: sections.
+func topologyHead(name, passwordVar string) string {
+	return fmt.Sprintf(`name: %s
+clusters:
+  east:
+    bootstrap: [%s]
+    timeout: 5s
+    sasl: {mechanism: SCRAM-SHA-512, username: %s, password: "${%s}"}
+  west:
+    bootstrap: [%s]
+    timeout: 5s
+    sasl: {mechanism: PLAIN, username: %s, password: "${%s}"}
+active: east
+standby: west
+`, name, env.East, env.User, passwordVar, env.West, env.User, passwordVar)
+}

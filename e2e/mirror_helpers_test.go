@@ -62,23 +62,11 @@ func writeMirrorTopology(t testing.TB, include string) *mirrorTopo {
 		name = name[len(name)-63:]
 	}
 	path := filepath.Join(t.TempDir(), "drctl.yaml")
-	yaml := fmt.Sprintf(`name: %s
-clusters:
-  east:
-    bootstrap: [%s]
-    timeout: 5s
-    sasl: {mechanism: SCRAM-SHA-512, username: %s, password: "${%s}"}
-  west:
-    bootstrap: [%s]
-    timeout: 5s
-    sasl: {mechanism: PLAIN, username: %s, password: "${%s}"}
-active: east
-standby: west
-mirror:
+	yaml := topologyHead(name, passwordVar) + fmt.Sprintf(`mirror:
   topics: {include: [%q]}
   groups: {include: [%q]}
   delivery: exactly-once
-`, name, env.East, env.User, passwordVar, env.West, env.User, passwordVar, include, include)
+`, include, include)
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -55,23 +55,11 @@ func newOffsetsTopo(t *testing.T, syncInterval time.Duration, suffix string) *of
 		include = ot.name + suffix
 	}
 	ot.path = filepath.Join(t.TempDir(), "drctl.yaml")
-	yaml := fmt.Sprintf(`name: %s
-clusters:
-  east:
-    bootstrap: [%s]
-    timeout: 5s
-    sasl: {mechanism: SCRAM-SHA-512, username: %s, password: "${%s}"}
-  west:
-    bootstrap: [%s]
-    timeout: 5s
-    sasl: {mechanism: PLAIN, username: %s, password: "${%s}"}
-active: east
-standby: west
-mirror:
+	yaml := topologyHead(ot.name, offsetsPasswordVar) + fmt.Sprintf(`mirror:
   topics: {include: [%q]}
   groups: {include: [%q]}
   group_sync_interval: %s
-`, ot.name, env.East, env.User, offsetsPasswordVar, env.West, env.User, offsetsPasswordVar, include, ot.prefix+"-.*", syncInterval)
+`, include, ot.prefix+"-.*", syncInterval)
 	if err := os.WriteFile(ot.path, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
