@@ -82,10 +82,13 @@ func newApp() *cli.App {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "config", Aliases: []string{"c"}, Usage: "topology file (default: $DRCTL_CONFIG, then ./drctl.yaml)"},
 			outputFlag,
+			&cli.BoolFlag{Name: "version", Usage: "print the version and exit (as drctl version)"},
 		},
 		OnUsageError: badUsage,
+		HideVersion:  true, // --version is ours: it prints the same as drctl version
+		Action:       rootAction,
 		Commands: commands(append([]*cli.Command{validateCommand(), statusCommand(), mirrorCommand(), offsetsCommand(), planCommand(), failoverCommand(),
-			failbackCommand(), applyCommand(), resumeCommand(), reseedCommand(), sandboxCommand()}, fenceCommands()...)...),
+			failbackCommand(), applyCommand(), resumeCommand(), reseedCommand(), sandboxCommand(), versionCommand()}, fenceCommands()...)...),
 		ExitErrHandler: func(*cli.Context, error) {}, // main decides the exit code
 	}
 }

@@ -106,8 +106,8 @@ func newOffsetsEnv(t *testing.T) *offsetsEnv {
 	return env
 }
 
-// commit commits offsets for group on the cluster behind cl (generation -1).
-func commit(t *testing.T, cl sarama.Client, group string, offsets map[int32]int64) {
+// commitOffsets commits offsets for group on the cluster behind cl (generation -1).
+func commitOffsets(t *testing.T, cl sarama.Client, group string, offsets map[int32]int64) {
 	t.Helper()
 	req := &sarama.OffsetCommitRequest{Version: 7, ConsumerGroup: group, ConsumerGroupGeneration: -1}
 	for p, off := range offsets {
@@ -180,8 +180,8 @@ func TestOffsetsCommands(t *testing.T) {
 	path := env.pair.Path
 	// Offset 4 of partition 0 lies in the first aborted transaction's
 	// range or just after a marker: a hole either way.
-	commit(t, env.src, "app-one", map[int32]int64{0: 4, 1: 7})
-	commit(t, env.src, "app-busy", map[int32]int64{0: 2})
+	commitOffsets(t, env.src, "app-one", map[int32]int64{0: 4, 1: 7})
+	commitOffsets(t, env.src, "app-busy", map[int32]int64{0: 2})
 
 	out, stderr, code := drctl(t, "-c", path, "offsets", "translate", "--group", "app-one", "-o", "json")
 	if code != 0 {
@@ -256,7 +256,7 @@ func TestOffsetsCommands(t *testing.T) {
 	}
 
 	// A group with members on the standby is refused, and says so.
-	commit(t, env.dst, "app-busy", map[int32]int64{0: 1})
+	commitOffsets(t, env.dst, "app-busy", map[int32]int64{0: 1})
 	m := joinStandby(t, env.pair.Topology.Clusters["west"], "app-busy")
 	defer m.Close()
 	out, stderr, code = drctl(t, "-c", path, "offsets", "sync", "--group", "app-busy", "--yes")
@@ -269,7 +269,7 @@ func TestOffsetsCommands(t *testing.T) {
 	}
 
 	// On a terminal the changes are shown and confirmed.
-	commit(t, env.src, "app-one", map[int32]int64{0: 9})
+	commitOffsets(t, env.src, "app-one", map[int32]int64{0: 9})
 	restore := terminal
 	terminal = func(*cli.Context) bool { return true }
 	defer func() { terminal = restore }()
