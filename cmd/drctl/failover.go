@@ -145,6 +145,7 @@ func resumeCommand() *cli.Command {
 		Name:      "resume",
 		Usage:     "finish an interrupted run, from this or another machine",
 		ArgsUsage: "[RUN-ID]",
+		Flags:     runFlags(),
 		Action: func(c *cli.Context) error {
 			topo, err := loadTopology(c)
 			if err != nil {

@@ -51,26 +51,38 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	app := newApp()
 	app.Writer, app.ErrWriter = stdout, stderr
-	err := app.RunContext(ctx, args)
+	args, err := normalizeArgs(app, args)
+	if err == nil {
+		err = app.RunContext(ctx, args)
+	}
 	if err == nil {
 		return exitOK
 	}
 	code := exitFailure
 	var ee *exitError
-	if errors.As(err, &ee) {
+	var ue usageError
+	switch {
+	case errors.As(err, &ee):
 		code = ee.code
+	case errors.As(err, &ue):
+		code = exitBadInput
 	}
 	fmt.Fprintln(stderr, "drctl:", err)
 	return code
 }
 
-// commands gives every command the -o flag, its format check and the
-// usage-error policy.
+// commands gives every command, and every subcommand, drctl's common
+// policy: -o (or its refusal, for commands whose output is a log or a
+// script), the usage-error policy (exit 2) and the output format check.
+// It is idempotent, so a command list may pass through it twice.
 func commands(cmds ...*cli.Command) []*cli.Command {
 	for _, c := range cmds {
-		c.Flags = append(c.Flags, outputFlag)
-		c.OnUsageError = badUsage
-		c.Before = checkOutputFormat
+		if !hasFlag(c.Flags, outputFlag.Name) {
+			c.Flags = append(c.Flags, outputFlag)
+			c.OnUsageError = badUsage
+			c.Before = chainBefore(checkOutputFormat, c.Before)
+		}
+		commands(c.Subcommands...)
 	}
 	return cmds
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/urfave/cli/v2"
@@ -43,17 +44,73 @@ func outputFormat(c *cli.Context) string {
 	return "table"
 }
 
+// textOnly names the commands whose output is a log, a script or a screen,
+// not a document: -o json|yaml is refused there (exit 2) rather than
+// silently ignored. A command is named by its path ("mirror run").
+var textOnly = map[string]string{
+	"sandbox":    "its output is a log",
+	"mirror run": "its output is a log; see --log-format",
+	"completion": "its output is a shell script",
+	"tui":        "it is an interactive screen",
+	"docs":       "it writes files",
+}
+
 func checkOutputFormat(c *cli.Context) error {
-	switch outputFormat(c) {
+	f := outputFormat(c)
+	switch f {
 	case "table", "json", "yaml":
-		return nil
+	default:
+		return withCode(exitBadInput, fmt.Errorf("-o %q is not a format; use table, json or yaml", f))
 	}
-	return withCode(exitBadInput, fmt.Errorf("-o %q is not a format; use table, json or yaml", outputFormat(c)))
+	if why, ok := textOnly[commandPath(c)]; ok && f != "table" {
+		return withCode(exitBadInput, fmt.Errorf("%s has no -o %s: %s", commandPath(c), f, why))
+	}
+	return nil
+}
+
+// commandPath is the command's path without the program name ("mirror lag").
+func commandPath(c *cli.Context) string {
+	var names []string
+	for _, cc := range c.Lineage() {
+		if cc.Command != nil && cc.Command.Name != "" && cc.Command.Name != c.App.Name {
+			names = append([]string{cc.Command.Name}, names...)
+		}
+	}
+	return strings.Join(names, " ")
+}
+
+// chainBefore runs first, then next (if any).
+func chainBefore(first, next cli.BeforeFunc) cli.BeforeFunc {
+	if next == nil {
+		return first
+	}
+	return func(c *cli.Context) error {
+		if err := first(c); err != nil {
+			return err
+		}
+		return next(c)
+	}
+}
+
+func hasFlag(flags []cli.Flag, name string) bool {
+	for _, f := range flags {
+		for _, n := range f.Names() {
+			if n == name {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // badUsage makes flag errors bad input (exit 2) and prints no help page.
-func badUsage(_ *cli.Context, err error, _ bool) error {
-	return withCode(exitBadInput, fmt.Errorf("%w (see drctl help)", err))
+func badUsage(c *cli.Context, err error, _ bool) error {
+	help := "drctl --help"
+	if p := commandPath(c); p != "" {
+		help = "drctl " + p + " --help"
+		err = fmt.Errorf("%s: %w", p, err)
+	}
+	return withCode(exitBadInput, fmt.Errorf("%w (see %s)", err, help))
 }
 
 // newTable starts a table with the given header.
