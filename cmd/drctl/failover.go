@@ -264,9 +264,12 @@ func execute(c *cli.Context, topo *topology.Topology, run func(context.Context, 
 	stop := plans.NotifySignals(in, c.App.ErrWriter, "drctl -c "+topo.Path+" resume "+id)
 	defer stop()
 	o := failover.RunOptions{Interrupts: in}
-	if outputFormat(c) == "json" {
+	switch outputFormat(c) {
+	case "json": // a JSON-lines event stream (docs/commands.md)
 		o.JSON = c.App.Writer
-	} else {
+	case "yaml": // the same events, one YAML document each
+		o.JSON = &yamlStream{w: c.App.Writer}
+	default:
 		o.Out = c.App.Writer
 	}
 	if c.Bool("yes") || !interactive() {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/urfave/cli/v2"
-	"gopkg.in/yaml.v3"
 )
 
 // render writes v as JSON or YAML when -o asks for it, and otherwise calls
@@ -21,12 +20,7 @@ func render(c *cli.Context, v any, table func(io.Writer) error) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(v)
 	case "yaml":
-		enc := yaml.NewEncoder(w)
-		enc.SetIndent(2)
-		if err := enc.Encode(v); err != nil {
-			return err
-		}
-		return enc.Close()
+		return writeYAML(w, v)
 	}
 	return table(w)
 }

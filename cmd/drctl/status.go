@@ -31,7 +31,7 @@ func statusCommand() *cli.Command {
 			ctx, cancel := context.WithTimeout(c.Context, c.Duration("timeout"))
 			defer cancel()
 			st := failover.CollectStatus(ctx, topo)
-			if err := render(c, st, func(w io.Writer) error { return statusTables(w, st) }); err != nil {
+			if err := render(c, statusDocument{StatusSchemaVersion, st}, func(w io.Writer) error { return statusTables(w, st) }); err != nil {
 				return err
 			}
 			if down := st.Unreachable(); len(down) > 0 {
@@ -40,6 +40,18 @@ func statusCommand() *cli.Command {
 			return nil
 		},
 	}
+}
+
+// StatusSchemaVersion is the version of the status JSON/YAML schema
+// (docs/status.md). Fields are only ever added; a rename or removal would
+// bump it.
+const StatusSchemaVersion = 1
+
+// statusDocument is what status -o json|yaml prints: the snapshot with its
+// schema version first.
+type statusDocument struct {
+	SchemaVersion int `json:"schema_version"`
+	*failover.Status
 }
 
 func statusTables(w io.Writer, st *failover.Status) error {
