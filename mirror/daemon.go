@@ -21,6 +21,12 @@ import (
 	"github.com/drctl/drctl/topology"
 )
 
+// DefaultListen is the default address of the daemon's /metrics, /healthz
+// and /readyz. Port 7483 is not in Prometheus' exporter port list (whose
+// 9100-9999 range is full) nor a well-known default of another tool; 9464,
+// used before, is the OpenTelemetry Prometheus exporter's.
+const DefaultListen = "127.0.0.1:7483"
+
 // DaemonOptions tune `drctl mirror run`.
 type DaemonOptions struct {
 	// Listen is the address of /metrics, /healthz and /readyz ("" = none).
@@ -30,6 +36,9 @@ type DaemonOptions struct {
 	// Engine is the base of every link's engine options; Epoch, Allowed
 	// and CopyOwnOrigin are set from the live roles.
 	Engine Options
+	// Version and Commit label drctl_build_info (empty: what the Go
+	// toolchain stamped into the binary).
+	Version, Commit string
 	// Started, if set, receives the bound listen address once serving.
 	Started func(addr string)
 }
@@ -63,7 +72,8 @@ func NewDaemon(topo *topology.Topology, opts DaemonOptions) *Daemon {
 		opts.StatePoll = 5 * time.Second
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		NewBuildInfo(opts.Version, opts.Commit))
 	if opts.Engine.Metrics == nil {
 		opts.Engine.Metrics = NewMetrics(reg)
 	}
@@ -72,7 +82,14 @@ func NewDaemon(topo *topology.Topology, opts DaemonOptions) *Daemon {
 		log = slog.New(slog.DiscardHandler)
 		opts.Engine.Logger = log
 	}
-	return &Daemon{topo: topo, opts: opts, log: log, reg: reg}
+	d := &Daemon{topo: topo, opts: opts, log: log, reg: reg}
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "drctl_mirror_ready",
+		Help: "1 when this process runs a link and owns shards of it (what /readyz reports), else 0."},
+		func() float64 {
+			e := d.Current()
+			return b2f(e != nil && e.Ready())
+		}))
+	return d
 }
 
 // desired returns the link the role state allows now, and whether one is
@@ -132,10 +149,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 		view, err := d.readState(ctx)
 		st := view.Current
 		if err == nil {
+			d.opts.Engine.Metrics.observeRoles(view)
 			d.fenceReturnedStale(ctx, view, fencedStale)
 		}
 		switch {
 		case err != nil:
+			d.opts.Engine.Metrics.noClusterReachable(d.topo)
 			d.log.Warn("cannot read the live roles; keeping the current link", "err", err)
 		default:
 			want, ok := desired(st, d.topo.Name)

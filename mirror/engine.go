@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
-	"strconv"
 	"sync"
 	"time"
 
@@ -144,6 +143,7 @@ func (e *Engine) dial(ctx context.Context, c *topology.Cluster, tune func(*saram
 // returns nil) or the link is retired (ErrLinkRetired). Trouble with
 // either cluster is retried with backoff, counted and logged, never fatal.
 func (e *Engine) Run(ctx context.Context) error {
+	defer e.metrics.ForgetLink(e.link.String())
 	for attempt := 0; ; attempt++ {
 		err := e.runOnce(ctx)
 		if ctx.Err() != nil || errors.Is(err, ErrLinkRetired) {
@@ -268,7 +268,7 @@ func (e *Engine) setProgress(tp TopicPartition, next int64) {
 	lso, ok := e.stable[tp]
 	e.mu.Unlock()
 	if ok {
-		e.metrics.LagRecords.WithLabelValues(e.link.String(), tp.Topic, strconv.Itoa(int(tp.Partition))).Set(float64(max(lso-next, 0)))
+		e.metrics.partitionLag(e.link.String(), tp, lso, next)
 	}
 }
 
@@ -278,7 +278,7 @@ func (e *Engine) setStable(tp TopicPartition, lso int64) {
 	next, ok := e.progress[tp]
 	e.mu.Unlock()
 	if ok {
-		e.metrics.LagRecords.WithLabelValues(e.link.String(), tp.Topic, strconv.Itoa(int(tp.Partition))).Set(float64(max(lso-next, 0)))
+		e.metrics.partitionLag(e.link.String(), tp, lso, next)
 	}
 }
 
@@ -332,6 +332,9 @@ func (e *Engine) setOwned(shard int32, owned bool) {
 	n := len(e.owned)
 	e.mu.Unlock()
 	e.metrics.ShardsOwned.WithLabelValues(e.link.String()).Set(float64(n))
+	if !owned {
+		e.metrics.forgetPartitions(e.link.String(), e.partitionsOf(shard))
+	}
 }
 
 // newProducer creates the shard's producer on the target. For

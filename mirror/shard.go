@@ -367,6 +367,7 @@ func (s *shard) commit(ctx context.Context, batch []*sarama.ConsumerMessage, ext
 	for tp, off := range extra {
 		next[tp] = off
 	}
+	s.notePending(batch)
 	pairs := map[TopicPartition][]offsettranslate.Pair{}
 	tsOf := map[TopicPartition]int64{}
 	byTopic := map[string][2]int{}

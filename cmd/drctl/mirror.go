@@ -30,7 +30,7 @@ func mirrorCommand() *cli.Command {
 					"the new one when the phase allows it. Run several processes to share the work. SIGTERM or\n" +
 					"Ctrl-C stops it gracefully, committing what is in flight.",
 				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "listen", Value: "127.0.0.1:9464", Usage: "address of /metrics, /healthz and /readyz (empty: none)"},
+					&cli.StringFlag{Name: "listen", Value: mirror.DefaultListen, Usage: "address of /metrics, /healthz and /readyz (empty: none)"},
 					&cli.IntFlag{Name: "shards", Value: mirror.DefaultShards, Usage: "shards of the link (fixed once the link has run)"},
 					&cli.DurationFlag{Name: "txn-interval", Value: 100 * time.Millisecond, Usage: "longest time one transaction gathers records"},
 					&cli.DurationFlag{Name: "session-timeout", Value: 10 * time.Second, Usage: "worker group session timeout: how soon others take over a dead process's shards (at least the brokers' group.min.session.timeout.ms, 6s by default)"},
