@@ -36,8 +36,7 @@ type DaemonOptions struct {
 	// Engine is the base of every link's engine options; Epoch, Allowed
 	// and CopyOwnOrigin are set from the live roles.
 	Engine Options
-	// Version and Commit label drctl_build_info (empty: what the Go
-	// toolchain stamped into the binary).
+	// Version and Commit label drctl_build_info.
 	Version, Commit string
 	// Started, if set, receives the bound listen address once serving.
 	Started func(addr string)

@@ -2,7 +2,6 @@ package mirror
 
 import (
 	"runtime"
-	"runtime/debug"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -154,23 +153,11 @@ func b2f(b bool) float64 {
 	return 0
 }
 
-// NewBuildInfo returns drctl_build_info{version,commit,goversion} = 1.
-// Empty version or commit fall back to what the Go toolchain stamped into
-// the binary (the module version for `go install ...@v1.2.3`, the VCS
-// revision for a build from a clone).
+// NewBuildInfo returns drctl_build_info{version,commit,goversion} = 1
+// (an empty version or commit reads "unknown").
 func NewBuildInfo(version, commit string) prometheus.Collector {
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		if version == "" {
-			version = bi.Main.Version
-		}
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" && commit == "" {
-				commit = s.Value
-			}
-		}
-	}
 	if version == "" {
-		version = "(devel)"
+		version = "unknown"
 	}
 	if commit == "" {
 		commit = "unknown"

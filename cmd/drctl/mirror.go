@@ -73,8 +73,11 @@ func mirrorRun(c *cli.Context) error {
 	if mb := c.Int("memory-limit-mb"); mb > 0 && os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(int64(mb) << 20)
 	}
+	bi := buildInfo()
 	d := mirror.NewDaemon(topo, mirror.DaemonOptions{
-		Listen: c.String("listen"),
+		Listen:  c.String("listen"),
+		Version: bi.Version,
+		Commit:  bi.Commit,
 		Engine: mirror.Options{
 			Delivery:       topo.Mirror.Delivery,
 			Shards:         int32(c.Int("shards")),
