@@ -48,6 +48,17 @@ type Inputs struct {
 	From      string `json:"from"`
 	To        string `json:"to"`
 	Unplanned bool   `json:"unplanned,omitempty"`
+	// Force says the operator forced the plan past a refusal: an unplanned
+	// failover although the old active answered (it is fenced first), or
+	// a reseed of a cluster that is not stale.
+	Force bool `json:"force,omitempty"`
+	// ForceReason is the refusal the operator forced past, for the record.
+	ForceReason string `json:"force_reason,omitempty"`
+	// ClusterIDs holds each cluster's id when the plan was made: as it
+	// answered, or as the role state recorded it when it did not. The
+	// preflight refuses two names with one id, and a cluster that returns
+	// with another id is reported as rebuilt.
+	ClusterIDs map[string]string `json:"cluster_ids,omitempty"`
 }
 
 // stateParams is the role state a step writes.
@@ -94,10 +105,12 @@ type waitParams struct {
 }
 
 type preflightParams struct {
-	From      string `json:"from"`
-	To        string `json:"to"`
-	Unplanned bool   `json:"unplanned,omitempty"`
-	Reseed    bool   `json:"reseed,omitempty"`
+	From       string            `json:"from"`
+	To         string            `json:"to"`
+	Unplanned  bool              `json:"unplanned,omitempty"`
+	Reseed     bool              `json:"reseed,omitempty"`
+	Force      bool              `json:"force,omitempty"`
+	ClusterIDs map[string]string `json:"cluster_ids,omitempty"`
 }
 
 type hooksParams struct {
@@ -120,17 +133,38 @@ func newRunID(kind string) string {
 // ReseedTimeout bounds the wait for a re-seeded standby to catch up.
 const ReseedTimeout = 2 * time.Hour
 
-// PlanFailover builds the plan that moves the active role to cluster to.
+// FailoverRequest says which failover to plan.
+type FailoverRequest struct {
+	// To is the cluster that becomes active.
+	To string
+	// Unplanned: the active cluster is down; no drain from it.
+	Unplanned bool
+	// Failback moves the role back to the home active (To must be it).
+	Failback bool
+	// ForceUnplanned allows an unplanned failover although the active
+	// answers (--force-unplanned): the plan fences it first.
+	ForceUnplanned bool
+}
+
+// PlanFailover builds the plan that moves the active role to cluster to;
+// see PlanFailoverWith.
+func PlanFailover(ctx context.Context, topo *topology.Topology, to string, unplanned, failback bool) (*plans.Plan, error) {
+	return PlanFailoverWith(ctx, topo, FailoverRequest{To: to, Unplanned: unplanned, Failback: failback})
+}
+
+// PlanFailoverWith builds the plan that moves the active role to req.To.
 // Planned: preflight, begin, fence the old active, drain the mirror, flip
 // the roles, fence the mirror link, translate the groups, unfence the new
 // active, run the hooks, then reseed the old active (salvage, wipe,
-// re-seed) and finish. Unplanned (the old active is down, or the operator
-// says so): no fence of, and no drain from, the old active; the groups are
-// translated from the standby's snapshot; the roles flip on the new
-// active alone; the reseed steps wait for the old active to come back
-// (the run stops at them and `drctl resume` finishes it). failback plans
-// the same towards the home active.
-func PlanFailover(ctx context.Context, topo *topology.Topology, to string, unplanned, failback bool) (*plans.Plan, error) {
+// re-seed) and finish. Unplanned (the old active is down): no drain from
+// the old active; the groups are translated from the standby's snapshot;
+// the roles flip on the new active alone; the reseed steps wait for the
+// old active to come back (the run stops at them and `drctl resume`
+// finishes it). An unplanned failover of an active that answers is
+// refused unless req.ForceUnplanned, and then fences it first. Two names
+// for one cluster (equal cluster ids) are refused.
+func PlanFailoverWith(ctx context.Context, topo *topology.Topology, req FailoverRequest) (*plans.Plan, error) {
+	to, unplanned := req.To, req.Unplanned
 	if _, ok := topo.Clusters[to]; !ok {
 		return nil, fmt.Errorf("%w: no cluster %q in %s; use one of %v", ErrRefused, to, topo.Path, topo.ClusterNames())
 	}
@@ -140,6 +174,10 @@ func PlanFailover(ctx context.Context, topo *topology.Topology, to string, unpla
 	cur := v.Current
 	if _, err := w.need(to); err != nil {
 		return nil, fmt.Errorf("%w: the new active %s is unreachable: %v", ErrRefused, to, err)
+	}
+	ids, err := w.clusterIDs(ctx, v)
+	if err != nil {
+		return nil, err
 	}
 	if cur.Active == to {
 		return nil, fmt.Errorf("%w: %s is already the active cluster (epoch %d); nothing to fail over", ErrRefused, to, cur.Epoch)
@@ -152,44 +190,170 @@ func PlanFailover(ctx context.Context, topo *topology.Topology, to string, unpla
 		return nil, fmt.Errorf("%w: run %s is in progress (phase %s); finish it with drctl resume %s", ErrRefused, id, cur.Phase, id)
 	}
 	from := cur.Active
-	if _, err := w.need(from); err != nil && !unplanned {
-		return nil, fmt.Errorf("%w: the active cluster %s is unreachable (%v); if it is really down, fail over with --unplanned", ErrRefused, from, err)
+	_, fromErr := w.need(from)
+	switch {
+	case fromErr != nil && !unplanned:
+		return nil, fmt.Errorf("%w: the active cluster %s is unreachable (%v); if it is really down, fail over with --unplanned", ErrRefused, from, fromErr)
+	case fromErr == nil && unplanned && !req.ForceUnplanned:
+		return nil, fmt.Errorf("%w: %s", ErrRefused, activeAnswers(from))
 	}
-	kind, phase := rolestate.RunFailover, rolestate.PhaseFailingOver
-	if failback {
-		kind, phase = rolestate.RunFailback, rolestate.PhaseFailingBack
+	kind := rolestate.RunFailover
+	if req.Failback {
+		kind = rolestate.RunFailback
 	}
 	p := plans.New(newRunID(string(kind)), string(kind))
 	in := Inputs{Topology: topo.Name, TopologyDigest: topo.Digest, Epoch: cur.Epoch, Active: cur.Active, Standby: cur.Standby,
-		Phase: cur.Phase, From: from, To: to, Unplanned: unplanned}
+		Phase: cur.Phase, From: from, To: to, Unplanned: unplanned, Force: unplanned && fromErr == nil, ClusterIDs: ids}
+	if in.Force {
+		in.ForceReason = fmt.Sprintf("the active cluster %s answered when the plan was made; it is fenced first", from)
+	}
 	if err := p.SetInputs(in); err != nil {
 		return nil, err
 	}
-	run := &rolestate.Run{ID: p.ID, Kind: kind, StartedAt: p.CreatedAt, By: p.CreatedBy}
-	st := func(epoch int64, active, standby string, ph rolestate.Phase, r *rolestate.Run) rolestate.State {
-		return rolestate.State{Topology: topo.Name, Epoch: epoch, Active: active, Standby: standby, Phase: ph, Run: r}
+	if err := buildSteps(topo, p, in); err != nil {
+		return nil, err
 	}
-	add := func(s plans.StepSpec) {
-		if err := p.Add(s); err != nil {
-			panic(err) // the specs below are encodable by construction
+	return p, nil
+}
+
+// activeAnswers is the refusal of an unplanned failover of an active
+// cluster that answers.
+func activeAnswers(from string) string {
+	return fmt.Sprintf("the active cluster %s answers: an unplanned failover would strand what its producers still write there. "+
+		"Fail over planned (without --unplanned), or, if %s must be given up although it answers, add --force-unplanned (drctl fences it first)", from, from)
+}
+
+// ReseedOptions tune PlanReseedWith.
+type ReseedOptions struct {
+	// Force allows the reseed of a cluster that is not stale (--force):
+	// the plan salvages what it holds that the active lacks, then wipes it.
+	Force bool
+}
+
+// PlanReseed builds the plan that rebuilds cluster stale; see
+// PlanReseedWith.
+func PlanReseed(ctx context.Context, topo *topology.Topology, stale string) (*plans.Plan, error) {
+	return PlanReseedWith(ctx, topo, stale, ReseedOptions{})
+}
+
+// ErrNotStale means a reseed was asked of a cluster that is not stale; the
+// message says why it is not, and that --force rebuilds it anyway.
+var ErrNotStale = errors.New("not stale")
+
+// PlanReseedWith builds the plan that rebuilds cluster stale as the
+// standby of the live active cluster: fence it, salvage, wipe, re-seed,
+// finish. It is for a cluster left stale by an unplanned failover whose
+// run was not resumed (it holds an older role state, or none while the
+// active holds one), or one that returned with another cluster id. Any
+// other cluster (the healthy standby) is refused unless o.Force.
+func PlanReseedWith(ctx context.Context, topo *topology.Topology, stale string, o ReseedOptions) (*plans.Plan, error) {
+	if _, ok := topo.Clusters[stale]; !ok {
+		return nil, fmt.Errorf("%w: no cluster %q in %s", ErrRefused, stale, topo.Path)
+	}
+	w := connect(ctx, topo)
+	defer w.close()
+	v := w.view(ctx)
+	cur := v.Current
+	for _, name := range []string{stale, cur.Active} {
+		if _, err := w.need(name); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrRefused, err)
 		}
 	}
+	ids, err := w.clusterIDs(ctx, v)
+	if err != nil {
+		return nil, err
+	}
+	if cur.Active == stale {
+		return nil, fmt.Errorf("%w: %s is the active cluster; only the standby can be re-seeded", ErrRefused, stale)
+	}
+	if cur.Run != nil {
+		return nil, fmt.Errorf("%w: run %s is in progress (phase %s); finish it with drctl resume %s", ErrRefused, cur.Run.ID, cur.Phase, cur.Run.ID)
+	}
+	why := notStale(v, stale, ids)
+	if why != "" && !o.Force {
+		return nil, fmt.Errorf("%w: %w: %s. A reseed deletes its mirrored topics and groups; if it must be rebuilt anyway, run drctl reseed %s --force", ErrRefused, ErrNotStale, why, stale)
+	}
+	p := plans.New(newRunID("reseed"), string(rolestate.RunReseed))
+	in := Inputs{Topology: topo.Name, TopologyDigest: topo.Digest, Epoch: cur.Epoch, Active: cur.Active, Standby: cur.Standby,
+		Phase: cur.Phase, From: stale, To: cur.Active, Force: why != "", ForceReason: why, ClusterIDs: ids}
+	if err := p.SetInputs(in); err != nil {
+		return nil, err
+	}
+	if err := buildSteps(topo, p, in); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// notStale says why cluster c is not stale ("" when it is): it holds the
+// winning role state and the cluster id the role state recorded for it.
+func notStale(v rolestate.View, c string, ids map[string]string) string {
+	cs := v.Clusters[c]
+	if cs.Stale {
+		return ""
+	}
+	if rec := v.Current.ClusterIDs[c]; rec != "" && ids[c] != "" && rec != ids[c] {
+		return "" // it came back as another cluster: rebuilt
+	}
+	if !cs.Found && v.Source == rolestate.SourceTopologyFile {
+		return fmt.Sprintf("%s is the standby and no cluster records a failover (epoch 0, the topology file's roles): it is not stale", c)
+	}
+	return fmt.Sprintf("%s is the standby and holds the current role state (%s): it is not stale", c, v.Current)
+}
+
+// buildSteps appends the steps of p from its kind and inputs alone, so
+// that a saved plan can be re-derived and compared before it runs (see
+// verifyPlan). Everything a step carries comes from topo, in and the
+// plan's id, kind, creation time and creator.
+func buildSteps(topo *topology.Topology, p *plans.Plan, in Inputs) error {
+	kind := rolestate.RunKind(p.Kind)
+	run := &rolestate.Run{ID: p.ID, Kind: kind, StartedAt: p.CreatedAt, By: p.CreatedBy}
+	var err error
+	add := func(s plans.StepSpec) {
+		if err == nil {
+			err = p.Add(s)
+		}
+	}
+	switch kind {
+	case rolestate.RunFailover, rolestate.RunFailback:
+		failoverSteps(topo, in, kind, run, add)
+	case rolestate.RunReseed:
+		reseedSteps(topo, in, run, add)
+	default:
+		return fmt.Errorf("plan %s: unknown kind %q (known: failover, failback, reseed)", p.ID, p.Kind)
+	}
+	return err
+}
+
+func failoverSteps(topo *topology.Topology, in Inputs, kind rolestate.RunKind, run *rolestate.Run, add func(plans.StepSpec)) {
+	from, to, unplanned := in.From, in.To, in.Unplanned
+	phase := rolestate.PhaseFailingOver
+	if kind == rolestate.RunFailback {
+		phase = rolestate.PhaseFailingBack
+	}
+	st := func(epoch int64, active, standby string, ph rolestate.Phase, r *rolestate.Run) rolestate.State {
+		return rolestate.State{Topology: topo.Name, Epoch: epoch, Active: active, Standby: standby, Phase: ph, Run: r, ClusterIDs: in.ClusterIDs}
+	}
 	add(plans.StepSpec{Name: StepPreflight, Title: fmt.Sprintf("Check %s and %s are ready", from, to),
-		Params: preflightParams{From: from, To: to, Unplanned: unplanned}})
-	flipEpoch := cur.Epoch + 1
+		Params: preflightParams{From: from, To: to, Unplanned: unplanned, Force: in.Force, ClusterIDs: in.ClusterIDs}})
+	flipEpoch := in.Epoch + 1
 	if !unplanned {
-		begin := st(cur.Epoch+1, from, to, phase, run)
+		begin := st(in.Epoch+1, from, to, phase, run)
 		add(plans.StepSpec{Name: StepBegin, Title: fmt.Sprintf("Record the %s run in both clusters", kind),
 			Params: stateParams{State: begin, Clusters: []string{to, from}},
-			Expect: map[string]any{"epoch": cur.Epoch, "phase": cur.Phase}, Intend: map[string]any{"epoch": begin.Epoch, "phase": phase}})
+			Expect: map[string]any{"epoch": in.Epoch, "phase": in.Phase}, Intend: map[string]any{"epoch": begin.Epoch, "phase": phase}})
+	}
+	if !unplanned || in.Force {
 		add(plans.StepSpec{Name: StepFenceActive, Title: fmt.Sprintf("Fence %s against writes (%s)", from, topo.Failover.Fence),
 			Params: clusterParams{Cluster: from}, Destructive: true,
 			Intend: map[string]any{"fence": string(topo.Failover.Fence), "principals": fencePrincipals(topo)}})
+	}
+	if !unplanned {
 		add(plans.StepSpec{Name: StepDrain, Title: fmt.Sprintf("Drain the mirror %s->%s", from, to),
 			Params: drainParams{Source: from, Target: to, Timeout: topo.Failover.DrainTimeout.String(), QuietPeriod: topo.Failover.QuietPeriod.String(),
-				Fence: string(topo.Failover.Fence), Rollback: stateParams{State: st(cur.Epoch+1, from, to, rolestate.PhaseSteady, nil), Clusters: []string{to, from}}},
+				Fence: string(topo.Failover.Fence), Rollback: stateParams{State: st(in.Epoch+1, from, to, rolestate.PhaseSteady, nil), Clusters: []string{to, from}}},
 			Intend: map[string]any{"lag_records": 0}})
-		flipEpoch = cur.Epoch + 2
+		flipEpoch = in.Epoch + 2
 	}
 	flip := st(flipEpoch, to, from, rolestate.PhaseWiping, run)
 	flipOn := []string{to, from}
@@ -209,14 +373,23 @@ func PlanFailover(ctx context.Context, topo *topology.Topology, to string, unpla
 	if len(topo.Failover.HooksAfter) > 0 {
 		add(plans.StepSpec{Name: StepHooks, Title: "Run the after hooks", Params: hooksParams{Commands: topo.Failover.HooksAfter, Active: to, Standby: from}})
 	}
-	addReseed(p, topo, add, from, to, flip.Epoch, run, unplanned)
-	return p, nil
+	addReseed(topo, in.ClusterIDs, add, from, to, flip.Epoch, run, unplanned)
+}
+
+func reseedSteps(topo *topology.Topology, in Inputs, run *rolestate.Run, add func(plans.StepSpec)) {
+	stale, active := in.From, in.To
+	add(plans.StepSpec{Name: StepPreflight, Title: fmt.Sprintf("Check %s and %s are ready", stale, active),
+		Params: preflightParams{From: stale, To: active, Reseed: true, Force: in.Force, ClusterIDs: in.ClusterIDs}})
+	begin := rolestate.State{Topology: topo.Name, Epoch: in.Epoch + 1, Active: active, Standby: stale, Phase: rolestate.PhaseWiping, Run: run, ClusterIDs: in.ClusterIDs}
+	add(plans.StepSpec{Name: StepBegin, Title: "Record the reseed run in both clusters (the mirror into " + stale + " stops)",
+		Params: stateParams{State: begin, Clusters: []string{active, stale}}})
+	addReseed(topo, in.ClusterIDs, add, stale, active, begin.Epoch, run, true)
 }
 
 // addReseed appends the steps that rebuild stale as the standby of active.
-func addReseed(p *plans.Plan, topo *topology.Topology, add func(plans.StepSpec), stale, active string, epoch int64, run *rolestate.Run, fenceFirst bool) {
+func addReseed(topo *topology.Topology, ids map[string]string, add func(plans.StepSpec), stale, active string, epoch int64, run *rolestate.Run, fenceFirst bool) {
 	st := func(ph rolestate.Phase, r *rolestate.Run) rolestate.State {
-		return rolestate.State{Topology: topo.Name, Epoch: epoch, Active: active, Standby: stale, Phase: ph, Run: r}
+		return rolestate.State{Topology: topo.Name, Epoch: epoch, Active: active, Standby: stale, Phase: ph, Run: r, ClusterIDs: ids}
 	}
 	if fenceFirst {
 		add(plans.StepSpec{Name: StepFenceStale, Title: fmt.Sprintf("Fence the stale cluster %s (waits for it to be reachable)", stale),
@@ -232,48 +405,4 @@ func addReseed(p *plans.Plan, topo *topology.Topology, add func(plans.StepSpec),
 		Params: waitParams{Source: active, Target: stale, Timeout: ReseedTimeout.String()}})
 	add(plans.StepSpec{Name: StepFinish, Title: "Mark the roles steady",
 		Params: stateParams{State: st(rolestate.PhaseSteady, nil), Clusters: []string{active, stale}}})
-}
-
-// PlanReseed builds the plan that rebuilds cluster stale as the standby of
-// the live active cluster: fence it, salvage, wipe, re-seed, finish. It is
-// for a cluster left stale by an unplanned failover whose run was not
-// resumed, or one that must be rebuilt.
-func PlanReseed(ctx context.Context, topo *topology.Topology, stale string) (*plans.Plan, error) {
-	if _, ok := topo.Clusters[stale]; !ok {
-		return nil, fmt.Errorf("%w: no cluster %q in %s", ErrRefused, stale, topo.Path)
-	}
-	w := connect(ctx, topo)
-	defer w.close()
-	v := w.view(ctx)
-	cur := v.Current
-	if cur.Active == stale {
-		return nil, fmt.Errorf("%w: %s is the active cluster; only the standby can be re-seeded", ErrRefused, stale)
-	}
-	if cur.Run != nil {
-		return nil, fmt.Errorf("%w: run %s is in progress (phase %s); finish it with drctl resume %s", ErrRefused, cur.Run.ID, cur.Phase, cur.Run.ID)
-	}
-	for _, name := range []string{stale, cur.Active} {
-		if _, err := w.need(name); err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrRefused, err)
-		}
-	}
-	p := plans.New(newRunID("reseed"), string(rolestate.RunReseed))
-	in := Inputs{Topology: topo.Name, TopologyDigest: topo.Digest, Epoch: cur.Epoch, Active: cur.Active, Standby: cur.Standby,
-		Phase: cur.Phase, From: stale, To: cur.Active}
-	if err := p.SetInputs(in); err != nil {
-		return nil, err
-	}
-	run := &rolestate.Run{ID: p.ID, Kind: rolestate.RunReseed, StartedAt: p.CreatedAt, By: p.CreatedBy}
-	add := func(s plans.StepSpec) {
-		if err := p.Add(s); err != nil {
-			panic(err)
-		}
-	}
-	add(plans.StepSpec{Name: StepPreflight, Title: fmt.Sprintf("Check %s and %s are ready", stale, cur.Active),
-		Params: preflightParams{From: stale, To: cur.Active, Reseed: true}})
-	begin := rolestate.State{Topology: topo.Name, Epoch: cur.Epoch + 1, Active: cur.Active, Standby: stale, Phase: rolestate.PhaseWiping, Run: run}
-	add(plans.StepSpec{Name: StepBegin, Title: "Record the reseed run in both clusters (the mirror into " + stale + " stops)",
-		Params: stateParams{State: begin, Clusters: []string{cur.Active, stale}}})
-	addReseed(p, topo, add, stale, cur.Active, begin.Epoch, run, true)
-	return p, nil
 }

@@ -80,6 +80,17 @@ func Execute(ctx context.Context, topo *topology.Topology, p *plans.Plan, o RunO
 	if in.Topology != topo.Name {
 		return fmt.Errorf("%w: the plan is for topology %s, the file %s describes %s; apply it with the topology file it was made with (-c), or plan again", plans.ErrStalePlan, in.Topology, topo.Path, topo.Name)
 	}
+	// A plan runs only as drctl made it (invariant 9): re-derived from its
+	// inputs before anything, even the journal, is written.
+	if err := verifyPlan(topo, p, in); err != nil {
+		return err
+	}
+	rec, _ := LoadRun(ctx, topo, p.ID)
+	if rec != nil && rec.Plan != nil {
+		if err := sameRunPlan(p, rec.Plan, in); err != nil {
+			return err
+		}
+	}
 	dir := o.JournalDir
 	if dir == "" {
 		dir = JournalDir()
@@ -104,7 +115,7 @@ func Execute(ctx context.Context, topo *topology.Topology, p *plans.Plan, o RunO
 		journal = j
 	}
 	defer journal.Close()
-	if rec, err := LoadRun(ctx, topo, p.ID); err == nil && rec != nil {
+	if rec != nil {
 		// The clusters may know of steps done on another machine.
 		if s := rec.start(); s.From > start.From {
 			start = s
@@ -150,9 +161,12 @@ func guard(topo *topology.Topology, in Inputs) plans.Guard {
 		}
 		cur := w.view(ctx).Current
 		if cur.Run != nil && cur.Run.ID == p.ID {
+			if !writesState(p, cur) {
+				return plans.Stale("the role state is %s, which this plan never writes: %v; plan again", cur, ErrPlanChanged)
+			}
 			return nil
 		}
-		if cur.Epoch == in.Epoch && cur.Active == in.Active && cur.Run == nil {
+		if cur.Epoch == in.Epoch && cur.Active == in.Active && cur.Standby == in.Standby && cur.Phase == in.Phase && cur.Run == nil {
 			return nil
 		}
 		// A state this plan writes itself, up to the step about to run,
@@ -309,4 +323,16 @@ func Resume(ctx context.Context, topo *topology.Topology, id string, o RunOption
 		p = rec.Plan
 	}
 	return Execute(ctx, topo, p, o)
+}
+
+// sameRunPlan refuses a plan that is not the one the clusters recorded for
+// the same run (its digest covers the kind, inputs and every step).
+func sameRunPlan(p, recorded *plans.Plan, in Inputs) error {
+	d1, err1 := p.Digest()
+	d2, err2 := recorded.Digest()
+	if err1 != nil || err2 != nil || d1 != d2 {
+		return fmt.Errorf("%w: run %s's plan differs from the one the clusters recorded when it started (digest %s, recorded %s); make a new plan with %s",
+			ErrPlanChanged, p.ID, d1, d2, replanCommand(p.Kind, in))
+	}
+	return nil
 }

@@ -154,17 +154,26 @@ func registry(topo *topology.Topology, confirm Confirm) *plans.Registry {
 
 func preflight(ctx context.Context, topo *topology.Topology, p preflightParams) (plans.Result, error) {
 	names := []string{p.To}
-	if !p.Unplanned {
+	if !p.Unplanned || p.Force {
 		names = append(names, p.From)
 	}
-	w := connect(ctx, topo, names...)
+	w := connect(ctx, topo)
 	defer w.close()
 	for _, n := range names {
 		if _, err := w.need(n); err != nil {
 			return plans.Result{}, fmt.Errorf("preflight: %w", err)
 		}
 	}
-	var problems []string
+	problems, err := identityProblems(w, p.ClusterIDs)
+	if err != nil {
+		return plans.Result{}, fmt.Errorf("preflight: %w", err)
+	}
+	if len(problems) > 0 {
+		return plans.Result{}, fmt.Errorf("preflight: %d problem(s), nothing was changed:\n  - %s", len(problems), strings.Join(problems, "\n  - "))
+	}
+	if _, err := w.need(p.From); err == nil && p.Unplanned && !p.Force {
+		problems = append(problems, activeAnswers(p.From))
+	}
 	if !p.Unplanned && !p.Reseed {
 		src, _ := w.need(p.From)
 		dst, _ := w.need(p.To)
@@ -192,7 +201,7 @@ func preflight(ctx context.Context, topo *topology.Topology, p preflightParams) 
 			problems = append(problems, "no mirror process runs for "+ls.Link+": start drctl mirror run (the drain needs it)")
 		}
 	}
-	if !p.Reseed {
+	if !p.Reseed && len(problems) == 0 {
 		dst, _ := w.need(p.To)
 		admin, err := sarama.NewClusterAdminFromClient(dst)
 		if err != nil {

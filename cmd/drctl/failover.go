@@ -29,6 +29,7 @@ func planCommand() *cli.Command {
 			Flags: []cli.Flag{
 				&cli.StringFlag{Name: "to", Required: true, Usage: "the cluster that becomes active"},
 				&cli.BoolFlag{Name: "unplanned", Usage: "the active cluster is down: no fence of it, no drain"},
+				forceUnplannedFlag(),
 				&cli.StringFlag{Name: "out", Usage: "save the plan as JSON here (run it with drctl apply)"},
 			},
 			Action: func(c *cli.Context) error {
@@ -38,7 +39,7 @@ func planCommand() *cli.Command {
 				}
 				ctx, cancel := context.WithTimeout(c.Context, 30*time.Second)
 				defer cancel()
-				p, err := failover.PlanFailover(ctx, topo, c.String("to"), c.Bool("unplanned"), false)
+				p, err := failover.PlanFailoverWith(ctx, topo, failoverRequest(c))
 				if err != nil {
 					return planError(err)
 				}
@@ -61,6 +62,23 @@ func planCommand() *cli.Command {
 	}
 }
 
+func forceUnplannedFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "force-unplanned",
+		Usage: "with --unplanned: fail over although the active cluster answers (it is fenced first; what its producers write after that stays behind, salvaged later)"}
+}
+
+func failoverRequest(c *cli.Context) failover.FailoverRequest {
+	return failover.FailoverRequest{To: c.String("to"), Unplanned: c.Bool("unplanned") || c.Bool("force-unplanned"), ForceUnplanned: c.Bool("force-unplanned")}
+}
+
+// printForced tells the operator which refusal a --force flag overrode.
+func printForced(c *cli.Context, p *plans.Plan) {
+	var in failover.Inputs
+	if p.DecodeInputs(&in) == nil && in.Force {
+		fmt.Fprintf(c.App.ErrWriter, "forced: %s\n", in.ForceReason)
+	}
+}
+
 func planError(err error) error {
 	if errors.Is(err, failover.ErrRefused) {
 		return withCode(exitBadInput, err)
@@ -80,10 +98,16 @@ func failoverCommand() *cli.Command {
 		Usage: "move the active role to cluster --to (drain, fence, translate groups, flip, reseed)",
 		Flags: append(runFlags(),
 			&cli.StringFlag{Name: "to", Required: true, Usage: "the cluster that becomes active"},
-			&cli.BoolFlag{Name: "unplanned", Usage: "the active cluster is down: no fence of it, no drain; groups from the last snapshot"}),
+			&cli.BoolFlag{Name: "unplanned", Usage: "the active cluster is down: no fence of it, no drain; groups from the last snapshot"},
+			forceUnplannedFlag()),
 		Action: func(c *cli.Context) error {
 			return planAndRun(c, func(ctx context.Context, topo *topology.Topology) (*plans.Plan, error) {
-				return failover.PlanFailover(ctx, topo, c.String("to"), c.Bool("unplanned"), false)
+				p, err := failover.PlanFailoverWith(ctx, topo, failoverRequest(c))
+				if err != nil {
+					return nil, err
+				}
+				printForced(c, p)
+				return p, nil
 			})
 		},
 	}
@@ -107,13 +131,19 @@ func reseedCommand() *cli.Command {
 		Name:      "reseed",
 		Usage:     "salvage, wipe and re-seed a stale cluster as the standby",
 		ArgsUsage: "CLUSTER",
-		Flags:     runFlags(),
+		Flags: append(runFlags(), &cli.BoolFlag{Name: "force",
+			Usage: "re-seed a cluster that is not stale (e.g. the healthy standby): its records that the active lacks are salvaged, then it is wiped"}),
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return withCode(exitBadInput, errors.New("name the stale cluster: drctl reseed CLUSTER"))
 			}
 			return planAndRun(c, func(ctx context.Context, topo *topology.Topology) (*plans.Plan, error) {
-				return failover.PlanReseed(ctx, topo, c.Args().First())
+				p, err := failover.PlanReseedWith(ctx, topo, c.Args().First(), failover.ReseedOptions{Force: c.Bool("force")})
+				if err != nil {
+					return nil, err
+				}
+				printForced(c, p)
+				return p, nil
 			})
 		},
 	}
@@ -287,7 +317,7 @@ func execute(c *cli.Context, topo *topology.Topology, run func(context.Context, 
 	// The run's context is not the command's: the executor handles the
 	// interrupts itself (first finishes the step, second cancels it).
 	err := run(context.WithoutCancel(c.Context), o)
-	if errors.Is(err, plans.ErrStalePlan) {
+	if errors.Is(err, plans.ErrStalePlan) || errors.Is(err, failover.ErrPlanChanged) {
 		return withCode(exitBadInput, err)
 	}
 	return err

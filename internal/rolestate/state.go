@@ -83,8 +83,13 @@ type State struct {
 	Standby string `json:"standby"`
 	Phase   Phase  `json:"phase"`
 	// Run is the run in progress; nil exactly when Phase is steady.
-	Run       *Run      `json:"run"`
-	UpdatedAt time.Time `json:"updated_at"`
+	Run *Run `json:"run"`
+	// ClusterIDs records the Kafka cluster id of each cluster as the run
+	// that wrote this state knew it (absent before any run). A cluster
+	// that later answers with another id was rebuilt or replaced: what
+	// only it held is gone.
+	ClusterIDs map[string]string `json:"cluster_ids,omitempty"`
+	UpdatedAt  time.Time         `json:"updated_at"`
 	// UpdatedBy is who wrote this state, as user@host.
 	UpdatedBy string `json:"updated_by"`
 }

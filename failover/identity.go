@@ -1,0 +1,118 @@
+package failover
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/drctl/drctl/internal/kafkaconn"
+	"github.com/drctl/drctl/internal/rolestate"
+)
+
+// clusterIDs returns the id of every cluster of the topology: as it
+// answers, or, for one that does not, as the winning role state recorded
+// it. It refuses (ErrRefused) two names with one id: drctl would fence,
+// wipe or salvage the very cluster it means to keep.
+func (w *world) clusterIDs(ctx context.Context, v rolestate.View) (map[string]string, error) {
+	live := map[string]string{}
+	for name, c := range w.clients {
+		id, err := kafkaconn.ClusterID(c)
+		if err != nil {
+			return nil, fmt.Errorf("%w: cluster %s: read its cluster id: %v", ErrRefused, name, err)
+		}
+		live[name] = id
+	}
+	ids := map[string]string{}
+	for name, id := range v.Current.ClusterIDs {
+		if _, ok := w.topo.Clusters[name]; ok && id != "" {
+			ids[name] = id
+		}
+	}
+	for name, id := range live {
+		ids[name] = id
+	}
+	if err := oneNameEach(w.topo.Path, ids, live); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrRefused, err)
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	return ids, nil
+}
+
+// oneNameEach reports two names with the same cluster id. live holds the
+// ids the clusters gave now; the others were recorded earlier.
+func oneNameEach(path string, ids, live map[string]string) error {
+	names := make([]string, 0, len(ids))
+	for n := range ids {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for i, a := range names {
+		for _, b := range names[i+1:] {
+			if ids[a] != ids[b] {
+				continue
+			}
+			how := "both answer with"
+			if live[a] == "" || live[b] == "" {
+				how = "the role state recorded the same"
+			}
+			return fmt.Errorf("%s and %s are one cluster (%s cluster id %s): the topology %s names it twice; fix the bootstrap addresses so that each name points at its own cluster",
+				a, b, how, ids[a], path)
+		}
+	}
+	return nil
+}
+
+// IdentityChange is a cluster that answers with another cluster id than
+// the one recorded for it: it was rebuilt or replaced, and what only it
+// held is lost.
+type IdentityChange struct {
+	Cluster  string `json:"cluster" yaml:"cluster"`
+	Recorded string `json:"recorded_cluster_id" yaml:"recorded_cluster_id"`
+	Now      string `json:"cluster_id" yaml:"cluster_id"`
+	// LostRecords is the RPO of the run that left it stale, when known:
+	// the records only it held, now gone (-1 when unknown).
+	LostRecords int64 `json:"lost_records" yaml:"lost_records"`
+}
+
+func (c IdentityChange) String() string {
+	s := fmt.Sprintf("cluster %s answers with cluster id %s, but %s was recorded: it was rebuilt or replaced", c.Cluster, c.Now, c.Recorded)
+	if c.LostRecords >= 0 {
+		s += fmt.Sprintf("; the %d record(s) of the RPO that only it held are lost", c.LostRecords)
+	}
+	return s
+}
+
+// identityProblems compares the ids of the clusters that answer now with
+// each other and with the ids recorded when the plan was made (recorded,
+// possibly nil): two names for one cluster, and a cluster that answers
+// with another id than recorded, are problems no step may run with.
+func identityProblems(w *world, recorded map[string]string) ([]string, error) {
+	live := map[string]string{}
+	for name, c := range w.clients {
+		id, err := kafkaconn.ClusterID(c)
+		if err != nil {
+			return nil, fmt.Errorf("cluster %s: read its cluster id: %w", name, err)
+		}
+		live[name] = id
+	}
+	var problems []string
+	ids := map[string]string{}
+	for name, id := range recorded {
+		ids[name] = id
+	}
+	for _, name := range w.topo.ClusterNames() {
+		now, rec := live[name], recorded[name]
+		if now != "" && rec != "" && now != rec {
+			problems = append(problems, IdentityChange{Cluster: name, Recorded: rec, Now: now, LostRecords: -1}.String()+"; make a new plan")
+		}
+		if now != "" {
+			ids[name] = now
+		}
+	}
+	if err := oneNameEach(w.topo.Path, ids, live); err != nil {
+		problems = append(problems, err.Error())
+	}
+	return problems, nil
+}
