@@ -52,6 +52,9 @@ type RunOptions struct {
 	JournalDir string
 	Confirm    Confirm
 	Interrupts *plans.Interrupts
+	// Hooks are more views of the run (the TUI); they are not required:
+	// their failures only warn.
+	Hooks []plans.Hook
 }
 
 // JournalDir returns the default journal directory.
@@ -137,6 +140,7 @@ func Execute(ctx context.Context, topo *topology.Topology, p *plans.Plan, o RunO
 		pr.Resume = "drctl resume " + p.ID
 		hooks = append(hooks, pr)
 	}
+	hooks = append(hooks, o.Hooks...)
 	ex := &plans.Executor{
 		Registry:   registry(topo, o.Confirm),
 		Hooks:      hooks,

@@ -100,7 +100,7 @@ func newApp() *cli.App {
 		HideVersion:  true, // --version is ours: it prints the same as drctl version
 		Action:       rootAction,
 		Commands: commands(append([]*cli.Command{validateCommand(), statusCommand(), mirrorCommand(), offsetsCommand(), planCommand(), failoverCommand(),
-			failbackCommand(), applyCommand(), resumeCommand(), reseedCommand(), sandboxCommand(), versionCommand()}, fenceCommands()...)...),
+			failbackCommand(), applyCommand(), resumeCommand(), reseedCommand(), sandboxCommand(), versionCommand(), tuiCommand()}, fenceCommands()...)...),
 		ExitErrHandler: func(*cli.Context, error) {}, // main decides the exit code
 	}
 }

@@ -1,0 +1,141 @@
+package tui
+
+import (
+	"context"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/drctl/drctl/failover"
+	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/plans"
+)
+
+// The console's I/O: each function returns a tea.Cmd that does the work
+// off the Update loop, bounded by the console's timeout, and answers with a
+// message.
+
+type tickMsg struct{ id int }
+
+type translationMsg struct {
+	group string
+	rep   *mirror.TranslationReport
+	err   error
+}
+
+type planMsg struct {
+	what      string // failover, unplanned failover, failback
+	target    string
+	plan      *plans.Plan
+	err       error
+	unplanned bool
+}
+
+type resumeIDMsg struct {
+	id  string
+	err error
+}
+
+type syncPlanMsg struct {
+	group string
+	link  mirror.Link
+	plan  *mirror.GroupSyncPlan
+	err   error
+}
+
+type syncDoneMsg struct {
+	group  string
+	result *mirror.GroupSyncPlan
+	err    error
+}
+
+func (m *Model) refreshCmd() tea.Cmd {
+	topo, dir, timeout, now := m.opts.Topology, m.opts.JournalDir, m.opts.Timeout, m.opts.Now
+	return func() tea.Msg {
+		return snapshotMsg{collect(context.Background(), topo, dir, timeout, now)}
+	}
+}
+
+func tickCmd(id int, d time.Duration) tea.Cmd {
+	return tea.Tick(d, func(time.Time) tea.Msg { return tickMsg{id} })
+}
+
+func (m *Model) link() mirror.Link {
+	r := m.snap.Status.Roles
+	return mirror.LinkFor(m.opts.Topology, r.Active, r.Standby)
+}
+
+// translateCmd is `drctl offsets translate --group G`.
+func (m *Model) translateCmd(group string) tea.Cmd {
+	topo, link, timeout := m.opts.Topology, m.link(), m.opts.Timeout
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		rep, err := mirror.TranslateGroups(ctx, topo, link, mirror.TranslateOptions{Groups: []string{group}})
+		return translationMsg{group: group, rep: rep, err: err}
+	}
+}
+
+// planCmd is `drctl plan failover --to TARGET [--unplanned]` (failback:
+// the plan `drctl failback` builds).
+func (m *Model) planCmd(what, target string, unplanned, failback bool) tea.Cmd {
+	topo := m.opts.Topology
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		p, err := failover.PlanFailover(ctx, topo, target, unplanned, failback)
+		return planMsg{what: what, target: target, plan: p, err: err, unplanned: unplanned}
+	}
+}
+
+// resumeIDCmd finds the run `drctl resume` would finish.
+func (m *Model) resumeIDCmd() tea.Cmd {
+	topo := m.opts.Topology
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		id, err := failover.ResumeID(ctx, topo, "")
+		return resumeIDMsg{id: id, err: err}
+	}
+}
+
+// syncPlanCmd translates one group and plans its sync, as `drctl offsets
+// sync --group G` does before it asks.
+func (m *Model) syncPlanCmd(group string) tea.Cmd {
+	topo, link, timeout := m.opts.Topology, m.link(), m.opts.Timeout
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		rep, err := mirror.TranslateGroups(ctx, topo, link, mirror.TranslateOptions{Groups: []string{group}})
+		if err != nil {
+			return syncPlanMsg{group: group, link: link, err: err}
+		}
+		return syncPlanMsg{group: group, link: link, plan: mirror.PlanGroupSync(rep)}
+	}
+}
+
+func (m *Model) syncApplyCmd(group string, link mirror.Link, plan *mirror.GroupSyncPlan) tea.Cmd {
+	topo, timeout := m.opts.Topology, m.opts.Timeout
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		res, err := mirror.ApplyGroupSync(ctx, topo, link, plan)
+		return syncDoneMsg{group: group, result: res, err: err}
+	}
+}
+
+// startRun runs a plan (or resumes a run) through failover's executor with
+// the console as one more hook, in its own goroutine.
+func (m *Model) startRun(id string, run func(context.Context, failover.RunOptions) error) tea.Cmd {
+	h := newRunHook()
+	in := &plans.Interrupts{}
+	m.run = &liveRun{id: id, resume: "drctl -c " + m.opts.Topology.Path + " resume " + id, started: m.opts.Now()}
+	m.runs.run, m.hook, m.interrupts = m.run, h, in
+	o := failover.RunOptions{Hooks: []plans.Hook{h}, Confirm: h.confirm, Interrupts: in, JournalDir: m.opts.JournalDir}
+	go func() {
+		err := run(context.Background(), o)
+		h.ch <- runEndedMsg{err}
+	}()
+	m.active = viewRuns
+	return h.next()
+}

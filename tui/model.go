@@ -1,0 +1,642 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/bubbles/textinput"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+
+	"github.com/drctl/drctl/failover"
+	"github.com/drctl/drctl/plans"
+)
+
+// The views, in the order of their number keys.
+const (
+	viewOverview = iota
+	viewTopics
+	viewGroups
+	viewRuns
+	viewDrills
+	viewEvents
+	viewCount
+)
+
+var viewNames = [viewCount]string{"Overview", "Topics", "Groups", "Runs", "Drills", "Events"}
+
+// Model is the console: the shared state (snapshot, refresh, dialog, run)
+// and one model per view.
+type Model struct {
+	opts   Options
+	st     styles
+	width  int
+	height int
+	active int
+
+	snap, prev *Snapshot
+	refreshing bool
+	tickID     int
+	interval   time.Duration
+	paused     bool
+
+	help      bool
+	filtering bool
+	filter    textinput.Model
+	dialog    *dialog
+	flash     string
+	flashBad  bool
+
+	overview *overview
+	topics   *topicsView
+	groups   *groupsView
+	runs     *runsView
+	drills   drillsView
+	events   *eventsView
+	history  lagHistory
+
+	run        *liveRun
+	hook       *runHook
+	interrupts *plans.Interrupts
+
+	// Resume is the command that finishes a run the console started and
+	// did not finish; the front-end prints it after the console exits.
+	Resume string
+}
+
+// New returns a console for opts.
+func New(opts Options) *Model {
+	opts = opts.withDefaults()
+	ti := textinput.New()
+	ti.Prompt = "/"
+	m := &Model{
+		opts: opts, st: newStyles(), width: 80, height: 24, interval: opts.Interval, filter: ti,
+		topics: newTopicsView(), groups: newGroupsView(), runs: newRunsView(), events: newEventsView(),
+	}
+	m.overview = &overview{history: &m.history}
+	return m
+}
+
+// Init starts the first refresh.
+func (m *Model) Init() tea.Cmd {
+	if m.opts.NoRefresh {
+		return nil
+	}
+	m.refreshing = true
+	return m.refreshCmd()
+}
+
+// Update handles one message. It never does I/O: that happens in the
+// commands it returns.
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.width, m.height = msg.Width, msg.Height
+		return m, nil
+	case snapshotMsg:
+		return m, m.setSnapshot(msg.snap)
+	case tickMsg:
+		if msg.id != m.tickID || m.paused || m.refreshing || m.opts.NoRefresh {
+			return m, nil
+		}
+		m.refreshing = true
+		return m, m.refreshCmd()
+	case translationMsg:
+		m.groups.SetTranslation(msg)
+		return m, nil
+	case planMsg:
+		return m, m.planReady(msg)
+	case resumeIDMsg:
+		return m, m.resumeReady(msg)
+	case syncPlanMsg:
+		return m, m.syncReady(msg)
+	case syncDoneMsg:
+		return m, m.syncDone(msg)
+	case runEventMsg:
+		m.run.apply(msg.e)
+		m.logRunEvent(msg.e)
+		return m, m.hook.next()
+	case stepQuestionMsg:
+		m.askStep(msg)
+		return m, m.hook.next()
+	case runEndedMsg:
+		return m, m.runEnded(msg.err)
+	case tea.KeyMsg:
+		return m.key(msg)
+	}
+	return m, nil
+}
+
+// setSnapshot takes a finished refresh and schedules the next.
+func (m *Model) setSnapshot(s *Snapshot) tea.Cmd {
+	m.refreshing = false
+	m.prev, m.snap = m.snap, s
+	if s.Status != nil {
+		var prevStatus *failover.Status
+		if m.prev != nil {
+			prevStatus = m.prev.Status
+		}
+		m.events.Add(changes(prevStatus, s.Status, s.At)...)
+		if s.Status.Mirror != nil {
+			m.history.add(s.Status.Mirror.LagRecords)
+		}
+	}
+	m.overview.snap = s
+	m.overview.rates = measureRates(m.prev, s)
+	m.topics.SetSnapshot(m.prev, s)
+	m.groups.SetSnapshot(s)
+	m.runs.SetSnapshot(s)
+	if m.paused || m.opts.NoRefresh {
+		return nil
+	}
+	m.tickID++
+	return tickCmd(m.tickID, m.interval)
+}
+
+func (m *Model) refreshNow() tea.Cmd {
+	if m.refreshing || m.opts.NoRefresh {
+		return nil
+	}
+	m.refreshing = true
+	m.tickID++
+	return m.refreshCmd()
+}
+
+func (m *Model) say(bad bool, f string, a ...any) {
+	m.flash, m.flashBad = fmt.Sprintf(f, a...), bad
+}
+
+func (m *Model) runActive() bool { return m.run != nil && !m.run.ended }
+
+func (m *Model) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
+	if k.String() == "ctrl+c" {
+		return m.interrupt()
+	}
+	if m.dialog != nil {
+		return m, m.dialog.key(m, k)
+	}
+	if m.help {
+		m.help = false
+		return m, nil
+	}
+	if m.filtering {
+		return m, m.filterKey(k)
+	}
+	m.flash = ""
+	switch k.String() {
+	case "q":
+		if m.runActive() {
+			m.say(true, "run %s is in progress: ctrl-c stops it after the current step", m.run.id)
+			return m, nil
+		}
+		return m.quit()
+	case "?":
+		m.help = true
+	case "tab":
+		m.active = (m.active + 1) % viewCount
+	case "shift+tab":
+		m.active = (m.active + viewCount - 1) % viewCount
+	case "1", "2", "3", "4", "5", "6":
+		m.active = int(k.String()[0] - '1')
+	case "r":
+		if m.refreshing {
+			m.say(false, "a refresh is already running")
+		}
+		return m, m.refreshNow()
+	case "+", "=":
+		return m, m.stepInterval(1)
+	case "-", "_":
+		return m, m.stepInterval(-1)
+	case "p":
+		m.paused = !m.paused
+		m.tickID++
+		if !m.paused {
+			return m, m.refreshNow()
+		}
+	case "/":
+		if t := m.currentTable(); t != nil {
+			m.filtering = true
+			m.filter.SetValue(t.filter)
+			m.filter.CursorEnd()
+			return m, m.filter.Focus()
+		}
+	case "f", "F", "b", "R", "s":
+		return m, m.action(k.String())
+	default:
+		return m, m.viewKey(k)
+	}
+	return m, nil
+}
+
+func (m *Model) quit() (tea.Model, tea.Cmd) {
+	if m.run.unfinished() {
+		m.Resume = m.run.resume
+	}
+	return m, tea.Quit
+}
+
+// interrupt is ctrl-c: with a run in progress, the CLI's two stages;
+// otherwise quit.
+func (m *Model) interrupt() (tea.Model, tea.Cmd) {
+	if !m.runActive() {
+		return m.quit()
+	}
+	switch m.interrupts.Interrupt() {
+	case 1:
+		m.run.stopping = true
+		m.say(true, "stopping run %s after the current step; ctrl-c again cancels the step", m.run.id)
+	default:
+		m.say(true, "cancelling the current step of run %s", m.run.id)
+	}
+	return m, nil
+}
+
+func (m *Model) stepInterval(dir int) tea.Cmd {
+	i := 0
+	for i < len(intervals)-1 && intervals[i] < m.interval {
+		i++
+	}
+	i = max(0, min(len(intervals)-1, i+dir))
+	m.interval = intervals[i]
+	m.say(false, "refresh every %s", m.interval)
+	if m.paused || m.refreshing || m.opts.NoRefresh {
+		return nil
+	}
+	m.tickID++
+	return tickCmd(m.tickID, m.interval)
+}
+
+func (m *Model) currentTable() *table {
+	switch m.active {
+	case viewTopics:
+		return m.topics.current()
+	case viewGroups:
+		return m.groups.current()
+	case viewRuns:
+		return m.runs.past
+	case viewEvents:
+		return m.events.list
+	}
+	return nil
+}
+
+func (m *Model) filterKey(k tea.KeyMsg) tea.Cmd {
+	t := m.currentTable()
+	switch k.String() {
+	case "enter":
+		m.filtering = false
+		m.filter.Blur()
+		return nil
+	case "esc":
+		m.filtering = false
+		m.filter.Blur()
+		if t != nil {
+			t.SetFilter("")
+		}
+		return nil
+	}
+	var cmd tea.Cmd
+	m.filter, cmd = m.filter.Update(k)
+	if t != nil {
+		t.SetFilter(m.filter.Value())
+	}
+	return cmd
+}
+
+// viewKey handles movement and enter/esc in the current view.
+func (m *Model) viewKey(k tea.KeyMsg) tea.Cmd {
+	t := m.currentTable()
+	page := max(1, m.height-6)
+	switch k.String() {
+	case "j", "down":
+		if t != nil {
+			t.Move(1)
+		}
+	case "k", "up":
+		if t != nil {
+			t.Move(-1)
+		}
+	case "pgdown", "ctrl+f", " ":
+		if t != nil {
+			t.Move(page)
+		}
+	case "pgup", "ctrl+b":
+		if t != nil {
+			t.Move(-page)
+		}
+	case "g", "home":
+		if t != nil {
+			t.Home()
+		}
+	case "G", "end":
+		if t != nil {
+			t.End()
+		}
+	case "o":
+		if t != nil {
+			t.NextSort()
+			m.say(false, "sorted by %s", t.SortLabel())
+		}
+	case "enter":
+		switch m.active {
+		case viewTopics:
+			m.topics.Enter()
+		case viewGroups:
+			if g := m.groups.Enter(); g != "" {
+				if m.snap == nil || m.snap.Status == nil {
+					return nil
+				}
+				return m.translateCmd(g)
+			}
+		}
+	case "esc":
+		switch m.active {
+		case viewTopics:
+			m.topics.Back()
+		case viewGroups:
+			m.groups.Back()
+		}
+	}
+	return nil
+}
+
+// action starts f, F, b, R or s: each first builds what it would do, then
+// asks the operator in a dialog.
+func (m *Model) action(key string) tea.Cmd {
+	if m.opts.ReadOnly {
+		m.say(true, "read-only: actions are disabled (started with --read-only)")
+		return nil
+	}
+	if m.runActive() {
+		m.say(true, "run %s is in progress; wait for it in the Runs view (4)", m.run.id)
+		return nil
+	}
+	if m.snap == nil || m.snap.Status == nil {
+		m.say(true, "waiting for the first refresh")
+		return nil
+	}
+	r := m.snap.Status.Roles
+	activeUp := m.snap.Reachable(r.Active)
+	switch key {
+	case "f":
+		if !activeUp {
+			m.say(true, "the active %s is unreachable: a planned failover cannot drain or fence it; F plans an unplanned failover", r.Active)
+			return nil
+		}
+		m.say(false, "planning a failover to %s ...", r.Standby)
+		return m.planCmd("failover", r.Standby, false, false)
+	case "F":
+		if activeUp {
+			m.say(true, "F (unplanned failover) is offered only while the active %s is unreachable; f plans a planned failover", r.Active)
+			return nil
+		}
+		m.say(false, "planning an unplanned failover to %s ...", r.Standby)
+		return m.planCmd("unplanned failover", r.Standby, true, false)
+	case "b":
+		home := m.opts.Topology.Active
+		m.say(false, "planning a failback to %s ...", home)
+		return m.planCmd("failback", home, false, true)
+	case "R":
+		m.say(false, "looking for the run in progress ...")
+		return m.resumeIDCmd()
+	case "s":
+		g := m.groups.open
+		if g == "" && m.active == viewGroups {
+			g = m.groups.list.SelectedKey()
+		}
+		if g == "" {
+			m.say(true, "s syncs the offsets of the selected group: select one in the Groups view (3)")
+			return nil
+		}
+		m.say(false, "translating %s ...", g)
+		return m.syncPlanCmd(g)
+	}
+	return nil
+}
+
+func (m *Model) planReady(msg planMsg) tea.Cmd {
+	if msg.err != nil {
+		m.say(true, "%s: %v", msg.what, msg.err)
+		return nil
+	}
+	m.flash = ""
+	p := msg.plan
+	var in failover.Inputs
+	_ = p.DecodeInputs(&in)
+	target := in.To
+	if target == "" {
+		target = msg.target
+	}
+	m.dialog = newDialog(
+		strings.ToUpper(msg.what[:1])+msg.what[1:]+" plan "+p.ID,
+		p.Text(),
+		fmt.Sprintf("Type the name of the cluster %q to run this plan (esc cancels): ", target),
+		target,
+		func(m *Model) tea.Cmd {
+			topo := m.opts.Topology
+			return m.startRun(p.ID, func(ctx context.Context, o failover.RunOptions) error { return failover.Execute(ctx, topo, p, o) })
+		},
+	)
+	return m.dialog.input.Focus()
+}
+
+func (m *Model) resumeReady(msg resumeIDMsg) tea.Cmd {
+	if msg.err != nil {
+		m.say(true, "resume: %v", msg.err)
+		return nil
+	}
+	m.flash = ""
+	id := msg.id
+	m.dialog = newDialog("Resume run "+id, "drctl resume "+id+" finishes the run from the step it stopped at,\nre-checking every step against the live state before it runs.",
+		fmt.Sprintf("Type the run id %q to resume it (esc cancels): ", id), id,
+		func(m *Model) tea.Cmd {
+			topo := m.opts.Topology
+			return m.startRun(id, func(ctx context.Context, o failover.RunOptions) error { return failover.Resume(ctx, topo, id, o) })
+		})
+	return m.dialog.input.Focus()
+}
+
+func (m *Model) syncReady(msg syncPlanMsg) tea.Cmd {
+	if msg.err != nil {
+		m.say(true, "offsets sync %s: %v", msg.group, msg.err)
+		return nil
+	}
+	n := msg.plan.Changes()
+	if n == 0 {
+		m.say(false, "offsets sync %s: nothing to change on %s", msg.group, msg.plan.Target)
+		return nil
+	}
+	m.flash = ""
+	var b strings.Builder
+	for _, g := range msg.plan.Groups {
+		for _, ch := range g.Changes {
+			fmt.Fprintf(&b, "%s %s/%d: %s -> %d (%s)\n", g.Group, ch.Topic, ch.Partition, offsetCell(ch.Before), ch.After, ch.Status)
+		}
+	}
+	m.dialog = newDialog(fmt.Sprintf("Offsets sync %s on %s", msg.group, msg.plan.Target), strings.TrimRight(b.String(), "\n"),
+		fmt.Sprintf("Commit %d offset(s) on %s? [y/N] ", n, msg.plan.Target), "",
+		func(m *Model) tea.Cmd {
+			m.say(false, "committing %d offset(s) of %s on %s ...", n, msg.group, msg.plan.Target)
+			return m.syncApplyCmd(msg.group, msg.link, msg.plan)
+		})
+	return nil
+}
+
+func (m *Model) syncDone(msg syncDoneMsg) tea.Cmd {
+	switch {
+	case msg.err != nil:
+		m.say(true, "offsets sync %s: %v; nothing was committed", msg.group, msg.err)
+	case len(msg.result.NotSynced()) > 0:
+		g := msg.result.NotSynced()[0]
+		m.say(true, "offsets sync %s: %s: %s", g.Group, g.Action, g.Reason)
+	default:
+		m.say(false, "offsets sync %s: committed %d offset(s) on %s", msg.group, msg.result.Changes(), msg.result.Target)
+	}
+	return m.refreshNow()
+}
+
+func (m *Model) askStep(msg stepQuestionMsg) {
+	id := m.run.id
+	m.dialog = newDialog("Run "+id+" asks", msg.question, "[y/N] ", "", func(*Model) tea.Cmd {
+		msg.reply <- nil
+		return nil
+	})
+	m.dialog.cancel = func() {
+		msg.reply <- fmt.Errorf("not confirmed; resume with drctl resume %s", id)
+	}
+}
+
+func (m *Model) logRunEvent(e plans.Event) {
+	at := e.Time
+	switch e.Type {
+	case plans.EventRunStarted:
+		m.events.Add(Event{At: at, Text: fmt.Sprintf("run %s (%s) started here, %d steps", e.RunID, e.Kind, e.Total)})
+	case plans.EventStepFailed:
+		m.events.Add(Event{At: at, Bad: true, Text: fmt.Sprintf("run %s: step %d/%d %s failed: %s", e.RunID, e.Index+1, e.Total, e.Title, e.Error)})
+	case plans.EventRunDone:
+		m.events.Add(Event{At: at, Bad: e.Outcome != plans.OutcomeSucceeded, Text: fmt.Sprintf("run %s %s", e.RunID, e.Outcome)})
+	}
+}
+
+func (m *Model) runEnded(err error) tea.Cmd {
+	r := m.run
+	r.ended = true
+	if r.endedAt.IsZero() {
+		r.endedAt = m.opts.Now()
+	}
+	if err != nil {
+		if r.err == "" {
+			r.err = err.Error()
+		}
+		if r.outcome == "" {
+			r.outcome = plans.OutcomeFailed
+			if errors.Is(err, plans.ErrStalePlan) {
+				r.outcome = plans.OutcomeStale
+			}
+		}
+		m.say(true, "run %s: %s", r.id, r.outcome)
+	} else {
+		m.say(false, "run %s succeeded", r.id)
+	}
+	return m.refreshNow()
+}
+
+// View renders the console: header, tabs, the active view, the footer.
+func (m *Model) View() string {
+	w, h := m.width, m.height
+	body := h - 3
+	var content string
+	switch {
+	case m.dialog != nil:
+		content = m.dialog.view(w, body, m.st)
+	case m.help:
+		content = helpView(w, m.st)
+	default:
+		content = m.viewBody(w, body)
+	}
+	return m.header(w) + "\n" + m.tabs(w) + "\n" + fit(content, w, body) + "\n" + m.footer(w)
+}
+
+func (m *Model) viewBody(w, h int) string {
+	now := m.opts.Now()
+	switch m.active {
+	case viewTopics:
+		return m.topics.View(w, h, m.st)
+	case viewGroups:
+		return m.groups.View(w, h, m.st)
+	case viewRuns:
+		return m.runs.View(w, h, m.st, now)
+	case viewDrills:
+		return m.drills.View(w, h, m.st)
+	case viewEvents:
+		return m.events.View(w, h, m.st)
+	}
+	return m.overview.View(w, h, m.st, now)
+}
+
+func (m *Model) header(w int) string {
+	topo := m.opts.Topology
+	left := "drctl " + topo.Name
+	if m.snap != nil && m.snap.Status != nil {
+		r := m.snap.Status.Roles
+		left += fmt.Sprintf("  active %s  standby %s  epoch %d  %s", r.Active, r.Standby, r.Epoch, r.Phase)
+	}
+	var right []string
+	if m.opts.ReadOnly {
+		right = append(right, "READ-ONLY")
+	}
+	switch {
+	case m.paused:
+		right = append(right, "PAUSED")
+	case m.refreshing:
+		right = append(right, "refreshing")
+	}
+	right = append(right, "every "+m.interval.String())
+	if m.snap != nil {
+		at := m.snap.At.UTC().Format("15:04:05")
+		if age := m.opts.Now().Sub(m.snap.At); age > 3*m.interval+m.opts.Timeout {
+			at += fmt.Sprintf(" (%s old)", age.Round(time.Second))
+		}
+		right = append(right, at)
+	}
+	r := strings.Join(right, "  ")
+	pad := w - lipgloss.Width(left) - lipgloss.Width(r) - 2
+	line := " " + left + strings.Repeat(" ", max(1, pad)) + r + " "
+	return m.st.header.Render(truncateANSI(line, w))
+}
+
+func (m *Model) tabs(w int) string {
+	var parts []string
+	for i, n := range viewNames {
+		label := fmt.Sprintf("%d %s", i+1, n)
+		if i == m.active {
+			parts = append(parts, m.st.tabOn.Render("["+label+"]"))
+		} else {
+			parts = append(parts, m.st.tabOff.Render(" "+label+" "))
+		}
+	}
+	return truncateANSI(strings.Join(parts, " "), w)
+}
+
+func (m *Model) footer(w int) string {
+	switch {
+	case m.filtering:
+		return truncateANSI(m.filter.View()+"   enter keep, esc clear", w)
+	case m.dialog != nil:
+		return truncateANSI(m.dialog.input.View(), w)
+	case m.flash != "":
+		s := m.st.ok
+		if m.flashBad {
+			s = m.st.bad
+		}
+		return truncateANSI(s.Render(m.flash), w)
+	}
+	keys := "? help  / filter  o sort  r refresh  +/- interval  p pause  q quit"
+	if !m.opts.ReadOnly {
+		keys = "? help  f failover  b failback  R resume  / filter  r refresh  q quit"
+	}
+	return m.st.dim.Render(truncateANSI(keys, w))
+}

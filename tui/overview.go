@@ -1,0 +1,248 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/lipgloss"
+
+	"github.com/drctl/drctl/failover"
+)
+
+// overview is view 1: both clusters, the mirror, group sync, the verdict
+// and the problems.
+type overview struct {
+	snap    *Snapshot
+	history *lagHistory
+	rates   rates
+}
+
+// rates are records per second measured between two refreshes from the
+// lag reports: written to the active (source ends) and copied by the
+// mirror (its progress).
+type rates struct {
+	In, Copied float64
+	Known      bool
+}
+
+func measureRates(prev, cur *Snapshot) rates {
+	if prev == nil || cur == nil || prev.Lag == nil || cur.Lag == nil || prev.Lag.Link != cur.Lag.Link {
+		return rates{}
+	}
+	dt := cur.Lag.MeasuredAt.Sub(prev.Lag.MeasuredAt).Seconds()
+	if dt <= 0 {
+		return rates{}
+	}
+	sum := func(s *Snapshot) (end, mirrored int64) {
+		for _, p := range s.Lag.Partitions {
+			end += p.SourceEnd
+			if p.Mirrored >= 0 {
+				mirrored += p.Mirrored
+			}
+		}
+		return
+	}
+	e0, m0 := sum(prev)
+	e1, m1 := sum(cur)
+	return rates{In: max(0, float64(e1-e0)/dt), Copied: max(0, float64(m1-m0)/dt), Known: true}
+}
+
+// lagHistory keeps the mirror's lag in records over the last refreshes,
+// for the sparkline.
+type lagHistory struct{ points []int64 }
+
+func (h *lagHistory) add(v int64) {
+	h.points = append(h.points, v)
+	if len(h.points) > 240 {
+		h.points = h.points[len(h.points)-240:]
+	}
+}
+
+// sparkline renders the last width points, scaled to the largest.
+func (h *lagHistory) sparkline(width int) string {
+	bars := []rune("▁▂▃▄▅▆▇█")
+	pts := h.points
+	if len(pts) > width {
+		pts = pts[len(pts)-width:]
+	}
+	var top int64
+	for _, p := range pts {
+		top = max(top, p)
+	}
+	var b strings.Builder
+	for _, p := range pts {
+		i := 0
+		if top > 0 {
+			i = int(p * int64(len(bars)-1) / top)
+		}
+		b.WriteRune(bars[i])
+	}
+	return b.String()
+}
+
+func (o *overview) View(width, height int, st styles, now time.Time) string {
+	if o.snap == nil || o.snap.Status == nil {
+		return st.dim.Render("waiting for the first refresh ...")
+	}
+	s := o.snap.Status
+	var parts []string
+	cardW := (width - 1) / 2
+	var cards []string
+	for _, c := range s.Clusters {
+		cards = append(cards, clusterCard(c, cardW, st))
+	}
+	parts = append(parts, lipgloss.JoinHorizontal(lipgloss.Top, interleave(cards, " ")...))
+	parts = append(parts, o.mirrorBlock(width, st)...)
+	parts = append(parts, groupSyncLine(s, st))
+	v := Assess(o.snap)
+	vs := st.ok
+	switch v.Level {
+	case ReadyWarn, UnplannedOnly:
+		vs = st.warn
+	case NotReady, Unknown:
+		vs = st.bad
+	}
+	parts = append(parts, st.title.Render("READY TO FAIL OVER? ")+vs.Render(string(v.Level)))
+	for _, r := range v.Reasons {
+		parts = append(parts, wrap("  - "+r, width)...)
+	}
+	if len(s.Problems) > 0 {
+		parts = append(parts, st.bad.Render(fmt.Sprintf("PROBLEMS (%d)", len(s.Problems))))
+		for _, p := range s.Problems {
+			parts = append(parts, wrap(st.bad.Render("  ! ")+p, width)...)
+		}
+	} else {
+		parts = append(parts, st.ok.Render("no problems"))
+	}
+	return strings.Join(parts, "\n")
+}
+
+func interleave(xs []string, sep string) []string {
+	var out []string
+	for i, x := range xs {
+		if i > 0 {
+			out = append(out, sep)
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+// clusterCard is one cluster: role, reachability, brokers, release, epoch.
+func clusterCard(c failover.ClusterStatus, width int, st styles) string {
+	inner := max(10, width-4)
+	role := strings.ToUpper(c.Role)
+	var lines []string
+	lines = append(lines, st.title.Render(c.Name)+"  "+role)
+	if !c.Reachable {
+		lines = append(lines, st.bad.Render("DOWN")+" (unreachable)")
+		lines = append(lines, wrap(c.Error, inner)...)
+		if len(lines) > 6 {
+			lines = append(lines[:5], "…")
+		}
+	} else {
+		lines = append(lines, st.ok.Render("up")+"  id "+c.ClusterID)
+		ctrl := fmt.Sprint(c.Controller)
+		lines = append(lines, fmt.Sprintf("brokers %d, controller %s", len(c.Brokers), ctrl))
+		lines = append(lines, "kafka "+orDash(c.KafkaVersion))
+	}
+	epoch := "no role state stored"
+	if c.StateEpoch >= 0 {
+		epoch = fmt.Sprintf("state epoch %d", c.StateEpoch)
+	}
+	if c.Stale {
+		epoch += " " + st.bad.Render("STALE")
+	}
+	lines = append(lines, epoch)
+	for len(lines) < 6 {
+		lines = append(lines, "")
+	}
+	for i, l := range lines {
+		lines[i] = truncateANSI(l, inner)
+	}
+	style := st.card
+	if !c.Reachable || c.Stale {
+		style = st.cardBad
+	}
+	return style.Width(width - 2).Render(strings.Join(lines, "\n"))
+}
+
+func (o *overview) mirrorBlock(width int, st styles) []string {
+	m := o.snap.Status.Mirror
+	if m == nil {
+		return []string{st.title.Render("MIRROR") + " " + st.warn.Render("unknown: a cluster is unreachable"), ""}
+	}
+	state := st.bad.Render("not running")
+	if m.Running {
+		state = st.ok.Render(fmt.Sprintf("running, %d process(es)", m.Workers))
+	}
+	lag := fmt.Sprintf("lag %d records, %.1fs", m.LagRecords, m.LagSeconds)
+	if m.LagRecords > 0 {
+		lag = st.warn.Render(lag)
+	}
+	first := st.title.Render("MIRROR "+m.Link) + "  " + state + "  " + lag
+	if m.LostRecords > 0 {
+		first += "  " + st.bad.Render(fmt.Sprintf("lost %d", m.LostRecords))
+	}
+	rate := "rate: measuring"
+	if o.rates.Known {
+		rate = fmt.Sprintf("in %.1f rec/s, copied %.1f rec/s", o.rates.In, o.rates.Copied)
+	}
+	if o.snap.LagError != "" {
+		rate = st.bad.Render("lag: " + o.snap.LagError)
+	}
+	if m.Error != "" {
+		rate = st.bad.Render(m.Error)
+	}
+	second := "  " + rate
+	if o.history != nil && len(o.history.points) > 0 {
+		room := width - lipgloss.Width(second) - 8
+		if room > 8 {
+			second += "  lag " + o.history.sparkline(room)
+		}
+	}
+	return []string{first, second}
+}
+
+// groupSyncLine summarises group translation on the standby.
+func groupSyncLine(s *failover.Status, st styles) string {
+	var inSync, behind, unmapped int
+	oldest := -1.0
+	for _, g := range s.Groups {
+		switch {
+		case g.Sync == nil:
+			if g.Active.Exists {
+				unmapped++
+			}
+		case g.Sync.InSync:
+			inSync++
+			oldest = max(oldest, g.Sync.BehindSeconds)
+		default:
+			behind++
+		}
+	}
+	line := fmt.Sprintf("%d in sync, %d behind, %d never synced", inSync, behind, unmapped)
+	if oldest >= 0 {
+		line += fmt.Sprintf(", oldest sync %.1fs", oldest)
+	}
+	if behind > 0 {
+		line = st.warn.Render(line)
+	}
+	return st.title.Render(fmt.Sprintf("GROUPS (%d)", len(s.Groups))) + "  " + line
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// wrap breaks s into lines of at most width cells, at spaces where it can.
+func wrap(s string, width int) []string {
+	if width < 10 {
+		width = 10
+	}
+	return strings.Split(lipgloss.NewStyle().Width(width).Render(s), "\n")
+}

@@ -1,0 +1,128 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Readiness is the "ready to fail over?" verdict of the overview. Its
+// vocabulary is short and stable; reasons say why in plain words.
+type Readiness string
+
+const (
+	Ready         Readiness = "READY"          // a planned failover (f) can run now
+	ReadyWarn     Readiness = "READY, CAVEATS" // it can run, read the reasons first
+	NotReady      Readiness = "NOT READY"      // a planned failover would be refused or unsafe
+	UnplannedOnly Readiness = "UNPLANNED ONLY" // the active is down: only F
+	Unknown       Readiness = "UNKNOWN"        // no snapshot yet
+)
+
+var readinessRank = map[Readiness]int{Ready: 0, ReadyWarn: 1, UnplannedOnly: 2, NotReady: 3, Unknown: 4}
+
+// Verdict is a Readiness and its reasons, worst first.
+type Verdict struct {
+	Level   Readiness
+	Reasons []string
+}
+
+// readinessRules are evaluated in order; each may add a reason at a level.
+// The verdict is the worst level any rule gave. Numbered so that tests and
+// docs can name them.
+var readinessRules = []func(s *Snapshot, add func(Readiness, string)){
+	// 1. A run in progress must finish (or be resumed) first.
+	func(s *Snapshot, add func(Readiness, string)) {
+		if r := s.Status.Roles.Run; r != nil {
+			add(NotReady, fmt.Sprintf("run %s (%s) is in progress at step %d: resume it (R) or let it finish", r.ID, r.Kind, r.Step+1))
+		}
+	},
+	// 2. The standby must answer and hold current role state.
+	func(s *Snapshot, add func(Readiness, string)) {
+		for _, c := range s.Status.Clusters {
+			if c.Role != "standby" {
+				continue
+			}
+			if !c.Reachable {
+				add(NotReady, "standby "+c.Name+" is unreachable")
+			} else if c.Stale {
+				add(NotReady, "standby "+c.Name+" is stale: it must be reseeded first")
+			}
+		}
+	},
+	// 3. An active that does not answer leaves only an unplanned failover.
+	func(s *Snapshot, add func(Readiness, string)) {
+		for _, c := range s.Status.Clusters {
+			if c.Role == "active" && !c.Reachable {
+				add(UnplannedOnly, "active "+c.Name+" is unreachable: only an unplanned failover (F) can run; what it did not mirror stays behind until a reseed salvages it")
+			}
+		}
+	},
+	// 4. Consumers on the standby would be moved under their feet.
+	func(s *Snapshot, add func(Readiness, string)) {
+		for _, g := range s.Status.Groups {
+			if g.Standby.Members > 0 {
+				add(NotReady, fmt.Sprintf("group %s has %d member(s) on the standby: stop them first", g.Name, g.Standby.Members))
+			}
+		}
+	},
+	// 5. The drain needs a mirror that runs and measures.
+	func(s *Snapshot, add func(Readiness, string)) {
+		m := s.Status.Mirror
+		switch {
+		case m == nil:
+		case m.Error != "":
+			add(NotReady, "mirror "+m.Link+": "+m.Error)
+		case !m.Running:
+			add(ReadyWarn, "no mirror process runs for "+m.Link+": the drain cannot copy what is left")
+		case m.LagRecords > 0:
+			add(ReadyWarn, fmt.Sprintf("mirror lag %d records (%.1fs): the drain waits for them", m.LagRecords, m.LagSeconds))
+		}
+		if m != nil && m.LostRecords > 0 {
+			add(ReadyWarn, fmt.Sprintf("%d records were lost to retention before they were mirrored", m.LostRecords))
+		}
+	},
+	// 6. Translation coverage: groups the standby does not hold in sync are
+	// translated by the failover itself, but say so.
+	func(s *Snapshot, add func(Readiness, string)) {
+		var behind []string
+		for _, g := range s.Status.Groups {
+			if g.Sync != nil && !g.Sync.InSync {
+				behind = append(behind, g.Name)
+			}
+		}
+		if len(behind) > 0 {
+			add(ReadyWarn, "not in sync on the standby: "+strings.Join(behind, ", ")+" (the failover translates them)")
+		}
+	},
+}
+
+// Assess gives the verdict for a snapshot.
+func Assess(s *Snapshot) Verdict {
+	if s == nil || s.Status == nil {
+		return Verdict{Level: Unknown, Reasons: []string{"waiting for the first refresh"}}
+	}
+	v := Verdict{Level: Ready}
+	type reason struct {
+		level Readiness
+		text  string
+	}
+	var rs []reason
+	for _, rule := range readinessRules {
+		rule(s, func(l Readiness, text string) {
+			rs = append(rs, reason{l, text})
+			if readinessRank[l] > readinessRank[v.Level] {
+				v.Level = l
+			}
+		})
+	}
+	for rank := 4; rank >= 0; rank-- {
+		for _, r := range rs {
+			if readinessRank[r.level] == rank {
+				v.Reasons = append(v.Reasons, r.text)
+			}
+		}
+	}
+	if len(v.Reasons) == 0 {
+		v.Reasons = []string{"mirror caught up, groups in sync, no consumers on the standby"}
+	}
+	return v
+}

@@ -1,0 +1,243 @@
+package tui
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/drctl/drctl/plans"
+)
+
+// stepState is one step of the live run as the console saw it.
+type stepState struct {
+	title   string
+	state   string // pending, running, done, failed
+	elapsed time.Duration
+	detail  string
+}
+
+// liveRun is the console's own run, built from its events.
+type liveRun struct {
+	id, kind string
+	steps    []stepState
+	current  int
+	progress string
+	started  time.Time
+	stepAt   time.Time
+	outcome  plans.Outcome
+	err      string
+	ended    bool
+	endedAt  time.Time
+	resume   string
+	stopping bool // ctrl-c once: stops after this step
+}
+
+func (r *liveRun) apply(e plans.Event) {
+	switch e.Type {
+	case plans.EventRunStarted:
+		r.id, r.kind, r.started = e.RunID, e.Kind, e.Time
+		if e.Plan != nil {
+			r.steps = make([]stepState, len(e.Plan.Steps))
+			for i, s := range e.Plan.Steps {
+				r.steps[i] = stepState{title: s.Title, state: "pending"}
+				if i < e.Index {
+					r.steps[i].state = "done"
+					r.steps[i].detail = "before this run"
+				}
+			}
+		}
+	case plans.EventStepStarted:
+		r.current, r.stepAt, r.progress = e.Index, e.Time, ""
+		r.set(e.Index, "running", 0, "")
+	case plans.EventStepProgress:
+		r.progress = e.Message
+		if e.Fraction != nil {
+			r.progress += fmt.Sprintf(" (%.0f%%)", *e.Fraction*100)
+		}
+	case plans.EventStepDone:
+		r.progress = ""
+		r.set(e.Index, "done", time.Duration(e.ElapsedMS)*time.Millisecond, e.Summary)
+	case plans.EventStepFailed:
+		r.set(e.Index, "failed", time.Duration(e.ElapsedMS)*time.Millisecond, e.Error)
+	case plans.EventRunDone:
+		r.outcome, r.ended, r.endedAt = e.Outcome, true, e.Time
+		if e.Error != "" {
+			r.err = e.Error
+		}
+	}
+}
+
+func (r *liveRun) set(i int, state string, d time.Duration, detail string) {
+	if i < 0 || i >= len(r.steps) {
+		return
+	}
+	r.steps[i].state, r.steps[i].elapsed, r.steps[i].detail = state, d, detail
+}
+
+// unfinished reports whether a resume has something left to do.
+func (r *liveRun) unfinished() bool {
+	return r != nil && r.id != "" && (!r.ended || r.outcome != plans.OutcomeSucceeded)
+}
+
+// PastRun is a run read back from the local journal.
+type PastRun struct {
+	ID, Kind, Actor string
+	Outcome         plans.Outcome
+	Done, Total     int
+	At              time.Time
+	Error           string
+}
+
+// readJournals reads the newest local journals (at most n).
+func readJournals(dir string, n int) ([]PastRun, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("journal directory %s: %w", dir, err)
+	}
+	type file struct {
+		path string
+		mod  time.Time
+	}
+	var files []file
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".jsonl") {
+			continue
+		}
+		if info, err := e.Info(); err == nil {
+			files = append(files, file{filepath.Join(dir, e.Name()), info.ModTime()})
+		}
+	}
+	slices.SortFunc(files, func(a, b file) int { return b.mod.Compare(a.mod) })
+	var out []PastRun
+	for _, f := range files[:min(n, len(files))] {
+		st, err := plans.ReadJournal(f.path)
+		if err != nil || st.Plan == nil {
+			continue
+		}
+		done := 0
+		for _, d := range st.Done {
+			if d {
+				done++
+			}
+		}
+		out = append(out, PastRun{ID: st.Plan.ID, Kind: st.Plan.Kind, Actor: st.Actor, Outcome: st.Outcome, Done: done, Total: len(st.Plan.Steps), At: f.mod, Error: st.LastError})
+	}
+	return out, nil
+}
+
+// runsView is view 4: the run in progress with its steps, and past runs.
+type runsView struct {
+	past *table
+	snap *Snapshot
+	run  *liveRun
+}
+
+func newRunsView() *runsView {
+	return &runsView{past: newTable(
+		column{Title: "run", Width: 14, Flex: true},
+		column{Title: "kind", Width: 8},
+		column{Title: "outcome", Width: 11},
+		column{Title: "steps", Width: 5, Right: true},
+		column{Title: "when", Width: 16},
+		column{Title: "by", Width: 8, Flex: true},
+	)}
+}
+
+func (v *runsView) SetSnapshot(s *Snapshot) {
+	v.snap = s
+	if s == nil {
+		return
+	}
+	rows := make([][]string, 0, len(s.Runs))
+	for _, r := range s.Runs {
+		outcome := string(r.Outcome)
+		if outcome == "" {
+			outcome = "unfinished"
+		}
+		rows = append(rows, []string{r.ID, r.Kind, outcome, fmt.Sprintf("%d/%d", r.Done, r.Total), r.At.UTC().Format("2006-01-02 15:04"), orDash(r.Actor)})
+	}
+	v.past.SetRows(rows)
+}
+
+func (v *runsView) View(width, height int, st styles, now time.Time) string {
+	var lines []string
+	if r := v.run; r != nil && r.id != "" {
+		lines = append(lines, v.liveLines(width, st, now)...)
+	} else if v.snap != nil && v.snap.Status != nil && v.snap.Status.Roles.Run != nil {
+		rr := v.snap.Status.Roles.Run
+		lines = append(lines, st.title.Render("RUN IN PROGRESS ")+fmt.Sprintf("%s %s at step %d, by %s since %s", rr.Kind, rr.ID, rr.Step+1, rr.By, rr.StartedAt.UTC().Format(time.RFC3339)),
+			"  not run by this console: R resumes it here (drctl resume "+rr.ID+")")
+	} else {
+		lines = append(lines, st.title.Render("RUN")+"  none in progress (f failover, b failback)")
+	}
+	lines = append(lines, "")
+	head := st.title.Render("PAST RUNS") + "  from the local journal"
+	if v.snap != nil && v.snap.RunsError != "" {
+		head += "  " + st.bad.Render(v.snap.RunsError)
+	}
+	lines = append(lines, head)
+	if v.past.Len() == 0 {
+		lines = append(lines, st.dim.Render("none"))
+		return strings.Join(lines, "\n")
+	}
+	return strings.Join(lines, "\n") + "\n" + v.past.View(width, max(2, height-len(lines)), st)
+}
+
+func (v *runsView) liveLines(width int, st styles, now time.Time) []string {
+	r := v.run
+	state := "running"
+	switch {
+	case r.ended && r.outcome == plans.OutcomeSucceeded:
+		state = st.ok.Render("succeeded")
+	case r.ended:
+		state = st.bad.Render(string(r.outcome))
+	case r.stopping:
+		state = st.warn.Render("stopping after this step")
+	}
+	done := 0
+	for _, s := range r.steps {
+		if s.state == "done" {
+			done++
+		}
+	}
+	end := now
+	if r.ended {
+		end = r.endedAt
+	}
+	lines := []string{st.title.Render("RUN "+r.id) + fmt.Sprintf("  %s, step %d/%d, %s  elapsed %s", r.kind, min(r.current+1, len(r.steps)), len(r.steps), state, end.Sub(r.started).Round(time.Second))}
+	for i, s := range r.steps {
+		mark := "  "
+		switch s.state {
+		case "done":
+			mark = st.ok.Render("✓ ")
+		case "running":
+			mark = st.warn.Render("▶ ")
+		case "failed":
+			mark = st.bad.Render("✗ ")
+		}
+		line := fmt.Sprintf("%s%2d %s", mark, i+1, s.title)
+		if s.state == "done" || s.state == "failed" {
+			line += fmt.Sprintf(" (%.1fs)", s.elapsed.Seconds())
+			if s.detail != "" {
+				line += ": " + s.detail
+			}
+		}
+		lines = append(lines, truncateANSI(line, width))
+		if s.state == "running" && r.progress != "" {
+			lines = append(lines, "      "+truncateANSI(r.progress, width-6))
+		}
+	}
+	if r.ended && r.outcome != plans.OutcomeSucceeded {
+		if r.err != "" {
+			lines = append(lines, wrap(st.bad.Render("error: ")+r.err, width)...)
+		}
+		lines = append(lines, st.title.Render("to finish it: ")+r.resume+"  (or R here)")
+	}
+	return lines
+}

@@ -1,0 +1,70 @@
+package tui
+
+import (
+	"context"
+	"time"
+
+	"github.com/drctl/drctl/failover"
+	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/topology"
+)
+
+// Snapshot is one refresh: the status snapshot `drctl status` prints and,
+// when both clusters answer, the per-partition lag `drctl mirror lag`
+// prints.
+type Snapshot struct {
+	Status *failover.Status
+	Lag    *mirror.LagReport
+	// LagError is why the lag could not be measured ("" when it was, or
+	// when a cluster is down and it was not tried).
+	LagError string
+	// Runs are the newest runs of the local journal.
+	Runs      []PastRun
+	RunsError string
+	// At is when the refresh started; Took how long it took.
+	At   time.Time
+	Took time.Duration
+}
+
+// snapshotMsg carries a finished refresh.
+type snapshotMsg struct{ snap *Snapshot }
+
+// collect is the refresh: the same calls as `drctl status` and `drctl
+// mirror lag`, bounded by timeout. It never fails as a whole: what a
+// cluster did not answer is part of the snapshot.
+func collect(ctx context.Context, topo *topology.Topology, journalDir string, timeout time.Duration, now func() time.Time) *Snapshot {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	s := &Snapshot{At: now()}
+	s.Status = failover.CollectStatus(ctx, topo)
+	if s.Status.Mirror != nil && len(s.Status.Unreachable()) == 0 {
+		link := mirror.LinkFor(topo, s.Status.Roles.Active, s.Status.Roles.Standby)
+		lag, err := mirror.MeasureLag(ctx, topo, link)
+		if err != nil {
+			s.LagError = err.Error()
+		} else {
+			s.Lag = lag
+		}
+	}
+	if runs, err := readJournals(journalDir, 50); err != nil {
+		s.RunsError = err.Error()
+	} else {
+		s.Runs = runs
+	}
+	s.Took = time.Since(start)
+	return s
+}
+
+// Reachable reports whether cluster name answered.
+func (s *Snapshot) Reachable(name string) bool {
+	if s == nil || s.Status == nil {
+		return false
+	}
+	for _, c := range s.Status.Clusters {
+		if c.Name == name {
+			return c.Reachable
+		}
+	}
+	return false
+}
