@@ -7,5 +7,5 @@ type drillsView struct{}
 func (drillsView) View(width, height int, st styles) string {
 	return st.title.Render("DRILLS") + "\n" +
 		"no drills yet: drctl has no drill history to show.\n" +
-		st.dim.Render("Scheduled drills (drctl drill run|schedule|history) will list their verdicts here.")
+		st.dim.Render("Drills (drctl drill) will list their verdicts here.")
 }

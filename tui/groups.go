@@ -39,7 +39,7 @@ func newGroupsView() *groupsView {
 			column{Title: "target", Width: 8, Right: true},
 			column{Title: "target end", Width: 10, Right: true},
 			column{Title: "standby", Width: 8, Right: true},
-			column{Title: "status", Width: 8},
+			column{Title: "status", Width: 8, Flex: true},
 			column{Title: "exact", Width: 5},
 		),
 	}

@@ -118,10 +118,10 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case runEventMsg:
 		m.run.apply(msg.e)
 		m.logRunEvent(msg.e)
-		return m, m.hook.next()
+		return m, m.nextRunMsg()
 	case stepQuestionMsg:
 		m.askStep(msg)
-		return m, m.hook.next()
+		return m, m.nextRunMsg()
 	case runEndedMsg:
 		return m, m.runEnded(msg.err)
 	case tea.KeyMsg:
@@ -167,6 +167,13 @@ func (m *Model) refreshNow() tea.Cmd {
 
 func (m *Model) say(bad bool, f string, a ...any) {
 	m.flash, m.flashBad = fmt.Sprintf(f, a...), bad
+}
+
+func (m *Model) nextRunMsg() tea.Cmd {
+	if m.hook == nil {
+		return nil
+	}
+	return m.hook.next()
 }
 
 func (m *Model) runActive() bool { return m.run != nil && !m.run.ended }
@@ -588,13 +595,16 @@ func (m *Model) header(w int) string {
 	if m.opts.ReadOnly {
 		right = append(right, "READ-ONLY")
 	}
+	every := m.interval.String()
 	switch {
 	case m.paused:
 		right = append(right, "PAUSED")
 	case m.refreshing:
-		right = append(right, "refreshing")
+		every = "↻ " + every
+	default:
+		every = "  " + every
 	}
-	right = append(right, "every "+m.interval.String())
+	right = append(right, every)
 	if m.snap != nil {
 		at := m.snap.At.UTC().Format("15:04:05")
 		if age := m.opts.Now().Sub(m.snap.At); age > 3*m.interval+m.opts.Timeout {
@@ -602,7 +612,10 @@ func (m *Model) header(w int) string {
 		}
 		right = append(right, at)
 	}
-	r := strings.Join(right, "  ")
+	r := strings.Join(right, " ")
+	if lipgloss.Width(left)+lipgloss.Width(r)+3 > w {
+		left = strings.TrimPrefix(left, "drctl ")
+	}
 	pad := w - lipgloss.Width(left) - lipgloss.Width(r) - 2
 	line := " " + left + strings.Repeat(" ", max(1, pad)) + r + " "
 	return m.st.header.Render(truncateANSI(line, w))

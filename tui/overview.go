@@ -1,7 +1,9 @@
 package tui
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -94,7 +96,7 @@ func (o *overview) View(width, height int, st styles, now time.Time) string {
 	}
 	parts = append(parts, lipgloss.JoinHorizontal(lipgloss.Top, interleave(cards, " ")...))
 	parts = append(parts, o.mirrorBlock(width, st)...)
-	parts = append(parts, groupSyncLine(s, st))
+	parts = append(parts, groupSyncLine(s, st), topicsLine(o.snap, width, st))
 	v := Assess(o.snap)
 	vs := st.ok
 	switch v.Level {
@@ -105,12 +107,12 @@ func (o *overview) View(width, height int, st styles, now time.Time) string {
 	}
 	parts = append(parts, st.title.Render("READY TO FAIL OVER? ")+vs.Render(string(v.Level)))
 	for _, r := range v.Reasons {
-		parts = append(parts, wrap("  - "+r, width)...)
+		parts = append(parts, wrapIndent("  - ", r, width)...)
 	}
 	if len(s.Problems) > 0 {
 		parts = append(parts, st.bad.Render(fmt.Sprintf("PROBLEMS (%d)", len(s.Problems))))
 		for _, p := range s.Problems {
-			parts = append(parts, wrap(st.bad.Render("  ! ")+p, width)...)
+			parts = append(parts, wrapIndent(st.bad.Render("  ! "), p, width)...)
 		}
 	} else {
 		parts = append(parts, st.ok.Render("no problems"))
@@ -137,10 +139,11 @@ func clusterCard(c failover.ClusterStatus, width int, st styles) string {
 	lines = append(lines, st.title.Render(c.Name)+"  "+role)
 	if !c.Reachable {
 		lines = append(lines, st.bad.Render("DOWN")+" (unreachable)")
-		lines = append(lines, wrap(c.Error, inner)...)
-		if len(lines) > 6 {
-			lines = append(lines[:5], "…")
+		errLines := wrap(c.Error, inner)
+		if len(errLines) > 3 {
+			errLines = append(errLines[:2], truncateANSI(errLines[2]+" …", inner))
 		}
+		lines = append(lines, errLines...)
 	} else {
 		lines = append(lines, st.ok.Render("up")+"  id "+c.ClusterID)
 		ctrl := fmt.Sprint(c.Controller)
@@ -178,7 +181,10 @@ func (o *overview) mirrorBlock(width int, st styles) []string {
 		state = st.ok.Render(fmt.Sprintf("running, %d process(es)", m.Workers))
 	}
 	lag := fmt.Sprintf("lag %d records, %.1fs", m.LagRecords, m.LagSeconds)
-	if m.LagRecords > 0 {
+	switch {
+	case m.Error != "":
+		lag = st.bad.Render("lag unknown")
+	case m.LagSeconds > lagWarnSeconds:
 		lag = st.warn.Render(lag)
 	}
 	first := st.title.Render("MIRROR "+m.Link) + "  " + state + "  " + lag
@@ -196,7 +202,7 @@ func (o *overview) mirrorBlock(width int, st styles) []string {
 		rate = st.bad.Render(m.Error)
 	}
 	second := "  " + rate
-	if o.history != nil && len(o.history.points) > 0 {
+	if o.history != nil && len(o.history.points) > 1 {
 		room := width - lipgloss.Width(second) - 8
 		if room > 8 {
 			second += "  lag " + o.history.sparkline(room)
@@ -239,10 +245,73 @@ func orDash(s string) string {
 	return s
 }
 
+// wrapIndent wraps text after prefix and indents the lines that follow
+// under the text.
+func wrapIndent(prefix, text string, width int) []string {
+	pw := lipgloss.Width(prefix)
+	lines := wrap(text, width-pw)
+	for i := range lines {
+		if i == 0 {
+			lines[i] = prefix + lines[i]
+		} else {
+			lines[i] = strings.Repeat(" ", pw) + lines[i]
+		}
+	}
+	return lines
+}
+
 // wrap breaks s into lines of at most width cells, at spaces where it can.
 func wrap(s string, width int) []string {
 	if width < 10 {
 		width = 10
 	}
-	return strings.Split(lipgloss.NewStyle().Width(width).Render(s), "\n")
+	lines := strings.Split(lipgloss.NewStyle().Width(width).Render(s), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " ")
+	}
+	return lines
+}
+
+// topicsLine summarises the topics: parity and where the lag is.
+func topicsLine(snap *Snapshot, width int, st styles) string {
+	s := snap.Status
+	parity, missing := 0, 0
+	for _, t := range s.Topics {
+		if t.InParity {
+			parity++
+		}
+		if !t.Standby.Exists {
+			missing++
+		}
+	}
+	line := fmt.Sprintf("%d in parity", parity)
+	if missing > 0 {
+		line += st.warn.Render(fmt.Sprintf(", %d missing on the standby", missing))
+	}
+	if snap.Lag != nil {
+		type tl struct {
+			name string
+			lag  int64
+		}
+		var lags []tl
+		for name, l := range lagByTopic(snap.Lag) {
+			if l.records > 0 {
+				lags = append(lags, tl{name, l.records})
+			}
+		}
+		slices.SortFunc(lags, func(a, b tl) int {
+			if c := cmp.Compare(b.lag, a.lag); c != 0 {
+				return c
+			}
+			return strings.Compare(a.name, b.name)
+		})
+		if len(lags) > 0 {
+			var most []string
+			for _, l := range lags[:min(3, len(lags))] {
+				most = append(most, fmt.Sprintf("%s %d", l.name, l.lag))
+			}
+			line += "; most lag: " + strings.Join(most, ", ")
+		}
+	}
+	return truncateANSI(st.title.Render(fmt.Sprintf("TOPICS (%d)", len(s.Topics)))+"  "+line, width)
 }

@@ -19,6 +19,11 @@ const (
 
 var readinessRank = map[Readiness]int{Ready: 0, ReadyWarn: 1, UnplannedOnly: 2, NotReady: 3, Unknown: 4}
 
+// lagWarnSeconds is the mirror lag past which the verdict warns: below it
+// a live producer's few in-flight records are normal and the drain copies
+// them in moments.
+const lagWarnSeconds = 10
+
 // Verdict is a Readiness and its reasons, worst first.
 type Verdict struct {
 	Level   Readiness
@@ -73,8 +78,11 @@ var readinessRules = []func(s *Snapshot, add func(Readiness, string)){
 			add(NotReady, "mirror "+m.Link+": "+m.Error)
 		case !m.Running:
 			add(ReadyWarn, "no mirror process runs for "+m.Link+": the drain cannot copy what is left")
-		case m.LagRecords > 0:
+		case m.LagSeconds > lagWarnSeconds:
 			add(ReadyWarn, fmt.Sprintf("mirror lag %d records (%.1fs): the drain waits for them", m.LagRecords, m.LagSeconds))
+		}
+		if m != nil && m.Error == "" && m.Running && m.LagRecords > 0 && m.LagSeconds <= lagWarnSeconds {
+			add(Ready, fmt.Sprintf("mirror lag %d records (%.1fs): the drain copies them", m.LagRecords, m.LagSeconds))
 		}
 		if m != nil && m.LostRecords > 0 {
 			add(ReadyWarn, fmt.Sprintf("%d records were lost to retention before they were mirrored", m.LostRecords))
