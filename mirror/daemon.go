@@ -265,6 +265,13 @@ func (d *Daemon) readState(ctx context.Context) (rolestate.View, error) {
 	if len(clients) == 0 {
 		return rolestate.View{}, errors.New("no cluster reachable")
 	}
+	if d.topo.Failover.Fence == topology.FenceACL {
+		for name, c := range clients {
+			if held, err := aclfence.Held(ctx, c, d.topo.Name); err == nil {
+				d.opts.Engine.Metrics.Roles.Fenced.WithLabelValues(name).Set(b2f(held))
+			}
+		}
+	}
 	return rolestate.Resolve(ctx, d.topo, clients), nil
 }
 

@@ -39,6 +39,7 @@ type RoleMetrics struct {
 	Active    *prometheus.GaugeVec // 1 for the live active cluster, 0 for the others
 	Reachable *prometheus.GaugeVec
 	Stale     *prometheus.GaugeVec
+	Fenced    *prometheus.GaugeVec // only with failover.fence: acl
 }
 
 // NewMetrics creates the series and registers them with reg (nil: not
@@ -78,10 +79,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "1 when the cluster answered the last role-state read, else 0."}, []string{"cluster"}),
 		Stale: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "drctl_cluster_stale",
 			Help: "1 when the cluster answers with an older role state than the live one (an old active that came back), else 0."}, []string{"cluster"}),
+		Fenced: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "drctl_cluster_fenced",
+			Help: "1 when the cluster holds a drctl write fence (ACLs) for the topology, else 0 (failover.fence: acl only)."}, []string{"cluster"}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.Records, m.Bytes, m.Skipped, m.Lost, m.Transactions, m.Errors, m.LagRecords, m.LagSeconds, m.ShardsOwned, m.CommitTime, m.Latency,
-			m.Roles.Epoch, m.Roles.Phase, m.Roles.Active, m.Roles.Reachable, m.Roles.Stale)
+			m.Roles.Epoch, m.Roles.Phase, m.Roles.Active, m.Roles.Reachable, m.Roles.Stale, m.Roles.Fenced)
 	}
 	m.GroupSync = newGroupSyncMetrics(reg)
 	return m

@@ -13,8 +13,10 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/drctl/drctl/internal/aclfence"
 	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/internal/rolestate"
 )
@@ -249,4 +251,46 @@ func grepLines(body, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestDaemonFenceGauge: with failover.fence: acl, drctl_cluster_fenced
+// follows drctl's fence record on each cluster (a fence left in place on
+// the active is what the alert looks for).
+func TestDaemonFenceGauge(t *testing.T) {
+	p := kfaketest.NewPair(t, kfaketest.Options{
+		SASL:        true,
+		ClusterOpts: []kfake.Opt{kfake.EnableACLs()},
+		Mirror:      "  topics: {include: [\"orders\"]}",
+		Extra:       "failover: {fence: acl, producer_principals: [\"User:app\"]}\n",
+	})
+	createTopicT(t, dialT(t, p.Topology.Clusters["east"]), "orders", 1, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg)
+	d := NewDaemon(p.Topology, DaemonOptions{StatePoll: 100 * time.Millisecond,
+		Engine: Options{Shards: 1, Metrics: m, IdleCheck: 100 * time.Millisecond, TopicSyncInterval: 200 * time.Millisecond}})
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	fenced := func(want map[string]float64) func() error {
+		return func() error {
+			if got := series(t, reg, "drctl_cluster_fenced"); fmt.Sprint(got) != fmt.Sprint(want) {
+				return fmt.Errorf("drctl_cluster_fenced %v, want %v", got, want)
+			}
+			return nil
+		}
+	}
+	waitFor(t, 20*time.Second, "no fence", fenced(map[string]float64{"cluster=east": 0, "cluster=west": 0}))
+	if _, err := aclfence.Fence(ctx, p.Topology, "east"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "east fenced", fenced(map[string]float64{"cluster=east": 1, "cluster=west": 0}))
+	if _, err := aclfence.Unfence(ctx, p.Topology, "east"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "east unfenced", fenced(map[string]float64{"cluster=east": 0, "cluster=west": 0}))
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("daemon: %v", err)
+	}
 }
