@@ -128,24 +128,35 @@ const (
 )
 
 // Load reads, expands and validates the topology file at path. Every error
-// is an *Error naming file:line and the fix. Load opens no connection.
+// is an *Error naming file:line and the fix; a file over MaxFileSize is
+// refused before it is read. Load opens no connection.
 func Load(path string) (*Topology, error) {
-	data, err := os.ReadFile(path)
+	data, mode, err := readFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("read topology: %w", err)
+		return nil, err
 	}
-	return Parse(path, data, os.LookupEnv)
+	t, err := Parse(path, data, os.LookupEnv)
+	if err != nil {
+		return nil, err
+	}
+	t.Warnings = append(t.Warnings, t.fileModeWarnings(mode)...)
+	return t, nil
 }
 
 // Parse is Load for bytes already read; lookup resolves ${VAR} references.
+// No error or warning shows a value that a ${VAR} expanded to.
 func Parse(path string, data []byte, lookup func(string) (string, bool)) (*Topology, error) {
+	if len(data) > MaxFileSize {
+		return nil, tooLarge(path, int64(len(data)))
+	}
+	x := newExpansions(data)
 	wrap := func(err error) error {
 		var pe *Error
 		if errors.As(err, &pe) {
-			pe.File = path
+			pe.File, pe.Msg = path, x.scrub(pe.Msg)
 			return pe
 		}
-		return &Error{File: path, Msg: err.Error()}
+		return &Error{File: path, Msg: x.scrub(err.Error())}
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
@@ -158,10 +169,10 @@ func Parse(path string, data []byte, lookup func(string) (string, bool)) (*Topol
 	if root.Kind != yaml.MappingNode {
 		return nil, &Error{File: path, Line: root.Line, Msg: "the top level must be a mapping (name:, clusters:, active:, standby: ...)"}
 	}
-	if err := checkKeys(root, reflect.TypeOf(rawFile{}), ""); err != nil {
+	if err := checkKeys(root, reflect.TypeOf(rawFile{}), "", map[keyCheck]bool{}); err != nil {
 		return nil, wrap(err)
 	}
-	if err := expandEnv(root, lookup); err != nil {
+	if err := x.expandEnv(root, lookup); err != nil {
 		return nil, wrap(err)
 	}
 	var raw rawFile
@@ -174,6 +185,11 @@ func Parse(path string, data []byte, lookup func(string) (string, bool)) (*Topol
 		return nil, wrap(err)
 	}
 	t.Path, t.Digest = path, hex.EncodeToString(sum[:])
+	t.literalPasswords = literalPasswords(&raw, root, x)
+	for _, w := range append(sharedBootstrap(t, root), passwordFileModes(&raw, root, x)...) {
+		w.File, w.Msg = path, x.scrub(w.Msg)
+		t.Warnings = append(t.Warnings, w)
+	}
 	return t, nil
 }
 
@@ -200,6 +216,9 @@ func decodeError(err error) error {
 	if errors.As(err, &pe) {
 		return pe
 	}
+	if strings.Contains(err.Error(), "excessive aliasing") {
+		return &Error{Msg: "the aliases (*name) expand to too much; write the values out, or use fewer aliases"}
+	}
 	var te *yaml.TypeError
 	if errors.As(err, &te) && len(te.Errors) > 0 {
 		if m := lineRE.FindStringSubmatch(te.Errors[0]); m != nil {
@@ -217,14 +236,26 @@ func decodeError(err error) error {
 	return err
 }
 
+// keyCheck is a node checked against a schema type.
+type keyCheck struct {
+	n *yaml.Node
+	t reflect.Type
+}
+
 // checkKeys rejects keys that the schema type t does not know, recursively.
-func checkKeys(n *yaml.Node, t reflect.Type, where string) error {
+// Each node is checked once per type (done), so that aliases to one node
+// cost nothing more however often they are used.
+func checkKeys(n *yaml.Node, t reflect.Type, where string, done map[keyCheck]bool) error {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
 	if n.Kind == yaml.AliasNode {
 		n = n.Alias
 	}
+	if done[keyCheck{n, t}] {
+		return nil
+	}
+	done[keyCheck{n, t}] = true
 	switch t.Kind() {
 	case reflect.Struct:
 		if n.Kind != yaml.MappingNode {
@@ -254,7 +285,7 @@ func checkKeys(n *yaml.Node, t reflect.Type, where string) error {
 				}
 				return &Error{Line: k.Line, Msg: fmt.Sprintf("unknown key %q %s; known keys are: %s", k.Value, in, strings.Join(known, ", "))}
 			}
-			if err := checkKeys(v, ft, join(where, k.Value)); err != nil {
+			if err := checkKeys(v, ft, join(where, k.Value), done); err != nil {
 				return err
 			}
 		}
@@ -263,7 +294,7 @@ func checkKeys(n *yaml.Node, t reflect.Type, where string) error {
 			return nil
 		}
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			if err := checkKeys(n.Content[i+1], t.Elem(), join(where, n.Content[i].Value)); err != nil {
+			if err := checkKeys(n.Content[i+1], t.Elem(), join(where, n.Content[i].Value), done); err != nil {
 				return err
 			}
 		}
@@ -271,8 +302,11 @@ func checkKeys(n *yaml.Node, t reflect.Type, where string) error {
 		if n.Kind != yaml.SequenceNode {
 			return nil
 		}
+		if len(n.Content) > MaxListItems {
+			return &Error{Line: n.Line, Msg: fmt.Sprintf("%s lists %d items; at most %d are allowed (use a regular expression that covers many names)", where, len(n.Content), MaxListItems)}
+		}
 		for _, c := range n.Content {
-			if err := checkKeys(c, t.Elem(), where); err != nil {
+			if err := checkKeys(c, t.Elem(), where, done); err != nil {
 				return err
 			}
 		}
@@ -285,46 +319,6 @@ func join(a, b string) string {
 		return b
 	}
 	return a + "." + b
-}
-
-var envRE = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}`)
-
-// expandEnv replaces ${VAR} and ${VAR:-default} in every scalar value (not in
-// keys). An unset variable without a default is an error.
-func expandEnv(n *yaml.Node, lookup func(string) (string, bool)) error {
-	switch n.Kind {
-	case yaml.ScalarNode:
-		var missing string
-		n.Value = envRE.ReplaceAllStringFunc(n.Value, func(ref string) string {
-			m := envRE.FindStringSubmatch(ref)
-			if v, ok := lookup(m[1]); ok && v != "" {
-				return v
-			}
-			if strings.Contains(ref, ":-") {
-				return m[2]
-			}
-			if missing == "" {
-				missing = m[1]
-			}
-			return ""
-		})
-		if missing != "" {
-			return &Error{Line: n.Line, Msg: fmt.Sprintf("environment variable %s is not set; export it, or write ${%s:-default}", missing, missing)}
-		}
-	case yaml.MappingNode:
-		for i := 1; i < len(n.Content); i += 2 {
-			if err := expandEnv(n.Content[i], lookup); err != nil {
-				return err
-			}
-		}
-	case yaml.SequenceNode, yaml.DocumentNode:
-		for _, c := range n.Content {
-			if err := expandEnv(c, lookup); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }
 
 // lineOf returns the line of the value at the given key path, or of the

@@ -99,7 +99,7 @@ func TestParseErrors(t *testing.T) {
 		{"three clusters", func(s string) string {
 			return strings.Replace(s, "active: east", "  north:\n    bootstrap: [n:1]\nactive: east", 1)
 		}, 2, "exactly two clusters"},
-		{"bad port", func(s string) string { return strings.Replace(s, "kafka-east-2:9092", "kafka-east-2", 1) }, 4, "is not host:port"},
+		{"bad port", func(s string) string { return strings.Replace(s, "kafka-east-2:9092", "kafka-east-2", 1) }, 4, "has no port"},
 		{"missing topics", func(s string) string {
 			return strings.Replace(s, `  topics: {include: ["orders", "payments\\..*"], exclude: ["payments\\.tmp"]}`+"\n", "", 1)
 		}, 11, "mirror.topics.include is missing"},

@@ -7,8 +7,10 @@
 package topology
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
+	"regexp/syntax"
 	"sort"
 	"time"
 )
@@ -46,6 +48,15 @@ type Topology struct {
 	// recognise a plan built against another topology.
 	Path   string
 	Digest string
+
+	// Warnings are what loading found worth fixing but not fatal: a
+	// cluster named twice, secrets readable by others. `drctl validate`
+	// reports them.
+	Warnings []Warning
+
+	// literalPasswords holds, per cluster, the line of a password written
+	// in the file itself; Load warns when others may read the file.
+	literalPasswords map[string]int
 }
 
 // Cluster is one Kafka cluster of the topology.
@@ -146,6 +157,12 @@ func compileAll(exprs []string) ([]*regexp.Regexp, error) {
 	for _, e := range exprs {
 		re, err := regexp.Compile("^(?:" + e + ")$")
 		if err != nil {
+			// The parser's message repeats the expression; keep only its
+			// code, since the expression may come from a ${VAR}.
+			var se *syntax.Error
+			if errors.As(err, &se) {
+				return nil, fmt.Errorf("bad regular expression %q: %s", e, se.Code)
+			}
 			return nil, fmt.Errorf("bad regular expression %q: %v", e, err)
 		}
 		out = append(out, re)

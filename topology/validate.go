@@ -1,8 +1,9 @@
 package topology
 
 import (
+	"errors"
 	"fmt"
-	"net"
+	"io/fs"
 	"os"
 	"regexp"
 	"sort"
@@ -113,6 +114,13 @@ func buildSelection(raw *rawSelection, defInclude []string) (Selection, error) {
 	if raw != nil {
 		s.Include, s.Exclude = raw.Include, raw.Exclude
 	}
+	size := 0
+	for _, e := range append(append([]string(nil), s.Include...), s.Exclude...) {
+		size += len(e)
+	}
+	if size > MaxPatternBytes {
+		return s, fmt.Errorf("the patterns add up to %d bytes; at most %d are allowed (write fewer, broader expressions)", size, MaxPatternBytes)
+	}
 	if len(s.Include) == 0 {
 		s.Include = defInclude
 	}
@@ -146,10 +154,9 @@ func buildCluster(name string, rc *rawCluster, root *yaml.Node, path string) (*C
 	if len(rc.Bootstrap) == 0 {
 		return nil, at("bootstrap is empty; list at least one broker as host:port", "bootstrap")
 	}
-	for _, b := range rc.Bootstrap {
-		host, port, err := net.SplitHostPort(b)
-		if err != nil || host == "" || port == "" {
-			return nil, at(fmt.Sprintf("bootstrap address %q is not host:port", b), "bootstrap")
+	for i, b := range rc.Bootstrap {
+		if problem := addressProblem(b); problem != "" {
+			return nil, &Error{Line: itemLine(root, i, "clusters", name, "bootstrap"), Msg: fmt.Sprintf("cluster %s: bootstrap entry %q %s", name, b, problem)}
 		}
 	}
 	c.Bootstrap = rc.Bootstrap
@@ -179,7 +186,7 @@ func buildCluster(name string, rc *rawCluster, root *yaml.Node, path string) (*C
 				continue
 			}
 			if _, err := os.Stat(f); err != nil {
-				return nil, at(fmt.Sprintf("tls.%s %q cannot be read: %v", key, f, err), "tls", key)
+				return nil, at(fmt.Sprintf("tls.%s %q cannot be read: %v", key, f, pathCause(err)), "tls", key)
 			}
 		}
 	}
@@ -197,7 +204,7 @@ func buildCluster(name string, rc *rawCluster, root *yaml.Node, path string) (*C
 		case rs.PasswordFile != "":
 			b, err := os.ReadFile(rs.PasswordFile)
 			if err != nil {
-				return nil, at(fmt.Sprintf("sasl.password_file cannot be read: %v", err), "sasl", "password_file")
+				return nil, at(fmt.Sprintf("sasl.password_file %q cannot be read: %v", rs.PasswordFile, pathCause(err)), "sasl", "password_file")
 			}
 			s.Password = strings.TrimRight(string(b), "\r\n")
 		}
@@ -207,4 +214,23 @@ func buildCluster(name string, rc *rawCluster, root *yaml.Node, path string) (*C
 		c.SASL = s
 	}
 	return c, nil
+}
+
+// pathCause is the cause of a failed file operation without the path it
+// names (a path from a ${VAR} is shown as written by the caller).
+func pathCause(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// itemLine returns the line of the i-th item of the list at a key path, or
+// the line of the key when the items cannot be found.
+func itemLine(root *yaml.Node, i int, path ...string) int {
+	if n := valueAt(root, path...); n != nil && n.Kind == yaml.SequenceNode && i < len(n.Content) {
+		return n.Content[i].Line
+	}
+	return lineOf(root, path...)
 }
