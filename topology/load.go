@@ -39,6 +39,7 @@ type rawFile struct {
 	Standby  string                 `yaml:"standby"`
 	Mirror   rawMirror              `yaml:"mirror"`
 	Failover rawFailover            `yaml:"failover"`
+	Drills   *rawDrills             `yaml:"drills"`
 }
 
 type rawCluster struct {

@@ -42,6 +42,7 @@ type Topology struct {
 	Standby  string
 	Mirror   Mirror
 	Failover Failover
+	Drills   Drills
 
 	// Path is the file the topology was read from; Digest is the hex SHA-256
 	// of its bytes before expansion (so secrets do not influence it), used to

@@ -106,6 +106,10 @@ func build(raw *rawFile, root *yaml.Node, path string) (*Topology, error) {
 	if t.Failover.SalvageTopicSuffix == "" {
 		t.Failover.SalvageTopicSuffix = DefaultSalvageTopicSuffix
 	}
+	addCanaryToSelections(t)
+	if err := buildDrills(t, raw.Drills, root); err != nil {
+		return nil, err
+	}
 	return t, nil
 }
 
