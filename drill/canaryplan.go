@@ -1,0 +1,210 @@
+package drill
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/drctl/drctl/failover"
+	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/plans"
+	"github.com/drctl/drctl/topology"
+)
+
+// Step names of drill plans.
+const (
+	StepCanaryTopic       = "canary-topic"
+	StepCanary            = "canary"
+	StepGroupSync         = "group-sync"
+	StepFailoverPreflight = "failover-preflight"
+	StepRPO               = "rpo"
+	StepRTO               = "rto-estimate"
+)
+
+// canaryParams are the parameters every canary step reads.
+type canaryParams struct {
+	Drill   string `json:"drill"`
+	Active  string `json:"active"`
+	Standby string `json:"standby"`
+	Records int    `json:"records"`
+	Rate    int    `json:"rate"`
+	// WaitMS bounds the wait for the last canary record on the standby
+	// and for the group's translated position.
+	WaitMS      int64 `json:"wait_ms"`
+	GroupWaitMS int64 `json:"group_wait_ms"`
+}
+
+// canaryWait is how long the standby is read after the last canary record
+// was written: twice the latency objective, or 30 s without one.
+func canaryWait(d *topology.NamedDrill) time.Duration {
+	if o := d.Objectives.MaxCanaryLatency; o > 0 {
+		return max(2*o, 3*time.Second)
+	}
+	return 30 * time.Second
+}
+
+// groupWait is how long the canary group's position is awaited on the
+// standby: two sync intervals and some slack for a loaded machine.
+func groupWait(topo *topology.Topology) time.Duration {
+	return 2*topo.Mirror.GroupSyncInterval + 10*time.Second
+}
+
+// canaryPlan builds the canary drill: every step only reads, except that
+// the canary topic, its records and the canary group's position are
+// written on the active cluster.
+func canaryPlan(topo *topology.Topology, d *topology.NamedDrill, id, active, standby string) (*plans.Plan, *plans.Registry) {
+	p := plans.New(id, "drill-canary")
+	cp := canaryParams{Drill: id, Active: active, Standby: standby, Records: d.Params.Records, Rate: d.Params.Rate,
+		WaitMS: canaryWait(d).Milliseconds(), GroupWaitMS: groupWait(topo).Milliseconds()}
+	_ = p.SetInputs(map[string]any{"topology": topo.Name, "topology_digest": topo.Digest, "drill": d.Name, "active": active, "standby": standby})
+	for _, s := range []plans.StepSpec{
+		{Name: StepCanaryTopic, Title: fmt.Sprintf("Ensure the canary topic %s on %s", topo.CanaryTopic(), active), Params: cp},
+		{Name: StepCanary, Title: fmt.Sprintf("Write %d canary records on %s, read them on %s", cp.Records, active, standby), Params: cp},
+		{Name: StepGroupSync, Title: fmt.Sprintf("Check the canary group's exact position on %s", standby), Params: cp},
+		{Name: StepFailoverPreflight, Title: fmt.Sprintf("Plan a failover to %s and run its preflight (not executed)", standby), Params: cp},
+		{Name: StepRPO, Title: fmt.Sprintf("Measure the RPO of %s->%s", active, standby), Params: cp},
+		{Name: StepRTO, Title: "Estimate the RTO from the last disruptive drill", Params: cp},
+	} {
+		if err := p.Add(s); err != nil {
+			panic(err) // encodable by construction
+		}
+	}
+	return p, canaryRegistry(topo)
+}
+
+func canaryRegistry(topo *topology.Topology) *plans.Registry {
+	r := plans.NewRegistry()
+	reg := func(name string, f func(ctx context.Context, cp canaryParams, rc *plans.RunContext) (plans.Result, error)) {
+		_ = r.Register(name, plans.ActionFunc(func(ctx context.Context, s plans.Step, rc *plans.RunContext) (plans.Result, error) {
+			var cp canaryParams
+			if err := s.DecodeParams(&cp); err != nil {
+				return plans.Result{}, err
+			}
+			return f(ctx, cp, rc)
+		}))
+	}
+	reg(StepCanaryTopic, func(ctx context.Context, cp canaryParams, _ *plans.RunContext) (plans.Result, error) {
+		return canaryTopicStep(ctx, topo, cp.Active)
+	})
+	reg(StepCanary, func(ctx context.Context, cp canaryParams, _ *plans.RunContext) (plans.Result, error) {
+		out, err := runCanary(ctx, topo, cp.Drill, cp.Active, cp.Standby,
+			topology.DrillParams{Records: cp.Records, Rate: cp.Rate}, time.Duration(cp.WaitMS)*time.Millisecond)
+		if err != nil {
+			return plans.Result{}, err
+		}
+		c := out.Result
+		return plans.NewResult(fmt.Sprintf("%d/%d read on %s, %d missing, %d duplicate(s); latency p50 %.0f ms, p99 %.0f ms, max %.0f ms",
+			c.Received, c.Sent, c.Target, c.Missing, c.Duplicates, c.LatencyP50MS, c.LatencyP99MS, c.LatencyMaxMS), out)
+	})
+	reg(StepGroupSync, func(ctx context.Context, cp canaryParams, rc *plans.RunContext) (plans.Result, error) {
+		var c canaryOutput
+		if err := rc.OutputOf(StepCanary, &c); err != nil {
+			return plans.Result{}, err
+		}
+		g, err := checkGroupSync(ctx, topo, cp.Active, cp.Standby, &c, time.Duration(cp.GroupWaitMS)*time.Millisecond)
+		if err != nil {
+			return plans.Result{}, err
+		}
+		summary := fmt.Sprintf("exact: offset %d on %s after %d ms", g.StandbyOffset, cp.Standby, g.TookMS)
+		switch {
+		case g.Skip != "":
+			summary = "skipped: " + g.Skip
+		case !g.Exact:
+			summary = fmt.Sprintf("NOT exact: offset %d on %s, want %d", g.StandbyOffset, cp.Standby, g.ExpectedOffset)
+		}
+		return plans.NewResult(summary, g)
+	})
+	reg(StepFailoverPreflight, func(ctx context.Context, cp canaryParams, _ *plans.RunContext) (plans.Result, error) {
+		pf := failoverPreflight(ctx, topo, cp.Standby)
+		summary := "a failover to " + cp.Standby + " could start now"
+		if !pf.Ready {
+			summary = fmt.Sprintf("%d problem(s): %s", len(pf.Problems), strings.Join(pf.Problems, "; "))
+		}
+		return plans.NewResult(summary, pf)
+	})
+	reg(StepRPO, func(ctx context.Context, cp canaryParams, _ *plans.RunContext) (plans.Result, error) {
+		link := mirror.LinkFor(topo, cp.Active, cp.Standby)
+		rep, err := mirror.MeasureLag(ctx, topo, link)
+		if err != nil {
+			return plans.Result{}, fmt.Errorf("lag of %s: %w", link, err)
+		}
+		rpo := RPO{Records: rep.TotalRecords, Seconds: round1(rep.MaxSeconds), Link: link.String()}
+		return plans.NewResult(fmt.Sprintf("%d record(s), %.1f s behind", rpo.Records, rpo.Seconds), rpo)
+	})
+	reg(StepRTO, func(ctx context.Context, cp canaryParams, _ *plans.RunContext) (plans.Result, error) {
+		rto := estimateRTO(ctx, topo)
+		if rto.From == "" {
+			return plans.NewResult("no disruptive drill has measured an RTO yet", rto)
+		}
+		return plans.NewResult(fmt.Sprintf("%.1f s (measured by %s)", rto.Seconds, rto.From), rto)
+	})
+	return r
+}
+
+func canaryTopicStep(ctx context.Context, topo *topology.Topology, active string) (plans.Result, error) {
+	c, err := dial(ctx, topo, active)
+	if err != nil {
+		return plans.Result{}, err
+	}
+	defer c.Close()
+	created, err := ensureCanaryTopic(ctx, c, topo)
+	if err != nil {
+		return plans.Result{}, fmt.Errorf("%s: %w", active, err)
+	}
+	if created {
+		return plans.NewResult(fmt.Sprintf("created with retention %s (the mirror copies it to the standby)", topo.Drills.CanaryRetention), nil)
+	}
+	return plans.NewResult("exists", nil)
+}
+
+// failoverPreflight builds the planned failover to `to` and runs its
+// preflight; refusals and problems become the result's problems.
+func failoverPreflight(ctx context.Context, topo *topology.Topology, to string) *PreflightResult {
+	pf := &PreflightResult{To: to}
+	p, err := failover.PlanFailover(ctx, topo, to, false, false)
+	if err == nil {
+		_, err = failover.Preflight(ctx, topo, p)
+	}
+	if err != nil {
+		pf.Problems = problemLines(err)
+		return pf
+	}
+	pf.Ready = true
+	return pf
+}
+
+// problemLines splits failover's "N problem(s):\n  - a\n  - b" into lines.
+func problemLines(err error) []string {
+	var out []string
+	for _, l := range strings.Split(err.Error(), "\n") {
+		if s, ok := strings.CutPrefix(strings.TrimSpace(l), "- "); ok {
+			out = append(out, s)
+		}
+	}
+	if len(out) == 0 {
+		out = []string{strings.TrimPrefix(err.Error(), failover.ErrRefused.Error()+": ")}
+	}
+	return out
+}
+
+// estimateRTO is the write RTO of the last passed disruptive drill in the
+// history (the slower direction), or an empty estimate.
+func estimateRTO(ctx context.Context, topo *topology.Topology) RTO {
+	hist, err := History(ctx, topo, HistoryOptions{})
+	if err != nil && !errors.Is(err, ErrUnreachable) {
+		return RTO{Estimated: true}
+	}
+	for _, r := range hist { // newest first
+		if len(r.Directions) == 0 {
+			continue
+		}
+		worst := 0.0
+		for _, d := range r.Directions {
+			worst = max(worst, d.RTOWriteSeconds)
+		}
+		return RTO{Seconds: worst, From: r.ID, Estimated: true}
+	}
+	return RTO{Estimated: true}
+}

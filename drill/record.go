@@ -1,0 +1,171 @@
+package drill
+
+import (
+	"time"
+
+	"github.com/drctl/drctl/topology"
+)
+
+// Verdict is a drill's outcome.
+type Verdict string
+
+const (
+	Pass Verdict = "pass"
+	Fail Verdict = "fail"
+)
+
+// Record is the evidence of one drill: what ran, when, by whom, each step
+// with its timing, the measurements and the verdict with its reasons. Its
+// JSON form is stable (docs/drills.md); fields are only ever added.
+type Record struct {
+	ID             string     `json:"id" yaml:"id"`
+	Drill          string     `json:"drill" yaml:"drill"`
+	Kind           string     `json:"kind" yaml:"kind"`
+	Topology       string     `json:"topology" yaml:"topology"`
+	TopologyDigest string     `json:"topology_digest" yaml:"topology_digest"`
+	By             string     `json:"by" yaml:"by"`
+	StartedAt      time.Time  `json:"started_at" yaml:"started_at"`
+	FinishedAt     time.Time  `json:"finished_at" yaml:"finished_at"`
+	Active         string     `json:"active" yaml:"active"`
+	Standby        string     `json:"standby" yaml:"standby"`
+	Objectives     Objectives `json:"objectives" yaml:"objectives"`
+	Steps          []Step     `json:"steps" yaml:"steps"`
+
+	Canary    *CanaryResult    `json:"canary,omitempty" yaml:"canary,omitempty"`
+	GroupSync *GroupSyncResult `json:"group_sync,omitempty" yaml:"group_sync,omitempty"`
+	Preflight *PreflightResult `json:"preflight,omitempty" yaml:"preflight,omitempty"`
+	RPO       *RPO             `json:"rpo,omitempty" yaml:"rpo,omitempty"`
+	RTO       *RTO             `json:"rto,omitempty" yaml:"rto,omitempty"`
+	// Directions holds, for a failover drill, the failover and the
+	// failback.
+	Directions []Direction `json:"directions,omitempty" yaml:"directions,omitempty"`
+
+	Verdict Verdict  `json:"verdict" yaml:"verdict"`
+	Reasons []string `json:"reasons" yaml:"reasons"`
+}
+
+// Objectives are the targets the verdict was judged against (0: none).
+type Objectives struct {
+	RPOSeconds         float64 `json:"rpo_seconds,omitempty" yaml:"rpo_seconds,omitempty"`
+	RTOSeconds         float64 `json:"rto_seconds,omitempty" yaml:"rto_seconds,omitempty"`
+	MaxCanaryLatencyMS float64 `json:"max_canary_latency_ms,omitempty" yaml:"max_canary_latency_ms,omitempty"`
+}
+
+func objectivesOf(d *topology.NamedDrill) Objectives {
+	return Objectives{RPOSeconds: d.Objectives.RPOSeconds, RTOSeconds: d.Objectives.RTOSeconds,
+		MaxCanaryLatencyMS: float64(d.Objectives.MaxCanaryLatency) / float64(time.Millisecond)}
+}
+
+// Step is one step of the drill's plan as it ran.
+type Step struct {
+	Name      string    `json:"name" yaml:"name"`
+	Title     string    `json:"title" yaml:"title"`
+	StartedAt time.Time `json:"started_at" yaml:"started_at"`
+	ElapsedMS int64     `json:"elapsed_ms" yaml:"elapsed_ms"`
+	// Status is done, failed or skipped.
+	Status  string `json:"status" yaml:"status"`
+	Summary string `json:"summary,omitempty" yaml:"summary,omitempty"`
+	Error   string `json:"error,omitempty" yaml:"error,omitempty"`
+}
+
+// CanaryResult is what the canary records showed.
+type CanaryResult struct {
+	Topic    string `json:"topic" yaml:"topic"`
+	Source   string `json:"source" yaml:"source"`
+	Target   string `json:"target" yaml:"target"`
+	Sent     int    `json:"sent" yaml:"sent"`
+	Received int    `json:"received" yaml:"received"`
+	// Missing counts sequence numbers never read on the target (gaps),
+	// Duplicates the extra copies read, OutOfOrder the records read after
+	// a higher sequence number.
+	Missing      int     `json:"missing" yaml:"missing"`
+	Duplicates   int     `json:"duplicates" yaml:"duplicates"`
+	OutOfOrder   int     `json:"out_of_order" yaml:"out_of_order"`
+	LatencyP50MS float64 `json:"latency_p50_ms" yaml:"latency_p50_ms"`
+	LatencyP99MS float64 `json:"latency_p99_ms" yaml:"latency_p99_ms"`
+	LatencyMaxMS float64 `json:"latency_max_ms" yaml:"latency_max_ms"`
+	// Samples are (a bounded selection of) the records' latencies in send
+	// order, for the report's chart.
+	Samples []Sample `json:"samples,omitempty" yaml:"samples,omitempty"`
+	// WaitedMS is how long the target was read for.
+	WaitedMS int64 `json:"waited_ms" yaml:"waited_ms"`
+}
+
+// Sample is one canary record's replication latency.
+type Sample struct {
+	Seq       int       `json:"seq" yaml:"seq"`
+	SentAt    time.Time `json:"sent_at" yaml:"sent_at"`
+	LatencyMS float64   `json:"latency_ms" yaml:"latency_ms"`
+}
+
+// GroupSyncResult compares the canary group's translated position on the
+// standby with the position that points at the very record it would read
+// next.
+type GroupSyncResult struct {
+	Group          string `json:"group" yaml:"group"`
+	ActiveOffset   int64  `json:"active_offset" yaml:"active_offset"`
+	ExpectedOffset int64  `json:"expected_offset" yaml:"expected_offset"`
+	// StandbyOffset is the position found on the standby (-1: none).
+	StandbyOffset int64 `json:"standby_offset" yaml:"standby_offset"`
+	// ReRead and Skipped count canary records between the standby's
+	// position and the exact one.
+	ReRead   int   `json:"re_read" yaml:"re_read"`
+	Skipped  int   `json:"skipped" yaml:"skipped"`
+	Exact    bool  `json:"exact" yaml:"exact"`
+	TookMS   int64 `json:"took_ms" yaml:"took_ms"`
+	Interval int64 `json:"sync_interval_ms" yaml:"sync_interval_ms"`
+	// Skip says why the check did not run.
+	Skip string `json:"skip,omitempty" yaml:"skip,omitempty"`
+}
+
+// PreflightResult is the planned failover's preflight, run without
+// executing.
+type PreflightResult struct {
+	To       string   `json:"to" yaml:"to"`
+	Ready    bool     `json:"ready" yaml:"ready"`
+	Problems []string `json:"problems,omitempty" yaml:"problems,omitempty"`
+}
+
+// RPO is the recovery point: what the standby would miss if the active were
+// lost now.
+type RPO struct {
+	Records int64   `json:"records" yaml:"records"`
+	Seconds float64 `json:"seconds" yaml:"seconds"`
+	Link    string  `json:"link" yaml:"link"`
+}
+
+// RTO is a recovery time: measured by a disruptive drill, or estimated from
+// the last one that measured it.
+type RTO struct {
+	Seconds float64 `json:"seconds" yaml:"seconds"`
+	// From names the drill whose measurement this is ("" for none yet).
+	From      string `json:"from,omitempty" yaml:"from,omitempty"`
+	Estimated bool   `json:"estimated" yaml:"estimated"`
+}
+
+// Direction is one role move of a failover drill.
+type Direction struct {
+	From  string `json:"from" yaml:"from"`
+	To    string `json:"to" yaml:"to"`
+	RunID string `json:"run_id" yaml:"run_id"`
+	// RTOWriteSeconds: from the run's start until the new active accepted
+	// the canary's writes; RTOConsumeSeconds: until the canary group
+	// consumed on the new active.
+	RTOWriteSeconds   float64 `json:"rto_write_seconds" yaml:"rto_write_seconds"`
+	RTOConsumeSeconds float64 `json:"rto_consume_seconds" yaml:"rto_consume_seconds"`
+	RPORecords        int64   `json:"rpo_records" yaml:"rpo_records"`
+	Lost              int     `json:"lost" yaml:"lost"`
+	Duplicated        int     `json:"duplicated" yaml:"duplicated"`
+	ReRead            int     `json:"re_read" yaml:"re_read"`
+	// FenceVerified is true when the canary's writes to the old active
+	// were refused while it was fenced (false with fence none).
+	FenceVerified bool   `json:"fence_verified" yaml:"fence_verified"`
+	FenceNote     string `json:"fence_note,omitempty" yaml:"fence_note,omitempty"`
+	Error         string `json:"error,omitempty" yaml:"error,omitempty"`
+}
+
+// Passed reports the verdict as a bool.
+func (r *Record) Passed() bool { return r.Verdict == Pass }
+
+// Duration is how long the drill ran.
+func (r *Record) Duration() time.Duration { return r.FinishedAt.Sub(r.StartedAt) }

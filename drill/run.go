@@ -1,0 +1,250 @@
+package drill
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/drctl/drctl/failover"
+	"github.com/drctl/drctl/internal/kafkaconn"
+	"github.com/drctl/drctl/internal/rolestate"
+	"github.com/drctl/drctl/plans"
+	"github.com/drctl/drctl/topology"
+)
+
+// Errors callers branch on (the CLI maps them to exit codes).
+var (
+	// ErrBadInput: the drill cannot run as asked (unknown name, a
+	// disruptive drill the topology does not allow, no confirmation).
+	// Nothing was contacted or changed.
+	ErrBadInput = errors.New("bad drill request")
+	// ErrUnreachable: a cluster the drill needs could not be reached.
+	ErrUnreachable = kafkaconn.ErrUnreachable
+	// ErrBusy: a failover, failback, reseed or another drill is running.
+	ErrBusy = errors.New("another run is in progress")
+)
+
+// Options tune Run.
+type Options struct {
+	// Out receives human progress lines (nil: none); JSON, if set, the
+	// plans event stream instead.
+	Out  io.Writer
+	JSON io.Writer
+	// JournalDir holds the local journals and results (default:
+	// failover.JournalDir()).
+	JournalDir string
+	Interrupts *plans.Interrupts
+	// Confirm, for a disruptive drill, must return nil to go on; Yes
+	// skips it (allowed only where the topology allows disruptive
+	// drills, which Run checks whatever Yes says).
+	Confirm func(question string) error
+	Yes     bool
+}
+
+func (o Options) journalDir() string {
+	if o.JournalDir != "" {
+		return o.JournalDir
+	}
+	return failover.JournalDir()
+}
+
+// Resolve returns the drill named name in topo, or the default drill of
+// kind when name is empty.
+func Resolve(topo *topology.Topology, name string, kind topology.DrillKind) (*topology.NamedDrill, error) {
+	if name != "" {
+		d, ok := topo.Drills.Named[name]
+		if !ok {
+			return nil, fmt.Errorf("%w: no drill %q in drills.named of %s; use one of %v, or --kind canary", ErrBadInput, name, topo.Path, topo.Drills.DrillNames())
+		}
+		return d, nil
+	}
+	if kind == "" {
+		kind = topology.DrillCanary
+	}
+	switch kind {
+	case topology.DrillCanary, topology.DrillFailover, topology.DrillUnplanned:
+	default:
+		return nil, fmt.Errorf("%w: --kind %q is not a drill kind; use canary, failover or unplanned", ErrBadInput, kind)
+	}
+	return topology.DefaultDrill(kind), nil
+}
+
+// Run runs drill d and returns its judged, recorded result. An error means
+// the drill could not run (ErrBadInput, ErrUnreachable, ErrBusy) and no
+// verdict exists; a failed check is a Record with verdict fail.
+func Run(ctx context.Context, topo *topology.Topology, d *topology.NamedDrill, o Options) (*Record, error) {
+	if d.Kind.Disruptive() {
+		if !topo.Drills.AllowDisruptive {
+			return nil, fmt.Errorf("%w: a %s drill moves the active role; %s does not allow it (set drills.allow_disruptive: true, for staging or a maintenance window)", ErrBadInput, d.Kind, topo.Path)
+		}
+	}
+	roles, err := liveRoles(ctx, topo)
+	if err != nil {
+		return nil, err
+	}
+	if roles.Phase != rolestate.PhaseSteady || roles.Run != nil {
+		id := ""
+		if roles.Run != nil {
+			id = roles.Run.ID
+		}
+		return nil, fmt.Errorf("%w: run %s is in progress (phase %s); a drill never runs beside a failover, failback or reseed: finish it with drctl resume %s", ErrBusy, id, roles.Phase, id)
+	}
+	if d.Kind.Disruptive() && !o.Yes {
+		if o.Confirm == nil {
+			return nil, fmt.Errorf("%w: a %s drill moves the active role to %s; run it on a terminal to confirm, or pass --yes", ErrBadInput, d.Kind, roles.Standby)
+		}
+		if err := o.Confirm(fmt.Sprintf("This %s drill makes %s the active cluster, then fails back. Type %s to go on: ", d.Kind, roles.Standby, roles.Standby)); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrBadInput, err)
+		}
+	}
+	id := newDrillID(d.Kind)
+	rec := &Record{ID: id, Drill: d.Name, Kind: string(d.Kind), Topology: topo.Name, TopologyDigest: topo.Digest,
+		By: plans.LocalActor(), StartedAt: time.Now().UTC(), Active: roles.Active, Standby: roles.Standby,
+		Objectives: objectivesOf(d)}
+	var p *plans.Plan
+	var reg *plans.Registry
+	switch d.Kind {
+	case topology.DrillCanary:
+		p, reg = canaryPlan(topo, d, id, roles.Active, roles.Standby)
+	case topology.DrillFailover:
+		p, reg = failoverPlan(topo, d, id, roles.Active, roles.Standby, o)
+	default:
+		p, reg = unplannedPlan(topo, d, id, roles.Active, roles.Standby, o)
+	}
+	runErr := execute(ctx, p, reg, rec, o)
+	rec.FinishedAt = time.Now().UTC()
+	Judge(rec)
+	if err := Store(ctx, topo, rec, o.journalDir()); err != nil {
+		return rec, err
+	}
+	if runErr != nil && (errors.Is(runErr, plans.ErrInterrupted) || errors.Is(runErr, plans.ErrCancelled)) {
+		return rec, runErr
+	}
+	return rec, nil
+}
+
+func newDrillID(kind topology.DrillKind) string {
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("drill-%s-%s-%s", kind, time.Now().UTC().Format("20060102T150405"), hex.EncodeToString(b[:]))
+}
+
+// execute runs p with the journal, the progress view and the recorder that
+// fills rec's steps and measurements.
+func execute(ctx context.Context, p *plans.Plan, reg *plans.Registry, rec *Record, o Options) error {
+	dir := o.journalDir()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("journal directory %s: %w", dir, err)
+	}
+	journal, err := plans.CreateJournal(filepath.Join(dir, p.ID+".jsonl"))
+	if err != nil {
+		return err
+	}
+	defer journal.Close()
+	hooks := []plans.Hook{journal, &recorder{rec: rec}}
+	switch {
+	case o.JSON != nil:
+		hooks = append(hooks, plans.NewJSONStream(o.JSON))
+	case o.Out != nil:
+		hooks = append(hooks, plans.NewPrinter(o.Out))
+	}
+	ex := &plans.Executor{Registry: reg, Hooks: hooks, Actor: rec.By, Interrupts: o.Interrupts}
+	return ex.Run(ctx, p)
+}
+
+// recorder is the hook that turns a drill's events into its Record: each
+// step with its timing, and each step's outputs into the measurement it
+// holds.
+type recorder struct {
+	mu  sync.Mutex
+	rec *Record
+}
+
+func (r *recorder) Handle(_ context.Context, e plans.Event) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch e.Type {
+	case plans.EventRunStarted:
+		for _, s := range e.Plan.Steps {
+			r.rec.Steps = append(r.rec.Steps, Step{Name: s.Name, Title: s.Title, Status: "skipped"})
+		}
+	case plans.EventStepStarted:
+		r.rec.Steps[e.Index].StartedAt = e.Time.UTC()
+	case plans.EventStepDone:
+		s := &r.rec.Steps[e.Index]
+		s.Status, s.ElapsedMS, s.Summary = "done", e.ElapsedMS, e.Summary
+		r.absorb(s.Name, e.Outputs)
+	case plans.EventStepFailed:
+		s := &r.rec.Steps[e.Index]
+		s.Status, s.ElapsedMS, s.Error = "failed", e.ElapsedMS, e.Error
+	}
+	return nil
+}
+
+// absorb decodes a step's outputs into the record field it fills.
+func (r *recorder) absorb(step string, raw json.RawMessage) {
+	if len(raw) == 0 {
+		return
+	}
+	switch step {
+	case StepCanary:
+		var c canaryOutput
+		if json.Unmarshal(raw, &c) == nil {
+			r.rec.Canary = &c.Result
+		}
+	case StepGroupSync:
+		r.rec.GroupSync = decode[GroupSyncResult](raw)
+	case StepFailoverPreflight:
+		r.rec.Preflight = decode[PreflightResult](raw)
+	case StepRPO:
+		r.rec.RPO = decode[RPO](raw)
+	case StepRTO:
+		r.rec.RTO = decode[RTO](raw)
+	case StepFailover, StepFailback, StepUnplannedFailover:
+		if d := decode[Direction](raw); d != nil {
+			r.rec.Directions = append(r.rec.Directions, *d)
+		}
+	}
+}
+
+func decode[T any](raw json.RawMessage) *T {
+	var v T
+	if json.Unmarshal(raw, &v) != nil {
+		return nil
+	}
+	return &v
+}
+
+// liveRoles dials both clusters and resolves the live roles; a drill needs
+// both clusters, so either being unreachable is ErrUnreachable.
+func liveRoles(ctx context.Context, topo *topology.Topology) (rolestate.State, error) {
+	clients := map[string]sarama.Client{}
+	defer func() {
+		for _, c := range clients {
+			_ = c.Close()
+		}
+	}()
+	var errs []error
+	for _, name := range topo.ClusterNames() {
+		c, err := kafkaconn.Dial(ctx, topo.Clusters[name], nil)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		clients[name] = c
+	}
+	if len(errs) > 0 {
+		return rolestate.State{}, fmt.Errorf("a drill needs both clusters: %w", errors.Join(errs...))
+	}
+	return rolestate.Resolve(ctx, topo, clients).Current, nil
+}
