@@ -169,3 +169,51 @@ func (r *Record) Passed() bool { return r.Verdict == Pass }
 
 // Duration is how long the drill ran.
 func (r *Record) Duration() time.Duration { return r.FinishedAt.Sub(r.StartedAt) }
+
+// Summary is one line of the history: what `drctl drill history` lists and
+// the TUI's Drills view shows.
+type Summary struct {
+	ID        string    `json:"id" yaml:"id"`
+	Drill     string    `json:"drill" yaml:"drill"`
+	Kind      string    `json:"kind" yaml:"kind"`
+	StartedAt time.Time `json:"started_at" yaml:"started_at"`
+	Duration  string    `json:"duration" yaml:"duration"`
+	Verdict   Verdict   `json:"verdict" yaml:"verdict"`
+	Reasons   []string  `json:"reasons" yaml:"reasons"`
+	// Measurements, absent when the drill did not take them.
+	RPOSeconds   *float64 `json:"rpo_seconds,omitempty" yaml:"rpo_seconds,omitempty"`
+	RTOSeconds   *float64 `json:"rto_seconds,omitempty" yaml:"rto_seconds,omitempty"`
+	LatencyP99MS *float64 `json:"latency_p99_ms,omitempty" yaml:"latency_p99_ms,omitempty"`
+}
+
+// Summary returns the record's history line.
+func (r *Record) Summary() Summary {
+	s := Summary{ID: r.ID, Drill: r.Drill, Kind: r.Kind, StartedAt: r.StartedAt, Duration: r.Duration().Round(time.Millisecond).String(),
+		Verdict: r.Verdict, Reasons: r.Reasons}
+	if r.RPO != nil {
+		v := r.RPO.Seconds
+		s.RPOSeconds = &v
+	}
+	if rto, ok := r.MeasuredRTO(); ok {
+		s.RTOSeconds = &rto
+	} else if r.RTO != nil && r.RTO.From != "" {
+		v := r.RTO.Seconds
+		s.RTOSeconds = &v
+	}
+	if r.Canary != nil && r.Canary.Received > 0 {
+		v := r.Canary.LatencyP99MS
+		s.LatencyP99MS = &v
+	}
+	return s
+}
+
+// MeasuredRTO is the slowest direction's write RTO of a disruptive drill.
+func (r *Record) MeasuredRTO() (float64, bool) {
+	worst, ok := 0.0, false
+	for _, d := range r.Directions {
+		if d.Error == "" {
+			worst, ok = max(worst, d.RTOWriteSeconds), true
+		}
+	}
+	return worst, ok
+}

@@ -44,10 +44,11 @@ type Options struct {
 	// failover.JournalDir()).
 	JournalDir string
 	Interrupts *plans.Interrupts
-	// Confirm, for a disruptive drill, must return nil to go on; Yes
-	// skips it (allowed only where the topology allows disruptive
-	// drills, which Run checks whatever Yes says).
-	Confirm func(question string) error
+	// Confirm, for a disruptive drill, shows question and must return nil
+	// only when the operator typed answer (the target cluster's name);
+	// Yes skips it (a disruptive drill still runs only where the topology
+	// allows it, whatever Yes says).
+	Confirm func(question, answer string) error
 	Yes     bool
 }
 
@@ -103,7 +104,7 @@ func Run(ctx context.Context, topo *topology.Topology, d *topology.NamedDrill, o
 		if o.Confirm == nil {
 			return nil, fmt.Errorf("%w: a %s drill moves the active role to %s; run it on a terminal to confirm, or pass --yes", ErrBadInput, d.Kind, roles.Standby)
 		}
-		if err := o.Confirm(fmt.Sprintf("This %s drill makes %s the active cluster, then fails back. Type %s to go on: ", d.Kind, roles.Standby, roles.Standby)); err != nil {
+		if err := o.Confirm(fmt.Sprintf("This %s drill makes %s the active cluster, then fails back. Type %s to go on: ", d.Kind, roles.Standby, roles.Standby), roles.Standby); err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrBadInput, err)
 		}
 	}

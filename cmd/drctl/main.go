@@ -100,7 +100,8 @@ func newApp() *cli.App {
 		HideVersion:  true, // --version is ours: it prints the same as drctl version
 		Action:       rootAction,
 		Commands: commands(append([]*cli.Command{validateCommand(), statusCommand(), mirrorCommand(), offsetsCommand(), planCommand(), failoverCommand(),
-			failbackCommand(), applyCommand(), resumeCommand(), reseedCommand(), sandboxCommand(), versionCommand(), tuiCommand()}, fenceCommands()...)...),
+			failbackCommand(), applyCommand(), resumeCommand(), reseedCommand(), sandboxCommand(), versionCommand(), tuiCommand(),
+			drillCommand()}, fenceCommands()...)...),
 		ExitErrHandler: func(*cli.Context, error) {}, // main decides the exit code
 	}
 }

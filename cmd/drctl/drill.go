@@ -1,0 +1,237 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/drctl/drctl/drill"
+	"github.com/drctl/drctl/drill/report"
+	"github.com/drctl/drctl/plans"
+	"github.com/drctl/drctl/topology"
+)
+
+func drillCommand() *cli.Command {
+	return &cli.Command{
+		Name:        "drill",
+		Usage:       "DR drills with evidence: run, schedule, history, report",
+		Subcommands: commands(drillRunCommand(), drillScheduleCommand(), drillHistoryCommand(), drillReportCommand()),
+	}
+}
+
+func drillRunCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "run",
+		Usage:     "run one drill; the exit code is the verdict (0 pass, 1 fail, 2 bad input, 3 unreachable)",
+		ArgsUsage: "[NAME]",
+		Description: "Without NAME, runs the default drill of --kind (canary). NAME is a drill of the topology's\n" +
+			"drills.named section, judged against its objectives. A disruptive kind (failover, unplanned)\n" +
+			"runs only where the topology sets drills.allow_disruptive, and asks for the target cluster's\n" +
+			"name on a terminal (--yes otherwise).",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "kind", Usage: "canary, failover or unplanned (without NAME)"},
+			&cli.BoolFlag{Name: "yes", Usage: "do not ask for confirmation of a disruptive drill"},
+			&cli.StringFlag{Name: "report", Usage: "also write the report to this file (format from --format)"},
+			&cli.StringFlag{Name: "format", Value: "md", Usage: "format of --report: md, json, junit or html"},
+		},
+		Action: func(c *cli.Context) error {
+			args, err := drillArgs(c)
+			if err != nil {
+				return err
+			}
+			if len(args) > 1 {
+				return withCode(exitBadInput, errors.New("name at most one drill: drctl drill run [NAME]"))
+			}
+			name := ""
+			if len(args) == 1 {
+				name = args[0]
+			}
+			if name != "" && c.String("kind") != "" {
+				return withCode(exitBadInput, errors.New("give a drill NAME or --kind, not both (a named drill has its kind)"))
+			}
+			if err := checkReportFormat(c.String("format")); err != nil {
+				return err
+			}
+			topo, err := loadTopology(c)
+			if err != nil {
+				return err
+			}
+			d, err := drill.Resolve(topo, name, topology.DrillKind(c.String("kind")))
+			if err != nil {
+				return drillError(err)
+			}
+			in := &plans.Interrupts{}
+			stop := plans.NotifySignals(in, c.App.ErrWriter, "the next drill cleans up")
+			defer stop()
+			o := drill.Options{Interrupts: in, Yes: c.Bool("yes")}
+			if outputFormat(c) == "table" {
+				o.Out = c.App.Writer
+			}
+			if interactive() {
+				o.Confirm = func(q, answer string) error {
+					fmt.Fprint(c.App.Writer, q)
+					line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
+					if strings.TrimSpace(line) != answer {
+						return errors.New("not confirmed; nothing was changed")
+					}
+					return nil
+				}
+			}
+			rec, err := drill.Run(context.WithoutCancel(c.Context), topo, d, o)
+			if rec == nil {
+				return drillError(err)
+			}
+			if path := c.String("report"); path != "" {
+				if werr := writeReport(path, rec, c.String("format")); werr != nil {
+					return werr
+				}
+			}
+			if rerr := render(c, rec, func(w io.Writer) error { return drillSummary(w, rec) }); rerr != nil {
+				return rerr
+			}
+			if err != nil {
+				return drillError(err)
+			}
+			if !rec.Passed() {
+				return withCode(exitFailure, fmt.Errorf("drill %s failed: %s", rec.ID, strings.Join(rec.Reasons, "; ")))
+			}
+			return nil
+		},
+	}
+}
+
+// drillError maps the drill package's errors to exit codes.
+func drillError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, drill.ErrBadInput):
+		return withCode(exitBadInput, err)
+	case errors.Is(err, drill.ErrUnreachable):
+		return withCode(exitUnreachable, err)
+	}
+	return err
+}
+
+func checkReportFormat(f string) error {
+	for _, ok := range report.Formats {
+		if f == ok {
+			return nil
+		}
+	}
+	return withCode(exitBadInput, fmt.Errorf("--format %q is not a report format; use md, json, junit or html", f))
+}
+
+func writeReport(path string, rec *drill.Record, format string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	if err := report.Write(f, rec, format); err != nil {
+		f.Close()
+		return fmt.Errorf("report %s: %w", path, err)
+	}
+	return f.Close()
+}
+
+func drillSummary(w io.Writer, r *drill.Record) error {
+	fmt.Fprintf(w, "\ndrill %s (%s, kind %s): %s in %s\n", r.ID, r.Drill, r.Kind, strings.ToUpper(string(r.Verdict)), r.Duration().Round(time.Millisecond))
+	for _, s := range r.Reasons {
+		fmt.Fprintf(w, "  - %s\n", s)
+	}
+	fmt.Fprintf(w, "full evidence: drctl drill report %s --format md|json|junit|html\n", r.ID)
+	return nil
+}
+
+func drillHistoryCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "history",
+		Usage: "list the recorded drills, newest first (from both clusters and the local journal)",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "drill", Usage: "only the drills of this name"},
+			&cli.IntFlag{Name: "limit", Value: 50, Usage: "at most this many (0: all)"},
+		},
+		Action: func(c *cli.Context) error {
+			topo, err := loadTopology(c)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(c.Context, 30*time.Second)
+			defer cancel()
+			hist, herr := drill.History(ctx, topo, drill.HistoryOptions{Drill: c.String("drill"), Limit: c.Int("limit")})
+			if hist == nil {
+				hist = []drill.Record{}
+			}
+			summaries := make([]drill.Summary, len(hist))
+			for i := range hist {
+				summaries[i] = hist[i].Summary()
+			}
+			err = render(c, summaries, func(w io.Writer) error {
+				t := newTable(w, "id", "drill", "kind", "started", "took", "verdict", "rpo", "latency p99", "reasons")
+				for _, s := range summaries {
+					rpo, lat := "-", "-"
+					if s.RPOSeconds != nil {
+						rpo = fmt.Sprintf("%.1fs", *s.RPOSeconds)
+					}
+					if s.LatencyP99MS != nil {
+						lat = fmt.Sprintf("%.0fms", *s.LatencyP99MS)
+					}
+					_ = t.Append(s.ID, s.Drill, s.Kind, s.StartedAt.Format(time.RFC3339), s.Duration, string(s.Verdict), rpo, lat, strings.Join(s.Reasons, "; "))
+				}
+				return t.Render()
+			})
+			if err != nil {
+				return err
+			}
+			if herr != nil {
+				fmt.Fprintln(c.App.ErrWriter, "drctl: warning: part of the history could not be read:", herr)
+			}
+			return nil
+		},
+	}
+}
+
+func drillReportCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "report",
+		Usage:     "print a drill's full evidence",
+		ArgsUsage: "ID",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "format", Value: "md", Usage: "md, json, junit or html"},
+			&cli.StringFlag{Name: "out", Usage: "write to this file instead of standard output"},
+		},
+		Action: func(c *cli.Context) error {
+			args, err := drillArgs(c)
+			if err != nil {
+				return err
+			}
+			if len(args) != 1 {
+				return withCode(exitBadInput, errors.New("name the drill: drctl drill report ID (drctl drill history lists them)"))
+			}
+			if err := checkReportFormat(c.String("format")); err != nil {
+				return err
+			}
+			topo, err := loadTopology(c)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(c.Context, 30*time.Second)
+			defer cancel()
+			rec, err := drill.Find(ctx, topo, args[0], drill.HistoryOptions{})
+			if err != nil {
+				return drillError(err)
+			}
+			if path := c.String("out"); path != "" {
+				return writeReport(path, rec, c.String("format"))
+			}
+			return report.Write(c.App.Writer, rec, c.String("format"))
+		},
+	}
+}

@@ -1,0 +1,79 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/drctl/drctl/drill"
+)
+
+// Markdown writes the record as a Markdown document: header, verdict with
+// reasons, measurements against objectives, and the steps with timings.
+func Markdown(w io.Writer, r *drill.Record) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Drill %s: %s\n\n", r.ID, strings.ToUpper(string(r.Verdict)))
+	fmt.Fprintf(&b, "| | |\n|---|---|\n")
+	for _, kv := range [][2]string{
+		{"Drill", fmt.Sprintf("%s (kind %s)", r.Drill, r.Kind)},
+		{"Topology", fmt.Sprintf("%s (digest %s)", r.Topology, short(r.TopologyDigest))},
+		{"Roles", fmt.Sprintf("active %s, standby %s", r.Active, r.Standby)},
+		{"Run by", r.By},
+		{"Started", r.StartedAt.UTC().Format(time.RFC3339)},
+		{"Duration", r.Duration().Round(time.Millisecond).String()},
+	} {
+		fmt.Fprintf(&b, "| %s | %s |\n", kv[0], mdEscape(kv[1]))
+	}
+	b.WriteString("\n## Verdict\n\n")
+	if len(r.Reasons) == 0 {
+		b.WriteString("**pass**: every check met its objective.\n")
+	} else {
+		fmt.Fprintf(&b, "**%s**:\n\n", r.Verdict)
+		for _, s := range r.Reasons {
+			fmt.Fprintf(&b, "- %s\n", s)
+		}
+	}
+	b.WriteString("\n## Measurements\n\n| Check | Measured | Objective | Result |\n|---|---|---|---|\n")
+	for _, c := range checks(r) {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", mdEscape(c.Name), mdEscape(c.Measured), mdEscape(c.Objective), okText(c.OK))
+	}
+	if p := r.Preflight; p != nil && len(p.Problems) > 0 {
+		b.WriteString("\nFailover preflight problems:\n\n")
+		for _, pr := range p.Problems {
+			fmt.Fprintf(&b, "- %s\n", pr)
+		}
+	}
+	b.WriteString("\n## Steps\n\n| # | Step | Started | Took | Status | Result |\n|---|---|---|---|---|---|\n")
+	for i, s := range r.Steps {
+		res := s.Summary
+		if s.Error != "" {
+			res = s.Error
+		}
+		started := "-"
+		if !s.StartedAt.IsZero() {
+			started = s.StartedAt.UTC().Format("15:04:05.000")
+		}
+		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s |\n", i+1, mdEscape(s.Title), started, dur(s.ElapsedMS), s.Status, mdEscape(res))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func okText(ok bool) string {
+	if ok {
+		return "ok"
+	}
+	return "**FAIL**"
+}
+
+func mdEscape(s string) string {
+	return strings.NewReplacer("|", "\\|", "\n", " ").Replace(s)
+}
+
+func short(digest string) string {
+	if len(digest) > 12 {
+		return digest[:12]
+	}
+	return digest
+}
