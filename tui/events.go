@@ -21,7 +21,9 @@ type Event struct {
 // clearing, runs starting and ending. prev nil means the first snapshot.
 func changes(prev, cur *failover.Status, at time.Time) []Event {
 	var out []Event
-	add := func(bad bool, f string, a ...any) { out = append(out, Event{At: at, Text: fmt.Sprintf(f, a...), Bad: bad}) }
+	add := func(bad bool, f string, a ...any) {
+		out = append(out, Event{At: at, Text: fmt.Sprintf(f, a...), Bad: bad})
+	}
 	if cur == nil {
 		return nil
 	}

@@ -66,7 +66,9 @@ func steadyStatus() *failover.Status {
 	}
 }
 
-func side(n int32) failover.TopicSide { return failover.TopicSide{Exists: true, Partitions: n, ReplicationFactor: 3} }
+func side(n int32) failover.TopicSide {
+	return failover.TopicSide{Exists: true, Partitions: n, ReplicationFactor: 3}
+}
 
 // lagReport spreads lag records over the topics' partitions.
 func lagReport(st *failover.Status, lag map[string]int64, at time.Time) *mirror.LagReport {

@@ -10,7 +10,7 @@ import (
 // words, so nothing depends on colour.
 type styles struct {
 	header, tabOn, tabOff, tableHead, selected, title lipgloss.Style
-	ok, warn, bad, dim, key, card, cardBad                lipgloss.Style
+	ok, warn, bad, dim, key, card, cardBad            lipgloss.Style
 }
 
 func newStyles() styles {

@@ -1,0 +1,218 @@
+package tui
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/charmbracelet/x/exp/teatest"
+
+	"github.com/drctl/drctl/failover"
+	"github.com/drctl/drctl/internal/kafkaconn"
+	"github.com/drctl/drctl/internal/kafkaread"
+	"github.com/drctl/drctl/internal/kfaketest"
+	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/topology"
+)
+
+// This file drives the console as an operator would, on two kfake
+// clusters: real Kafka wire protocol, the real mirror, the real executor.
+
+func dialCluster(t *testing.T, c *topology.Cluster) sarama.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cl, err := kafkaconn.Dial(ctx, c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	return cl
+}
+
+// seed creates topic with parts partitions on cl, writes n records per
+// partition whose values are "partition/i", and commits group at offset
+// at in every partition.
+func seed(t *testing.T, c *topology.Cluster, cl sarama.Client, topic string, parts int32, n int, group string, at int64) {
+	t.Helper()
+	admin, err := sarama.NewClusterAdminFromClient(cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: parts, ReplicationFactor: 1}, false); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := c.SaramaConfig()
+	cfg.Producer.Return.Successes = true
+	cfg.Producer.Partitioner = sarama.NewManualPartitioner
+	prod, err := sarama.NewSyncProducer(c.Bootstrap, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	var msgs []*sarama.ProducerMessage
+	for p := range parts {
+		for i := range n {
+			msgs = append(msgs, &sarama.ProducerMessage{Topic: topic, Partition: p, Value: sarama.StringEncoder(fmt.Sprintf("%d/%d", p, i))})
+		}
+	}
+	if err := prod.SendMessages(msgs); err != nil {
+		t.Fatal(err)
+	}
+	coord, err := cl.Coordinator(group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &sarama.OffsetCommitRequest{Version: 7, ConsumerGroup: group, ConsumerGroupGeneration: -1}
+	for p := range parts {
+		req.AddBlock(topic, p, at, 0, "")
+	}
+	if _, err := coord.CommitOffset(req); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// committed is group's committed offset of topic/part on cl (-1: none).
+func committed(t *testing.T, cl sarama.Client, group, topic string, part int32) int64 {
+	t.Helper()
+	if err := cl.RefreshCoordinator(group); err != nil {
+		t.Fatal(err)
+	}
+	coord, err := cl.Coordinator(group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &sarama.OffsetFetchRequest{Version: 7, ConsumerGroup: group}
+	req.AddPartition(topic, part)
+	resp, err := coord.FetchOffset(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := resp.GetBlock(topic, part); b != nil && b.Err == sarama.ErrNoError {
+		return b.Offset
+	}
+	return -1
+}
+
+// valueAt is the value of the first committed record at or after offset.
+func valueAt(t *testing.T, cl sarama.Client, topic string, part int32, offset int64) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var v string
+	_, err := kafkaread.ReadCommitted(ctx, cl, topic, part, offset, func(r kafkaread.Record) error {
+		if v == "" {
+			v = string(r.Value)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// waitScreen waits until the console has drawn text.
+func waitScreen(t *testing.T, tm *teatest.TestModel, text string, within time.Duration) {
+	t.Helper()
+	teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return strings.Contains(ansi.Strip(string(b)), text) },
+		teatest.WithDuration(within), teatest.WithCheckInterval(50*time.Millisecond))
+}
+
+func runMirror(t *testing.T, topo *topology.Topology) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	d := mirror.NewDaemon(topo, mirror.DaemonOptions{StatePoll: 200 * time.Millisecond,
+		Engine: mirror.Options{Shards: 2, IdleCheck: 100 * time.Millisecond, TopicSyncInterval: 200 * time.Millisecond,
+			Logger: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))}})
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+// TestFailoverThroughKeys: an operator opens the console, sees the standby
+// ready, presses f, reads the plan, types the target's name, answers the
+// fence-none question, and watches the run succeed; the roles flipped and
+// the group resumes on west at the very record it would have read on east.
+func TestFailoverThroughKeys(t *testing.T) {
+	p := kfaketest.NewPair(t, kfaketest.Options{
+		Mirror: "  topics: {include: [\"orders\"]}\n  groups: {include: [\"billing\"]}\n  group_sync_interval: 300ms",
+		Extra:  "failover: {fence: none, drain_timeout: 30s, quiet_period: 300ms}\n",
+	})
+	topo := p.Topology
+	east := dialCluster(t, topo.Clusters["east"])
+	seed(t, topo.Clusters["east"], east, "orders", 3, 10, "billing", 4)
+	runMirror(t, topo)
+
+	m := New(Options{Topology: topo, Interval: 300 * time.Millisecond, Timeout: 10 * time.Second, JournalDir: t.TempDir()})
+	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(120, 40))
+	waitScreen(t, tm, "mirror caught up, groups in sync, no consumers on the standby", 60*time.Second)
+
+	tm.Send(key("f"))
+	waitScreen(t, tm, `Type the name of the cluster "west"`, 30*time.Second)
+	tm.Send(key("east")) // the wrong name runs nothing
+	tm.Send(key("enter"))
+	waitScreen(t, tm, "that is not west; nothing was changed", 10*time.Second)
+	tm.Send(key("west"))
+	tm.Send(key("enter"))
+	waitScreen(t, tm, "Have they stopped?", 30*time.Second)
+	tm.Send(key("y"))
+	tm.Send(key("enter"))
+	waitScreen(t, tm, "succeeded", 90*time.Second)
+	waitScreen(t, tm, "active west  standby east", 10*time.Second)
+	tm.Send(key("q"))
+	tm.WaitFinished(t, teatest.WithFinalTimeout(10*time.Second))
+	if m.Resume != "" {
+		t.Errorf("a succeeded run left a resume command: %s", m.Resume)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	st := failover.CollectStatus(ctx, topo)
+	if st.Roles.Active != "west" || st.Roles.Standby != "east" || st.Roles.Phase != "steady" {
+		t.Fatalf("roles after the failover: %+v", st.Roles)
+	}
+	west := dialCluster(t, topo.Clusters["west"])
+	for part := range int32(3) {
+		at := committed(t, west, "billing", "orders", part)
+		if at < 0 {
+			t.Fatalf("billing has no position on west in orders/%d", part)
+		}
+		if got, want := valueAt(t, west, "orders", part, at), strconv.Itoa(int(part))+"/4"; got != want {
+			t.Errorf("billing resumes on west at orders/%d offset %d, record %q; on east it would read %q next", part, at, got, want)
+		}
+	}
+}
+
+// TestClusterKilledShowsDown: a cluster killed mid-session is shown down
+// within the refresh timeout, and up again when it returns; keys answer
+// meanwhile.
+func TestClusterKilledShowsDown(t *testing.T) {
+	p := kfaketest.NewPair(t, kfaketest.Options{Persist: true})
+	const timeout = 5 * time.Second
+	m := New(Options{Topology: p.Topology, Interval: 200 * time.Millisecond, Timeout: timeout, JournalDir: t.TempDir()})
+	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(120, 40))
+	waitScreen(t, tm, "up  id kfake-west", 30*time.Second)
+
+	p.Stop("west")
+	killed := time.Now()
+	waitScreen(t, tm, "DOWN (unreachable)", 2*timeout+5*time.Second)
+	took := time.Since(killed)
+	t.Logf("west shown down %s after it died", took.Round(time.Millisecond))
+	if took > timeout+3*time.Second {
+		t.Errorf("west was shown down %s after it died; the refresh timeout is %s", took.Round(time.Millisecond), timeout)
+	}
+	tm.Send(key("6"))
+	waitScreen(t, tm, "cluster west is DOWN", 5*time.Second)
+
+	p.Restart(t, "west")
+	waitScreen(t, tm, "cluster west is back", 30*time.Second)
+	tm.Send(key("q"))
+	tm.WaitFinished(t, teatest.WithFinalTimeout(10*time.Second))
+}
