@@ -6,12 +6,14 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/IBM/sarama"
 	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/exp/teatest"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/drctl/drctl/failover"
 	"github.com/drctl/drctl/internal/kafkaconn"
@@ -213,6 +215,42 @@ func TestClusterKilledShowsDown(t *testing.T) {
 
 	p.Restart(t, "west")
 	waitScreen(t, tm, "cluster west is back", 30*time.Second)
+	tm.Send(key("q"))
+	tm.WaitFinished(t, teatest.WithFinalTimeout(10*time.Second))
+}
+
+// TestClusterHangsShowsDown: a cluster that accepts connections and never
+// answers is shown down within the refresh timeout, and the keys answer
+// while that refresh hangs.
+func TestClusterHangsShowsDown(t *testing.T) {
+	p := kfaketest.NewPair(t, kfaketest.Options{})
+	var hang atomic.Bool
+	p.West.Control(func(kmsg.Request) (kmsg.Response, error, bool) {
+		p.West.KeepControl()
+		return nil, nil, hang.Load() // handled with no answer: the client waits
+	})
+	const timeout = 3 * time.Second
+	m := New(Options{Topology: p.Topology, Interval: 200 * time.Millisecond, Timeout: timeout, JournalDir: t.TempDir()})
+	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(120, 40))
+	waitScreen(t, tm, "up  id kfake-west", 30*time.Second)
+
+	hang.Store(true)
+	hung := time.Now()
+	waitScreen(t, tm, "↻", 5*time.Second) // a refresh is in flight
+	pressed := time.Now()
+	tm.Send(key("3"))
+	waitScreen(t, tm, "[3 Groups]", 2*time.Second)
+	if d := time.Since(pressed); d > time.Second {
+		t.Errorf("a key took %s to answer while a refresh hung", d)
+	}
+	tm.Send(key("1"))
+	waitScreen(t, tm, "DOWN (unreachable)", 3*timeout)
+	took := time.Since(hung)
+	t.Logf("hung west shown down %s after it stopped answering", took.Round(time.Millisecond))
+	if took > 2*timeout+2*time.Second {
+		t.Errorf("hung west was shown down after %s; the refresh timeout is %s", took, timeout)
+	}
+	hang.Store(false)
 	tm.Send(key("q"))
 	tm.WaitFinished(t, teatest.WithFinalTimeout(10*time.Second))
 }
