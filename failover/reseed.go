@@ -33,18 +33,41 @@ type SalvagedPartition struct {
 
 // SalvageReport is the outcome of Salvage.
 type SalvageReport struct {
-	Stale      string              `json:"stale"`
-	Active     string              `json:"active"`
-	Records    int64               `json:"records"`
+	Stale  string `json:"stale"`
+	Active string `json:"active"`
+	// Records counts the records salvaged into quarantine.
+	Records int64 `json:"records"`
+	// FromActive counts the records skipped because they carry the
+	// active cluster's provenance (they came from it: it has them).
+	FromActive int64               `json:"from_active"`
 	Partitions []SalvagedPartition `json:"partitions"`
+	// Identity is set when the stale cluster answers with another cluster
+	// id than the plan recorded: it was rebuilt, and what only it held
+	// (the RPO) is lost.
+	Identity *IdentityChange `json:"identity_change,omitempty"`
 }
+
+// Headers salvage adds to every record it copies into quarantine. The
+// record's own headers, drctl's provenance (drctl.o, drctl.s) included,
+// are kept as they were: salvage records where it took the record from,
+// it never rewrites where the record came from.
+const (
+	// HeaderSalvagedFrom is the cluster id of the stale cluster.
+	HeaderSalvagedFrom = "drctl.salvaged-from"
+	// HeaderSalvagedOffset is the record's offset on the stale cluster
+	// (8 bytes, big endian); it makes a salvage resumable.
+	HeaderSalvagedOffset = "drctl.salvaged-offset"
+)
 
 // Salvage copies every committed record that the stale cluster holds but
 // never mirrored to the active cluster (the records after the mirror's
-// progress of the link stale -> active) into quarantine topics on the
-// active cluster (<topic><suffix>, same partition), with provenance
-// headers. It is idempotent: a partition already salvaged in part
-// continues after the last salvaged offset.
+// progress of the link stale -> active; all of them once a wipe retired
+// that link, see forgetProgress) into quarantine topics on the active
+// cluster (<topic><suffix>, same partition), except the records that
+// carry the active cluster's provenance (drctl.o: they came from it).
+// Every salvaged record keeps its headers and gets HeaderSalvagedFrom and
+// HeaderSalvagedOffset. It is idempotent: a partition already salvaged in
+// part continues after the last salvaged offset.
 func Salvage(ctx context.Context, topo *topology.Topology, stale, active string) (*SalvageReport, error) {
 	w := connect(ctx, topo, stale, active)
 	defer w.close()
@@ -72,9 +95,13 @@ func Salvage(ctx context.Context, topo *topology.Topology, stale, active string)
 	if err != nil {
 		return nil, fmt.Errorf("salvage: mirror progress of %s on %s: %w", link, active, err)
 	}
-	originID, err := kafkaconn.ClusterID(src)
+	staleID, err := kafkaconn.ClusterID(src)
 	if err != nil {
 		return nil, fmt.Errorf("salvage: %s: %w", stale, err)
+	}
+	activeID, err := kafkaconn.ClusterID(dst)
+	if err != nil {
+		return nil, fmt.Errorf("salvage: %s: %w", active, err)
 	}
 	rep := &SalvageReport{Stale: stale, Active: active, Partitions: []SalvagedPartition{}}
 	var producer sarama.SyncProducer
@@ -125,20 +152,22 @@ func Salvage(ctx context.Context, topo *topology.Topology, stale, active string)
 			return err
 		}
 		_, err = kafkaread.ReadCommitted(ctx, src, tp.Topic, tp.Partition, from, func(r kafkaread.Record) error {
+			if originOf(r) == activeID {
+				rep.FromActive++
+				return nil // it came from the active cluster, which has it
+			}
 			sp.Records++
 			if r.Offset < start {
 				return nil // salvaged by an earlier run
 			}
 			var off [8]byte
 			binary.BigEndian.PutUint64(off[:], uint64(r.Offset))
-			headers := []sarama.RecordHeader{}
+			headers := make([]sarama.RecordHeader, 0, len(r.Headers)+2)
 			for _, h := range r.Headers {
-				if k := string(h.Key); k != mirror.HeaderOrigin && k != mirror.HeaderSourceOffset {
-					headers = append(headers, *h)
-				}
+				headers = append(headers, *h)
 			}
-			headers = append(headers, sarama.RecordHeader{Key: []byte(mirror.HeaderOrigin), Value: []byte(originID)},
-				sarama.RecordHeader{Key: []byte(mirror.HeaderSourceOffset), Value: off[:]})
+			headers = append(headers, sarama.RecordHeader{Key: []byte(HeaderSalvagedFrom), Value: []byte(staleID)},
+				sarama.RecordHeader{Key: []byte(HeaderSalvagedOffset), Value: off[:]})
 			m := &sarama.ProducerMessage{Topic: into, Partition: tp.Partition, Value: sarama.ByteEncoder(r.Value), Headers: headers, Timestamp: r.Timestamp}
 			if r.Key != nil {
 				m.Key = sarama.ByteEncoder(r.Key)
@@ -204,18 +233,42 @@ func ensureSalvageTopic(ctx context.Context, src, dst sarama.Client, topic, into
 }
 
 // lastSalvaged returns the highest stale offset already in the quarantine
-// partition (-1 when none).
+// partition (-1 when none). Quarantine records of older drctl versions
+// carry it in drctl.s instead of HeaderSalvagedOffset.
 func lastSalvaged(ctx context.Context, dst sarama.Client, into string, partition int32) (int64, error) {
 	last := int64(-1)
 	_, err := kafkaread.ReadCommitted(ctx, dst, into, partition, 0, func(r kafkaread.Record) error {
+		off, legacy := int64(-1), int64(-1)
 		for _, h := range r.Headers {
-			if string(h.Key) == mirror.HeaderSourceOffset && len(h.Value) == 8 {
-				last = max(last, int64(binary.BigEndian.Uint64(h.Value)))
+			switch string(h.Key) {
+			case HeaderSalvagedOffset:
+				if len(h.Value) == 8 {
+					off = int64(binary.BigEndian.Uint64(h.Value))
+				}
+			case mirror.HeaderSourceOffset:
+				if len(h.Value) == 8 {
+					legacy = int64(binary.BigEndian.Uint64(h.Value))
+				}
 			}
 		}
+		if off < 0 {
+			off = legacy
+		}
+		last = max(last, off)
 		return nil
 	})
 	return last, err
+}
+
+// originOf returns the cluster id of a record's drctl.o provenance header
+// ("" when it has none: it was written where it is).
+func originOf(r kafkaread.Record) string {
+	for _, h := range r.Headers {
+		if string(h.Key) == mirror.HeaderOrigin {
+			return string(h.Value)
+		}
+	}
+	return ""
 }
 
 // WipeReport is the outcome of Wipe.
@@ -301,7 +354,35 @@ func Wipe(ctx context.Context, topo *topology.Topology, stale, active string) (*
 			return nil, fmt.Errorf("wipe %s: %w", stale, err)
 		}
 	}
+	if err := forgetProgress(ctx, topo, stale, active); err != nil {
+		return nil, fmt.Errorf("wipe %s: %w", stale, err)
+	}
 	return rep, nil
+}
+
+// forgetProgress deletes, on the active cluster, the progress of the old
+// link stale -> active once the stale cluster's topics are gone: it
+// describes topics that no longer exist. Kept, it would tell a later
+// salvage of the rebuilt cluster that records at those offsets were
+// mirrored, and records written there since (a producer that recreated
+// a topic) would be wiped unsalvaged. The link is fenced and its
+// direction retired by then; a future mirror of that direction starts
+// from a wiped, re-seeded cluster.
+func forgetProgress(ctx context.Context, topo *topology.Topology, stale, active string) error {
+	client, err := kafkaconn.Dial(ctx, topo.Clusters[active], nil)
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	admin, err := sarama.NewClusterAdminFromClient(client)
+	if err != nil {
+		return fmt.Errorf("%s: %w", active, err)
+	}
+	g := mirror.LinkFor(topo, stale, active).ProgressGroup()
+	if err := admin.DeleteConsumerGroup(g); err != nil && !errors.Is(err, sarama.ErrGroupIDNotFound) {
+		return fmt.Errorf("%s: forget the progress of the retired link (delete group %s): %w", active, g, err)
+	}
+	return nil
 }
 
 // waitTopic waits until the topic exists with leaders (exists) or is gone.

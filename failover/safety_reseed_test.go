@@ -1,0 +1,227 @@
+package failover
+
+// Invariant 10 on kfake: no wipe without salvage, salvage never rewrites
+// provenance, a reseed of a cluster that is not stale and an unplanned
+// failover of an active that answers are refused unless forced.
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/drctl/drctl/internal/kfaketest"
+	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/plans"
+	"github.com/drctl/drctl/topology"
+)
+
+// sfProduceHeaders writes one record per header set to partition 0 of
+// topic on cluster (a nil set: no headers).
+func sfProduceHeaders(t *testing.T, topo *topology.Topology, cluster, topic string, sets ...[]sarama.RecordHeader) {
+	t.Helper()
+	cfg, err := topo.Clusters[cluster].SaramaConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Producer.Return.Successes = true
+	cfg.Producer.Partitioner = sarama.NewManualPartitioner
+	prod, err := sarama.NewSyncProducer(topo.Clusters[cluster].Bootstrap, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	for i, hs := range sets {
+		m := &sarama.ProducerMessage{Topic: topic, Partition: 0, Key: sarama.StringEncoder("k"), Value: sarama.StringEncoder(string(rune('a' + i))), Headers: hs}
+		if _, _, err := prod.SendMessage(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func sfHeader(k, v string) sarama.RecordHeader {
+	return sarama.RecordHeader{Key: []byte(k), Value: []byte(v)}
+}
+
+// TestReseedOfHealthyStandbyRefused: `drctl reseed west` on the in-sync
+// standby is refused, says why and how to force it, and leaves no trace
+// (no phase change, no run record, no quarantine topic on east).
+func TestReseedOfHealthyStandbyRefused(t *testing.T) {
+	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: rfMirrorYAML, Extra: "failover: {fence: none, drain_timeout: 30s}\n"})
+	topo := p.Topology
+	rfSeed(t, topo)
+	rfStartMirror(t, topo, "east", "west")
+	rfWaitMirrored(t, topo, "east", "west")
+	before := rfSnapshots(t, topo, "east", "west")
+	_, err := PlanReseed(rfCtx(t, 30*time.Second), topo, "west")
+	if !errors.Is(err, ErrRefused) {
+		t.Fatalf("reseed of the healthy standby: got %v, want a refusal", err)
+	}
+	for _, want := range []string{"west", "not stale", "--force"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("message %q does not contain %q", err, want)
+		}
+	}
+	after := rfUnchanged(t, topo, before)
+	if _, ok := after["east"].Topics["orders"+topo.Failover.SalvageTopicSuffix]; ok {
+		t.Errorf("east has a quarantine topic after the refusal")
+	}
+
+	// Forced, the salvage copies nothing: every record on west came from
+	// east, the cluster it would salvage into.
+	rep, err := Salvage(rfCtx(t, 60*time.Second), topo, "west", "east")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Records != 0 {
+		t.Errorf("salvaged %d record(s) of the in-sync standby into east; all of them came from east", rep.Records)
+	}
+	if rep.FromActive != 30 {
+		t.Errorf("counted %d record(s) that came from east, want 30", rep.FromActive)
+	}
+}
+
+// TestSalvageKeepsProvenance: the stale cluster holds a record that came
+// from the active (skipped), one written there by an application and one
+// mirrored from a third cluster (both salvaged, their headers as they
+// were, plus drctl's salvage headers).
+func TestSalvageKeepsProvenance(t *testing.T) {
+	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: rfMirrorYAML, Extra: "failover: {fence: none, drain_timeout: 30s}\n"})
+	topo := p.Topology
+	rfCreateTopic(t, topo, "west", "orders", 1)
+	var off [8]byte
+	binary.BigEndian.PutUint64(off[:], 41)
+	sfProduceHeaders(t, topo, "west", "orders",
+		[]sarama.RecordHeader{sfHeader(mirror.HeaderOrigin, "kfake-east"), {Key: []byte(mirror.HeaderSourceOffset), Value: off[:]}},
+		[]sarama.RecordHeader{sfHeader("app", "1")},
+		[]sarama.RecordHeader{sfHeader(mirror.HeaderOrigin, "kfake-north"), {Key: []byte(mirror.HeaderSourceOffset), Value: off[:]}},
+	)
+	rep, err := Salvage(rfCtx(t, 60*time.Second), topo, "west", "east")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Records != 2 {
+		t.Errorf("salvaged %d record(s), want 2 (the application's and the third cluster's)", rep.Records)
+	}
+	recs, err := readCommitted(rfDial(t, topo, "east"), "orders"+topo.Failover.SalvageTopicSuffix, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 2 {
+		t.Fatalf("the quarantine topic holds %d record(s), want 2", len(recs))
+	}
+	header := func(r int, k string) string {
+		for _, h := range recs[r].Headers {
+			if string(h.Key) == k {
+				return string(h.Value)
+			}
+		}
+		return ""
+	}
+	if got := header(0, mirror.HeaderOrigin); got != "" {
+		t.Errorf("the application's record got origin %q; salvage must not invent provenance", got)
+	}
+	if got := header(0, "app"); got != "1" {
+		t.Errorf("the application's header is %q, want 1", got)
+	}
+	if got := header(1, mirror.HeaderOrigin); got != "kfake-north" {
+		t.Errorf("the third cluster's record has origin %q after salvage, want kfake-north (provenance rewritten)", got)
+	}
+	if got := header(1, mirror.HeaderSourceOffset); got != string(off[:]) {
+		t.Errorf("the third cluster's record lost its source offset")
+	}
+	for i := range recs {
+		if got := header(i, HeaderSalvagedFrom); got != "kfake-west" {
+			t.Errorf("record %d: %s is %q, want kfake-west", i, HeaderSalvagedFrom, got)
+		}
+	}
+	// Idempotent: a second salvage adds nothing.
+	if _, err := Salvage(rfCtx(t, 60*time.Second), topo, "west", "east"); err != nil {
+		t.Fatal(err)
+	}
+	if recs, _ := readCommitted(rfDial(t, topo, "east"), "orders"+topo.Failover.SalvageTopicSuffix, 0); len(recs) != 2 {
+		t.Errorf("after a second salvage the quarantine topic holds %d record(s), want 2", len(recs))
+	}
+}
+
+// TestUnplannedWithLiveActiveRefused: an unplanned failover while the
+// active answers is refused (planning it, and applying a plan saved while
+// it was down), naming the flag that forces it; nothing changes. Forced,
+// the plan fences the old active before the flip.
+func TestUnplannedWithLiveActiveRefused(t *testing.T) {
+	p := kfaketest.NewPair(t, kfaketest.Options{Persist: true, Mirror: rfMirrorYAML, Extra: "failover: {fence: acl, drain_timeout: 30s}\n"})
+	topo := p.Topology
+	rfSeed(t, topo)
+	rfCreateTopic(t, topo, "west", "orders", 3)
+	before := rfSnapshots(t, topo, "east", "west")
+	_, err := PlanFailover(rfCtx(t, 30*time.Second), topo, "west", true, false)
+	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "answers") || !strings.Contains(err.Error(), "--force-unplanned") {
+		t.Fatalf("unplanned failover of a live active: got %v, want a refusal naming --force-unplanned", err)
+	}
+	rfUnchanged(t, topo, before)
+
+	p.Stop("east")
+	saved, err := PlanFailover(rfCtx(t, 30*time.Second), topo, "west", true, false)
+	if err != nil {
+		t.Fatalf("unplanned failover with east down: %v", err)
+	}
+	p.Restart(t, "east")
+	var c rfConfirm
+	journal := t.TempDir()
+	err = rfExecute(t, topo, saved, journal, &c)
+	var serr *plans.StepError
+	if !errors.As(err, &serr) || serr.Name != StepPreflight || !strings.Contains(err.Error(), "answers") {
+		t.Fatalf("applying the plan saved while east was down: got %v, want the preflight to refuse", err)
+	}
+	rfUnchanged(t, topo, before)
+	rfNoStepDone(t, topo, saved.ID)
+
+	forced, err := PlanFailoverWith(rfCtx(t, 30*time.Second), topo, FailoverRequest{To: "west", Unplanned: true, ForceUnplanned: true})
+	if err != nil {
+		t.Fatalf("forced: %v", err)
+	}
+	fence, flip := sfStep(t, forced, StepFenceActive), sfStep(t, forced, StepFlip)
+	if fence > flip {
+		t.Errorf("the forced plan fences east at step %d, after the flip at %d", fence+1, flip+1)
+	}
+	var in Inputs
+	if err := forced.DecodeInputs(&in); err != nil || !in.Force || !strings.Contains(in.ForceReason, "east") {
+		t.Errorf("the forced plan does not record why it was forced: %+v %v", in, err)
+	}
+}
+
+// TestSalvageAfterWipe: the old active east was wiped; a producer that
+// still writes there recreates orders and writes 5 records at offsets the
+// old link east->west once mirrored. A later salvage of east (before the
+// next wipe) saves all 5: the wipe forgot the old link's progress.
+func TestSalvageAfterWipe(t *testing.T) {
+	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: rfMirrorYAML, Extra: "failover: {fence: none, drain_timeout: 30s}\n"})
+	topo := p.Topology
+	rfCreateTopic(t, topo, "east", "orders", 1)
+	rfProduce(t, topo, "east", "orders", 20)
+	ctx, cancel := context.WithCancel(context.Background())
+	d := mirror.NewDaemon(topo, mirror.DaemonOptions{StatePoll: 200 * time.Millisecond,
+		Engine: mirror.Options{Shards: 1, IdleCheck: 100 * time.Millisecond, TopicSyncInterval: 200 * time.Millisecond}})
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	rfWaitMirrored(t, topo, "east", "west")
+	cancel()
+	<-done
+
+	if _, err := Wipe(rfCtx(t, 60*time.Second), topo, "east", "west"); err != nil {
+		t.Fatal(err)
+	}
+	rfCreateTopic(t, topo, "east", "orders", 1)
+	rfProduce(t, topo, "east", "orders", 5)
+	rep, err := Salvage(rfCtx(t, 60*time.Second), topo, "east", "west")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Records != 5 {
+		t.Errorf("salvaged %d record(s) of the recreated topic, want all 5", rep.Records)
+	}
+}
