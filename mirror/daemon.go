@@ -285,7 +285,16 @@ func (d *Daemon) Current() *Engine {
 func (d *Daemon) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{}))
+	// /healthz fails while the running link is stalled: behind the source
+	// with no progress for Options.StallTimeout (#8 case 5: a process that
+	// copies nothing must not look healthy).
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if e := d.Current(); e != nil {
+			if err := e.Stalled(); err != nil {
+				http.Error(w, "unhealthy: "+err.Error(), http.StatusServiceUnavailable)
+				return
+			}
+		}
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {

@@ -44,6 +44,10 @@ type Options struct {
 	TopicSyncInterval time.Duration // how often topics are synced (5s)
 	SessionTimeout    time.Duration // worker group session timeout (10s)
 	OffsetsRetention  time.Duration // retention of the offset map (7 days)
+	BlockedRetry      time.Duration // pause of a partition the target refuses (1m)
+	// StallTimeout: a link behind the source that makes no progress for
+	// this long is stalled, and the daemon's /healthz fails (2m).
+	StallTimeout time.Duration
 
 	Logger  *slog.Logger
 	Metrics *Metrics
@@ -71,6 +75,8 @@ func (o *Options) defaults() {
 	def(&o.TopicSyncInterval, 5*time.Second)
 	def(&o.SessionTimeout, 10*time.Second)
 	def(&o.OffsetsRetention, 7*24*time.Hour)
+	def(&o.BlockedRetry, time.Minute)
+	def(&o.StallTimeout, 2*time.Minute)
 	if o.MaxBatchRecords <= 0 {
 		o.MaxBatchRecords = 20000
 	}
@@ -107,11 +113,17 @@ type Engine struct {
 
 	mu       sync.Mutex
 	byShard  map[int32][]TopicPartition
+	limits   map[string]int32 // source max.message.bytes of each ready topic
 	synced   bool
 	progress map[TopicPartition]int64
 	stable   map[TopicPartition]int64
 	trouble  map[TopicPartition]string
+	blocked  map[TopicPartition]blockedPart
 	owned    map[int32]bool
+	health   linkHealth
+	// resetNote: when and why the target was last found to have lost its
+	// data; written to the ends topic for status.
+	resetNote string
 }
 
 // NewEngine prepares the link source -> target of topo.
@@ -127,6 +139,7 @@ func NewEngine(topo *topology.Topology, source, target string, opts Options) (*E
 		metrics: opts.Metrics, log: opts.Logger.With("link", link.String()),
 		byShard: map[int32][]TopicPartition{}, progress: map[TopicPartition]int64{},
 		stable: map[TopicPartition]int64{}, trouble: map[TopicPartition]string{}, owned: map[int32]bool{},
+		blocked: map[TopicPartition]blockedPart{},
 	}, nil
 }
 
@@ -185,21 +198,28 @@ func (e *Engine) runOnce(ctx context.Context) error {
 	if sid == did {
 		return fmt.Errorf("source %s and target %s are the same cluster (id %s): fix the bootstrap addresses", e.link.Source, e.link.Target, sid)
 	}
+	if e.dstID != nil && string(e.dstID) != did {
+		e.targetReset(fmt.Sprintf("the target %s now has cluster id %s (was %s): it lost its data", e.link.Target, did, e.dstID))
+	}
 	e.srcID, e.dstID = []byte(sid), []byte(did)
 	if err := e.ensureInternalTopics(ctx, dst); err != nil {
 		return err
 	}
-	syncer, err := newTopicSyncer(src, dst, e.topo.MirroredTopics())
+	syncer, err := newTopicSyncer(src, dst, e.dstCluster, e.link, e.topo.MirroredTopics())
 	if err != nil {
 		return err
 	}
+	defer syncer.close()
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
 	wg.Add(2)
+	var lost error
 	go func() {
 		defer wg.Done()
-		e.syncTopicsLoop(runCtx, syncer)
+		if lost = e.syncTopicsLoop(runCtx, syncer, src, dst); lost != nil {
+			cancel()
+		}
 	}()
 	go func() {
 		defer wg.Done()
@@ -208,15 +228,23 @@ func (e *Engine) runOnce(ctx context.Context) error {
 	err = e.work(runCtx)
 	cancel()
 	wg.Wait()
+	if lost != nil {
+		return lost
+	}
 	return err
 }
 
-// syncTopicsLoop keeps target topics in shape and publishes the partitions
-// each shard copies.
-func (e *Engine) syncTopicsLoop(ctx context.Context, syncer topicSyncer) {
+// syncTopicsLoop keeps target topics in shape, publishes the partitions
+// each shard copies and measures the link's lag. It returns an error, to
+// restart the link from scratch, when the target lost its data (#8 case 5).
+func (e *Engine) syncTopicsLoop(ctx context.Context, syncer topicSyncer, src, dst sarama.Client) error {
 	t := time.NewTicker(e.opts.TopicSyncInterval)
 	defer t.Stop()
 	for {
+		if why := e.targetChange(ctx, dst); why != "" {
+			e.targetReset(why)
+			return fmt.Errorf("%s; rebuilding the link", why)
+		}
 		ready, troubles, err := syncer.sync(ctx)
 		if err != nil {
 			e.metrics.Errors.WithLabelValues(e.link.String(), "topics").Inc()
@@ -224,18 +252,21 @@ func (e *Engine) syncTopicsLoop(ctx context.Context, syncer topicSyncer) {
 		} else {
 			e.publish(ready, troubles)
 		}
+		e.measureLink(ctx, src, dst)
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case <-t.C:
 		}
 	}
 }
 
-func (e *Engine) publish(ready map[string]int32, troubles map[string]string) {
+func (e *Engine) publish(ready map[string]readyTopic, troubles map[string]string) {
 	by := map[int32][]TopicPartition{}
-	for topic, n := range ready {
-		for p := int32(0); p < n; p++ {
+	limits := map[string]int32{}
+	for topic, rt := range ready {
+		limits[topic] = rt.MaxMessageBytes
+		for p := int32(0); p < rt.Partitions; p++ {
 			s := ShardOf(topic, p, e.opts.Shards)
 			by[s] = append(by[s], TopicPartition{topic, p})
 		}
@@ -250,16 +281,35 @@ func (e *Engine) publish(ready map[string]int32, troubles map[string]string) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.byShard, e.synced = by, true
+	e.byShard, e.synced, e.limits = by, true, limits
+	// Topic-level troubles are this pass's; partition-level ones stay
+	// until the partition copies again.
+	for tp := range e.trouble {
+		if tp.Partition < 0 {
+			delete(e.trouble, tp)
+		}
+	}
 	for topic, msg := range troubles {
 		e.trouble[TopicPartition{Topic: topic, Partition: -1}] = msg
 	}
 }
 
+// partitionsOf returns the partitions shard copies now: those of ready
+// topics, less the blocked ones in their retry pause.
 func (e *Engine) partitionsOf(shard int32) []TopicPartition {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.byShard[shard]
+	if len(e.blocked) == 0 {
+		return e.byShard[shard]
+	}
+	now := time.Now()
+	var out []TopicPartition
+	for _, tp := range e.byShard[shard] {
+		if !e.blockedNowLocked(tp, now) {
+			out = append(out, tp)
+		}
+	}
+	return out
 }
 
 func (e *Engine) setProgress(tp TopicPartition, next int64) {
@@ -299,6 +349,9 @@ func (e *Engine) Troubles() map[string]string {
 			name = tp.String()
 		}
 		out[name] = msg
+	}
+	if e.resetNote != "" {
+		out[e.link.Target] = e.resetNote
 	}
 	return out
 }
@@ -340,12 +393,16 @@ func (e *Engine) setOwned(shard int32, owned bool) {
 // newProducer creates the shard's producer on the target. For
 // exactly-once it is transactional, and creating it initialises the
 // shard's transactional id, which fences every earlier holder.
-func (e *Engine) newProducer(shard int32) (sarama.AsyncProducer, error) {
+//
+// maxBytes sizes it (Producer.MaxMessageBytes): every record a source topic
+// of the shard accepted must fit.
+func (e *Engine) newProducer(shard int32, maxBytes int) (sarama.AsyncProducer, error) {
 	cfg, err := e.dstCluster.SaramaConfig()
 	if err != nil {
 		return nil, err
 	}
 	producerConfig(cfg)
+	cfg.Producer.MaxMessageBytes = max(maxBytes, defaultProducerBytes)
 	if e.opts.Delivery == topology.ExactlyOnce {
 		cfg.Producer.Transaction.ID = e.link.TransactionalID(shard)
 		cfg.Producer.Transaction.Timeout = 60 * time.Second

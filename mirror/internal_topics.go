@@ -31,9 +31,11 @@ func (e *Engine) ensureInternalTopics(ctx context.Context, dst sarama.Client) er
 		{e.link.OffsetsTopic(), map[string]*string{"cleanup.policy": ptr("delete"), "retention.ms": &retention}},
 	}
 	compact := "compact"
-	err = admin.CreateTopic(e.link.EndsTopic(), &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: rf, ConfigEntries: map[string]*string{"cleanup.policy": &compact}}, false)
-	if err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {
-		return fmt.Errorf("target %s: create %s: %w", e.link.Target, e.link.EndsTopic(), err)
+	for _, name := range []string{e.link.EndsTopic(), e.link.TopicsTopic()} {
+		err = admin.CreateTopic(name, &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: rf, ConfigEntries: map[string]*string{"cleanup.policy": &compact}}, false)
+		if err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {
+			return fmt.Errorf("target %s: create %s: %w", e.link.Target, name, err)
+		}
 	}
 	for _, t := range topics {
 		err := admin.CreateTopic(t.name, &sarama.TopicDetail{NumPartitions: e.opts.Shards, ReplicationFactor: rf, ConfigEntries: t.configs}, false)

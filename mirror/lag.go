@@ -45,6 +45,12 @@ type LagReport struct {
 	TotalRecords int64          `json:"total_records" yaml:"total_records"`
 	MaxSeconds   float64        `json:"max_seconds" yaml:"max_seconds"`
 	TotalLost    int64          `json:"total_lost" yaml:"total_lost"`
+	// TopicChanges lists mirrored topics deleted or recreated on the
+	// source; their copies are kept on the target.
+	TopicChanges []TopicChange `json:"topic_changes,omitempty" yaml:"topic_changes,omitempty"`
+	// Reset says when and why the link was rebuilt because its target lost
+	// its data ("" when it never was).
+	Reset string `json:"reset,omitempty" yaml:"reset,omitempty"`
 }
 
 // Caught reports whether every partition is mirrored up to its source end.
@@ -99,6 +105,7 @@ func MeasureLag(ctx context.Context, topo *topology.Topology, link Link) (*LagRe
 		}()
 	}
 	wg.Wait()
+	addTroubles(ctx, src, dst, topo, link, rep)
 	for _, p := range rep.Partitions {
 		rep.TotalRecords += p.Records
 		rep.MaxSeconds = max(rep.MaxSeconds, p.Seconds)
@@ -168,4 +175,45 @@ func selectedPartitions(client sarama.Client, sel topology.Selection) ([]TopicPa
 		return out[i].Partition < out[j].Partition
 	})
 	return out, nil
+}
+
+// addTroubles adds to rep what the mirror recorded on the target: the
+// errors of partitions the target refuses (written by the shards into the
+// ends topic), topics deleted or recreated on the source, and the last
+// reset of the target. A failure to read them leaves rep as it is.
+func addTroubles(ctx context.Context, src, dst sarama.Client, topo *topology.Topology, link Link, rep *LagReport) {
+	if ends, err := readEnds(ctx, dst, link); err == nil {
+		rep.Reset = ends.reset
+		for i, p := range rep.Partitions {
+			if msg, ok := ends.errors[TopicPartition{p.Topic, p.Partition}]; ok && p.Error == "" {
+				rep.Partitions[i].Error = msg
+			}
+		}
+	}
+	ledger, err := ReadTopicLedger(ctx, dst, link)
+	if err != nil || len(ledger) == 0 {
+		return
+	}
+	ids := map[string]string{}
+	for _, p := range rep.Partitions {
+		if _, ok := ids[p.Topic]; ok {
+			continue
+		}
+		if info, err := kafkaread.Topic(ctx, src, p.Topic); err == nil && info.Exists {
+			ids[p.Topic] = info.ID
+		} else {
+			ids[p.Topic] = ""
+		}
+	}
+	rep.TopicChanges = topicChanges(link, topo.MirroredTopics(), ledger, ids)
+	for _, c := range rep.TopicChanges {
+		if c.Kind != TopicRecreated {
+			continue
+		}
+		for i, p := range rep.Partitions {
+			if p.Topic == c.Topic {
+				rep.Partitions[i].Error = c.Message
+			}
+		}
+	}
 }

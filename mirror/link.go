@@ -95,7 +95,7 @@ func (tp TopicPartition) String() string { return fmt.Sprintf("%s/%d", tp.Topic,
 
 // InternalTopics lists the link's internal topics on its target.
 func (l Link) InternalTopics() []string {
-	return []string{l.ShardsTopic(), l.OffsetsTopic(), l.GroupsTopic(), l.EndsTopic()}
+	return []string{l.ShardsTopic(), l.OffsetsTopic(), l.GroupsTopic(), l.EndsTopic(), l.TopicsTopic()}
 }
 
 // InternalGroups lists the link's internal consumer groups on its target.

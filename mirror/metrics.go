@@ -25,6 +25,7 @@ type Metrics struct {
 	CommitTime   *prometheus.HistogramVec
 	Latency      *prometheus.HistogramVec
 	GroupSync    *GroupSyncMetrics
+	Safety       *SafetyMetrics
 
 	// Roles are the live role state as the daemon last read it.
 	Roles *RoleMetrics
@@ -87,6 +88,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			m.Roles.Epoch, m.Roles.Phase, m.Roles.Active, m.Roles.Reachable, m.Roles.Stale, m.Roles.Fenced)
 	}
 	m.GroupSync = newGroupSyncMetrics(reg)
+	m.Safety = newSafetyMetrics(reg)
 	return m
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -35,6 +36,11 @@ type Observed struct {
 type observedRecord struct {
 	Shard      int32      `json:"shard"`
 	Partitions []Observed `json:"partitions"`
+	// Errors maps the shard's partitions the target refuses
+	// ("topic/partition") to the error.
+	Errors map[string]string `json:"errors,omitempty"`
+	// Reset is the link's last reset note (the target lost its data).
+	Reset string `json:"reset,omitempty"`
 }
 
 // observe writes, at most once per IdleCheck, the shard's view of its
@@ -42,7 +48,7 @@ type observedRecord struct {
 // the shard's transactions, so the ends keep being recorded even while the
 // target refuses the data itself. A failure is logged, never fatal.
 func (s *shard) observe(ctx context.Context) {
-	if time.Since(s.lastObserved) < s.e.opts.IdleCheck || len(s.order) == 0 {
+	if time.Since(s.lastObserved) < s.e.opts.IdleCheck || (len(s.order) == 0 && len(s.e.blockedErrors(s.id)) == 0) {
 		return
 	}
 	if time.Since(s.lastStable) >= s.e.opts.IdleCheck {
@@ -73,10 +79,10 @@ func (s *shard) observe(ctx context.Context) {
 }
 
 func (s *shard) observedMessage() *sarama.ProducerMessage {
-	rec := observedRecord{Shard: s.id}
+	rec := observedRecord{Shard: s.id, Errors: s.e.blockedErrors(s.id), Reset: s.e.ResetNote()}
 	for _, tp := range s.order {
-		p := s.parts[tp]
-		if p.stable < 0 {
+		p, ok := s.parts[tp]
+		if !ok || p.stable < 0 {
 			continue
 		}
 		rec.Partitions = append(rec.Partitions, Observed{Topic: tp.Topic, Partition: tp.Partition, End: p.stable, Mirrored: p.next,
@@ -108,25 +114,49 @@ func (s *shard) refreshStable(ctx context.Context) (map[TopicPartition]int64, er
 // LastObserved reads, from the target of link, what the mirror last saw
 // of every source partition.
 func LastObserved(ctx context.Context, dst sarama.Client, link Link) (map[TopicPartition]Observed, error) {
+	v, err := readEnds(ctx, dst, link)
+	return v.observed, err
+}
+
+// endsView is everything the ends topic holds: the last observation of
+// every partition, the errors of blocked partitions and the reset note.
+type endsView struct {
+	observed map[TopicPartition]Observed
+	errors   map[TopicPartition]string
+	reset    string
+}
+
+func readEnds(ctx context.Context, dst sarama.Client, link Link) (endsView, error) {
+	v := endsView{observed: map[TopicPartition]Observed{}, errors: map[TopicPartition]string{}}
+	out := v.observed
 	info, err := kafkaread.Topic(ctx, dst, link.EndsTopic())
 	if err != nil {
-		return nil, err
+		return v, err
 	}
-	out := map[TopicPartition]Observed{}
 	if !info.Exists {
-		return out, nil
+		return v, nil
 	}
 	latest := map[string][]byte{}
 	if _, err := kafkaread.ReadCommitted(ctx, dst, link.EndsTopic(), 0, 0, func(r kafkaread.Record) error {
 		latest[string(r.Key)] = r.Value
 		return nil
 	}); err != nil {
-		return nil, fmt.Errorf("read %s: %w", link.EndsTopic(), err)
+		return v, fmt.Errorf("read %s: %w", link.EndsTopic(), err)
 	}
 	for _, raw := range latest {
 		var rec observedRecord
 		if json.Unmarshal(raw, &rec) != nil {
 			continue
+		}
+		for name, msg := range rec.Errors {
+			if i := strings.LastIndexByte(name, '/'); i > 0 {
+				if p, err := strconv.Atoi(name[i+1:]); err == nil {
+					v.errors[TopicPartition{name[:i], int32(p)}] = msg
+				}
+			}
+		}
+		if rec.Reset != "" {
+			v.reset = rec.Reset
 		}
 		for _, o := range rec.Partitions {
 			tp := TopicPartition{o.Topic, o.Partition}
@@ -135,5 +165,5 @@ func LastObserved(ctx context.Context, dst sarama.Client, link Link) (map[TopicP
 			}
 		}
 	}
-	return out, nil
+	return v, nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -17,7 +19,46 @@ import (
 // so a progress commit of a transaction still being decided is never
 // returned; it waits (bounded by ctx) until such a transaction settles.
 func readProgress(ctx context.Context, dst sarama.Client, group string, tps []TopicPartition) (map[TopicPartition]int64, error) {
-	out := map[TopicPartition]int64{}
+	full, err := readProgressFull(ctx, dst, group, tps)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[TopicPartition]int64, len(full))
+	for tp, p := range full {
+		out[tp] = p.next
+	}
+	return out, nil
+}
+
+// progressEntry is the committed progress of one source partition: the
+// next source offset to copy and the source timestamp (ms, 0: unknown) of
+// the last record copied, kept in the commit's metadata so that the RPO's
+// seconds survive a shard restart.
+type progressEntry struct {
+	next   int64
+	lastTs int64
+}
+
+// progressMetadata encodes a progress commit's metadata.
+func progressMetadata(lastTs int64) *string {
+	if lastTs <= 0 {
+		return nil
+	}
+	v := "ts=" + strconv.FormatInt(lastTs, 10)
+	return &v
+}
+
+func parseProgressMetadata(md string) int64 {
+	if v, ok := strings.CutPrefix(md, "ts="); ok {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			return n
+		}
+	}
+	return 0
+}
+
+func readProgressFull(ctx context.Context, dst sarama.Client, group string, tps []TopicPartition) (map[TopicPartition]progressEntry, error) {
+	out := map[TopicPartition]progressEntry{}
 	if len(tps) == 0 {
 		return out, nil
 	}
@@ -49,7 +90,7 @@ func readProgress(ctx context.Context, dst sarama.Client, group string, tps []To
 	}
 }
 
-func collectProgress(resp *sarama.OffsetFetchResponse, tps []TopicPartition, out map[TopicPartition]int64) error {
+func collectProgress(resp *sarama.OffsetFetchResponse, tps []TopicPartition, out map[TopicPartition]progressEntry) error {
 	switch resp.Err {
 	case sarama.ErrNoError:
 	case sarama.ErrGroupIDNotFound: // kfake's answer for a group with no offsets
@@ -70,7 +111,7 @@ func collectProgress(resp *sarama.OffsetFetchResponse, tps []TopicPartition, out
 			return fmt.Errorf("%s: %w", tp, b.Err)
 		}
 		if b.Offset >= 0 {
-			out[tp] = b.Offset
+			out[tp] = progressEntry{next: b.Offset, lastTs: parseProgressMetadata(b.Metadata)}
 		}
 	}
 	return nil
@@ -95,7 +136,11 @@ func commitProgress(ctx context.Context, dst sarama.Client, group string, offset
 	req := &sarama.OffsetCommitRequest{Version: 7, ConsumerGroup: group, ConsumerGroupGeneration: -1}
 	for topic, parts := range offsets {
 		for _, p := range parts {
-			req.AddBlock(topic, p.Partition, p.Offset, 0, "")
+			md := ""
+			if p.Metadata != nil {
+				md = *p.Metadata
+			}
+			req.AddBlock(topic, p.Partition, p.Offset, 0, md)
 		}
 	}
 	for attempt := 0; ; attempt++ {

@@ -41,6 +41,8 @@ type shard struct {
 	cons   sarama.Consumer
 	in     chan *sarama.ConsumerMessage
 	offPar int32 // partition of the offsets topic this shard writes
+	// prodLimit is the producer's MaxMessageBytes (see Engine.shardLimit).
+	prodLimit int
 
 	lastStable   time.Time // when the source ends were last read
 	lastObserved time.Time // when the ends were last written to the target
@@ -61,9 +63,10 @@ type partState struct {
 }
 
 type txnMeta struct {
-	tp  TopicPartition
-	src int64
-	ts  time.Time
+	tp    TopicPartition
+	src   int64
+	ts    time.Time
+	bytes int // recordBytes of the copy
 }
 
 // run owns the shard until ctx ends or an error stops it. On return every
@@ -120,7 +123,8 @@ func (s *shard) open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.prod, err = e.newProducer(s.id)
+	s.prodLimit = e.shardLimit(s.id)
+	s.prod, err = e.newProducer(s.id, s.prodLimit)
 	if err != nil {
 		if isFenced(err) {
 			return fmt.Errorf("shard %d: %w: %v", s.id, ErrFenced, err)
@@ -143,7 +147,7 @@ func (s *shard) open(ctx context.Context) error {
 		c.Consumer.Fetch.Default = e.opts.FetchBytes
 		// One fetch response holds at most this much, however many
 		// partitions the shard has: it bounds the memory of a shard.
-		c.Consumer.Fetch.Max = 8 << 20
+		c.Consumer.Fetch.Max = int32(max(8<<20, s.prodLimit+1<<20))
 		c.Consumer.MaxWaitTime = e.opts.FetchWait
 		// Consumer.MaxProcessingTime stays at sarama's 100ms: a partition
 		// whose records wait while the shard commits (or starts its other
@@ -194,6 +198,9 @@ func (s *shard) close() {
 // refreshPartitions starts copying partitions that joined the shard and
 // stops those that left it (a conflict, a deleted topic).
 func (s *shard) refreshPartitions(ctx context.Context) error {
+	if limit := s.e.shardLimit(s.id); limit > s.prodLimit {
+		return fmt.Errorf("shard %d: %w (%d -> %d bytes)", s.id, errResize, s.prodLimit, limit)
+	}
 	want := map[TopicPartition]bool{}
 	for _, tp := range s.e.partitionsOf(s.id) {
 		want[tp] = true
@@ -204,23 +211,35 @@ func (s *shard) refreshPartitions(ctx context.Context) error {
 			added = append(added, tp)
 		}
 	}
+	removed := false
 	for tp, p := range s.parts {
 		if !want[tp] {
 			s.stopPartition(p)
 			delete(s.parts, tp)
+			removed = true
 		}
 	}
+	// s.order lists exactly the partitions of s.parts, whatever changed:
+	// a partition left in it after its removal crashed the process (#8).
+	defer func() {
+		if removed || len(added) > 0 {
+			s.order = s.order[:0]
+			for tp := range s.parts {
+				s.order = append(s.order, tp)
+			}
+		}
+	}()
 	if len(added) == 0 {
 		return nil
 	}
-	progress, err := readProgress(ctx, s.dst, s.e.link.ProgressGroup(), added)
+	progress, err := readProgressFull(ctx, s.dst, s.e.link.ProgressGroup(), added)
 	if err != nil {
 		return fmt.Errorf("shard %d: read progress on %s: %w", s.id, s.e.link.Target, err)
 	}
 	for _, tp := range added {
 		p := &partState{tp: tp, next: -1, stable: -1, stop: make(chan struct{}), lastSeen: time.Now()}
-		if off, ok := progress[tp]; ok {
-			p.next = off
+		if pe, ok := progress[tp]; ok {
+			p.next, p.lastTs = pe.next, pe.lastTs
 		}
 		if err := s.startPartition(ctx, p); err != nil {
 			s.e.metrics.Errors.WithLabelValues(s.e.link.String(), "source").Inc()
@@ -228,10 +247,6 @@ func (s *shard) refreshPartitions(ctx context.Context) error {
 			continue // retried at the next refresh
 		}
 		s.parts[tp] = p
-	}
-	s.order = s.order[:0]
-	for tp := range s.parts {
-		s.order = append(s.order, tp)
 	}
 	return nil
 }
@@ -373,9 +388,16 @@ func (s *shard) commit(ctx context.Context, batch []*sarama.ConsumerMessage, ext
 	byTopic := map[string][2]int{}
 	var oldest time.Time
 	acked := 0
+	// inflight bounds, per partition, the bytes sent and not yet
+	// acknowledged to the partition's max.message.bytes when the producer
+	// may build larger batches (a shard with a topic of larger records):
+	// sarama batches what is in flight, and a batch over the topic's limit
+	// would be refused whole.
+	inflight := map[TopicPartition]int{}
 	onAck := func(ok *sarama.ProducerMessage) {
 		acked++
 		md := ok.Metadata.(txnMeta)
+		inflight[md.tp] -= md.bytes
 		pairs[md.tp] = append(pairs[md.tp], offsettranslate.Pair{Source: md.src, Target: ok.Offset})
 		tsOf[md.tp] = max(tsOf[md.tp], md.ts.UnixMilli())
 		c := byTopic[md.tp.Topic]
@@ -410,7 +432,19 @@ func (s *shard) commit(ctx context.Context, batch []*sarama.ConsumerMessage, ext
 		}
 		pm := &sarama.ProducerMessage{
 			Topic: m.Topic, Partition: m.Partition, Key: keyOf(m.Key), Value: sarama.ByteEncoder(m.Value),
-			Headers: headers, Timestamp: m.Timestamp, Metadata: txnMeta{tp: tp, src: m.Offset, ts: m.Timestamp},
+			Headers: headers, Timestamp: m.Timestamp,
+		}
+		size := recordBytes(pm)
+		pm.Metadata = txnMeta{tp: tp, src: m.Offset, ts: m.Timestamp, bytes: size}
+		if limit := e.topicLimit(tp.Topic); s.prodLimit > limit {
+			for inflight[tp] > 0 && inflight[tp]+size > limit {
+				select {
+				case ok := <-s.prod.Successes():
+					onAck(ok)
+				case perr := <-s.prod.Errors():
+					return s.produceFailed(perr)
+				}
+			}
 		}
 		for queued := false; !queued; {
 			select {
@@ -419,9 +453,10 @@ func (s *shard) commit(ctx context.Context, batch []*sarama.ConsumerMessage, ext
 			case ok := <-s.prod.Successes():
 				onAck(ok)
 			case perr := <-s.prod.Errors():
-				return s.fail(fmt.Errorf("shard %d: produce to %s %s/%d: %w", s.id, e.link.Target, perr.Msg.Topic, perr.Msg.Partition, perr.Err))
+				return s.produceFailed(perr)
 			}
 		}
+		inflight[tp] += size
 		sent++
 	}
 	timeout := time.NewTimer(e.opts.ProduceTimeout)
@@ -431,7 +466,7 @@ func (s *shard) commit(ctx context.Context, batch []*sarama.ConsumerMessage, ext
 		case ok := <-s.prod.Successes():
 			onAck(ok)
 		case perr := <-s.prod.Errors():
-			return s.fail(fmt.Errorf("shard %d: produce to %s %s/%d: %w", s.id, e.link.Target, perr.Msg.Topic, perr.Msg.Partition, perr.Err))
+			return s.produceFailed(perr)
 		case <-timeout.C:
 			return s.fail(fmt.Errorf("shard %d: produce to %s: %d of %d records unacknowledged after %v", s.id, e.link.Target, sent-acked, sent, e.opts.ProduceTimeout))
 		}
@@ -448,7 +483,11 @@ func (s *shard) commit(ctx context.Context, batch []*sarama.ConsumerMessage, ext
 		ps := pairs[tp]
 		sortPairs(ps)
 		mb.Entries = append(mb.Entries, offsettranslate.Entry{Topic: tp.Topic, Partition: tp.Partition, Runs: offsettranslate.RunsFrom(ps), SourceNext: n})
-		offsets[tp.Topic] = append(offsets[tp.Topic], &sarama.PartitionOffsetMetadata{Partition: tp.Partition, Offset: n})
+		lastTs := tsOf[tp]
+		if p, ok := s.parts[tp]; ok {
+			lastTs = max(lastTs, p.lastTs)
+		}
+		offsets[tp.Topic] = append(offsets[tp.Topic], &sarama.PartitionOffsetMetadata{Partition: tp.Partition, Offset: n, Metadata: progressMetadata(lastTs)})
 	}
 	var extraMsgs []*sarama.ProducerMessage
 	if len(mb.Entries) > 0 {
@@ -500,7 +539,20 @@ func (s *shard) commit(ctx context.Context, batch []*sarama.ConsumerMessage, ext
 		}
 		e.setProgress(tp, n)
 	}
+	e.copied(next)
+	e.noteAdvance()
 	return nil
+}
+
+// produceFailed ends the transaction over a refused record. When the
+// refusal is the partition's own (see partitionScoped) the partition is
+// blocked first, so that the shard restarts without it.
+func (s *shard) produceFailed(perr *sarama.ProducerError) error {
+	tp := TopicPartition{perr.Msg.Topic, perr.Msg.Partition}
+	if md, ok := perr.Msg.Metadata.(txnMeta); ok && md.tp.Topic != "" && partitionScoped(perr.Err) {
+		s.e.block(tp, fmt.Errorf("source offset %d: %w", md.src, perr.Err))
+	}
+	return s.fail(fmt.Errorf("shard %d: produce to %s %s: %w", s.id, s.e.link.Target, tp, perr.Err))
 }
 
 // fail aborts the open transaction and classifies err.
@@ -565,6 +617,10 @@ func (s *shard) idle(ctx context.Context) error {
 }
 
 var errStop = errors.New("stop")
+
+// errResize restarts a shard whose producer is too small for a topic that
+// joined it (a larger max.message.bytes).
+var errResize = errors.New("a topic with larger records joined the shard: reopening its producer")
 
 // maxProbes bounds the hole probes of one idle pass.
 const maxProbes = 16

@@ -25,7 +25,13 @@ type LinkState struct {
 	// LostRecords counts records the source removed before the mirror
 	// copied them (see PartitionLag.Lost).
 	LostRecords int64  `json:"lost_records" yaml:"lost_records"`
-	Error       string `json:"error,omitempty" yaml:"error,omitempty"`
+	// PartitionErrors maps each partition the mirror cannot copy
+	// ("topic/partition") to why (see PartitionLag.Error).
+	PartitionErrors map[string]string `json:"partition_errors,omitempty" yaml:"partition_errors,omitempty"`
+	// TopicChanges and Reset: see LagReport.
+	TopicChanges []TopicChange `json:"topic_changes,omitempty" yaml:"topic_changes,omitempty"`
+	Reset        string        `json:"reset,omitempty" yaml:"reset,omitempty"`
+	Error        string        `json:"error,omitempty" yaml:"error,omitempty"`
 }
 
 // DescribeLink reads the link's worker group on the target and measures its
@@ -58,5 +64,14 @@ func DescribeLink(ctx context.Context, topo *topology.Topology, link Link) LinkS
 		return ls
 	}
 	ls.LagRecords, ls.LagSeconds, ls.LostRecords = rep.TotalRecords, rep.MaxSeconds, rep.TotalLost
+	ls.TopicChanges, ls.Reset = rep.TopicChanges, rep.Reset
+	for _, p := range rep.Partitions {
+		if p.Error != "" {
+			if ls.PartitionErrors == nil {
+				ls.PartitionErrors = map[string]string{}
+			}
+			ls.PartitionErrors[TopicPartition{p.Topic, p.Partition}.String()] = p.Error
+		}
+	}
 	return ls
 }

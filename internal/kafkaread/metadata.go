@@ -2,6 +2,7 @@ package kafkaread
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"sort"
@@ -13,6 +14,9 @@ import (
 type TopicInfo struct {
 	// Exists is false when the cluster does not know the topic.
 	Exists bool
+	// ID is the topic's id in hex ("" when the cluster reports none). A
+	// topic deleted and created again under the same name has a new id.
+	ID string
 	// Partitions is the topic's partition count (0 when it does not exist).
 	Partitions int
 	// Brokers are the addresses of the brokers the cluster reports,
@@ -54,6 +58,9 @@ func Topic(ctx context.Context, client sarama.Client, topic string) (TopicInfo, 
 			return info, fmt.Errorf("metadata of topic %s: %w", topic, tm.Err)
 		}
 		info.Exists = true
+		if tm.Uuid != (sarama.Uuid{}) {
+			info.ID = hex.EncodeToString(tm.Uuid[:])
+		}
 		info.Partitions = len(tm.Partitions)
 		info.Leaders = make(map[int32]int32, len(tm.Partitions))
 		for _, pm := range tm.Partitions {

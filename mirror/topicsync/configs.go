@@ -11,6 +11,8 @@ const (
 	keyCleanupPolicy = "cleanup.policy"
 	keyTimestampType = "message.timestamp.type"
 	keyMinISR        = "min.insync.replicas"
+	// keyMaxMessageBytes is the largest record batch the topic accepts.
+	keyMaxMessageBytes = "max.message.bytes"
 
 	createTime    = "CreateTime"
 	logAppendTime = "LogAppendTime"
@@ -80,6 +82,11 @@ const (
 	// ruleCapMinISR (min.insync.replicas): copied, capped to the target
 	// topic's replication factor so that acks=all writes can succeed.
 	ruleCapMinISR
+	// ruleSizeLimit (max.message.bytes): the target carries the source's
+	// effective value, wherever the source's comes from (topic or broker
+	// default), so that every record the source accepted fits the copy.
+	// It is never removed from the target.
+	ruleSizeLimit
 )
 
 // policy decides how each config key is synchronised.
@@ -116,6 +123,8 @@ func (p policy) rule(key string) rule {
 		return ruleTimestampType
 	case keyMinISR:
 		return ruleCapMinISR
+	case keyMaxMessageBytes:
+		return ruleSizeLimit
 	}
 	for _, w := range timestampWindows {
 		if key == w {

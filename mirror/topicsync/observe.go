@@ -1,6 +1,7 @@
 package topicsync
 
 import (
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"sort"
@@ -54,7 +55,7 @@ func observe(admin sarama.ClusterAdmin, side string, names []string, keep func(s
 			v.errs[tm.Name] = fmt.Errorf("%s: topic metadata lists no partitions; it is checked again on the next pass", side)
 			continue
 		}
-		o := &observed{partitions: int32(len(tm.Partitions))}
+		o := &observed{partitions: int32(len(tm.Partitions)), id: topicID(tm.Uuid)}
 		first := tm.Partitions[0]
 		for _, p := range tm.Partitions {
 			if p.ID < first.ID {
@@ -108,6 +109,14 @@ func observe(admin sarama.ClusterAdmin, side string, names []string, keep func(s
 		}
 	}
 	return v, nil
+}
+
+// topicID renders a topic id as hex ("" when the cluster reports none).
+func topicID(u sarama.Uuid) string {
+	if u == (sarama.Uuid{}) {
+		return ""
+	}
+	return hex.EncodeToString(u[:])
 }
 
 // fixFor suggests the fix for a failed read of a topic; acl is the ACL

@@ -8,6 +8,9 @@ import (
 
 // observed is what one cluster says about one topic.
 type observed struct {
+	// id is the topic's id (hex; "" when the cluster reports none): a
+	// topic deleted and created again under the same name gets a new one.
+	id         string
 	partitions int32
 	rf         int16
 	// leaderless counts partitions without a leader.
@@ -49,7 +52,11 @@ func (c change) writes() bool {
 // target has none) and returns what makes the target match. brokers is the
 // target's broker count, used only to cap the replication factor of a topic
 // to create (0: unknown, no cap). It is pure: same input, same change.
-func (p policy) decide(src *observed, dst *observed, brokers int) change {
+//
+// owned says that drctl created the target topic for this very source topic
+// (see Options.Ownership): its cleanup.policy then follows the source's
+// instead of putting the topic in conflict.
+func (p policy) decide(src *observed, dst *observed, brokers int, owned bool) change {
 	c := change{held: p.held(src)}
 	for k, v := range c.held {
 		switch k {
@@ -73,7 +80,7 @@ func (p policy) decide(src *observed, dst *observed, brokers int) change {
 	if p.rule(keyCleanupPolicy) == ruleMatch {
 		sv, sok := src.effective[keyCleanupPolicy]
 		dv, dok := dst.effective[keyCleanupPolicy]
-		if sok && dok && !samePolicy(sv, dv) {
+		if sok && dok && !samePolicy(sv, dv) && !owned {
 			conflicts = append(conflicts, fmt.Sprintf("cleanup.policy is %q on the target, %q on the source: set it to %q on the target topic if that is intended, or exclude the topic from mirror.topics", dv, sv, sv))
 		}
 	}
@@ -106,6 +113,16 @@ func (p policy) decide(src *observed, dst *observed, brokers int) change {
 		}
 	}
 	sort.Strings(c.remove)
+	if p.rule(keyCleanupPolicy) == ruleMatch && owned {
+		if sv, ok := src.effective[keyCleanupPolicy]; ok && !samePolicy(sv, dst.effective[keyCleanupPolicy]) {
+			c.set[keyCleanupPolicy] = sv
+		}
+	}
+	if p.rule(keyMaxMessageBytes) == ruleSizeLimit {
+		if sv, ok := src.effective[keyMaxMessageBytes]; ok && sv != dst.effective[keyMaxMessageBytes] {
+			c.set[keyMaxMessageBytes] = sv
+		}
+	}
 	if p.rule(keyTimestampType) == ruleTimestampType {
 		if v, ok := dst.effective[keyTimestampType]; ok && v != createTime {
 			c.set[keyTimestampType] = createTime
@@ -144,6 +161,11 @@ func (p policy) decideCreate(c *change, src *observed, brokers int) {
 	if p.rule(keyCleanupPolicy) == ruleMatch {
 		if v, ok := src.effective[keyCleanupPolicy]; ok {
 			want[keyCleanupPolicy] = v
+		}
+	}
+	if p.rule(keyMaxMessageBytes) == ruleSizeLimit {
+		if v, ok := src.effective[keyMaxMessageBytes]; ok {
+			want[keyMaxMessageBytes] = v
 		}
 	}
 	if p.rule(keyTimestampType) == ruleTimestampType {

@@ -37,7 +37,7 @@ func TestDecideCreate(t *testing.T) {
 		"message.timestamp.type":                logAppendTime,
 		"message.timestamp.before.max.ms":       "60000",
 	})
-	c := p.decide(src, nil, 1)
+	c := p.decide(src, nil, 1, false)
 	if !c.create || c.partitions != 6 || c.rf != 1 {
 		t.Fatalf("create=%v partitions=%d rf=%d, want true 6 1", c.create, c.partitions, c.rf)
 	}
@@ -66,7 +66,7 @@ func TestDecideCreate(t *testing.T) {
 func TestDecideCreatePinsEffectivePolicy(t *testing.T) {
 	// The source inherits compact from its broker default: the target must
 	// not inherit whatever its own default is.
-	c := newPolicy(nil).decide(obs(1, 1, map[string]string{}, keyCleanupPolicy, "compact"), nil, 3)
+	c := newPolicy(nil).decide(obs(1, 1, map[string]string{}, keyCleanupPolicy, "compact"), nil, 3, false)
 	if c.configs[keyCleanupPolicy] != "compact" || c.rf != 1 {
 		t.Fatalf("configs = %v rf = %d, want cleanup.policy=compact rf 1", c.configs, c.rf)
 	}
@@ -115,9 +115,21 @@ func TestDecideExisting(t *testing.T) {
 		{
 			name:   "changed, added and removed configs",
 			src:    obs(3, 1, map[string]string{"retention.ms": "2000", "segment.ms": "10"}),
-			dst:    obs(3, 1, map[string]string{"retention.ms": "1000", "max.message.bytes": "9", "follower.replication.throttled.replicas": "0:2", "x.excluded": "1"}),
+			dst:    obs(3, 1, map[string]string{"retention.ms": "1000", "segment.bytes": "9", "follower.replication.throttled.replicas": "0:2", "x.excluded": "1"}),
 			set:    map[string]string{"retention.ms": "2000", "segment.ms": "10"},
-			remove: []string{"max.message.bytes"},
+			remove: []string{"segment.bytes"},
+		},
+		{
+			// #8 case 7: a record the source accepted must fit the copy.
+			name: "max.message.bytes follows the source's effective value, wherever it comes from",
+			src:  obs(3, 1, nil, "max.message.bytes", "6291456"),
+			dst:  obs(3, 1, nil, "max.message.bytes", "1048588"),
+			set:  map[string]string{"max.message.bytes": "6291456"},
+		},
+		{
+			name: "max.message.bytes set on the target is never removed while it matches",
+			src:  obs(3, 1, nil, "max.message.bytes", "1048588"),
+			dst:  obs(3, 1, map[string]string{"max.message.bytes": "1048588"}, "max.message.bytes", "1048588"),
 		},
 		{
 			name:    "excluded key neither copied nor removed",
@@ -163,7 +175,7 @@ func TestDecideExisting(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := newPolicy(append([]string{"x.excluded"}, tt.exclude...))
-			c := p.decide(tt.src, tt.dst, 0)
+			c := p.decide(tt.src, tt.dst, 0, false)
 			if tt.conflict != "" {
 				if !strings.Contains(c.conflict, tt.conflict) {
 					t.Errorf("conflict = %q, want it to contain %q", c.conflict, tt.conflict)
@@ -210,5 +222,19 @@ func TestMergeKeys(t *testing.T) {
 	got := mergeKeys([]string{"b", "d"}, []string{"c", "a", "d", "e"})
 	if want := []string{"a", "b", "c", "d", "e"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("mergeKeys = %v, want %v", got, want)
+	}
+}
+
+// TestDecideOwnedCleanupPolicy (#8 case 6a): a target topic drctl created
+// follows the source's cleanup.policy; one it does not own is a conflict.
+func TestDecideOwnedCleanupPolicy(t *testing.T) {
+	src := obs(3, 1, map[string]string{"cleanup.policy": "compact"})
+	dst := obs(3, 1, nil, "cleanup.policy", "delete")
+	p := newPolicy(nil)
+	if c := p.decide(src, dst, 0, true); c.conflict != "" || c.set["cleanup.policy"] != "compact" {
+		t.Errorf("owned: conflict %q set %v, want cleanup.policy=compact set", c.conflict, c.set)
+	}
+	if c := p.decide(src, dst, 0, false); !strings.Contains(c.conflict, "cleanup.policy") || c.writes() {
+		t.Errorf("not owned: conflict %q writes %v, want a cleanup.policy conflict and no write", c.conflict, c.writes())
 	}
 }

@@ -2,6 +2,7 @@ package topicsync
 
 import (
 	"errors"
+	"strconv"
 )
 
 // ErrNotSettled marks a topic whose target changes were made but not yet
@@ -20,6 +21,13 @@ type Report struct {
 type TopicResult struct {
 	// Name is the topic's name on both clusters (identity naming).
 	Name string
+	// SourceID is the source topic's id (hex; "" when the source reports
+	// none). A topic recreated on the source has a new id.
+	SourceID string
+	// MaxMessageBytes is the source topic's effective max.message.bytes
+	// (0: not reported): the largest record batch the source accepts, which
+	// the mirror's producer must be able to send.
+	MaxMessageBytes int32
 	// Partitions is the source's partition count: the partitions the mirror
 	// copies once the topic is ready.
 	Partitions int32
@@ -51,6 +59,16 @@ type TopicResult struct {
 	// Err is the failure of this topic only (other topics went on). It names
 	// the cluster side, "source" or "target", and the fix.
 	Err error
+}
+
+// maxMessageBytes returns a topic's effective max.message.bytes, 0 when it is
+// not reported.
+func maxMessageBytes(o *observed) int32 {
+	n, err := strconv.ParseInt(o.effective[keyMaxMessageBytes], 10, 32)
+	if err != nil || n <= 0 {
+		return 0
+	}
+	return int32(n)
 }
 
 // Ready reports whether the mirror may copy this topic now.

@@ -26,6 +26,14 @@ type Options struct {
 	// for the changes to become visible (topic and partitions present, with
 	// leaders, configs in effect). Zero means 5 s.
 	SettleTimeout time.Duration
+	// Ownership, when set, is asked about every selected source topic with
+	// its source topic id before anything is written. owned: drctl created
+	// the target topic for this source topic, so it follows the source's
+	// settings in full, cleanup.policy included. hold, when not empty, keeps
+	// the topic out of the pass: it becomes the topic's Conflict and
+	// nothing is written to it (a topic recreated on the source, whose old
+	// copy waits for the operator's choice).
+	Ownership func(name, sourceID string) (owned bool, hold string)
 }
 
 // Syncer keeps the target's selected topics in the source's shape. Its
@@ -35,6 +43,7 @@ type Syncer struct {
 	sel      topology.Selection
 	policy   policy
 	settle   time.Duration
+	owner    func(name, sourceID string) (bool, string)
 
 	mu sync.Mutex
 }
@@ -62,7 +71,11 @@ func New(src, dst sarama.ClusterAdmin, sel topology.Selection, opts Options) (*S
 	if settle <= 0 {
 		settle = 5 * time.Second
 	}
-	return &Syncer{src: src, dst: dst, sel: sel, policy: newPolicy(opts.ExcludeConfigs), settle: settle}, nil
+	owner := opts.Ownership
+	if owner == nil {
+		owner = func(string, string) (bool, string) { return false, "" }
+	}
+	return &Syncer{src: src, dst: dst, sel: sel, policy: newPolicy(opts.ExcludeConfigs), settle: settle, owner: owner}, nil
 }
 
 // selected reports whether a source topic is to be mirrored.
@@ -123,6 +136,13 @@ func (s *Syncer) Sync(ctx context.Context) (Report, error) {
 			continue
 		}
 		r.Partitions = so.partitions
+		r.SourceID = so.id
+		r.MaxMessageBytes = maxMessageBytes(so)
+		owned, hold := s.owner(name, so.id)
+		if hold != "" {
+			r.Conflict = hold
+			continue
+		}
 		if err := dst.errs[name]; err != nil {
 			r.Err = err
 			continue
@@ -132,7 +152,7 @@ func (s *Syncer) Sync(ctx context.Context) (Report, error) {
 			r.Err = brokersErr
 			continue
 		}
-		c := s.policy.decide(so, do, brokers)
+		c := s.policy.decide(so, do, brokers, owned)
 		r.Held, r.Notes, r.Conflict = c.held, c.notes, c.conflict
 		if do != nil {
 			r.ReplicationFactor = do.rf
@@ -252,7 +272,8 @@ func (s *Syncer) settleWrites(ctx context.Context, src view, results []TopicResu
 					why[i] = fmt.Sprintf("%d partition(s) without a leader", do.leaderless)
 				default:
 					r.ReplicationFactor = do.rf
-					c := s.policy.decide(so, do, 0)
+					owned, _ := s.owner(r.Name, so.id)
+					c := s.policy.decide(so, do, 0, owned)
 					if c.conflict != "" {
 						// Someone else changed the topic meanwhile.
 						r.Conflict = c.conflict

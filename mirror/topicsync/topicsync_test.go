@@ -294,16 +294,18 @@ func TestFollowsPartitionAndConfigChanges(t *testing.T) {
 	if r.PartitionsAdded != 2 || r.Partitions != 5 || !r.Ready() {
 		t.Errorf("result %+v, want 2 partitions added, 5 in all, ready", r)
 	}
-	if want := []string{"retention.ms", "segment.ms"}; !reflect.DeepEqual(r.ConfigsChanged, want) {
+	// max.message.bytes follows the source's effective value (its default
+	// now): set, never removed, so a record the source accepts fits.
+	if want := []string{"max.message.bytes", "retention.ms", "segment.ms"}; !reflect.DeepEqual(r.ConfigsChanged, want) {
 		t.Errorf("ConfigsChanged = %v, want %v", r.ConfigsChanged, want)
 	}
-	if want := []string{"max.message.bytes", "retention.bytes"}; !reflect.DeepEqual(r.ConfigsRemoved, want) {
+	if want := []string{"retention.bytes"}; !reflect.DeepEqual(r.ConfigsRemoved, want) {
 		t.Errorf("ConfigsRemoved = %v, want %v", r.ConfigsRemoved, want)
 	}
 	parts, _, set, _ := shape(t, e.dst, "orders")
 	want := map[string]string{
 		"retention.ms": "7200000", "segment.ms": "600000", "cleanup.policy": "delete", "message.timestamp.type": "CreateTime",
-		"follower.replication.throttled.replicas": "0:1",
+		"follower.replication.throttled.replicas": "0:1", "max.message.bytes": "1048588",
 	}
 	if parts != 5 || !reflect.DeepEqual(set, want) {
 		t.Errorf("target: partitions=%d configs=%v; want 5, %v", parts, set, want)

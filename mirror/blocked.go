@@ -1,0 +1,155 @@
+package mirror
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/IBM/sarama"
+)
+
+// A partition whose records the target refuses for a reason of its own (a
+// record too large, an invalid record, a topic the target will not let
+// drctl write) is blocked: it leaves its shard for Options.BlockedRetry, so
+// the shard's other partitions go on copying, and its error shows in
+// Troubles, in the ends topic (`drctl mirror lag`, status) and in
+// drctl_mirror_partition_blocked. After the pause it is tried again; the
+// first transaction that copies it clears the error.
+
+// blockedPart is a partition the target refused.
+type blockedPart struct {
+	err   string
+	until time.Time
+}
+
+// partitionScoped reports whether a produce error belongs to the records
+// of one partition rather than to the shard's producer or connection.
+func partitionScoped(err error) bool {
+	for _, k := range []sarama.KError{sarama.ErrMessageSizeTooLarge, sarama.ErrInvalidMessage, sarama.ErrInvalidMessageSize,
+		sarama.ErrInvalidTimestamp, sarama.ErrInvalidRecord, sarama.ErrTopicAuthorizationFailed, sarama.ErrPolicyViolation,
+		sarama.ErrInvalidTopic} {
+		if errors.Is(err, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// block takes tp out of its shard for the retry pause.
+func (e *Engine) block(tp TopicPartition, err error) {
+	msg := fmt.Sprintf("the target %s refuses its records: %v; the partition is retried every %v, the others go on",
+		e.link.Target, err, e.opts.BlockedRetry)
+	e.mu.Lock()
+	e.blocked[tp] = blockedPart{err: msg, until: time.Now().Add(e.opts.BlockedRetry)}
+	e.trouble[tp] = msg
+	e.mu.Unlock()
+	e.metrics.Errors.WithLabelValues(e.link.String(), "partition").Inc()
+	e.setBlockedGauge(tp, 1)
+	e.log.Error("partition blocked: the target refuses its records", "partition", tp.String(), "err", err, "retry_in", e.opts.BlockedRetry)
+}
+
+// copied clears the block of partitions a committed transaction copied.
+func (e *Engine) copied(tps map[TopicPartition]int64) {
+	var cleared []TopicPartition
+	e.mu.Lock()
+	for tp := range tps {
+		if b, ok := e.blocked[tp]; ok {
+			delete(e.blocked, tp)
+			if e.trouble[tp] == b.err {
+				delete(e.trouble, tp)
+			}
+			cleared = append(cleared, tp)
+		}
+	}
+	e.mu.Unlock()
+	for _, tp := range cleared {
+		e.setBlockedGauge(tp, 0)
+		e.log.Info("partition copies again", "partition", tp.String())
+	}
+}
+
+// blockedNow reports whether tp is in its retry pause.
+func (e *Engine) blockedNowLocked(tp TopicPartition, now time.Time) bool {
+	b, ok := e.blocked[tp]
+	return ok && now.Before(b.until)
+}
+
+// blockedErrors returns the errors of shard's blocked partitions, keyed by
+// "topic/partition", for the ends topic.
+func (e *Engine) blockedErrors(shard int32) map[string]string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out map[string]string
+	for tp, b := range e.blocked {
+		if ShardOf(tp.Topic, tp.Partition, e.opts.Shards) != shard {
+			continue
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[tp.String()] = b.err
+	}
+	return out
+}
+
+// shardLimit is the producer's MaxMessageBytes for shard: the largest
+// source max.message.bytes among its topics, at least sarama's default.
+func (e *Engine) shardLimit(shard int32) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	limit := defaultProducerBytes
+	for _, tp := range e.byShard[shard] {
+		limit = max(limit, int(e.limits[tp.Topic]))
+	}
+	return min(limit, maxProducerBytes)
+}
+
+// topicLimit is the largest batch the target topic takes (its copy of the
+// source's max.message.bytes), less room for the batch header.
+func (e *Engine) topicLimit(topic string) int {
+	e.mu.Lock()
+	n := int(e.limits[topic])
+	e.mu.Unlock()
+	if n <= 0 {
+		n = defaultProducerBytes
+	}
+	return n - batchOverhead
+}
+
+const (
+	// defaultProducerBytes is what the producer sends at most per record
+	// batch when every topic has Kafka's default limit (1 MiB).
+	defaultProducerBytes = 1000000
+	// maxProducerBytes caps it (sarama builds requests of at most 100 MB).
+	maxProducerBytes = 64 << 20
+	// batchOverhead is kept free below a topic's max.message.bytes for
+	// the record batch header and per-record framing estimates.
+	batchOverhead = 1024
+)
+
+// recordBytes estimates a record's size in a batch (key, value, headers
+// and framing), the measure a broker applies to max.message.bytes.
+func recordBytes(m *sarama.ProducerMessage) int {
+	n := 32
+	if m.Key != nil {
+		n += m.Key.Length()
+	}
+	if m.Value != nil {
+		n += m.Value.Length()
+	}
+	for _, h := range m.Headers {
+		n += len(h.Key) + len(h.Value) + 8
+	}
+	return n
+}
+
+func (e *Engine) setBlockedGauge(tp TopicPartition, v float64) {
+	if e.metrics.Safety != nil {
+		e.metrics.Safety.Blocked.WithLabelValues(e.link.String(), tp.Topic, strconv.Itoa(int(tp.Partition))).Set(v)
+	}
+}
+
+// setBlockedGaugeLocked clears tp's gauge; e.mu is held (the gauge has its
+// own lock).
+func (e *Engine) setBlockedGaugeLocked(tp TopicPartition) { e.setBlockedGauge(tp, 0) }

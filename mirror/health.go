@@ -1,0 +1,124 @@
+package mirror
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/drctl/drctl/internal/kafkaconn"
+	"github.com/drctl/drctl/internal/kafkaread"
+)
+
+// linkHealth is what the engine measured of its whole link, independently
+// of its shards: a shard that fails in a loop refreshes nothing, so the lag
+// gauge and the health must not depend on it.
+type linkHealth struct {
+	lag      int64     // records behind, summed over the ready partitions
+	lagSince time.Time // when the lag last went from zero to above it
+	advanced time.Time // when the committed progress last moved
+	sum      int64     // sum of the committed progress, to see it move
+	measured time.Time
+}
+
+// measureLink reads the source ends and the committed progress of every
+// ready partition, publishes each partition's lag and updates the health.
+// It runs once per topic sync pass.
+func (e *Engine) measureLink(ctx context.Context, src, dst sarama.Client) {
+	e.mu.Lock()
+	var tps []TopicPartition
+	for _, ps := range e.byShard {
+		tps = append(tps, ps...)
+	}
+	e.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	ends, err := stableOffsets(ctx, src, tps)
+	if err != nil {
+		e.log.Warn("cannot measure the link's lag: source ends", "err", err)
+		return
+	}
+	progress, err := readProgressFull(ctx, dst, e.link.ProgressGroup(), tps)
+	if err != nil {
+		e.log.Warn("cannot measure the link's lag: progress", "err", err)
+		return
+	}
+	starts, err := startOffsets(ctx, src, tps)
+	if err != nil {
+		e.log.Warn("cannot measure the link's lag: source starts", "err", err)
+		return
+	}
+	var lag, sum int64
+	for _, tp := range tps {
+		from := starts[tp]
+		if p, ok := progress[tp]; ok {
+			from = max(from, p.next)
+			sum += p.next
+		}
+		lag += max(ends[tp]-from, 0)
+		e.metrics.partitionLag(e.link.String(), tp, ends[tp], from)
+	}
+	now := time.Now()
+	e.mu.Lock()
+	h := &e.health
+	if lag > 0 && h.lag == 0 {
+		h.lagSince = now
+	}
+	if sum != h.sum || h.advanced.IsZero() {
+		h.advanced = now
+	}
+	h.lag, h.sum, h.measured = lag, sum, now
+	e.mu.Unlock()
+	stalled := 0.0
+	if e.Stalled() != nil {
+		stalled = 1
+	}
+	e.metrics.Safety.Stalled.WithLabelValues(e.link.String()).Set(stalled)
+}
+
+// Stalled returns an error saying why when the link is behind and has made
+// no progress for Options.StallTimeout, nil otherwise.
+func (e *Engine) Stalled() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	h := e.health
+	if h.lag == 0 {
+		return nil
+	}
+	since := h.advanced
+	if h.lagSince.After(since) {
+		since = h.lagSince
+	}
+	if quiet := time.Since(since); quiet > e.opts.StallTimeout {
+		return fmt.Errorf("link %s is %d records behind and has made no progress for %v", e.link, h.lag, quiet.Round(time.Second))
+	}
+	return nil
+}
+
+// noteAdvance records in-process progress (a committed transaction).
+func (e *Engine) noteAdvance() {
+	e.mu.Lock()
+	e.health.advanced = time.Now()
+	e.mu.Unlock()
+}
+
+// targetChange returns why the target is not the cluster the link was
+// started on ("" when it is): another cluster id, or drctl's internal
+// topics gone — the standby lost its data. Errors reading it say nothing.
+func (e *Engine) targetChange(ctx context.Context, dst sarama.Client) string {
+	id, err := kafkaconn.ClusterID(dst)
+	if err != nil {
+		return ""
+	}
+	if id != string(e.dstID) {
+		return fmt.Sprintf("the target %s now has cluster id %s (was %s): it lost its data", e.link.Target, id, e.dstID)
+	}
+	for _, t := range []string{e.link.ShardsTopic(), e.link.OffsetsTopic()} {
+		info, err := kafkaread.Topic(ctx, dst, t)
+		if err == nil && !info.Exists {
+			return fmt.Sprintf("drctl's internal topic %s is gone from the target %s: it lost its data", t, e.link.Target)
+		}
+	}
+	return ""
+}

@@ -1,0 +1,38 @@
+package mirror
+
+import (
+	"fmt"
+	"time"
+)
+
+// targetReset handles a target that lost its data (restarted empty on the
+// same address: a new cluster id, or drctl's internal topics gone). The
+// link restarts from scratch: its internal topics are created again and,
+// the progress being gone with them, every partition is copied again from
+// the source's earliest offset. It is logged, counted, kept for Troubles
+// and written to the ends topic for status, never silent.
+func (e *Engine) targetReset(why string) {
+	note := fmt.Sprintf("%s at %s: internal topics rebuilt, every partition re-seeded from the source's earliest offset",
+		why, time.Now().UTC().Format(time.RFC3339))
+	e.mu.Lock()
+	e.resetNote = note
+	for tp := range e.blocked {
+		e.setBlockedGaugeLocked(tp)
+	}
+	e.blocked = map[TopicPartition]blockedPart{}
+	e.trouble = map[TopicPartition]string{}
+	e.progress = map[TopicPartition]int64{}
+	e.stable = map[TopicPartition]int64{}
+	e.byShard, e.synced = map[int32][]TopicPartition{}, false
+	e.mu.Unlock()
+	e.metrics.Safety.TargetResets.WithLabelValues(e.link.String()).Inc()
+	e.log.Error("the target lost its data; rebuilding the link and re-seeding from the source's earliest offsets", "why", why)
+}
+
+// ResetNote says when and why the link was last rebuilt because its target
+// lost its data ("" when never, in this process).
+func (e *Engine) ResetNote() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.resetNote
+}

@@ -1,0 +1,277 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/drctl/drctl/internal/kfaketest"
+	"github.com/drctl/drctl/topology"
+)
+
+// runEngine runs an east -> west engine until the test ends.
+func runEngine(t *testing.T, topo *topology.Topology, opts Options) *Engine {
+	t.Helper()
+	if opts.Epoch == 0 {
+		opts.Epoch = -1
+	}
+	if opts.TopicSyncInterval == 0 {
+		opts.TopicSyncInterval = 200 * time.Millisecond
+	}
+	if opts.IdleCheck == 0 {
+		opts.IdleCheck = 100 * time.Millisecond
+	}
+	e, err := NewEngine(topo, "east", "west", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("engine: %v", err)
+		}
+	})
+	return e
+}
+
+// sendN writes n records tagged tag to partition 0 of topic.
+func sendN(t *testing.T, prod sarama.SyncProducer, topic string, n int, tag string) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		if _, _, err := prod.SendMessage(&sarama.ProducerMessage{Topic: topic, Key: sarama.StringEncoder(fmt.Sprint(i)), Value: sarama.StringEncoder(fmt.Sprintf("%s-%d", tag, i))}); err != nil {
+			t.Fatalf("send to %s: %v", topic, err)
+		}
+	}
+}
+
+// waitCopied waits until west's topic/0 holds exactly the committed records
+// of east's, record by record.
+func waitCopied(t *testing.T, src, dst sarama.Client, topic, origin string) {
+	t.Helper()
+	waitFor(t, 30*time.Second, topic+" copied record by record", func() error {
+		s, err := readAll(src, topic, 0)
+		if err != nil {
+			return err
+		}
+		d, err := readAll(dst, topic, 0)
+		if err != nil {
+			return err
+		}
+		return sameRecords(s, d, origin)
+	})
+}
+
+func deleteTopicT(t *testing.T, cl sarama.Client, name string) {
+	t.Helper()
+	admin, err := sarama.NewClusterAdminFromClient(cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.DeleteTopic(name); err != nil {
+		t.Fatalf("delete %s: %v", name, err)
+	}
+	waitFor(t, 10*time.Second, name+" gone", func() error {
+		if err := cl.RefreshMetadata(); err != nil {
+			return err
+		}
+		ts, _ := cl.Topics()
+		for _, n := range ts {
+			if n == name {
+				return fmt.Errorf("%s still listed", name)
+			}
+		}
+		return nil
+	})
+}
+
+// TestTopicDeletedOnActiveKeepsCopy (#8 case 6b): deleting a mirrored topic
+// on the active neither crashes the mirror nor stops the other topics of its
+// shard, and the standby keeps its copy, reported as such.
+func TestTopicDeletedOnActiveKeepsCopy(t *testing.T) {
+	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: "  topics: {include: [\"orders\", \"other\"]}"})
+	east := p.Topology.Clusters["east"]
+	src, dst := dialT(t, east), dialT(t, p.Topology.Clusters["west"])
+	createTopicT(t, src, "orders", 1, nil)
+	createTopicT(t, src, "other", 1, nil)
+	prod := producerT(t, east, "")
+	sendN(t, prod, "orders", 20, "a")
+	sendN(t, prod, "other", 20, "a")
+	e := runEngine(t, p.Topology, Options{Shards: 1})
+	waitCopied(t, src, dst, "orders", "kfake-east")
+	waitCopied(t, src, dst, "other", "kfake-east")
+
+	deleteTopicT(t, src, "orders")
+	waitFor(t, 10*time.Second, "the deletion reported", func() error {
+		if tr := e.Troubles()["orders"]; !strings.Contains(tr, "deleted on east") {
+			return fmt.Errorf("troubles %v", e.Troubles())
+		}
+		return nil
+	})
+	sendN(t, prod, "other", 20, "b")
+	waitCopied(t, src, dst, "other", "kfake-east")
+	if d := committed(t, dst, "orders", 0); len(d) != 20 {
+		t.Errorf("west's copy of orders holds %d records, want the 20 mirrored before the delete", len(d))
+	}
+	lag := measureLagT(t, p.Topology)
+	if len(lag.TopicChanges) != 1 || lag.TopicChanges[0].Topic != "orders" || lag.TopicChanges[0].Kind != TopicDeleted {
+		t.Errorf("lag report topic changes = %+v, want orders deleted", lag.TopicChanges)
+	}
+}
+
+func measureLagT(t *testing.T, topo *topology.Topology) *LagReport {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	rep, err := MeasureLag(ctx, topo, LinkFor(topo, "east", "west"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+func alterTopicT(t *testing.T, cl sarama.Client, topic string, configs map[string]string) {
+	t.Helper()
+	admin, err := sarama.NewClusterAdminFromClient(cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := map[string]sarama.IncrementalAlterConfigsEntry{}
+	for k, v := range configs {
+		entries[k] = sarama.IncrementalAlterConfigsEntry{Operation: sarama.IncrementalAlterConfigsOperationSet, Value: &v}
+	}
+	if err := admin.IncrementalAlterConfig(sarama.TopicResource, topic, entries, false); err != nil {
+		t.Fatalf("alter %s: %v", topic, err)
+	}
+}
+
+func topicConfig(t *testing.T, cl sarama.Client, topic, key string) string {
+	t.Helper()
+	admin, err := sarama.NewClusterAdminFromClient(cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := admin.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: topic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.Name == key {
+			return e.Value
+		}
+	}
+	return ""
+}
+
+// TestCleanupPolicyChangeOnActive (#8 case 6a): turning a mirrored topic
+// from delete to compact on the active neither crashes the mirror nor
+// stops its shard; the standby topic drctl created follows the new policy
+// and keeps copying. A topic drctl did not create is reported and skipped.
+func TestCleanupPolicyChangeOnActive(t *testing.T) {
+	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: "  topics: {include: [\"orders\", \"other\", \"foreign\"]}"})
+	east := p.Topology.Clusters["east"]
+	src, dst := dialT(t, east), dialT(t, p.Topology.Clusters["west"])
+	createTopicT(t, src, "orders", 1, map[string]string{"cleanup.policy": "delete"})
+	createTopicT(t, src, "other", 1, nil)
+	createTopicT(t, src, "foreign", 1, nil)
+	createTopicT(t, dst, "foreign", 1, map[string]string{"cleanup.policy": "compact"}) // not drctl's
+	prod := producerT(t, east, "")
+	sendN(t, prod, "orders", 20, "a")
+	sendN(t, prod, "other", 20, "a")
+	sendN(t, prod, "foreign", 5, "a")
+	e := runEngine(t, p.Topology, Options{Shards: 1})
+	waitCopied(t, src, dst, "orders", "kfake-east")
+	waitCopied(t, src, dst, "other", "kfake-east")
+	if tr := e.Troubles()["foreign"]; !strings.Contains(tr, "cleanup.policy") {
+		t.Errorf("troubles of foreign = %q, want a cleanup.policy conflict", tr)
+	}
+
+	alterTopicT(t, src, "orders", map[string]string{"cleanup.policy": "compact"})
+	waitFor(t, 20*time.Second, "west's orders compacted", func() error {
+		if v := topicConfig(t, dst, "orders", "cleanup.policy"); v != "compact" {
+			return fmt.Errorf("cleanup.policy %q on west", v)
+		}
+		return nil
+	})
+	sendN(t, prod, "orders", 20, "b")
+	sendN(t, prod, "other", 20, "b")
+	waitCopied(t, src, dst, "orders", "kfake-east")
+	waitCopied(t, src, dst, "other", "kfake-east")
+	if tr, ok := e.Troubles()["orders"]; ok {
+		t.Errorf("orders still reported: %q", tr)
+	}
+	if d := committed(t, dst, "foreign", 0); len(d) != 0 {
+		t.Errorf("foreign (not drctl's) got %d records", len(d))
+	}
+}
+
+// TestTopicRecreatedOnActive (#8 case 6c): a mirrored topic deleted and
+// created again on the active (a new topic id) is detected and reported;
+// its old copy is kept and nothing of the new incarnation is mixed into it;
+// the other topics go on; ReseedTopic salvages the old copy and mirrors the
+// new incarnation from its start.
+func TestTopicRecreatedOnActive(t *testing.T) {
+	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: "  topics: {include: [\"orders\", \"other\"]}"})
+	east := p.Topology.Clusters["east"]
+	src, dst := dialT(t, east), dialT(t, p.Topology.Clusters["west"])
+	createTopicT(t, src, "orders", 1, nil)
+	createTopicT(t, src, "other", 1, nil)
+	prod := producerT(t, east, "")
+	sendN(t, prod, "orders", 20, "old")
+	sendN(t, prod, "other", 20, "a")
+	e := runEngine(t, p.Topology, Options{Shards: 1})
+	waitCopied(t, src, dst, "orders", "kfake-east")
+	oldCopy := committed(t, dst, "orders", 0)
+
+	deleteTopicT(t, src, "orders")
+	createTopicT(t, src, "orders", 1, nil)
+	sendN(t, producerT(t, east, ""), "orders", 30, "new") // a new producer: the old one's sequence belongs to the old topic
+	waitFor(t, 20*time.Second, "the recreation reported", func() error {
+		if tr := e.Troubles()["orders"]; !strings.Contains(tr, "recreated on east") {
+			return fmt.Errorf("troubles %v", e.Troubles())
+		}
+		return nil
+	})
+	sendN(t, prod, "other", 20, "b")
+	waitCopied(t, src, dst, "other", "kfake-east")
+	if d := committed(t, dst, "orders", 0); len(d) != 20 || string(d[19].Value) != "old-19" {
+		t.Fatalf("west's orders holds %d records (last %q), want the old incarnation's 20 untouched", len(d), d[len(d)-1].Value)
+	}
+	lag := measureLagT(t, p.Topology)
+	if len(lag.TopicChanges) != 1 || lag.TopicChanges[0].Kind != TopicRecreated || !strings.Contains(lag.Partitions[0].Error, "reseed-topic orders") {
+		t.Errorf("lag report: changes %+v, orders/0 error %q; want orders recreated with the command to run", lag.TopicChanges, lag.Partitions[0].Error)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	link := LinkFor(p.Topology, "east", "west")
+	res, err := ReseedTopic(ctx, p.Topology, link, "orders", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Salvaged != 20 || !res.Dropped || res.SalvageTopic != "orders"+p.Topology.Failover.SalvageTopicSuffix {
+		t.Errorf("result %+v, want 20 salvaged into the quarantine topic and the old copy dropped", res)
+	}
+	salvaged := committed(t, dst, res.SalvageTopic, 0)
+	if len(salvaged) != len(oldCopy) {
+		t.Fatalf("%d records salvaged, the old copy had %d", len(salvaged), len(oldCopy))
+	}
+	for i, r := range salvaged {
+		o := oldCopy[i]
+		if string(r.Key) != string(o.Key) || string(r.Value) != string(o.Value) || !r.Timestamp.Equal(o.Timestamp) ||
+			string(header(r, HeaderOrigin)) != "kfake-east" || sourceOffset(r) != sourceOffset(o) {
+			t.Fatalf("salvaged record %d differs from the old copy (provenance included)", i)
+		}
+	}
+	waitCopied(t, src, dst, "orders", "kfake-east")
+	if _, err := ReseedTopic(ctx, p.Topology, link, "orders", false); !errors.Is(err, ErrNotRecreated) {
+		t.Errorf("a second reseed-topic: %v, want ErrNotRecreated", err)
+	}
+}

@@ -1,0 +1,143 @@
+package mirror
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/drctl/drctl/internal/kafkaread"
+	"github.com/drctl/drctl/topology"
+)
+
+// TopicsTopic is the compacted internal topic on the target in which the
+// link records, per mirrored topic, which source incarnation (topic id) its
+// copy holds and whether drctl created the target topic. It is what lets
+// the mirror tell a topic deleted or recreated on the source from one it
+// never saw, across restarts and processes.
+func (l Link) TopicsTopic() string { return l.prefix() + ".topics" }
+
+// TopicRecord is the link's record of one mirrored topic.
+type TopicRecord struct {
+	Topic string `json:"topic"`
+	// SourceID is the id of the source topic whose records the target
+	// topic holds.
+	SourceID string `json:"source_id"`
+	// Created: drctl created the target topic, so it follows the source's
+	// settings in full (cleanup.policy included).
+	Created bool  `json:"created"`
+	AtMs    int64 `json:"at_ms"`
+}
+
+// TopicLedger maps topic names to the link's records of them.
+type TopicLedger map[string]TopicRecord
+
+// ReadTopicLedger reads the link's topic records from the target; a target
+// without the topic has none.
+func ReadTopicLedger(ctx context.Context, dst sarama.Client, link Link) (TopicLedger, error) {
+	out := TopicLedger{}
+	info, err := kafkaread.Topic(ctx, dst, link.TopicsTopic())
+	if err != nil {
+		return nil, err
+	}
+	if !info.Exists {
+		return out, nil
+	}
+	if _, err := kafkaread.ReadCommitted(ctx, dst, link.TopicsTopic(), 0, 0, func(r kafkaread.Record) error {
+		if r.Value == nil {
+			delete(out, string(r.Key))
+			return nil
+		}
+		var rec TopicRecord
+		if json.Unmarshal(r.Value, &rec) == nil && rec.Topic == string(r.Key) {
+			out[rec.Topic] = rec
+		}
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("read %s: %w", link.TopicsTopic(), err)
+	}
+	return out, nil
+}
+
+// writeTopicRecord records rec on the target through prod.
+func writeTopicRecord(prod sarama.SyncProducer, link Link, rec TopicRecord) error {
+	rec.AtMs = time.Now().UnixMilli()
+	raw, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	_, _, err = prod.SendMessage(&sarama.ProducerMessage{Topic: link.TopicsTopic(), Partition: 0,
+		Key: sarama.StringEncoder(rec.Topic), Value: sarama.ByteEncoder(raw), Metadata: txnMeta{}})
+	if err != nil {
+		return fmt.Errorf("record topic %s in %s: %w", rec.Topic, link.TopicsTopic(), err)
+	}
+	return nil
+}
+
+// plainProducer is an idempotent, non-transactional producer on c for
+// drctl's own bookkeeping records.
+func plainProducer(c *topology.Cluster) (sarama.SyncProducer, error) {
+	cfg, err := c.SaramaConfig()
+	if err != nil {
+		return nil, err
+	}
+	cfg.Producer.Idempotent = true
+	cfg.Net.MaxOpenRequests = 1
+	cfg.Producer.RequiredAcks = sarama.WaitForAll
+	cfg.Producer.Return.Successes = true
+	cfg.Producer.Partitioner = sarama.NewManualPartitioner
+	cfg.Producer.Retry.Max = 2
+	return sarama.NewSyncProducer(c.Bootstrap, cfg)
+}
+
+// TopicChange is a mirrored topic whose source changed identity under the
+// mirror: deleted, or deleted and created again (a new topic id). Its copy
+// on the target is kept until the operator chooses.
+type TopicChange struct {
+	Topic string `json:"topic" yaml:"topic"`
+	// Kind is "deleted" or "recreated".
+	Kind string `json:"kind" yaml:"kind"`
+	// MirroredID is the source topic id the copy holds; SourceID the
+	// source's topic id now ("" when deleted).
+	MirroredID string `json:"mirrored_id" yaml:"mirrored_id"`
+	SourceID   string `json:"source_id,omitempty" yaml:"source_id,omitempty"`
+	Message    string `json:"message" yaml:"message"`
+}
+
+// Topic change kinds.
+const (
+	TopicDeleted   = "deleted"
+	TopicRecreated = "recreated"
+)
+
+// topicChanges compares the ledger with the source's selected topics and
+// their ids (sourceIDs: name -> id, "" when the source reports none).
+func topicChanges(link Link, sel topology.Selection, ledger TopicLedger, sourceIDs map[string]string) []TopicChange {
+	var out []TopicChange
+	for name, rec := range ledger {
+		if topology.IsInternalTopic(name) || !sel.Match(name) {
+			continue
+		}
+		id, ok := sourceIDs[name]
+		switch {
+		case !ok:
+			out = append(out, TopicChange{Topic: name, Kind: TopicDeleted, MirroredID: rec.SourceID,
+				Message: fmt.Sprintf("deleted on %s: the copy on %s is kept (drctl never deletes a standby topic); delete it on %s yourself once it is no longer needed",
+					link.Source, link.Target, link.Target)})
+		case id != "" && rec.SourceID != "" && id != rec.SourceID:
+			out = append(out, TopicChange{Topic: name, Kind: TopicRecreated, MirroredID: rec.SourceID, SourceID: id,
+				Message: recreatedMessage(link, name)})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Topic < out[j].Topic })
+	return out
+}
+
+func recreatedMessage(link Link, topic string) string {
+	return fmt.Sprintf("recreated on %s (new topic id): the copy on %s holds the old incarnation and is kept, not mirrored into; "+
+		"run `drctl mirror reseed-topic %s --salvage --yes` (keep the old records in a quarantine topic) or `--drop --yes` to mirror the new one",
+		link.Source, link.Target, topic)
+}
