@@ -24,7 +24,7 @@ type LinkState struct {
 	LagSeconds float64 `json:"lag_seconds" yaml:"lag_seconds"`
 	// LostRecords counts records the source removed before the mirror
 	// copied them (see PartitionLag.Lost).
-	LostRecords int64  `json:"lost_records" yaml:"lost_records"`
+	LostRecords int64 `json:"lost_records" yaml:"lost_records"`
 	// PartitionErrors maps each partition the mirror cannot copy
 	// ("topic/partition") to why (see PartitionLag.Error).
 	PartitionErrors map[string]string `json:"partition_errors,omitempty" yaml:"partition_errors,omitempty"`
