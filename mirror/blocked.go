@@ -23,6 +23,10 @@ type blockedPart struct {
 	until time.Time
 }
 
+// errPartitionBlocked marks a shard stop caused by one partition's
+// refused records: the shard restarts at once, without that partition.
+var errPartitionBlocked = errors.New("partition blocked")
+
 // partitionScoped reports whether a produce error belongs to the records
 // of one partition rather than to the shard's producer or connection.
 func partitionScoped(err error) bool {
@@ -100,7 +104,9 @@ func (e *Engine) shardLimit(shard int32) int {
 	defer e.mu.Unlock()
 	limit := defaultProducerBytes
 	for _, tp := range e.byShard[shard] {
-		limit = max(limit, int(e.limits[tp.Topic]))
+		if l := int(e.limits[tp.Topic]); l > kafkaDefaultMaxMessageBytes {
+			limit = max(limit, l)
+		}
 	}
 	return min(limit, maxProducerBytes)
 }
@@ -121,6 +127,9 @@ const (
 	// defaultProducerBytes is what the producer sends at most per record
 	// batch when every topic has Kafka's default limit (1 MiB).
 	defaultProducerBytes = 1000000
+	// kafkaDefaultMaxMessageBytes is Kafka's default max.message.bytes: a
+	// topic at it or below needs no larger producer.
+	kafkaDefaultMaxMessageBytes = 1048588
 	// maxProducerBytes caps it (sarama builds requests of at most 100 MB).
 	maxProducerBytes = 64 << 20
 	// batchOverhead is kept free below a topic's max.message.bytes for

@@ -551,6 +551,7 @@ func (s *shard) produceFailed(perr *sarama.ProducerError) error {
 	tp := TopicPartition{perr.Msg.Topic, perr.Msg.Partition}
 	if md, ok := perr.Msg.Metadata.(txnMeta); ok && md.tp.Topic != "" && partitionScoped(perr.Err) {
 		s.e.block(tp, fmt.Errorf("source offset %d: %w", md.src, perr.Err))
+		return fmt.Errorf("%w: %w", errPartitionBlocked, s.fail(fmt.Errorf("shard %d: produce to %s %s: %w", s.id, s.e.link.Target, tp, perr.Err)))
 	}
 	return s.fail(fmt.Errorf("shard %d: produce to %s %s: %w", s.id, s.e.link.Target, tp, perr.Err))
 }

@@ -106,8 +106,13 @@ func (h *shardHandler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sara
 		// session is about to end: wait for that rather than fencing the
 		// new owner back.
 		wait := time.Duration(min(attempt+1, 5)) * time.Second
-		if errors.Is(err, ErrFenced) {
+		switch {
+		case errors.Is(err, ErrFenced):
 			wait = e.opts.SessionTimeout + time.Second
+		case errors.Is(err, errPartitionBlocked), errors.Is(err, errResize):
+			// Not the shard's trouble: go on at once without the blocked
+			// partition, or with a larger producer.
+			wait, attempt = 100*time.Millisecond, -1
 		}
 		log.Warn("shard stopped; restarting from committed progress", "err", err, "retry_in", wait)
 		select {
