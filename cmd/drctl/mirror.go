@@ -35,6 +35,7 @@ func mirrorCommand() *cli.Command {
 					&cli.DurationFlag{Name: "txn-interval", Value: 100 * time.Millisecond, Usage: "longest time one transaction gathers records"},
 					&cli.DurationFlag{Name: "session-timeout", Value: 10 * time.Second, Usage: "worker group session timeout: how soon others take over a dead process's shards (at least the brokers' group.min.session.timeout.ms, 6s by default)"},
 					&cli.StringFlag{Name: "log-format", Value: "text", Usage: "log format: text or json"},
+					&cli.DurationFlag{Name: "stall-timeout", Value: 2 * time.Minute, Usage: "/healthz fails when the link is behind and makes no progress for this long"},
 					&cli.IntFlag{Name: "memory-limit-mb", Value: 256, Usage: "soft memory limit of the Go runtime in MiB (GOMEMLIMIT overrides; 0: none): the garbage collector works harder near it"},
 				},
 				Action: mirrorRun,
@@ -47,6 +48,7 @@ func mirrorCommand() *cli.Command {
 				},
 				Action: mirrorLag,
 			},
+			mirrorReseedTopicCommand(),
 		),
 	}
 }
@@ -83,6 +85,7 @@ func mirrorRun(c *cli.Context) error {
 			Shards:         int32(c.Int("shards")),
 			TxnInterval:    c.Duration("txn-interval"),
 			SessionTimeout: c.Duration("session-timeout"),
+			StallTimeout:   c.Duration("stall-timeout"),
 			Logger:         log,
 		},
 		Started: func(addr string) { log.Info("serving /metrics, /healthz, /readyz", "addr", addr) },
@@ -127,6 +130,15 @@ func mirrorLag(c *cli.Context) error {
 				return err
 			}
 		}
-		return t.Render()
+		if err := t.Render(); err != nil {
+			return err
+		}
+		for _, tc := range rep.TopicChanges {
+			fmt.Fprintf(w, "topic %s %s\n", tc.Topic, tc.Message)
+		}
+		if rep.Reset != "" {
+			fmt.Fprintf(w, "target reset: %s\n", rep.Reset)
+		}
+		return nil
 	})
 }
