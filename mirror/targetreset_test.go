@@ -107,7 +107,7 @@ func TestHealthFailsWhileStalled(t *testing.T) {
 	})
 	if _, metrics := get("/metrics"); !strings.Contains(metrics, `drctl_mirror_lag_records{link="east->west",partition="0",topic="orders"} 10`) ||
 		!strings.Contains(metrics, `drctl_mirror_stalled{link="east->west"} 1`) {
-		t.Errorf("metrics while stalled lack the lag of 10 and the stall:\n%s", grepLines(metrics, "drctl_mirror_lag_records", "drctl_mirror_stalled"))
+		t.Errorf("metrics while stalled lack the lag of 10 and the stall:\n%s", metricLines(metrics, "drctl_mirror_lag_records", "drctl_mirror_stalled"))
 	}
 	fault.Remove()
 	e := d.Current()
@@ -123,7 +123,7 @@ func TestHealthFailsWhileStalled(t *testing.T) {
 	})
 }
 
-func grepLines(s string, subs ...string) string {
+func metricLines(s string, subs ...string) string {
 	var out []string
 	for _, l := range strings.Split(s, "\n") {
 		for _, sub := range subs {
