@@ -18,18 +18,21 @@ const (
 // with its timing, the measurements and the verdict with its reasons. Its
 // JSON form is stable (docs/drills.md); fields are only ever added.
 type Record struct {
-	ID             string     `json:"id" yaml:"id"`
-	Drill          string     `json:"drill" yaml:"drill"`
-	Kind           string     `json:"kind" yaml:"kind"`
-	Topology       string     `json:"topology" yaml:"topology"`
-	TopologyDigest string     `json:"topology_digest" yaml:"topology_digest"`
-	By             string     `json:"by" yaml:"by"`
-	StartedAt      time.Time  `json:"started_at" yaml:"started_at"`
-	FinishedAt     time.Time  `json:"finished_at" yaml:"finished_at"`
-	Active         string     `json:"active" yaml:"active"`
-	Standby        string     `json:"standby" yaml:"standby"`
-	Objectives     Objectives `json:"objectives" yaml:"objectives"`
-	Steps          []Step     `json:"steps" yaml:"steps"`
+	ID             string    `json:"id" yaml:"id"`
+	Drill          string    `json:"drill" yaml:"drill"`
+	Kind           string    `json:"kind" yaml:"kind"`
+	Topology       string    `json:"topology" yaml:"topology"`
+	TopologyDigest string    `json:"topology_digest" yaml:"topology_digest"`
+	By             string    `json:"by" yaml:"by"`
+	StartedAt      time.Time `json:"started_at" yaml:"started_at"`
+	// ScheduledFor is the schedule's time the drill ran for (absent when
+	// run by hand).
+	ScheduledFor *time.Time `json:"scheduled_for,omitempty" yaml:"scheduled_for,omitempty"`
+	FinishedAt   time.Time  `json:"finished_at" yaml:"finished_at"`
+	Active       string     `json:"active" yaml:"active"`
+	Standby      string     `json:"standby" yaml:"standby"`
+	Objectives   Objectives `json:"objectives" yaml:"objectives"`
+	Steps        []Step     `json:"steps" yaml:"steps"`
 
 	Canary    *CanaryResult    `json:"canary,omitempty" yaml:"canary,omitempty"`
 	GroupSync *GroupSyncResult `json:"group_sync,omitempty" yaml:"group_sync,omitempty"`

@@ -50,6 +50,11 @@ type Options struct {
 	// allows it, whatever Yes says).
 	Confirm func(question, answer string) error
 	Yes     bool
+	// Holder names this process in the drill lease (default: NewHolder()).
+	Holder string
+	// Slot is the scheduled time a scheduler runs the drill for (zero: run
+	// by hand).
+	Slot time.Time
 }
 
 func (o Options) journalDir() string {
@@ -100,6 +105,18 @@ func Run(ctx context.Context, topo *topology.Topology, d *topology.NamedDrill, o
 		}
 		return nil, fmt.Errorf("%w: run %s is in progress (phase %s); a drill never runs beside a failover, failback or reseed: finish it with drctl resume %s", ErrBusy, id, roles.Phase, id)
 	}
+	holder := o.Holder
+	if holder == "" {
+		holder = NewHolder()
+	}
+	lease, err := Acquire(ctx, topo, RunningKey, holder, leaseTTL(topo, d))
+	if err != nil {
+		if errors.Is(err, ErrLocked) {
+			return nil, fmt.Errorf("%w: another drill is running (%v)", ErrBusy, err)
+		}
+		return nil, err
+	}
+	defer func() { _ = lease.Release(context.WithoutCancel(ctx)) }()
 	if d.Kind.Disruptive() && !o.Yes {
 		if o.Confirm == nil {
 			return nil, fmt.Errorf("%w: a %s drill moves the active role to %s; run it on a terminal to confirm, or pass --yes", ErrBadInput, d.Kind, roles.Standby)
@@ -112,6 +129,10 @@ func Run(ctx context.Context, topo *topology.Topology, d *topology.NamedDrill, o
 	rec := &Record{ID: id, Drill: d.Name, Kind: string(d.Kind), Topology: topo.Name, TopologyDigest: topo.Digest,
 		By: plans.LocalActor(), StartedAt: time.Now().UTC(), Active: roles.Active, Standby: roles.Standby,
 		Objectives: objectivesOf(d)}
+	if !o.Slot.IsZero() {
+		slot := o.Slot.UTC()
+		rec.ScheduledFor = &slot
+	}
 	var p *plans.Plan
 	var reg *plans.Registry
 	switch d.Kind {
@@ -132,6 +153,19 @@ func Run(ctx context.Context, topo *topology.Topology, d *topology.NamedDrill, o
 		return rec, runErr
 	}
 	return rec, nil
+}
+
+// RunningKey is the lease every drill holds while it runs: one drill at a
+// time per topology, whoever started it.
+const RunningKey = "running"
+
+// leaseTTL bounds how long a drill's lease outlives a holder that died.
+func leaseTTL(topo *topology.Topology, d *topology.NamedDrill) time.Duration {
+	if d.Kind.Disruptive() {
+		return 2*topo.Failover.DrainTimeout + d.Params.Hold + 3*time.Hour
+	}
+	write := time.Duration(d.Params.Records) * time.Second / time.Duration(d.Params.Rate)
+	return write + canaryWait(d) + groupWait(topo) + 5*time.Minute
 }
 
 func newDrillID(kind topology.DrillKind) string {
