@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
@@ -87,21 +88,48 @@ func commands(cmds ...*cli.Command) []*cli.Command {
 	return cmds
 }
 
+// describe gives every command under parent its long help (helpTexts).
+func describe(parent string, cmds []*cli.Command) {
+	for _, c := range cmds {
+		path := strings.TrimSpace(parent + " " + c.Name)
+		applyHelp(path, c)
+		describe(path, c.Subcommands)
+	}
+}
+
 func newApp() *cli.App {
-	return &cli.App{
+	app := &cli.App{
 		Name:  "drctl",
 		Usage: "Kafka disaster recovery: mirror, fail over, fail back",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "config", Aliases: []string{"c"}, Usage: "topology file (default: $DRCTL_CONFIG, then ./drctl.yaml)"},
+			&cli.StringFlag{Name: "config", Aliases: []string{"c"}, Usage: "topology file (default: $DRCTL_CONFIG, then ./drctl.yaml, then $XDG_CONFIG_HOME/drctl/drctl.yaml, i.e. ~/.config/drctl/drctl.yaml)"},
 			outputFlag,
 			&cli.BoolFlag{Name: "version", Usage: "print the version and exit (as drctl version)"},
 		},
 		OnUsageError: badUsage,
 		HideVersion:  true, // --version is ours: it prints the same as drctl version
 		Action:       rootAction,
-		Commands: commands(append([]*cli.Command{validateCommand(), statusCommand(), mirrorCommand(), offsetsCommand(), planCommand(), failoverCommand(),
-			failbackCommand(), applyCommand(), resumeCommand(), reseedCommand(), sandboxCommand(), versionCommand(), tuiCommand(),
-			drillCommand()}, fenceCommands()...)...),
-		ExitErrHandler: func(*cli.Context, error) {}, // main decides the exit code
+		Commands: commands(append([]*cli.Command{
+			validateCommand(),
+			statusCommand(),
+			mirrorCommand(),
+			offsetsCommand(),
+			planCommand(),
+			failoverCommand(),
+			failbackCommand(),
+			applyCommand(),
+			resumeCommand(),
+			reseedCommand(),
+			sandboxCommand(),
+			tuiCommand(),
+			drillCommand(),
+			versionCommand(),
+			completionCommand(),
+			docsCommand(),
+		}, fenceCommands()...)...),
+		EnableBashCompletion: true,                         // drctl completion SHELL
+		ExitErrHandler:       func(*cli.Context, error) {}, // main decides the exit code
 	}
+	describe("", app.Commands)
+	return app
 }

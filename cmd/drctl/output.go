@@ -46,7 +46,6 @@ var textOnly = map[string]string{
 	"mirror run": "its output is a log; see --log-format",
 	"completion": "its output is a shell script",
 	"tui":        "it is an interactive screen",
-	"docs":       "it writes files",
 }
 
 func checkOutputFormat(c *cli.Context) error {

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/urfave/cli/v2"
+)
+
+// Shell completion asks drctl itself: the scripts call
+// `drctl WORDS... --generate-bash-completion`, which prints the commands or
+// flags that may come next (urfave/cli), so they stay right as commands are
+// added.
+
+const bashCompletion = `# bash completion for drctl. Load it with:  source <(drctl completion bash)
+_drctl_complete() {
+  local cur="${COMP_WORDS[COMP_CWORD]}"
+  local -a words=("${COMP_WORDS[@]:1:COMP_CWORD-1}")
+  if [[ "$cur" == -* ]]; then words+=("$cur"); fi
+  local IFS=$'\n'
+  COMPREPLY=($(compgen -W "$("${COMP_WORDS[0]}" "${words[@]}" --generate-bash-completion 2>/dev/null)" -- "$cur"))
+}
+complete -o default -F _drctl_complete drctl
+`
+
+const zshCompletion = `#compdef drctl
+# zsh completion for drctl. Load it with:  source <(drctl completion zsh)
+_drctl() {
+  local -a opts words_before
+  local cur=${words[CURRENT]}
+  words_before=(${words[2,CURRENT-1]})
+  if [[ $cur == -* ]]; then words_before+=($cur); fi
+  opts=("${(@f)$(${words[1]} ${words_before[@]} --generate-bash-completion 2>/dev/null)}")
+  if [[ -n ${opts[1]} ]]; then
+    _describe 'drctl' opts
+  else
+    _files
+  fi
+}
+if (( $+functions[compdef] )); then compdef _drctl drctl; fi
+`
+
+func completionCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "completion",
+		Usage:     "print the shell completion script for bash, zsh or fish",
+		ArgsUsage: "SHELL",
+		Description: "completion prints a script that completes drctl's commands and flags in bash, zsh or fish.\n" +
+			"Load it in the current shell, or install it where your shell loads completions from.\n\n" +
+			"Examples:\n   source <(drctl completion bash)\n   drctl completion zsh > \"${fpath[1]}/_drctl\"\n" +
+			"   drctl completion fish > ~/.config/fish/completions/drctl.fish",
+		Action: func(c *cli.Context) error {
+			var script string
+			switch shell := c.Args().First(); shell {
+			case "bash":
+				script = bashCompletion
+			case "zsh":
+				script = zshCompletion
+			case "fish":
+				s, err := c.App.ToFishCompletion()
+				if err != nil {
+					return err
+				}
+				script = s
+			case "":
+				return withCode(exitBadInput, fmt.Errorf("name the shell: drctl completion bash|zsh|fish"))
+			default:
+				return withCode(exitBadInput, fmt.Errorf("no completion for %q; use bash, zsh or fish", shell))
+			}
+			_, err := io.WriteString(c.App.Writer, script)
+			return err
+		},
+	}
+}

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"reflect"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+)
+
+// helpText is the long help of a command: a paragraph (the command's
+// Description, when its definition has none) and examples that run as shown
+// against the sandbox's drctl.yaml.
+type helpText struct {
+	description string
+	examples    []string
+}
+
+// helpTexts holds the long help of the commands whose definitions carry
+// none, by command path. A command that sets its own Description includes
+// its examples there, after a line "Examples:".
+var helpTexts = map[string]helpText{
+	"validate": {examples: []string{"drctl validate", "drctl validate --online", "drctl -c prod.yaml validate -o json"}},
+	"status":   {examples: []string{"drctl status", "drctl status -o json | jq .roles", "drctl status --timeout 5s"}},
+	"mirror": {description: "mirror runs the replication daemon (mirror run) and measures how far the standby is behind (mirror lag).",
+		examples: []string{"drctl mirror run", "drctl mirror lag"}},
+	"mirror run": {examples: []string{"drctl mirror run", "drctl mirror run --listen 127.0.0.1:9465 --log-format json --log-level debug"}},
+	"mirror lag": {description: "lag measures the live link (the live active to the live standby) per partition: the source's end\n" +
+		"offset, the position the mirror has copied to, the records and seconds it is behind, and the records lost\n" +
+		"to the source's retention before they were copied. It changes nothing; exit 3 when a cluster is unreachable.",
+		examples: []string{"drctl mirror lag", "drctl mirror lag -o json"}},
+	"offsets": {description: "offsets translates consumer-group positions from the live active to the live standby through the\n" +
+		"mirror's exact offset map (translate) and commits them on the standby (sync).",
+		examples: []string{"drctl offsets translate --group billing", "drctl offsets sync --yes"}},
+	"offsets translate": {examples: []string{"drctl offsets translate --group billing", "drctl offsets translate -g billing -g shipping -o json"}},
+	"offsets sync":      {examples: []string{"drctl offsets sync", "drctl offsets sync --group billing --yes"}},
+	"plan": {description: "plan builds a plan from the topology and the live state of both clusters and prints it, changing\n" +
+		"nothing. A saved plan runs with drctl apply, which refuses it when the topology or the roles changed since.",
+		examples: []string{"drctl plan failover --to west", "drctl plan failover --to west --out plan.json"}},
+	"plan failover": {description: "plan failover prints each step a failover to --to would take (preflight, fence the active, drain,\n" +
+		"flip the roles, translate groups, hooks, salvage, wipe and reseed the old active), with what it expects before and intends after. With --out it\n" +
+		"saves the plan as JSON for drctl apply. With --unplanned the active cluster is taken as lost: no drain and no\n" +
+		"fence of it, the groups come from the standby's last snapshot and the run reports the RPO.",
+		examples: []string{"drctl plan failover --to west", "drctl plan failover --to west --out plan.json && drctl apply plan.json --yes"}},
+	"failover": {description: "failover plans a failover to --to and runs it: it checks both clusters, records the run in both,\n" +
+		"fences the old active (failover.fence), drains the mirror, flips the roles (the epoch goes up), moves every\n" +
+		"selected group's position exactly, runs the hooks, then salvages, wipes and re-seeds the old active as the\n" +
+		"new standby.\n" +
+		"On a terminal it prints the plan and asks you to type the target's name; without one it refuses unless\n" +
+		"--yes. Ctrl-C finishes the current step and stops (drctl resume goes on); a second Ctrl-C cancels it.\n" +
+		"With -o json it prints a JSON-lines event stream, one event per line (-o yaml: one YAML document per event).",
+		examples: []string{"drctl failover --to west", "drctl failover --to west --yes", "drctl failover --to west --unplanned --yes -o json"}},
+	"failback": {description: "failback is a planned failover back to the home active cluster (the topology's `active`), with\n" +
+		"the same steps, confirmation and output as drctl failover. It is refused while a reseed runs.",
+		examples: []string{"drctl failback", "drctl failback --yes"}},
+	"apply": {description: "apply runs a plan saved by drctl plan ... --out. Before anything changes it re-derives the plan\n" +
+		"from the plan's inputs and the live state, and refuses a stale plan (the topology or the roles changed since\n" +
+		"it was made): make a new plan then. Confirmation and output are as for drctl failover.",
+		examples: []string{"drctl apply plan.json", "drctl apply plan.json --yes -o json"}},
+	"resume": {description: "resume finishes an interrupted failover, failback or reseed from the step it stopped at, from\n" +
+		"this or any other machine: the run's progress is kept in both clusters. Without RUN-ID it resumes the run\n" +
+		"recorded in progress (drctl status shows it).",
+		examples: []string{"drctl resume", "drctl resume failover-20261201T101500-8feb83 --yes"}},
+	"reseed": {description: "reseed salvages the records of a stale cluster that never reached the active (to a quarantine\n" +
+		"topic on the active), wipes the stale cluster's selected topics and groups and re-seeds it from the active\n" +
+		"as the new standby. A cluster that is not stale is refused.",
+		examples: []string{"drctl reseed east", "drctl reseed east --yes"}},
+	"fence": {description: "fence adds DENY WRITE ACLs on the selected topics of CLUSTER for the application principals\n" +
+		"(recorded in the cluster, so that unfence removes exactly those) and verifies that they are in force.\n" +
+		"The cluster needs an authorizer.",
+		examples: []string{"drctl fence east", "drctl fence east -o json"}},
+	"unfence": {description: "unfence removes exactly the ACLs drctl's fence added on CLUSTER, and no other.",
+		examples: []string{"drctl unfence east"}},
+	"sandbox": {examples: []string{"drctl sandbox", "drctl sandbox --dir /tmp/sb2 --east-port 19093 --west-port 29093 --mirror-listen 127.0.0.1:9478"}},
+	"version": {examples: []string{"drctl version", "drctl version -o json", "drctl --version"}},
+}
+
+// applyHelp gives c its long help and marks its required flags as such.
+func applyHelp(path string, c *cli.Command) {
+	if h, ok := helpTexts[path]; ok {
+		if c.Description == "" {
+			c.Description = h.description
+		}
+		if len(h.examples) > 0 && !strings.Contains(c.Description, "Examples:") {
+			c.Description += "\n\nExamples:\n   " + strings.Join(h.examples, "\n   ")
+		}
+	}
+	for _, f := range c.Flags {
+		markRequired(f)
+	}
+}
+
+// markRequired starts a required flag's usage with "(required)", so help,
+// completion and the generated docs say so.
+func markRequired(f cli.Flag) {
+	r, ok := f.(cli.RequiredFlag)
+	if !ok || !r.IsRequired() {
+		return
+	}
+	v := reflect.ValueOf(f)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return
+	}
+	u := v.Elem().FieldByName("Usage")
+	if u.IsValid() && u.CanSet() && u.Kind() == reflect.String && !strings.HasPrefix(u.String(), "(required)") {
+		u.SetString("(required) " + u.String())
+	}
+}
