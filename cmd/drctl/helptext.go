@@ -71,6 +71,7 @@ var helpTexts = map[string]helpText{
 	"unfence": {description: "unfence removes exactly the ACLs drctl's fence added on CLUSTER, and no other.",
 		examples: []string{"drctl unfence east"}},
 	"sandbox": {examples: []string{"drctl sandbox", "drctl sandbox --dir /tmp/sb2 --east-port 19093 --west-port 29093 --mirror-listen 127.0.0.1:9478"}},
+	"tui":     {examples: []string{"drctl tui", "drctl tui --read-only --interval 5s"}},
 	"version": {examples: []string{"drctl version", "drctl version -o json", "drctl --version"}},
 }
 
