@@ -72,6 +72,21 @@ var helpTexts = map[string]helpText{
 		examples: []string{"drctl unfence east"}},
 	"sandbox": {examples: []string{"drctl sandbox", "drctl sandbox --dir /tmp/sb2 --east-port 19093 --west-port 29093 --mirror-listen 127.0.0.1:9478"}},
 	"tui":     {examples: []string{"drctl tui", "drctl tui --read-only --interval 5s"}},
+	"drill": {description: "drill rehearses disaster recovery and keeps the evidence: a drill (a canary, a planned or an\n" +
+		"unplanned failover) measures RPO, RTO, duplicates and loss, judges them against the objectives and is\n" +
+		"recorded in both clusters; history lists the drills and report prints one in full.",
+		examples: []string{"drctl drill run", "drctl drill history", "drctl drill report ID --format html --out drill.html"}},
+	"drill run": {examples: []string{"drctl drill run", "drctl drill run --kind failover --yes", "drctl drill run nightly --report drill.md"}},
+	"drill schedule": {description: "schedule runs the drills the topology schedules (its drills section), each at its time, and\n" +
+		"records each one as drill run does; it runs until stopped.",
+		examples: []string{"drctl drill schedule"}},
+	"drill history": {description: "history lists the recorded drills, newest first, from both clusters and the local journal:\n" +
+		"id, name, kind, verdict and the measured figures. It changes nothing.",
+		examples: []string{"drctl drill history", "drctl drill history --drill nightly --limit 10 -o json"}},
+	"drill report": {description: "report prints the full evidence of one drill (its id from drill history): the timeline, the\n" +
+		"measured RPO, RTO, duplicates and loss against the objectives, as Markdown, JSON, JUnit XML or a\n" +
+		"self-contained HTML page (--format), to standard output or --out.",
+		examples: []string{"drctl drill report ID", "drctl drill report ID --format html --out drill.html"}},
 	"version": {examples: []string{"drctl version", "drctl version -o json", "drctl --version"}},
 }
 
