@@ -23,7 +23,8 @@ var helpTexts = map[string]helpText{
 	"status":   {examples: []string{"drctl status", "drctl status -o json | jq .roles", "drctl status --timeout 5s"}},
 	"mirror": {description: "mirror runs the replication daemon (mirror run) and measures how far the standby is behind (mirror lag).",
 		examples: []string{"drctl mirror run", "drctl mirror lag"}},
-	"mirror run": {examples: []string{"drctl mirror run", "drctl mirror run --listen 127.0.0.1:9465 --log-format json --log-level debug"}},
+	"mirror run":          {examples: []string{"drctl mirror run", "drctl mirror run --listen 127.0.0.1:9465 --log-format json --log-level debug"}},
+	"mirror reseed-topic": {examples: []string{"drctl mirror reseed-topic orders --salvage", "drctl mirror reseed-topic orders --drop --yes"}},
 	"mirror lag": {description: "lag measures the live link (the live active to the live standby) per partition: the source's end\n" +
 		"offset, the position the mirror has copied to, the records and seconds it is behind, and the records lost\n" +
 		"to the source's retention before they were copied. It changes nothing; exit 3 when a cluster is unreachable.",
