@@ -54,7 +54,7 @@ func groupWait(topo *topology.Topology) time.Duration {
 // canaryPlan builds the canary drill: every step only reads, except that
 // the canary topic, its records and the canary group's position are
 // written on the active cluster.
-func canaryPlan(topo *topology.Topology, d *topology.NamedDrill, id, active, standby string) (*plans.Plan, *plans.Registry) {
+func canaryPlan(topo *topology.Topology, d *topology.NamedDrill, id, active, standby, journalDir string) (*plans.Plan, *plans.Registry) {
 	p := plans.New(id, "drill-canary")
 	cp := canaryParams{Drill: id, Active: active, Standby: standby, Records: d.Params.Records, Rate: d.Params.Rate,
 		WaitMS: canaryWait(d).Milliseconds(), GroupWaitMS: groupWait(topo).Milliseconds()}
@@ -71,10 +71,10 @@ func canaryPlan(topo *topology.Topology, d *topology.NamedDrill, id, active, sta
 			panic(err) // encodable by construction
 		}
 	}
-	return p, canaryRegistry(topo)
+	return p, canaryRegistry(topo, journalDir)
 }
 
-func canaryRegistry(topo *topology.Topology) *plans.Registry {
+func canaryRegistry(topo *topology.Topology, journalDir string) *plans.Registry {
 	r := plans.NewRegistry()
 	reg := func(name string, f func(ctx context.Context, cp canaryParams, rc *plans.RunContext) (plans.Result, error)) {
 		_ = r.Register(name, plans.ActionFunc(func(ctx context.Context, s plans.Step, rc *plans.RunContext) (plans.Result, error) {
@@ -134,7 +134,7 @@ func canaryRegistry(topo *topology.Topology) *plans.Registry {
 		return plans.NewResult(fmt.Sprintf("%d record(s), %.1f s behind", rpo.Records, rpo.Seconds), rpo)
 	})
 	reg(StepRTO, func(ctx context.Context, cp canaryParams, _ *plans.RunContext) (plans.Result, error) {
-		rto := estimateRTO(ctx, topo)
+		rto := estimateRTO(ctx, topo, journalDir)
 		if rto.From == "" {
 			return plans.NewResult("no disruptive drill has measured an RTO yet", rto)
 		}
@@ -191,8 +191,8 @@ func problemLines(err error) []string {
 
 // estimateRTO is the write RTO of the last passed disruptive drill in the
 // history (the slower direction), or an empty estimate.
-func estimateRTO(ctx context.Context, topo *topology.Topology) RTO {
-	hist, err := History(ctx, topo, HistoryOptions{})
+func estimateRTO(ctx context.Context, topo *topology.Topology, journalDir string) RTO {
+	hist, err := History(ctx, topo, HistoryOptions{JournalDir: journalDir})
 	if err != nil && !errors.Is(err, ErrUnreachable) {
 		return RTO{Estimated: true}
 	}

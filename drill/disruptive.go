@@ -1,9 +1,15 @@
 package drill
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"sync"
+	"time"
 
+	"github.com/drctl/drctl/failover"
+	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/plans"
 	"github.com/drctl/drctl/topology"
 )
@@ -13,23 +19,358 @@ const (
 	StepFailover          = "drill-failover"
 	StepHold              = "hold"
 	StepFailback          = "drill-failback"
+	StepSettle            = "canary-settle"
 	StepUnplannedFailover = "drill-unplanned-failover"
 )
 
-func failoverPlan(topo *topology.Topology, d *topology.NamedDrill, id, active, standby string, o Options) (*plans.Plan, *plans.Registry) {
-	return notYet(id, d.Kind)
+type moveParams struct {
+	From     string `json:"from"`
+	To       string `json:"to"`
+	Failback bool   `json:"failback,omitempty"`
 }
 
-func unplannedPlan(topo *topology.Topology, d *topology.NamedDrill, id, active, standby string, o Options) (*plans.Plan, *plans.Registry) {
-	return notYet(id, d.Kind)
+type holdParams struct {
+	Hold string `json:"hold"`
 }
 
-func notYet(id string, kind topology.DrillKind) (*plans.Plan, *plans.Registry) {
-	p := plans.New(id, "drill-"+string(kind))
-	_ = p.Add(plans.StepSpec{Name: "not-implemented", Title: "The " + string(kind) + " drill"})
+// failoverDrill is the state a failover drill's steps share: the canary
+// application that follows the roles, and where each direction's records
+// begin.
+type failoverDrill struct {
+	topo    *topology.Topology
+	journal string
+	app     *follower
+	stop    context.CancelFunc
+	done    chan struct{}
+
+	mu     sync.Mutex
+	starts []int // first sequence number of each direction
+}
+
+// failoverPlan builds the failover drill: a real planned failover from
+// active to standby with the canary application writing and reading
+// through it, a hold, a failback, and the tally of the canary.
+func failoverPlan(topo *topology.Topology, d *topology.NamedDrill, id, active, standby string, o Options) (*plans.Plan, *plans.Registry, func()) {
+	p := plans.New(id, "drill-failover")
+	_ = p.SetInputs(map[string]any{"topology": topo.Name, "topology_digest": topo.Digest, "drill": d.Name, "active": active, "standby": standby})
+	cp := canaryParams{Drill: id, Active: active, Standby: standby, Records: d.Params.Records, Rate: d.Params.Rate}
+	for _, s := range []plans.StepSpec{
+		{Name: StepCanaryTopic, Title: fmt.Sprintf("Ensure the canary topic %s on %s; start the canary application", topo.CanaryTopic(), active), Params: cp},
+		{Name: StepFailover, Title: fmt.Sprintf("Fail over to %s (a real planned failover)", standby), Destructive: true,
+			Params: moveParams{From: active, To: standby, Failback: active != topo.Active}},
+		{Name: StepHold, Title: fmt.Sprintf("Hold on %s for %s", standby, d.Params.Hold), Params: holdParams{Hold: d.Params.Hold.String()}},
+		{Name: StepFailback, Title: fmt.Sprintf("Fail back to %s", active), Destructive: true,
+			Params: moveParams{From: standby, To: active, Failback: active == topo.Active}},
+		{Name: StepSettle, Title: "Stop the canary, let its group read everything, count lost, duplicated and re-read records", Params: cp},
+	} {
+		if err := p.Add(s); err != nil {
+			panic(err)
+		}
+	}
+	x := &failoverDrill{topo: topo, journal: o.journalDir(), app: newFollower(topo, id, d.Params.Rate)}
+	r := plans.NewRegistry()
+	_ = r.Register(StepCanaryTopic, plans.ActionFunc(func(ctx context.Context, s plans.Step, _ *plans.RunContext) (plans.Result, error) {
+		var cp canaryParams
+		if err := s.DecodeParams(&cp); err != nil {
+			return plans.Result{}, err
+		}
+		res, err := canaryTopicStep(ctx, topo, cp.Active)
+		if err != nil {
+			return res, err
+		}
+		if err := awaitTopic(ctx, topo, cp.Standby, topo.CanaryTopic(), time.Minute); err != nil {
+			return plans.Result{}, err
+		}
+		x.start(cp.Active)
+		return res, nil
+	}))
+	move := plans.ActionFunc(func(ctx context.Context, s plans.Step, _ *plans.RunContext) (plans.Result, error) {
+		var mp moveParams
+		if err := s.DecodeParams(&mp); err != nil {
+			return plans.Result{}, err
+		}
+		dir, err := x.move(ctx, mp)
+		if err != nil {
+			return plans.Result{}, err
+		}
+		return plans.NewResult(fmt.Sprintf("%s is active: writes accepted after %.1f s, the canary group consumed after %.1f s (run %s)",
+			mp.To, dir.RTOWriteSeconds, dir.RTOConsumeSeconds, dir.RunID), dir)
+	})
+	_ = r.Register(StepFailover, move)
+	_ = r.Register(StepFailback, move)
+	_ = r.Register(StepHold, plans.ActionFunc(func(ctx context.Context, s plans.Step, _ *plans.RunContext) (plans.Result, error) {
+		var hp holdParams
+		if err := s.DecodeParams(&hp); err != nil {
+			return plans.Result{}, err
+		}
+		d, err := time.ParseDuration(hp.Hold)
+		if err != nil {
+			return plans.Result{}, err
+		}
+		select {
+		case <-ctx.Done():
+			return plans.Result{}, ctx.Err()
+		case <-time.After(d):
+		}
+		return plans.NewResult(fmt.Sprintf("held %s; the canary wrote and read throughout", d), nil)
+	}))
+	_ = r.Register(StepSettle, plans.ActionFunc(func(ctx context.Context, s plans.Step, rc *plans.RunContext) (plans.Result, error) {
+		dirs := x.settle(ctx, rc)
+		return plans.NewResult(settleSummary(dirs), dirs)
+	}))
+	return p, r, x.close
+}
+
+// start begins the canary application on cluster.
+func (x *failoverDrill) start(cluster string) {
+	if x.stop != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	x.stop, x.done = cancel, make(chan struct{})
+	x.app.point(cluster, cluster)
+	go func() { defer close(x.done); x.app.run(ctx) }()
+}
+
+func (x *failoverDrill) close() {
+	if x.stop != nil {
+		x.stop()
+		<-x.done
+		x.stop = nil
+	}
+}
+
+// move runs one planned failover from mp.From to mp.To and measures it.
+// The canary follows the run as an application redirected by the
+// failover's hooks: its producer pauses when the old active is fenced and
+// writes to the new active once the roles flip; its group stops reading
+// when the drain starts (its position is what gets translated) and reads
+// on the new active once the groups are translated.
+func (x *failoverDrill) move(ctx context.Context, mp moveParams) (*Direction, error) {
+	dir := &Direction{From: mp.From, To: mp.To}
+	x.start(mp.From)
+	x.mu.Lock()
+	x.starts = append(x.starts, x.app.nextSeq())
+	x.mu.Unlock()
+	before := x.probe(ctx, mp.From)
+	p, err := failover.PlanFailover(ctx, x.topo, mp.To, false, mp.Failback)
+	if err != nil {
+		return nil, fmt.Errorf("plan the failover to %s: %w", mp.To, err)
+	}
+	dir.RunID = p.ID
+	start := time.Now()
+	x.app.mu.Lock()
+	delete(x.app.firstAck, mp.To)
+	delete(x.app.firstRead, mp.To)
+	x.app.mu.Unlock()
+	var fenceErr error
+	probed := false
+	watch := &eventWatcher{on: func(e plans.Event) {
+		switch {
+		case e.Type == plans.EventStepStarted && e.Name == failover.StepFenceActive:
+			x.app.pointWrite("")
+		case e.Type == plans.EventStepDone && e.Name == failover.StepFenceActive:
+			probed, fenceErr = true, x.probe(ctx, mp.From)
+		case e.Type == plans.EventStepStarted && e.Name == failover.StepDrain:
+			x.app.pointRead("")
+		case e.Type == plans.EventStepDone && e.Name == failover.StepFlip:
+			x.app.pointWrite(mp.To)
+		case e.Type == plans.EventStepDone && e.Name == failover.StepTranslateGroups:
+			x.app.pointRead(mp.To)
+		}
+	}}
+	err = failover.Execute(ctx, x.topo, p, failover.RunOptions{JSON: watch, JournalDir: x.journal,
+		Confirm: func(string) error { x.app.pointWrite(""); return nil }})
+	if err != nil {
+		if next, ok := plans.NextStep(err); ok && next > 0 {
+			return nil, fmt.Errorf("failover run %s to %s: %w (drctl resume %s finishes it)", p.ID, mp.To, err, p.ID)
+		}
+		return nil, fmt.Errorf("failover run %s to %s: %w", p.ID, mp.To, err)
+	}
+	x.app.point(mp.To, mp.To)
+	// The new active accepts the canary's writes and its group reads there.
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		x.app.mu.Lock()
+		a, okA := x.app.firstAck[mp.To]
+		r, okR := x.app.firstRead[mp.To]
+		x.app.mu.Unlock()
+		if okA && okR {
+			dir.RTOWriteSeconds, dir.RTOConsumeSeconds = round1(a.Sub(start).Seconds()), round1(r.Sub(start).Seconds())
+			break
+		}
+		if err := sleepCtx(ctx, 100*time.Millisecond); err != nil {
+			return nil, err
+		}
+	}
+	if dir.RTOWriteSeconds == 0 {
+		dir.Error = fmt.Sprintf("the canary could not write to or read on %s within a minute of the failover: %s", mp.To, x.app.writeErr[mp.To])
+	}
+	switch {
+	case x.topo.Drills.CanaryUser == nil:
+		// No principal to probe with: nothing to verify, nothing claimed.
+	case before != nil:
+		dir.FenceNote = fmt.Sprintf("the canary user could not write to %s even before the fence (%v): grant it WRITE on %s", mp.From, before, x.topo.CanaryTopic())
+	case !probed:
+		dir.FenceNote = "the run did not fence " + mp.From + " (fence: none)"
+	case fenceErr == nil:
+		dir.FenceNote = "the canary user's write to " + mp.From + " was accepted while it was fenced"
+	case isRefused(fenceErr):
+		dir.FenceVerified = true
+	default:
+		dir.FenceNote = fmt.Sprintf("the canary user's write to %s failed, but not as refused: %v", mp.From, fenceErr)
+	}
+	return dir, nil
+}
+
+// probe writes one record as the canary user to the canary topic of
+// cluster; nil means it was accepted (or there is no canary user).
+func (x *failoverDrill) probe(ctx context.Context, cluster string) error {
+	u := x.topo.Drills.CanaryUser
+	if u == nil {
+		return nil
+	}
+	c := *x.topo.Clusters[cluster]
+	mech := "PLAIN"
+	if c.SASL != nil {
+		mech = c.SASL.Mechanism
+	}
+	c.SASL = &topology.SASL{Mechanism: mech, Username: u.Username, Password: u.Password}
+	p, err := canaryProducer(&c)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	msg := canaryMessage(x.topo.CanaryTopic(), x.app.id+"-probe", 0, time.Now())
+	_, _, err = p.SendMessage(msg)
+	return err
+}
+
+// settle stops the producer, lets the group read everything on the final
+// active, and completes each direction with its tally.
+func (x *failoverDrill) settle(ctx context.Context, rc *plans.RunContext) []Direction {
+	x.app.pointWrite("")
+	x.app.caughtUp(ctx, 2*time.Minute)
+	x.close()
+	var dirs []Direction
+	for _, name := range []string{StepFailover, StepFailback} {
+		var d Direction
+		if rc.OutputOf(name, &d) == nil {
+			dirs = append(dirs, d)
+		}
+	}
+	x.mu.Lock()
+	starts := append([]int(nil), x.starts...)
+	x.mu.Unlock()
+	end := x.app.nextSeq()
+	for i := range dirs {
+		if i >= len(starts) {
+			break
+		}
+		hi := end
+		if i+1 < len(starts) {
+			hi = starts[i+1]
+		}
+		lo := 0
+		if i > 0 {
+			lo = starts[i]
+		}
+		dirs[i].Lost, dirs[i].Duplicated, dirs[i].ReRead = x.app.tally(lo, hi)
+		dirs[i].RPORecords = int64(x.lostOn(lo, hi, dirs[i].From))
+	}
+	return dirs
+}
+
+// lostOn counts the lost records of [lo, hi) that cluster acknowledged: what
+// the failover left behind on the old active.
+func (x *failoverDrill) lostOn(lo, hi int, cluster string) int {
+	x.app.mu.Lock()
+	defer x.app.mu.Unlock()
+	n := 0
+	for seq := lo; seq < hi; seq++ {
+		if a, ok := x.app.acked[seq]; ok && a.Cluster == cluster && len(x.app.reads[seq]) == 0 {
+			n++
+		}
+	}
+	return n
+}
+
+func settleSummary(dirs []Direction) string {
+	var b bytes.Buffer
+	for i, d := range dirs {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "%s->%s: %d lost, %d duplicated, %d re-read", d.From, d.To, d.Lost, d.Duplicated, d.ReRead)
+	}
+	if len(dirs) == 0 {
+		return "no direction completed"
+	}
+	return b.String()
+}
+
+// eventWatcher is the failover run's JSON stream, read as it is written:
+// each event line is handed to on.
+type eventWatcher struct {
+	on  func(plans.Event)
+	buf []byte
+}
+
+func (w *eventWatcher) Write(p []byte) (int, error) {
+	w.buf = append(w.buf, p...)
+	consumed := 0
+	for {
+		i := bytes.IndexByte(w.buf[consumed:], '\n')
+		if i < 0 {
+			break
+		}
+		line := w.buf[consumed : consumed+i]
+		consumed += i + 1
+		var e plans.Event
+		if json.Unmarshal(line, &e) == nil {
+			w.on(e)
+		}
+	}
+	w.buf = w.buf[consumed:]
+	return len(p), nil
+}
+
+// awaitTopic waits until the mirror has created topic on cluster.
+func awaitTopic(ctx context.Context, topo *topology.Topology, cluster, topic string, wait time.Duration) error {
+	c, err := dial(ctx, topo, cluster)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	deadline := time.Now().Add(wait)
+	for {
+		if info, err := kafkaread.Topic(ctx, c, topic); err == nil && info.Exists {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the mirror did not create %s on %s within %s: is drctl mirror run running?", topic, cluster, wait)
+		}
+		if err := sleepCtx(ctx, 200*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}
+
+func unplannedPlan(topo *topology.Topology, d *topology.NamedDrill, id, active, standby string, o Options) (*plans.Plan, *plans.Registry, func()) {
+	p := plans.New(id, "drill-"+string(d.Kind))
+	_ = p.Add(plans.StepSpec{Name: "not-implemented", Title: "The " + string(d.Kind) + " drill"})
 	r := plans.NewRegistry()
 	_ = r.Register("not-implemented", plans.ActionFunc(func(context.Context, plans.Step, *plans.RunContext) (plans.Result, error) {
-		return plans.Result{}, fmt.Errorf("the %s drill is not implemented in this build", kind)
+		return plans.Result{}, fmt.Errorf("the %s drill is not implemented in this build", d.Kind)
 	}))
-	return p, r
+	return p, r, func() {}
 }

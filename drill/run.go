@@ -135,15 +135,17 @@ func Run(ctx context.Context, topo *topology.Topology, d *topology.NamedDrill, o
 	}
 	var p *plans.Plan
 	var reg *plans.Registry
+	cleanup := func() {}
 	switch d.Kind {
 	case topology.DrillCanary:
-		p, reg = canaryPlan(topo, d, id, roles.Active, roles.Standby)
+		p, reg = canaryPlan(topo, d, id, roles.Active, roles.Standby, o.journalDir())
 	case topology.DrillFailover:
-		p, reg = failoverPlan(topo, d, id, roles.Active, roles.Standby, o)
+		p, reg, cleanup = failoverPlan(topo, d, id, roles.Active, roles.Standby, o)
 	default:
-		p, reg = unplannedPlan(topo, d, id, roles.Active, roles.Standby, o)
+		p, reg, cleanup = unplannedPlan(topo, d, id, roles.Active, roles.Standby, o)
 	}
 	runErr := execute(ctx, p, reg, rec, o)
+	cleanup()
 	rec.FinishedAt = time.Now().UTC()
 	Judge(rec)
 	if err := Store(ctx, topo, rec, o.journalDir()); err != nil {
@@ -248,6 +250,10 @@ func (r *recorder) absorb(step string, raw json.RawMessage) {
 	case StepFailover, StepFailback, StepUnplannedFailover:
 		if d := decode[Direction](raw); d != nil {
 			r.rec.Directions = append(r.rec.Directions, *d)
+		}
+	case StepSettle:
+		if ds := decode[[]Direction](raw); ds != nil {
+			r.rec.Directions = *ds
 		}
 	}
 }

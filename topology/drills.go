@@ -50,6 +50,11 @@ type Drills struct {
 	StaleAfter time.Duration
 	// CanaryRetention is the retention of the canary topic.
 	CanaryRetention time.Duration
+	// CanaryUser, if set, is a principal that is not a super user: a
+	// failover drill writes as it to the old active before and while it is
+	// fenced, to prove the fence refuses writes. Its mechanism is the
+	// cluster's.
+	CanaryUser *SASL
 	// Named holds the named drills, by name.
 	Named map[string]*NamedDrill
 }
@@ -128,7 +133,13 @@ type rawDrills struct {
 	AllowDisruptive bool                      `yaml:"allow_disruptive"`
 	StaleAfter      *duration                 `yaml:"stale_after"`
 	CanaryRetention *duration                 `yaml:"canary_retention"`
+	CanaryUser      *rawCanaryUser            `yaml:"canary_user"`
 	Named           map[string]*rawNamedDrill `yaml:"named"`
+}
+
+type rawCanaryUser struct {
+	Username string `yaml:"username"`
+	Password string `yaml:"password"`
 }
 
 type rawNamedDrill struct {
@@ -180,6 +191,12 @@ func buildDrills(t *Topology, raw *rawDrills, root *yaml.Node) error {
 	t.Drills.CanaryRetention = raw.CanaryRetention.or(DefaultCanaryRetention)
 	if t.Drills.CanaryRetention < time.Minute {
 		return at("drills.canary_retention must be at least 1m (the canary reads its records back)", "canary_retention")
+	}
+	if u := raw.CanaryUser; u != nil {
+		if u.Username == "" || u.Password == "" {
+			return at("drills.canary_user needs username and password (a principal that is not a super user)", "canary_user")
+		}
+		t.Drills.CanaryUser = &SASL{Username: u.Username, Password: u.Password}
 	}
 	for name, rd := range raw.Named {
 		where := "drills.named." + name
