@@ -199,9 +199,14 @@ func (d *Daemon) start(k linkKey) (*Engine, error) {
 	opts := d.opts.Engine
 	opts.Epoch = k.epoch
 	opts.CopyOwnOrigin = k.copy
+	// The epoch decides, not only the direction: after a failover and a
+	// failback the same direction runs again under a higher epoch, and a
+	// hung shard of the old one must not pass (#8 known race). A target
+	// whose state lags behind the epoch the link was started for (it
+	// missed a write) does not stop it.
 	opts.Allowed = func(st rolestate.State) bool {
 		want, ok := desired(st, k.link.Topology)
-		return ok && want.link == k.link
+		return ok && want.link == k.link && st.Epoch <= k.epoch
 	}
 	e, err := NewEngine(d.topo, k.link.Source, k.link.Target, opts)
 	if err != nil {

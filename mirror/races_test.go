@@ -1,0 +1,97 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/drctl/drctl/internal/kfaketest"
+	"github.com/drctl/drctl/internal/rolestate"
+)
+
+// TestOldEpochOfSameDirectionIsRetired (#8 known race): after a failover
+// and a failback the link east -> west runs again, under a higher epoch. A
+// hung shard of the old epoch that wakes up must not pass the role check
+// just because the direction matches: it stops, having copied nothing.
+func TestOldEpochOfSameDirectionIsRetired(t *testing.T) {
+	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: "  topics: {include: [\"orders\"]}"})
+	east, west := p.Topology.Clusters["east"], p.Topology.Clusters["west"]
+	src, dst := dialT(t, east), dialT(t, west)
+	createTopicT(t, src, "orders", 1, nil)
+	sendN(t, producerT(t, east, ""), "orders", 10, "a")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cfg, err := west.SaramaConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Failover (epoch 2) and failback (epoch 3): east -> west again.
+	next := rolestate.Initial(p.Topology)
+	next.Epoch = 3
+	if err := rolestate.CompareAndSet(ctx, dst, cfg, 0, next); err != nil {
+		t.Fatal(err)
+	}
+	d := NewDaemon(p.Topology, DaemonOptions{Engine: Options{Shards: 1, IdleCheck: 100 * time.Millisecond, TopicSyncInterval: 200 * time.Millisecond}})
+	old, err := d.start(linkKey{link: LinkFor(p.Topology, "east", "west"), epoch: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- old.Run(ctx) }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrLinkRetired) {
+			t.Fatalf("the epoch-1 link stopped with %v, want ErrLinkRetired", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the epoch-1 link is still running under epoch 3")
+	}
+	if err := dst.RefreshMetadata("orders"); err == nil {
+		if d, err := readAll(dst, "orders", 0); err == nil && len(d) > 0 {
+			t.Errorf("the epoch-1 link copied %d records under epoch 3", len(d))
+		}
+	}
+}
+
+// TestRPOSecondsSurviveRestart (#8 known race): the source timestamp of
+// the last record mirrored is kept with the progress, so the ends the
+// mirror records after a restart still carry it (the RPO's seconds).
+func TestRPOSecondsSurviveRestart(t *testing.T) {
+	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: "  topics: {include: [\"orders\"]}"})
+	east := p.Topology.Clusters["east"]
+	src, dst := dialT(t, east), dialT(t, p.Topology.Clusters["west"])
+	createTopicT(t, src, "orders", 1, nil)
+	sendN(t, producerT(t, east, ""), "orders", 10, "a")
+	last := committed(t, src, "orders", 0)[9].Timestamp.UnixMilli()
+	link := LinkFor(p.Topology, "east", "west")
+	for run := 1; run <= 2; run++ {
+		ctx, cancel := context.WithCancel(context.Background())
+		e, err := NewEngine(p.Topology, "east", "west", Options{Epoch: -1, Shards: 1, IdleCheck: 100 * time.Millisecond, TopicSyncInterval: 200 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- e.Run(ctx) }()
+		since := time.Now().UnixMilli()
+		waitFor(t, 30*time.Second, "the ends recorded after this start", func() error {
+			obs, err := LastObserved(context.Background(), dst, link)
+			if err != nil {
+				return err
+			}
+			o := obs[TopicPartition{"orders", 0}]
+			if o.ObservedAtMs < since || o.Mirrored != 10 {
+				return errors.New("not yet")
+			}
+			if o.LastMirroredMs != last {
+				t.Fatalf("run %d: last mirrored timestamp %d, want %d (the last record's)", run, o.LastMirroredMs, last)
+			}
+			return nil
+		})
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
