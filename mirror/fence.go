@@ -14,8 +14,9 @@ import (
 
 // FenceLink makes every mirror process of link unable to write into its
 // target again, even one that is hung now and wakes up later: it
-// initialises each shard's transactional id on the target, which aborts
-// the holder's open transaction and fails all its later calls.
+// initialises each shard's transactional id, and the group sync's
+// (GroupsTransactionalID), on the target, which aborts the holder's open
+// transaction and fails all its later calls.
 //
 // Contract with the caller (failover): record the new role state (its
 // higher epoch) on the target BEFORE calling FenceLink. A fenced process
@@ -53,6 +54,9 @@ func FenceLink(ctx context.Context, topo *topology.Topology, link Link) (int, er
 		if err := fenceID(dst, link.TransactionalID(shard)); err != nil {
 			return int(shard), fmt.Errorf("fence %s: shard %d: %w", link, shard, err)
 		}
+	}
+	if err := fenceID(dst, link.GroupsTransactionalID()); err != nil {
+		return len(parts), fmt.Errorf("fence %s: group sync: %w", link, err)
 	}
 	return len(parts), nil
 }

@@ -28,7 +28,7 @@ func (e *Engine) syncGroupsLoop(ctx context.Context, src, dst sarama.Client) {
 	if interval <= 0 {
 		interval = 5 * time.Second
 	}
-	g := &groupSyncer{e: e, src: src, dst: dst, synced: map[string]*time.Time{}, known: map[string]bool{}, skipping: map[string]bool{}}
+	g := newGroupSyncer(e, src, dst)
 	defer g.close()
 	m, link := e.metrics.GroupSync, e.link.String()
 	t := time.NewTicker(interval)
@@ -71,7 +71,13 @@ type groupSyncer struct {
 	dstAdmin sarama.ClusterAdmin
 	follower *offsettranslate.Follower
 	prod     sarama.SyncProducer
-	ready    bool // the snapshot topic exists and the last snapshot was read
+	// fence commits the groups' offsets, fenced by FenceLink.
+	fence *fencedCommitter
+	// retired: the role state no longer allows the link; the groups
+	// transactional id is not initialised again (that would fence the
+	// link that runs now).
+	retired bool
+	ready   bool // the snapshot topic exists and the last snapshot was read
 	// synced is the last SyncedAt of each group; known the groups the
 	// snapshot holds; skipping the groups last skipped as active (to log
 	// only changes).
@@ -80,10 +86,16 @@ type groupSyncer struct {
 	skipping map[string]bool
 }
 
+func newGroupSyncer(e *Engine, src, dst sarama.Client) *groupSyncer {
+	return &groupSyncer{e: e, src: src, dst: dst, synced: map[string]*time.Time{}, known: map[string]bool{}, skipping: map[string]bool{},
+		fence: &fencedCommitter{cl: e.dstCluster, link: e.link}}
+}
+
 func (g *groupSyncer) close() {
 	if g.prod != nil {
 		_ = g.prod.Close()
 	}
+	g.fence.close()
 	// The admins share the engine's clients; closing them would close
 	// the clients.
 }
@@ -106,12 +118,23 @@ func (g *groupSyncer) close() {
 func (g *groupSyncer) round(ctx context.Context) (paused bool, err error) {
 	e := g.e
 	link := e.link
+	if g.retired {
+		return true, nil
+	}
+	// Initialise the groups transactional id first, then check the role
+	// state: a failover records its epoch before it fences, so a process
+	// that passes this check either commits before the fence or is fenced.
+	if err := g.fence.open(); err != nil {
+		return false, err
+	}
 	if e.opts.Epoch >= 0 {
 		st, found, err := rolestate.Read(ctx, g.dst, link.Topology)
 		if err != nil {
 			return false, fmt.Errorf("read role state on %s: %w", link.Target, err)
 		}
 		if found && !e.opts.Allowed(st) {
+			g.retired = true
+			g.fence.close()
 			return true, nil
 		}
 	}
@@ -137,7 +160,7 @@ func (g *groupSyncer) round(ctx context.Context) (paused bool, err error) {
 	for i := range plan.Groups {
 		gs := &plan.Groups[i]
 		if gs.Action == SyncCommit {
-			applyGroup(ctx, g.dst, link, gs)
+			applyGroupWith(link, gs, g.fence.commit(gs.Group, gs.Changes))
 			if gs.Committed {
 				m.CommittedPartitions.WithLabelValues(l, gs.Group).Add(float64(len(gs.Changes)))
 				e.log.Debug("group synced", "group", gs.Group, "partitions", len(gs.Changes))

@@ -252,7 +252,12 @@ func ApplyGroupSync(ctx context.Context, topo *topology.Topology, link Link, pla
 
 // applyGroup commits g's changes and records the outcome in g.
 func applyGroup(ctx context.Context, dst sarama.Client, link Link, g *GroupSync) {
-	switch err := commitOffsets(ctx, dst, g.Group, g.Changes); {
+	applyGroupWith(link, g, commitOffsets(ctx, dst, g.Group, g.Changes))
+}
+
+// applyGroupWith records in g the outcome err of committing its changes.
+func applyGroupWith(link Link, g *GroupSync, err error) {
+	switch {
 	case err == nil:
 		g.Committed = true
 	case errors.Is(err, ErrGroupActive):

@@ -3,6 +3,7 @@ package mirror
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -93,5 +94,57 @@ func TestRPOSecondsSurviveRestart(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestHungGroupSyncCannotCommitAfterFence (#8 known race): a group sync
+// that passed its role check, then hung while a failover fenced the link,
+// must not commit an older translation when it wakes up.
+func TestHungGroupSyncCannotCommitAfterFence(t *testing.T) {
+	p := groupSyncPair(t, `"orders"`, time.Hour) // the engine's own loop stays idle
+	east := p.Topology.Clusters["east"]
+	src, dst := dialT(t, east), dialT(t, p.Topology.Clusters["west"])
+	createTopicT(t, src, "orders", 1, nil)
+	sendN(t, producerT(t, east, ""), "orders", 50, "a")
+	e, _ := startEngine(t, p.Topology, Options{Epoch: -1, Shards: 1, TopicSyncInterval: 200 * time.Millisecond, IdleCheck: 100 * time.Millisecond})
+	waitCopied(t, src, dst, "orders", "kfake-east")
+	const group = "g-hung"
+	orders0 := TopicPartition{"orders", 0}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	committedAt := func() int64 {
+		t.Helper()
+		now, err := fetchCommitted(ctx, dst, group, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o, ok := now[orders0]; ok {
+			return o.Offset
+		}
+		return -1
+	}
+
+	commitSource(t, src, group, map[TopicPartition]int64{orders0: 10})
+	g := newGroupSyncer(e, src, dst)
+	defer g.close()
+	waitFor(t, 20*time.Second, "the group synced", func() error {
+		if _, err := g.round(ctx); err != nil {
+			return err
+		}
+		if at := committedAt(); at != 10 {
+			return fmt.Errorf("standby at %d, want 10", at)
+		}
+		return nil
+	})
+
+	// The failover fences the link while this group sync is "hung" past
+	// its role check; then the source group moves on and the sync wakes.
+	if _, err := FenceLink(ctx, p.Topology, e.Link()); err != nil {
+		t.Fatal(err)
+	}
+	commitSource(t, src, group, map[TopicPartition]int64{orders0: 30})
+	_, _ = g.round(ctx)
+	if at := committedAt(); at != 10 {
+		t.Fatalf("the fenced group sync committed %d on the standby after the failover's fence", at)
 	}
 }
