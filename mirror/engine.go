@@ -210,6 +210,7 @@ func (e *Engine) runOnce(ctx context.Context) error {
 		return err
 	}
 	defer syncer.close()
+	syncer.changed = e.publishTopicChanges
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup

@@ -23,13 +23,18 @@ type linkHealth struct {
 }
 
 // measureLink reads the source ends and the committed progress of every
-// ready partition, publishes each partition's lag and updates the health.
+// ready partition of the shards this process owns (blocked ones
+// included), publishes each partition's lag and updates the health.
 // It runs once per topic sync pass.
 func (e *Engine) measureLink(ctx context.Context, src, dst sarama.Client) {
+	// Only the shards this process owns: another process reports the
+	// others (and a process that owns none is not stalled).
 	e.mu.Lock()
 	var tps []TopicPartition
-	for _, ps := range e.byShard {
-		tps = append(tps, ps...)
+	for shard, ps := range e.byShard {
+		if e.owned[shard] {
+			tps = append(tps, ps...)
+		}
 	}
 	e.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)

@@ -28,3 +28,13 @@ func newSafetyMetrics(reg prometheus.Registerer) *SafetyMetrics {
 	}
 	return m
 }
+
+// publishTopicChanges sets drctl_mirror_topic_changed to the changes of
+// this pass, forgetting the topics no longer changed.
+func (e *Engine) publishTopicChanges(changes []TopicChange) {
+	g := e.metrics.Safety.TopicChanges
+	g.DeletePartialMatch(prometheus.Labels{"link": e.link.String()})
+	for _, c := range changes {
+		g.WithLabelValues(e.link.String(), c.Topic, c.Kind).Set(1)
+	}
+}

@@ -105,10 +105,14 @@ func TestHealthFailsWhileStalled(t *testing.T) {
 		}
 		return nil
 	})
-	if _, metrics := get("/metrics"); !strings.Contains(metrics, `drctl_mirror_lag_records{link="east->west",partition="0",topic="orders"} 10`) ||
-		!strings.Contains(metrics, `drctl_mirror_stalled{link="east->west"} 1`) {
-		t.Errorf("metrics while stalled lack the lag of 10 and the stall:\n%s", metricLines(metrics, "drctl_mirror_lag_records", "drctl_mirror_stalled"))
-	}
+	waitFor(t, 10*time.Second, "the lag and the stall in the metrics", func() error {
+		code, metrics := get("/metrics")
+		if !strings.Contains(metrics, `drctl_mirror_lag_records{link="east->west",partition="0",topic="orders"} 10`) ||
+			!strings.Contains(metrics, `drctl_mirror_stalled{link="east->west"} 1`) {
+			return fmt.Errorf("%d: %s", code, metricLines(metrics, "drctl_mirror_lag_records", "drctl_mirror_stalled"))
+		}
+		return nil
+	})
 	fault.Remove()
 	e := d.Current()
 	e.mu.Lock()

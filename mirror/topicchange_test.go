@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/topology"
@@ -119,6 +120,9 @@ func TestTopicDeletedOnActiveKeepsCopy(t *testing.T) {
 	waitCopied(t, src, dst, "other", "kfake-east")
 	if d := committed(t, dst, "orders", 0); len(d) != 20 {
 		t.Errorf("west's copy of orders holds %d records, want the 20 mirrored before the delete", len(d))
+	}
+	if v := testutil.ToFloat64(e.metrics.Safety.TopicChanges.WithLabelValues("east->west", "orders", TopicDeleted)); v != 1 {
+		t.Errorf("drctl_mirror_topic_changed{orders,deleted} = %v, want 1", v)
 	}
 	lag := measureLagT(t, p.Topology)
 	if len(lag.TopicChanges) != 1 || lag.TopicChanges[0].Topic != "orders" || lag.TopicChanges[0].Kind != TopicDeleted {

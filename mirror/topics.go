@@ -36,6 +36,9 @@ type ledgerSyncer struct {
 	cl   *topology.Cluster
 	link Link
 	sel  topology.Selection
+	// changed receives, every pass, the topics deleted or recreated on the
+	// source (nil: nobody listens).
+	changed func([]TopicChange)
 
 	mu     sync.Mutex
 	ledger TopicLedger
@@ -138,10 +141,14 @@ func (a *ledgerSyncer) sync(ctx context.Context) (map[string]readyTopic, map[str
 			ready[t.Name] = readyTopic{Partitions: t.Partitions, MaxMessageBytes: t.MaxMessageBytes}
 		}
 	}
-	for _, c := range topicChanges(a.link, a.sel, ledger, ids) {
+	changes := topicChanges(a.link, a.sel, ledger, ids)
+	for _, c := range changes {
 		if c.Kind == TopicDeleted {
 			troubles[c.Topic] = c.Message
 		}
+	}
+	if a.changed != nil {
+		a.changed(changes)
 	}
 	return ready, troubles, nil
 }
