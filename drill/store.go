@@ -21,7 +21,7 @@ import (
 
 // DrillsTopic is the compacted internal topic in which both clusters keep
 // every drill's Record, keyed by drill id.
-const DrillsTopic = "__drctl_drills"
+const DrillsTopic = topology.DrillsTopic
 
 // resultSuffix names a drill's local result file beside its journal.
 const resultSuffix = ".drill.json"

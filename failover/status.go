@@ -29,6 +29,8 @@ type Status struct {
 	// Mirror is the live link active -> standby: its processes and lag
 	// (absent when a cluster is unreachable).
 	Mirror *mirror.LinkState `json:"mirror,omitempty" yaml:"mirror,omitempty"`
+	// LastDrill is the newest drill recorded in the clusters (absent: none).
+	LastDrill *DrillStatus `json:"last_drill,omitempty" yaml:"last_drill,omitempty"`
 	// Problems lists, in plain words, everything that needs an operator.
 	Problems []string `json:"problems" yaml:"problems"`
 }
@@ -155,6 +157,8 @@ func CollectStatus(ctx context.Context, topo *topology.Topology) *Status {
 	}
 	view := rolestate.Resolve(ctx, topo, clients)
 	st := assemble(topo, views, view)
+	st.LastDrill = lastDrill(ctx, topo, clients, time.Now())
+	st.Problems = append(st.Problems, drillProblems(topo, st.LastDrill)...)
 	if len(clients) == len(names) {
 		link := mirror.LinkFor(topo, st.Roles.Active, st.Roles.Standby)
 		ls := mirror.DescribeLink(ctx, topo, link)

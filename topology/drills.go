@@ -107,6 +107,10 @@ func (d Drills) DrillNames() []string {
 	return out
 }
 
+// DrillsTopic is the compacted internal topic in which both clusters keep
+// every drill's record, keyed by drill id.
+const DrillsTopic = "__drctl_drills"
+
 // CanaryTopic is the topic canary drills write on the active cluster. It is
 // drctl's own but, unlike the _drctl topics, it is mirrored (that is what
 // it tests), so its name avoids the internal prefix.

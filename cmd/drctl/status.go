@@ -60,6 +60,9 @@ func statusTables(w io.Writer, st *failover.Status) error {
 	if r.Run != nil {
 		fmt.Fprintf(w, "run in progress: %s %s (step %d, by %s since %s)\n", r.Run.Kind, r.Run.ID, r.Run.Step, r.Run.By, r.Run.StartedAt.Format(time.RFC3339))
 	}
+	if d := st.LastDrill; d != nil && d.ID != "" {
+		fmt.Fprintf(w, "last drill: %s (%s, kind %s) %s at %s\n", d.ID, d.Drill, d.Kind, strings.ToUpper(d.Verdict), d.FinishedAt.UTC().Format(time.RFC3339))
+	}
 	section(w, "CLUSTERS")
 	t := newTable(w, "cluster", "role", "reachable", "cluster id", "brokers", "controller", "kafka", "state epoch")
 	for _, c := range st.Clusters {
