@@ -262,12 +262,12 @@ func LoadRun(ctx context.Context, topo *topology.Topology, id string) (*RunRecor
 		if err != nil || !found {
 			continue
 		}
-		var rec RunRecord
-		if err := json.Unmarshal(raw, &rec); err != nil {
+		rec, err := decodeRunRecord(raw)
+		if err != nil {
 			continue
 		}
 		if best == nil || rec.start().From > best.start().From {
-			best = &rec
+			best = rec
 		}
 	}
 	return best, nil
@@ -339,4 +339,34 @@ func sameRunPlan(p, recorded *plans.Plan, in Inputs) error {
 			ErrPlanChanged, p.ID, d1, d2, replanCommand(p.Kind, in))
 	}
 	return nil
+}
+
+// decodeRunRecord decodes a run record read back from a cluster. It holds
+// a valid plan, and its progress fits that plan (one done flag per step,
+// outputs and the started step within it): a resume indexes the plan's
+// steps with them.
+func decodeRunRecord(raw []byte) (*RunRecord, error) {
+	var rec RunRecord
+	if err := json.Unmarshal(raw, &rec); err != nil {
+		return nil, err
+	}
+	if rec.Plan == nil {
+		return nil, errors.New("run record without a plan")
+	}
+	if err := rec.Plan.Validate(); err != nil {
+		return nil, err
+	}
+	n := len(rec.Plan.Steps)
+	if len(rec.Done) != n {
+		return nil, fmt.Errorf("run record of %s: %d done flags for %d steps", rec.Plan.ID, len(rec.Done), n)
+	}
+	if rec.Started < -1 || rec.Started >= n {
+		return nil, fmt.Errorf("run record of %s: started step %d of %d", rec.Plan.ID, rec.Started, n)
+	}
+	for i := range rec.Outputs {
+		if i < 0 || i >= n {
+			return nil, fmt.Errorf("run record of %s: outputs of step %d of %d", rec.Plan.ID, i, n)
+		}
+	}
+	return &rec, nil
 }

@@ -217,16 +217,9 @@ func LoadGroupSnapshot(ctx context.Context, client sarama.Client, link Link) (ma
 				delete(out, group)
 				return nil
 			}
-			var s GroupSnapshot
-			if err := json.Unmarshal(r.Value, &s); err != nil {
+			s, err := decodeSnapshot(group, r.Value)
+			if err != nil {
 				return fmt.Errorf("%s/%d at offset %d: %w", topic, p, r.Offset, err)
-			}
-			if s.Version > snapshotVersion {
-				return fmt.Errorf("%s/%d at offset %d: %w: version %d (this build reads %d; upgrade drctl)",
-					topic, p, r.Offset, ErrSnapshotVersion, s.Version, snapshotVersion)
-			}
-			if s.Group != group {
-				return fmt.Errorf("%s/%d at offset %d: record of group %q under key %q", topic, p, r.Offset, s.Group, group)
 			}
 			out[group] = s
 			return nil
@@ -236,4 +229,21 @@ func LoadGroupSnapshot(ctx context.Context, client sarama.Client, link Link) (ma
 		}
 	}
 	return out, nil
+}
+
+// decodeSnapshot decodes the record of a group's snapshot stored under the
+// key group. One written by a newer drctl is an error wrapping
+// ErrSnapshotVersion.
+func decodeSnapshot(group string, raw []byte) (GroupSnapshot, error) {
+	var s GroupSnapshot
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return GroupSnapshot{}, err
+	}
+	if s.Version > snapshotVersion {
+		return GroupSnapshot{}, fmt.Errorf("%w: version %d (this build reads %d; upgrade drctl)", ErrSnapshotVersion, s.Version, snapshotVersion)
+	}
+	if s.Group != group {
+		return GroupSnapshot{}, fmt.Errorf("record of group %q under key %q", s.Group, group)
+	}
+	return s, nil
 }

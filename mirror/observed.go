@@ -144,8 +144,8 @@ func readEnds(ctx context.Context, dst sarama.Client, link Link) (endsView, erro
 		return v, fmt.Errorf("read %s: %w", link.EndsTopic(), err)
 	}
 	for _, raw := range latest {
-		var rec observedRecord
-		if json.Unmarshal(raw, &rec) != nil {
+		rec, err := decodeObserved(raw)
+		if err != nil {
 			continue
 		}
 		for name, msg := range rec.Errors {
@@ -166,4 +166,11 @@ func readEnds(ctx context.Context, dst sarama.Client, link Link) (endsView, erro
 		}
 	}
 	return v, nil
+}
+
+// decodeObserved decodes one record of the ends topic.
+func decodeObserved(raw []byte) (observedRecord, error) {
+	var rec observedRecord
+	err := json.Unmarshal(raw, &rec)
+	return rec, err
 }

@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -54,4 +55,28 @@ func readFile(path string) ([]byte, fs.FileMode, error) {
 		return nil, 0, tooLarge(path, -1)
 	}
 	return data, st.Mode().Perm(), nil
+}
+
+// maxPasswordFile bounds a sasl.password_file: it holds one password.
+const maxPasswordFile = 64 << 10
+
+// errTooLarge is readSmall's error for a file over its limit.
+var errTooLarge = errors.New("it holds more than 64 KiB; the file must hold only the password")
+
+// readSmall reads a file of at most limit bytes (a device or a pipe that
+// keeps giving bytes is cut off at the limit and refused).
+func readSmall(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, errTooLarge
+	}
+	return data, nil
 }

@@ -159,3 +159,20 @@ func TestHostileInputs(t *testing.T) {
 		})
 	}
 }
+
+func TestPasswordFileLimit(t *testing.T) {
+	big := filepath.Join(t.TempDir(), "big")
+	if err := os.WriteFile(big, make([]byte, maxPasswordFile+1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{big, "/dev/zero"} {
+		if _, err := os.Stat(path); err != nil {
+			continue
+		}
+		src := strings.Replace(good, `password: "${EAST_PASSWORD}"`, "password_file: "+path, 1)
+		_, err := Parse("t.yaml", []byte(src), env(nil))
+		if err == nil || !strings.Contains(err.Error(), "t.yaml:5: cluster east: sasl.password_file \""+path+"\" cannot be read: it holds more than 64 KiB") {
+			t.Errorf("password_file %s: %v", path, err)
+		}
+	}
+}

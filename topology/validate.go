@@ -206,7 +206,7 @@ func buildCluster(name string, rc *rawCluster, root *yaml.Node, path string) (*C
 		case rs.Password != "" && rs.PasswordFile != "":
 			return nil, at("sasl has both password and password_file; keep one", "sasl", "password_file")
 		case rs.PasswordFile != "":
-			b, err := os.ReadFile(rs.PasswordFile)
+			b, err := readSmall(rs.PasswordFile, maxPasswordFile)
 			if err != nil {
 				return nil, at(fmt.Sprintf("sasl.password_file %q cannot be read: %v", rs.PasswordFile, pathCause(err)), "sasl", "password_file")
 			}

@@ -195,9 +195,26 @@ func readFence(ctx context.Context, client sarama.Client, topo string) (*Record,
 	if err != nil || !found || len(raw) == 0 {
 		return &Record{}, err
 	}
+	rec, err := decodeFence(raw)
+	if err != nil {
+		return nil, fmt.Errorf("fence record of %s is unreadable: %w", topo, err)
+	}
+	return rec, nil
+}
+
+// decodeFence decodes a fence record. Every ACL it lists must name a
+// topic, a principal and a host: unfence deletes exactly these.
+func decodeFence(raw []byte) (*Record, error) {
 	var rec Record
 	if err := json.Unmarshal(raw, &rec); err != nil {
-		return nil, fmt.Errorf("fence record of %s is unreadable: %w", topo, err)
+		return nil, err
+	}
+	for _, list := range [][]ACL{rec.Added, rec.Existing} {
+		for _, a := range list {
+			if a.Topic == "" || a.Principal == "" || a.Host == "" {
+				return nil, fmt.Errorf("an ACL without a topic, principal or host: %+v", a)
+			}
+		}
 	}
 	return &rec, nil
 }

@@ -63,17 +63,27 @@ func readLatest(ctx context.Context, client sarama.Client, topology string) (Sta
 	if !found {
 		return State{}, nil, false, nil
 	}
-	var s State
-	if err := json.Unmarshal(last, &s); err != nil {
-		return State{}, nil, false, badRecord(topology, offset, fmt.Errorf("not valid JSON: %w", err))
-	}
-	if s.Topology != topology {
-		return State{}, nil, false, badRecord(topology, offset, fmt.Errorf("it names topology %q", s.Topology))
-	}
-	if err := s.Validate(); err != nil {
+	s, err := decodeState(topology, last)
+	if err != nil {
 		return State{}, nil, false, badRecord(topology, offset, err)
 	}
 	return s, last, true, nil
+}
+
+// decodeState decodes a state record stored under the key topology and
+// checks it: it must name that topology and be valid (State.Validate).
+func decodeState(topology string, raw []byte) (State, error) {
+	var s State
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return State{}, fmt.Errorf("not valid JSON: %w", err)
+	}
+	if s.Topology != topology {
+		return State{}, fmt.Errorf("it names topology %q", s.Topology)
+	}
+	if err := s.Validate(); err != nil {
+		return State{}, err
+	}
+	return s, nil
 }
 
 func badRecord(topology string, offset int64, err error) error {
