@@ -181,6 +181,7 @@ func CollectStatus(ctx context.Context, topo *topology.Topology) *Status {
 		case !ls.Running:
 			st.Problems = append(st.Problems, "no mirror process runs for "+ls.Link+": start drctl mirror run")
 		}
+		st.Problems = append(st.Problems, ls.Problems()...)
 	}
 	return st
 }

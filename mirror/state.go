@@ -3,6 +3,7 @@ package mirror
 import (
 	"context"
 	"fmt"
+	"sort"
 
 	"github.com/IBM/sarama"
 
@@ -74,4 +75,22 @@ func DescribeLink(ctx context.Context, topo *topology.Topology, link Link) LinkS
 		}
 	}
 	return ls
+}
+
+// Problems lists, one line each and sorted, what the link cannot copy or
+// copied again: the partitions the target refuses, the topics deleted or
+// recreated on the source, and the last reset of its target (#8).
+func (ls LinkState) Problems() []string {
+	var out []string
+	for tp, msg := range ls.PartitionErrors {
+		out = append(out, fmt.Sprintf("mirror %s: %s cannot be copied: %s", ls.Link, tp, msg))
+	}
+	sort.Strings(out)
+	for _, c := range ls.TopicChanges {
+		out = append(out, fmt.Sprintf("mirror %s: topic %s %s", ls.Link, c.Topic, c.Message))
+	}
+	if ls.Reset != "" {
+		out = append(out, fmt.Sprintf("mirror %s: %s", ls.Link, ls.Reset))
+	}
+	return out
 }

@@ -128,6 +128,10 @@ func TestTopicDeletedOnActiveKeepsCopy(t *testing.T) {
 	if len(lag.TopicChanges) != 1 || lag.TopicChanges[0].Topic != "orders" || lag.TopicChanges[0].Kind != TopicDeleted {
 		t.Errorf("lag report topic changes = %+v, want orders deleted", lag.TopicChanges)
 	}
+	ls := DescribeLink(context.Background(), p.Topology, LinkFor(p.Topology, "east", "west"))
+	if probs := strings.Join(ls.Problems(), "\n"); !strings.Contains(probs, "topic orders deleted on east: the copy on west is kept") {
+		t.Errorf("link problems for status = %q", probs)
+	}
 }
 
 func measureLagT(t *testing.T, topo *topology.Topology) *LagReport {
