@@ -96,6 +96,7 @@ type Sandbox struct {
 	stop       context.CancelFunc
 	done       chan struct{}
 	stopMirror func()
+	stopDrills func()
 	mirrorAddr string
 	closeOnce  sync.Once
 	closeErr   error
@@ -216,6 +217,7 @@ func Start(ctx context.Context, o Options) (*Sandbox, error) {
 
 	if o.Mirror {
 		s.startMirror()
+		s.stopDrills = s.startDrills()
 		if o.ActiveFn == nil {
 			o.ActiveFn = liveActive(s.Topology)
 			o.ActivePoll = 2 * time.Second
@@ -315,6 +317,9 @@ func (s *Sandbox) Close() error {
 		s.stop()
 		<-s.done
 		s.closeErr = s.traffic.closeErr()
+		if s.stopDrills != nil {
+			s.stopDrills()
+		}
 		if s.stopMirror != nil {
 			s.stopMirror()
 		}

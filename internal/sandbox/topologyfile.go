@@ -62,6 +62,7 @@ failover:
   quiet_period: 2s
   fence: none     # the sandbox clusters have no SASL, so no ACL fence
 `)
+	b.WriteString(drillsYAML)
 	return b.String()
 }
 
