@@ -9,6 +9,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 	"github.com/muesli/termenv"
 
+	"github.com/drctl/drctl/drill"
 	"github.com/drctl/drctl/failover"
 	"github.com/drctl/drctl/internal/rolestate"
 	"github.com/drctl/drctl/mirror"
@@ -173,4 +174,15 @@ func runEvents() []plans.Event {
 	prog := ev(plans.EventStepProgress, 3, 10*time.Second)
 	prog.Message, prog.Fraction = "120 records to copy, about 1s left", &f
 	return append(out, prog)
+}
+
+// fixtureDrills: a passing canary drill and an older failing failover
+// drill, newest first.
+func fixtureDrills() []drill.Record {
+	canary := drill.Record{ID: "drill-20261201T093000-1", Drill: "canary", Kind: "canary", Topology: "payments", StartedAt: t0.Add(-30 * time.Minute),
+		FinishedAt: t0.Add(-30*time.Minute + 42*time.Second), Verdict: drill.Pass, Reasons: []string{"every canary record arrived once, in order; p99 latency 180 ms within 1000 ms"},
+		RPO: &drill.RPO{Seconds: 0.4}}
+	fo := drill.Record{ID: "drill-20261130T220000-2", Drill: "weekly", Kind: "failover", Topology: "payments", StartedAt: t0.Add(-12 * time.Hour),
+		FinishedAt: t0.Add(-12*time.Hour + 3*time.Minute), Verdict: drill.Fail, Reasons: []string{"RTO 95.0s is above the objective 60s"}}
+	return []drill.Record{canary, fo}
 }

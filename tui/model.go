@@ -54,7 +54,7 @@ type Model struct {
 	topics   *topicsView
 	groups   *groupsView
 	runs     *runsView
-	drills   drillsView
+	drills   *drillsView
 	events   *eventsView
 	history  lagHistory
 
@@ -74,7 +74,7 @@ func New(opts Options) *Model {
 	ti.Prompt = "/"
 	m := &Model{
 		opts: opts, st: newStyles(), width: 80, height: 24, interval: opts.Interval, filter: ti,
-		topics: newTopicsView(), groups: newGroupsView(), runs: newRunsView(), events: newEventsView(),
+		topics: newTopicsView(), groups: newGroupsView(), drills: newDrillsView(), runs: newRunsView(), events: newEventsView(),
 	}
 	m.overview = &overview{history: &m.history}
 	return m
@@ -104,6 +104,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		m.refreshing = true
 		return m, m.refreshCmd()
+	case drillsMsg:
+		m.drills.Set(msg)
+		return m, nil
 	case translationMsg:
 		m.groups.SetTranslation(msg)
 		return m, nil
@@ -153,7 +156,11 @@ func (m *Model) setSnapshot(s *Snapshot) tea.Cmd {
 		return nil
 	}
 	m.tickID++
-	return tickCmd(m.tickID, m.interval)
+	tick := tickCmd(m.tickID, m.interval)
+	if m.active == viewDrills {
+		return tea.Batch(tick, m.drillsCmd())
+	}
+	return tick
 }
 
 func (m *Model) refreshNow() tea.Cmd {
@@ -208,6 +215,9 @@ func (m *Model) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 		m.active = (m.active + viewCount - 1) % viewCount
 	case "1", "2", "3", "4", "5", "6":
 		m.active = int(k.String()[0] - '1')
+		if m.active == viewDrills && !m.drills.loaded && !m.opts.NoRefresh {
+			return m, m.drillsCmd()
+		}
 	case "r":
 		if m.refreshing {
 			m.say(false, "a refresh is already running")
@@ -286,6 +296,8 @@ func (m *Model) currentTable() *table {
 		return m.runs.past
 	case viewEvents:
 		return m.events.list
+	case viewDrills:
+		return m.drills.list
 	}
 	return nil
 }

@@ -63,7 +63,7 @@ func TestGoldenViews(t *testing.T) {
 		for _, size := range sizes {
 			w, h := size[0], size[1]
 			for view := range viewCount {
-				if view == viewDrills && (sc.name != "steady" || w != 80) {
+				if view == viewDrills && sc.name != "steady" {
 					continue
 				}
 				t.Run(fmt.Sprintf("%s/%s-%dx%d", sc.name, strings.ToLower(viewNames[view]), w, h), func(t *testing.T) {
@@ -77,6 +77,9 @@ func TestGoldenViews(t *testing.T) {
 						}
 					}
 					m.Update(key(fmt.Sprint(view + 1)))
+					if view == viewDrills {
+						m.Update(drillsMsg{hist: fixtureDrills()})
+					}
 					golden.RequireEqual(t, []byte(screen(t, m, w, h)))
 				})
 			}

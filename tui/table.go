@@ -211,10 +211,19 @@ func (t *table) widths(width int) []int {
 		}
 	}
 	for spare < 0 {
-		widest := 0
-		for i := range w {
-			if w[i] > w[widest] {
+		// Flex columns (names, free text) give way first, down to 8 cells.
+		widest := -1
+		for _, i := range flex {
+			if w[i] > 8 && (widest < 0 || w[i] > w[widest]) {
 				widest = i
+			}
+		}
+		if widest < 0 {
+			widest = 0
+			for i := range w {
+				if w[i] > w[widest] {
+					widest = i
+				}
 			}
 		}
 		if w[widest] <= 3 {
