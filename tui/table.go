@@ -33,6 +33,9 @@ type table struct {
 	sortCol int
 	sortAsc bool
 	height  int // rows on screen at the last render
+	// natural is, per column, the widest cell: flex columns grow to it
+	// first, in column order, before the rest is shared.
+	natural []int
 }
 
 func newTable(cols ...column) *table { return &table{cols: cols, sortAsc: true} }
@@ -42,6 +45,14 @@ func newTable(cols ...column) *table { return &table{cols: cols, sortAsc: true} 
 func (t *table) SetRows(rows [][]string) {
 	key := t.SelectedKey()
 	t.rows = rows
+	t.natural = make([]int, len(t.cols))
+	for _, r := range rows {
+		for i, c := range r {
+			if t.cols[i].Flex {
+				t.natural[i] = max(t.natural[i], runewidth.StringWidth(c))
+			}
+		}
+	}
 	t.reindex()
 	if key != "" {
 		for i, r := range t.view {
@@ -199,6 +210,13 @@ func (t *table) widths(width int) []int {
 	for i, c := range t.cols {
 		if c.Flex {
 			flex = append(flex, i)
+		}
+	}
+	for _, i := range flex {
+		if i < len(t.natural) && spare > 0 {
+			grow := min(spare, max(0, t.natural[i]-w[i]))
+			w[i] += grow
+			spare -= grow
 		}
 	}
 	for spare > 0 && len(flex) > 0 {
