@@ -19,6 +19,9 @@ type dialog struct {
 	ok     func(*Model) tea.Cmd
 	cancel func()
 	wrong  string
+	// under says the current view stays visible below the dialog (a
+	// run's question: its progress matters for the answer).
+	under bool
 }
 
 func newDialog(title, body, prompt, expect string, ok func(*Model) tea.Cmd) *dialog {

@@ -41,8 +41,11 @@ func changes(prev, cur *failover.Status, at time.Time) []Event {
 		return out
 	}
 	p := prev.Roles
-	if p.Active != r.Active || p.Epoch != r.Epoch {
+	switch {
+	case p.Active != r.Active:
 		add(false, "roles: active %s, standby %s, epoch %d (were %s/%s, epoch %d)", r.Active, r.Standby, r.Epoch, p.Active, p.Standby, p.Epoch)
+	case p.Epoch != r.Epoch:
+		add(false, "epoch %d (was %d), active still %s", r.Epoch, p.Epoch, r.Active)
 	}
 	if p.Phase != r.Phase {
 		add(false, "phase %s -> %s", p.Phase, r.Phase)
@@ -105,7 +108,9 @@ type eventsView struct {
 }
 
 func newEventsView() *eventsView {
-	return &eventsView{list: newTable(column{Title: "time", Width: 8}, column{Title: "what", Width: 20, Flex: true})}
+	v := &eventsView{list: newTable(column{Title: "time", Width: 8}, column{Title: "what", Width: 20, Flex: true})}
+	v.list.sortAsc = false // newest first
+	return v
 }
 
 // maxEvents bounds the log.

@@ -526,6 +526,7 @@ func (m *Model) askStep(msg stepQuestionMsg) {
 	m.dialog.cancel = func() {
 		msg.reply <- fmt.Errorf("not confirmed; resume with drctl resume %s", id)
 	}
+	m.dialog.under = true
 }
 
 func (m *Model) logRunEvent(e plans.Event) {
@@ -569,6 +570,10 @@ func (m *Model) View() string {
 	body := h - 3
 	var content string
 	switch {
+	case m.dialog != nil && m.dialog.under:
+		top := m.dialog.view(w, body, m.st)
+		n := strings.Count(top, "\n") + 1
+		content = top + "\n" + m.viewBody(w, max(1, body-n))
 	case m.dialog != nil:
 		content = m.dialog.view(w, body, m.st)
 	case m.help:

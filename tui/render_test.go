@@ -86,3 +86,22 @@ func TestGoldenViews(t *testing.T) {
 		}
 	}
 }
+
+// TestGoldenRunQuestion: a step's question shows above the run's progress.
+func TestGoldenRunQuestion(t *testing.T) {
+	m := fixtureModel(80, 24, false)
+	m.Update(snapshotMsg{scenarioFailingOver()})
+	m.run = &liveRun{resume: "drctl -c drctl.yaml resume failover-20261201T095930-1234"}
+	m.runs.run = m.run
+	for _, e := range runEvents() {
+		m.run.apply(e)
+	}
+	m.Update(key("4"))
+	reply := make(chan error, 1)
+	m.Update(stepQuestionMsg{question: "fence none: stop every producer writing to east now. Have they stopped?", reply: reply})
+	golden.RequireEqual(t, []byte(screen(t, m, 80, 24)))
+	m.Update(key("esc"))
+	if err := <-reply; err == nil || !strings.Contains(err.Error(), "not confirmed") {
+		t.Fatalf("esc answered %v", err)
+	}
+}
