@@ -2,7 +2,6 @@ package aclfence
 
 import (
 	"encoding/json"
-	"reflect"
 	"testing"
 
 	"github.com/drctl/drctl/internal/fuzzseed"
@@ -41,9 +40,13 @@ func FuzzDecodeFenceRecord(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// Compared as written: an empty list and none are the same record.
 		back, err := decodeFence(again)
-		if err != nil || !reflect.DeepEqual(back, rec) {
-			t.Fatalf("round trip: %+v -> %s -> %+v (%v)", rec, again, back, err)
+		if err != nil {
+			t.Fatalf("a written record does not decode: %v\n%s", err, again)
+		}
+		if third, _ := json.Marshal(back); string(third) != string(again) {
+			t.Fatalf("round trip changed the record:\n%s\n%s", again, third)
 		}
 	})
 }
