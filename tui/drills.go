@@ -41,7 +41,7 @@ type drillsView struct {
 
 func newDrillsView() *drillsView {
 	return &drillsView{list: newTable(
-		column{Title: "drill", Width: 10, Flex: true},
+		column{Title: "drill", Width: 12, Flex: true},
 		column{Title: "kind", Width: 9},
 		column{Title: "started", Width: 11},
 		column{Title: "took", Width: 7, Right: true},
@@ -49,7 +49,6 @@ func newDrillsView() *drillsView {
 		column{Title: "rpo s", Width: 6, Right: true},
 		column{Title: "rto s", Width: 6, Right: true},
 		column{Title: "p99 ms", Width: 6, Right: true},
-		column{Title: "id", Width: 10, Flex: true},
 	)}
 }
 
@@ -67,7 +66,7 @@ func (v *drillsView) Set(msg drillsMsg) {
 		}
 		d, _ := time.ParseDuration(s.Duration)
 		rows = append(rows, []string{s.Drill, s.Kind, s.StartedAt.UTC().Format("01-02 15:04"), d.Round(time.Second).String(), verdict,
-			floatCell(s.RPOSeconds, "%.1f"), floatCell(s.RTOSeconds, "%.1f"), floatCell(s.LatencyP99MS, "%.0f"), s.ID})
+			floatCell(s.RPOSeconds, "%.1f"), floatCell(s.RTOSeconds, "%.1f"), floatCell(s.LatencyP99MS, "%.0f")})
 	}
 	v.list.SetRows(rows)
 }
@@ -98,7 +97,7 @@ func (v *drillsView) View(width, height int, st styles) string {
 	if last.Verdict == drill.Fail {
 		verdict = st.bad.Render("FAIL")
 	}
-	lines = append(lines, "last: "+last.Drill+" "+verdict)
+	lines = append(lines, "last: "+last.Drill+" "+verdict+"  ("+last.ID+")")
 	for _, r := range last.Reasons[:min(3, len(last.Reasons))] {
 		lines = append(lines, wrapIndent("  - ", r, width)...)
 	}

@@ -139,7 +139,7 @@ type runsView struct {
 }
 
 func newRunsView() *runsView {
-	return &runsView{past: newTable(
+	v := &runsView{past: newTable(
 		column{Title: "run", Width: 14, Flex: true},
 		column{Title: "kind", Width: 8},
 		column{Title: "outcome", Width: 11},
@@ -147,6 +147,8 @@ func newRunsView() *runsView {
 		column{Title: "when", Width: 16},
 		column{Title: "by", Width: 8, Flex: true},
 	)}
+	v.past.sortCol, v.past.sortAsc = 4, false // newest first
+	return v
 }
 
 func (v *runsView) SetSnapshot(s *Snapshot) {
