@@ -28,7 +28,8 @@ FUZZ_TARGETS = \
 	./internal/aclfence:FuzzDecodeFenceRecord \
 	./failover:FuzzDecodeRunRecord \
 	./mirror:FuzzDecodeObservedRecord \
-	./mirror:FuzzDecodeGroupSnapshot
+	./mirror:FuzzDecodeGroupSnapshot \
+	./mirror:FuzzDecodeTopicRecord
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

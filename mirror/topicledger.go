@@ -51,8 +51,7 @@ func ReadTopicLedger(ctx context.Context, dst sarama.Client, link Link) (TopicLe
 			delete(out, string(r.Key))
 			return nil
 		}
-		var rec TopicRecord
-		if json.Unmarshal(r.Value, &rec) == nil && rec.Topic == string(r.Key) {
+		if rec, err := decodeTopicRecord(string(r.Key), r.Value); err == nil {
 			out[rec.Topic] = rec
 		}
 		return nil
@@ -140,4 +139,17 @@ func recreatedMessage(link Link, topic string) string {
 	return fmt.Sprintf("recreated on %s (new topic id): the copy on %s holds the old incarnation and is kept, not mirrored into; "+
 		"run `drctl mirror reseed-topic %s --salvage --yes` (keep the old records in a quarantine topic) or `--drop --yes` to mirror the new one",
 		link.Source, link.Target, topic)
+}
+
+// decodeTopicRecord decodes the ledger record stored under the key topic;
+// a record of another topic is an error.
+func decodeTopicRecord(topic string, raw []byte) (TopicRecord, error) {
+	var rec TopicRecord
+	if err := json.Unmarshal(raw, &rec); err != nil {
+		return TopicRecord{}, err
+	}
+	if rec.Topic != topic {
+		return TopicRecord{}, fmt.Errorf("record of topic %q under key %q", rec.Topic, topic)
+	}
+	return rec, nil
 }
