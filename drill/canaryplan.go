@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/drctl/drctl/failover"
+	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/mirror"
 	"github.com/drctl/drctl/plans"
 	"github.com/drctl/drctl/topology"
@@ -86,7 +87,7 @@ func canaryRegistry(topo *topology.Topology, journalDir string) *plans.Registry 
 		}))
 	}
 	reg(StepCanaryTopic, func(ctx context.Context, cp canaryParams, _ *plans.RunContext) (plans.Result, error) {
-		return canaryTopicStep(ctx, topo, cp.Active)
+		return canaryTopicStep(ctx, topo, cp)
 	})
 	reg(StepCanary, func(ctx context.Context, cp canaryParams, _ *plans.RunContext) (plans.Result, error) {
 		out, err := runCanary(ctx, topo, cp.Drill, cp.Active, cp.Standby,
@@ -143,20 +144,78 @@ func canaryRegistry(topo *topology.Topology, journalDir string) *plans.Registry 
 	return r
 }
 
-func canaryTopicStep(ctx context.Context, topo *topology.Topology, active string) (plans.Result, error) {
-	c, err := dial(ctx, topo, active)
+// canaryTopicStep ensures the canary topic on the active cluster. When the
+// standby does not have it yet (a first drill), it primes the path: one
+// record, awaited on the standby, so that the drill measures replication
+// and not the mirror discovering a new topic.
+func canaryTopicStep(ctx context.Context, topo *topology.Topology, cp canaryParams) (plans.Result, error) {
+	c, err := dial(ctx, topo, cp.Active)
 	if err != nil {
 		return plans.Result{}, err
 	}
 	defer c.Close()
 	created, err := ensureCanaryTopic(ctx, c, topo)
 	if err != nil {
-		return plans.Result{}, fmt.Errorf("%s: %w", active, err)
+		return plans.Result{}, fmt.Errorf("%s: %w", cp.Active, err)
 	}
+	primed, err := primeCanary(ctx, topo, cp.Drill, cp.Active, cp.Standby, primeWait)
+	if err != nil {
+		return plans.Result{}, err
+	}
+	msg := "exists"
 	if created {
-		return plans.NewResult(fmt.Sprintf("created with retention %s (the mirror copies it to the standby)", topo.Drills.CanaryRetention), nil)
+		msg = fmt.Sprintf("created with retention %s", topo.Drills.CanaryRetention)
 	}
-	return plans.NewResult("exists", nil)
+	if primed > 0 {
+		msg += fmt.Sprintf("; the mirror copied it to %s in %s", cp.Standby, primed.Round(time.Millisecond))
+	}
+	return plans.NewResult(msg, nil)
+}
+
+// primeWait bounds the wait for the mirror to copy a new canary topic.
+const primeWait = 2 * time.Minute
+
+// primeCanary returns 0 at once when standby has the canary topic;
+// otherwise it writes one record on active and waits until standby holds
+// it, returning how long that took.
+func primeCanary(ctx context.Context, topo *topology.Topology, id, active, standby string, wait time.Duration) (time.Duration, error) {
+	dst, err := dial(ctx, topo, standby)
+	if err != nil {
+		return 0, err
+	}
+	defer dst.Close()
+	topic := topo.CanaryTopic()
+	if info, err := kafkaread.Topic(ctx, dst, topic); err == nil && info.Exists {
+		return 0, nil
+	}
+	start := time.Now()
+	p, err := canaryProducer(topo.Clusters[active])
+	if err != nil {
+		return 0, err
+	}
+	_, _, err = p.SendMessage(canaryMessage(topic, id+"-prime", 0, start))
+	_ = p.Close()
+	if err != nil {
+		return 0, fmt.Errorf("prime %s on %s: %w", topic, active, err)
+	}
+	for {
+		found := false
+		_, _ = kafkaread.ReadCommitted(ctx, dst, topic, 0, 0, func(r kafkaread.Record) error {
+			if _, ok := canarySeq(r, id+"-prime", 1); ok {
+				found = true
+			}
+			return nil
+		})
+		if found {
+			return time.Since(start), nil
+		}
+		if time.Since(start) > wait {
+			return 0, fmt.Errorf("the mirror did not copy the canary topic %s to %s within %s: is drctl mirror run running?", topic, standby, wait)
+		}
+		if err := kafkaread.Sleep(ctx, 200*time.Millisecond); err != nil {
+			return 0, err
+		}
+	}
 }
 
 // failoverPreflight builds the planned failover to `to` and runs its

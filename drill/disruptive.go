@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/drctl/drctl/failover"
-	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/plans"
 	"github.com/drctl/drctl/topology"
 )
@@ -74,12 +73,9 @@ func failoverPlan(topo *topology.Topology, d *topology.NamedDrill, id, active, s
 		if err := s.DecodeParams(&cp); err != nil {
 			return plans.Result{}, err
 		}
-		res, err := canaryTopicStep(ctx, topo, cp.Active)
+		res, err := canaryTopicStep(ctx, topo, cp)
 		if err != nil {
 			return res, err
-		}
-		if err := awaitTopic(ctx, topo, cp.Standby, topo.CanaryTopic(), time.Minute); err != nil {
-			return plans.Result{}, err
 		}
 		x.start(cp.Active)
 		return res, nil
@@ -333,27 +329,6 @@ func (w *eventWatcher) Write(p []byte) (int, error) {
 	}
 	w.buf = w.buf[consumed:]
 	return len(p), nil
-}
-
-// awaitTopic waits until the mirror has created topic on cluster.
-func awaitTopic(ctx context.Context, topo *topology.Topology, cluster, topic string, wait time.Duration) error {
-	c, err := dial(ctx, topo, cluster)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	deadline := time.Now().Add(wait)
-	for {
-		if info, err := kafkaread.Topic(ctx, c, topic); err == nil && info.Exists {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the mirror did not create %s on %s within %s: is drctl mirror run running?", topic, cluster, wait)
-		}
-		if err := sleepCtx(ctx, 200*time.Millisecond); err != nil {
-			return err
-		}
-	}
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
