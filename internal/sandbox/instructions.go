@@ -41,12 +41,18 @@ func (s *Sandbox) Instructions() string {
 	fmt.Fprintf(&b, "some payments are written in transactions, some of those aborted;\n")
 	fmt.Fprintf(&b, "consumer groups %s read committed records.\n\n", strings.Join(groups, " and "))
 	b.WriteString("Try next, in another terminal:\n")
-	for _, cmd := range []string{
+	try := []string{
 		"validate --online        # check the file and reach both clusters",
 		"status                   # roles, reachability, lag, groups",
 		"status -o json           # the same, for scripts",
 		"mirror lag               # per-partition lag in records and seconds",
-	} {
+	}
+	if s.opts.Mirror {
+		try = append(try,
+			"drill history            # a canary drill runs every minute",
+			"drill run --kind failover --yes   # rehearse a failover and failback")
+	}
+	for _, cmd := range try {
 		fmt.Fprintf(&b, "  %s %s\n", cfg, cmd)
 	}
 	b.WriteString("\nPress Ctrl-C to stop.\n\n")
