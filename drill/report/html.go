@@ -105,7 +105,11 @@ func timelineSVG(r *drill.Record) string {
 		}
 		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="16" rx="2" fill="%s"><title>%s: %s</title></rect>`, x, y+3, w, color,
 			html.EscapeString(s.Name), dur(s.ElapsedMS))
-		fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="11" fill="#5a6473">%s</text>`, min(x+w+4, svgWidth-60), y+15, dur(s.ElapsedMS))
+		if x+w+4 < svgWidth-60 { // the duration after the bar, or before it when the bar reaches the end
+			fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="11" fill="#5a6473">%s</text>`, x+w+4, y+15, dur(s.ElapsedMS))
+		} else {
+			fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="11" fill="#5a6473" text-anchor="end">%s</text>`, x-4, y+15, dur(s.ElapsedMS))
+		}
 	}
 	axisY := top + rowH*len(r.Steps) + 8
 	fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#8a93a2"/>`, labelWidth, axisY, labelWidth+int(plotW), axisY)
