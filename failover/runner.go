@@ -51,6 +51,9 @@ type RunOptions struct {
 	// or ~/.local/state/drctl/runs).
 	JournalDir string
 	Confirm    Confirm
+	// Yes: the operator answered every question in advance (--yes);
+	// Confirm is not asked, and the run says it was confirmed by --yes.
+	Yes        bool
 	Interrupts *plans.Interrupts
 	// Hooks are more views of the run (the TUI); they are not required:
 	// their failures only warn.
@@ -142,7 +145,7 @@ func Execute(ctx context.Context, topo *topology.Topology, p *plans.Plan, o RunO
 	}
 	hooks = append(hooks, o.Hooks...)
 	ex := &plans.Executor{
-		Registry:   registry(topo, o.Confirm),
+		Registry:   registry(topo, o.Confirm, o.Yes),
 		Hooks:      hooks,
 		Guard:      guard(topo, in),
 		Actor:      plans.LocalActor(),

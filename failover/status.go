@@ -280,6 +280,11 @@ func selectedGroups(admin sarama.ClusterAdmin, sel topology.Selection) (map[stri
 	return out, nil
 }
 
+// RoleUnknown is the role, phase and source status reports when no
+// cluster answers: the live roles are kept in the clusters, and the
+// topology file's home roles say nothing about them.
+const RoleUnknown = "unknown"
+
 func assemble(topo *topology.Topology, views map[string]*clusterView, rv rolestate.View) *Status {
 	cur := rv.Current
 	s := &Status{
@@ -290,10 +295,21 @@ func assemble(topo *topology.Topology, views map[string]*clusterView, rv rolesta
 		Groups:    []GroupStatus{},
 		Problems:  []string{},
 	}
-	for _, name := range []string{cur.Active, cur.Standby} {
+	order := []string{cur.Active, cur.Standby}
+	unknown := !anyReachable(rv)
+	if unknown {
+		s.Roles = Roles{Epoch: -1, Active: RoleUnknown, Standby: RoleUnknown, Phase: RoleUnknown, Source: RoleUnknown}
+		s.Problems = append(s.Problems, "no cluster answers: the live roles are unknown (they are kept in the clusters; the topology file's home roles are "+
+			topo.Active+" active, "+topo.Standby+" standby)")
+		order = topo.ClusterNames()
+	}
+	for _, name := range order {
 		c, v := topo.Clusters[name], views[name]
 		role := "standby"
-		if name == cur.Active {
+		switch {
+		case unknown:
+			role = RoleUnknown
+		case name == cur.Active:
 			role = "active"
 		}
 		cs := ClusterStatus{Name: name, Role: role, Bootstrap: c.Bootstrap, Reachable: v.err == nil, ClusterInfo: v.info, StateEpoch: -1}
@@ -314,6 +330,9 @@ func assemble(topo *topology.Topology, views map[string]*clusterView, rv rolesta
 			}
 		}
 		s.Clusters = append(s.Clusters, cs)
+	}
+	if unknown {
+		return s
 	}
 	act, stb := views[cur.Active], views[cur.Standby]
 	topicNames := map[string]bool{}
@@ -430,4 +449,14 @@ func CollectRoles(ctx context.Context, topo *topology.Topology) (Roles, error) {
 	v := rolestate.Resolve(ctx, topo, clients)
 	cur := v.Current
 	return Roles{Epoch: cur.Epoch, Active: cur.Active, Standby: cur.Standby, Phase: cur.Phase, Source: v.Source, Run: cur.Run}, nil
+}
+
+// anyReachable reports whether any cluster's role state could be read.
+func anyReachable(v rolestate.View) bool {
+	for _, c := range v.Clusters {
+		if c.Reachable {
+			return true
+		}
+	}
+	return false
 }

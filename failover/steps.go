@@ -25,8 +25,9 @@ var ErrDrainTimeout = errors.New("drain timed out")
 // yes.
 type Confirm func(question string) error
 
-// registry returns the actions of every step, bound to topo.
-func registry(topo *topology.Topology, confirm Confirm) *plans.Registry {
+// registry returns the actions of every step, bound to topo. yes says the
+// operator answered every question in advance (--yes).
+func registry(topo *topology.Topology, confirm Confirm, yes bool) *plans.Registry {
 	r := plans.NewRegistry()
 	reg := func(name string, f plans.ActionFunc) {
 		if err := r.Register(name, f); err != nil {
@@ -61,7 +62,7 @@ func registry(topo *topology.Topology, confirm Confirm) *plans.Registry {
 		if err := s.DecodeParams(&p); err != nil {
 			return plans.Result{}, err
 		}
-		return fenceCluster(ctx, topo, p.Cluster, confirm)
+		return fenceCluster(ctx, topo, p.Cluster, confirm, yes)
 	})
 	reg(StepFenceStale, func(ctx context.Context, s plans.Step, _ *plans.RunContext) (plans.Result, error) {
 		var p clusterParams
@@ -238,9 +239,12 @@ func topicShapes(client sarama.Client, topo *topology.Topology) (map[string]int3
 	return out, nil
 }
 
-func fenceCluster(ctx context.Context, topo *topology.Topology, cluster string, confirm Confirm) (plans.Result, error) {
+func fenceCluster(ctx context.Context, topo *topology.Topology, cluster string, confirm Confirm, yes bool) (plans.Result, error) {
 	if topo.Failover.Fence == topology.FenceNone {
 		q := fmt.Sprintf("fence none: stop every producer writing to %s now. Have they stopped?", cluster)
+		if yes {
+			return plans.NewResult(fmt.Sprintf("fence none: that producers on %s stopped was confirmed by --yes, not by the operator; the drain waits for end offsets to stay still", cluster), nil)
+		}
 		if confirm == nil {
 			return plans.Result{}, fmt.Errorf("fence none needs the operator's confirmation that producers on %s stopped; run on a terminal or pass --yes", cluster)
 		}
@@ -304,6 +308,8 @@ func drain(ctx context.Context, topo *topology.Topology, p drainParams, rc *plan
 		select {
 		case <-ctx.Done():
 			return plans.Result{}, ctx.Err()
+		case <-rc.Stopping():
+			return plans.Result{}, fmt.Errorf("%w: stopped draining %s->%s (drctl resume drains again; drctl abort undoes the run)", plans.ErrInterrupted, p.Source, p.Target)
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
@@ -424,6 +430,8 @@ func waitReseeded(ctx context.Context, topo *topology.Topology, p waitParams, rc
 		select {
 		case <-ctx.Done():
 			return plans.Result{}, ctx.Err()
+		case <-rc.Stopping():
+			return plans.Result{}, fmt.Errorf("%w: stopped waiting for %s to catch up (drctl resume waits again)", plans.ErrInterrupted, p.Target)
 		case <-time.After(500 * time.Millisecond):
 		}
 	}

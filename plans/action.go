@@ -115,6 +115,7 @@ type RunContext struct {
 	Rerun bool
 
 	index    int
+	stopping <-chan struct{}         // closed at the first interrupt; nil: never
 	outputs  map[int]json.RawMessage // read only while a step runs
 	mu       sync.Mutex
 	closed   bool
@@ -132,6 +133,13 @@ func (rc *RunContext) Progress(msg string, fraction float64) {
 	}
 	rc.progress(msg, fraction)
 }
+
+// Stopping is closed at the operator's first interrupt (never, when the
+// executor has no Interrupts). A step that only waits (for a drain, a
+// re-seed) loses nothing by starting over: it selects on Stopping and
+// returns an error wrapping ErrInterrupted, and the run stops there with
+// the step left to run again on resume. Other steps ignore it and finish.
+func (rc *RunContext) Stopping() <-chan struct{} { return rc.stopping }
 
 // Output decodes the outputs of the earlier step index into v.
 func (rc *RunContext) Output(index int, v any) error {

@@ -162,6 +162,10 @@ func (r *run) execute(ctx context.Context, s Start) error {
 				ierr := &InterruptError{RunID: r.plan.ID, Next: i, Total: n, Reason: ErrCancelled, Err: err}
 				return r.finish(ctx, i, OutcomeCancelled, ierr)
 			}
+			if errors.Is(err, ErrInterrupted) { // a wait gave up at the first interrupt (RunContext.Stopping)
+				ierr := &InterruptError{RunID: r.plan.ID, Next: i, Total: n, Reason: ErrInterrupted, Err: err}
+				return r.finish(ctx, i, OutcomeInterrupted, ierr)
+			}
 			return r.finish(ctx, i, OutcomeFailed, &StepError{RunID: r.plan.ID, Index: i, Total: n, Name: step.Name, Err: err})
 		}
 		r.outputs[i] = res.Outputs
@@ -202,6 +206,9 @@ func (r *run) runStep(ctx context.Context, step Step, rerun bool) (res Result, c
 		}()
 	}
 	rc := &RunContext{Plan: r.plan, Actor: r.e.Actor, Rerun: rerun, index: step.Index, outputs: r.outputs}
+	if in := r.e.Interrupts; in != nil {
+		rc.stopping = in.Stopping()
+	}
 	rc.progress = func(msg string, fraction float64) {
 		ev := r.event(EventStepProgress, step.Index)
 		ev.Message, ev.Fraction = msg, knownFraction(fraction)

@@ -10,7 +10,8 @@ import (
 )
 
 // Interrupts is the two-stage interrupt an Executor listens to. The first
-// Interrupt lets the running step finish and stops the run before the next;
+// Interrupt lets the running step finish and stops the run before the next
+// (a step that only waits stops waiting at once; see RunContext.Stopping);
 // the second cancels the running step's context. The zero value is ready to
 // use; an Interrupts serves one run.
 type Interrupts struct {
@@ -102,7 +103,7 @@ func relaySignals(in *Interrupts, w io.Writer, resume string, ch <-chan os.Signa
 		// Print before interrupting: whoever waits on in sees the message.
 		switch in.Count() {
 		case 0:
-			fmt.Fprint(w, "\nInterrupt: finishing the current step, then stopping. Interrupt again to cancel the step.\n")
+			fmt.Fprint(w, "\nInterrupt: finishing the current step (a wait stops at once), then stopping. Interrupt again to cancel the step.\n")
 		default:
 			fmt.Fprint(w, "\nSecond interrupt: cancelling the current step. A third one kills drctl at once.\n")
 		}

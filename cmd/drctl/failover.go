@@ -181,6 +181,9 @@ func resumeCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			if !c.Bool("yes") && !interactive() {
+				return withCode(exitBadInput, errors.New("resume changes the clusters (and may need the operator to confirm that producers stopped) and there is no terminal to confirm on: check drctl status and pass --yes"))
+			}
 			ctx, cancel := context.WithTimeout(c.Context, 30*time.Second)
 			id, err := failover.ResumeID(ctx, topo, c.Args().First())
 			cancel()
@@ -302,9 +305,12 @@ func execute(c *cli.Context, topo *topology.Topology, run func(context.Context, 
 	default:
 		o.Out = c.App.Writer
 	}
-	if c.Bool("yes") || !interactive() {
-		o.Confirm = func(string) error { return nil }
-	} else {
+	switch {
+	case c.Bool("yes"):
+		o.Yes = true
+	case !interactive():
+		// No one to ask: a question fails the step, naming --yes.
+	default:
 		o.Confirm = func(q string) error {
 			fmt.Fprintf(c.App.Writer, "%s [y/N] ", q)
 			line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
