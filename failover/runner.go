@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/drctl/drctl/internal/kvstore"
 	"github.com/drctl/drctl/plans"
@@ -30,6 +31,8 @@ type RunRecord struct {
 	Finished bool          `json:"finished"`
 	Outcome  plans.Outcome `json:"outcome,omitempty"`
 	Error    string        `json:"error,omitempty"`
+	// Aborted is set when drctl abort undid the run; it is never resumed.
+	Aborted *Aborted `json:"aborted,omitempty"`
 }
 
 // start returns where a resume begins.
@@ -315,6 +318,13 @@ func Resume(ctx context.Context, topo *topology.Topology, id string, o RunOption
 		if st.Finished {
 			return nil
 		}
+		if st.Outcome == plans.OutcomeAborted {
+			return fmt.Errorf("%w: run %s (%s); check drctl status and plan again", ErrAborted, id, st.LastError)
+		}
+	}
+	if rec, _ := LoadRun(ctx, topo, id); rec != nil && rec.Aborted != nil {
+		return fmt.Errorf("%w: run %s was aborted by %s at %s (%s); check drctl status and plan again", ErrAborted, id,
+			rec.Aborted.By, rec.Aborted.At.Format(time.RFC3339), rec.Aborted.Reason)
 	}
 	if p == nil {
 		rec, err := LoadRun(ctx, topo, id)
@@ -373,3 +383,5 @@ func decodeRunRecord(raw []byte) (*RunRecord, error) {
 	}
 	return &rec, nil
 }
+
+func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }

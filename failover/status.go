@@ -2,6 +2,7 @@ package failover
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/drctl/drctl/internal/kafkaconn"
+	"github.com/drctl/drctl/internal/kvstore"
 	"github.com/drctl/drctl/internal/rolestate"
 	"github.com/drctl/drctl/mirror"
 	"github.com/drctl/drctl/topology"
@@ -159,6 +161,9 @@ func CollectStatus(ctx context.Context, topo *topology.Topology) *Status {
 	st := assemble(topo, views, view)
 	st.LastDrill = lastDrill(ctx, topo, clients, time.Now())
 	st.Problems = append(st.Problems, drillProblems(topo, st.LastDrill)...)
+	if st.Roles.Run != nil {
+		runProblem(ctx, st, clients)
+	}
 	if len(clients) == len(names) {
 		link := mirror.LinkFor(topo, st.Roles.Active, st.Roles.Standby)
 		ls := mirror.DescribeLink(ctx, topo, link)
@@ -459,4 +464,46 @@ func anyReachable(v rolestate.View) bool {
 		}
 	}
 	return false
+}
+
+// runProblem reads the progress of the run in progress from the clusters,
+// puts its real step into st.Roles.Run.Step, and lists the run as a
+// problem naming the step and both ways out: resume, and abort before the
+// point of no return.
+func runProblem(ctx context.Context, st *Status, clients map[string]sarama.Client) {
+	run := *st.Roles.Run
+	st.Roles.Run = &run
+	var rec *RunRecord
+	for _, c := range clients {
+		raw, found, err := kvstore.Get(ctx, c, RunsTopic, run.ID)
+		if err != nil || !found {
+			continue
+		}
+		var r RunRecord
+		if json.Unmarshal(raw, &r) == nil && r.Plan != nil && (rec == nil || r.start().From > rec.start().From) {
+			rec = &r
+		}
+	}
+	if rec == nil {
+		st.Problems = append(st.Problems, fmt.Sprintf("%s run %s is in progress (phase %s) and its progress record is missing: finish it with drctl resume %s, or undo it with drctl abort %s",
+			run.Kind, run.ID, st.Roles.Phase, run.ID, run.ID))
+		return
+	}
+	next := rec.start().From
+	run.Step = next
+	total := len(rec.Plan.Steps)
+	at := "after its last step"
+	if next < total {
+		at = fmt.Sprintf("at step %d/%d (%s)", next+1, total, rec.Plan.Steps[next].Name)
+	}
+	how := fmt.Sprintf("drctl abort %s undoes it (before step %d/%d, %s)", run.ID, pointOfNoReturn(rec.Plan)+1, total, rec.Plan.Steps[pointOfNoReturn(rec.Plan)].Name)
+	if max(rec.Started, next-1) >= pointOfNoReturn(rec.Plan) {
+		how = fmt.Sprintf("drctl abort %s cannot undo it any more (past step %d/%d, %s)", run.ID, pointOfNoReturn(rec.Plan)+1, total, rec.Plan.Steps[pointOfNoReturn(rec.Plan)].Name)
+	}
+	last := ""
+	if rec.Error != "" {
+		last = "; last error: " + rec.Error
+	}
+	st.Problems = append(st.Problems, fmt.Sprintf("%s run %s is not finished: it stopped %s%s. Unless a drctl is still running it, finish it with drctl resume %s; %s",
+		run.Kind, run.ID, at, last, run.ID, how))
 }

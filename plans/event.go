@@ -37,6 +37,7 @@ const (
 	OutcomeCancelled   Outcome = "cancelled"   // second interrupt or the caller's context
 	OutcomeStale       Outcome = "stale"       // the guard found the plan stale
 	OutcomeHalted      Outcome = "halted"      // a required hook or the guard failed
+	OutcomeAborted     Outcome = "aborted"     // the operator undid the run (drctl abort); it is never resumed
 )
 
 // Event is one thing that happened in a run. It is what every hook receives,

@@ -119,6 +119,7 @@ func newApp() *cli.App {
 			failbackCommand(),
 			applyCommand(),
 			resumeCommand(),
+			abortCommand(),
 			reseedCommand(),
 			sandboxCommand(),
 			tuiCommand(),

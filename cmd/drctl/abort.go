@@ -1,0 +1,72 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/drctl/drctl/failover"
+)
+
+func abortCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "abort",
+		Usage:     "undo an interrupted run before its point of no return (the flip; a reseed's wipe)",
+		ArgsUsage: "[RUN-ID]",
+		Description: "abort puts the clusters back as the run found them: it removes the fence the run added, writes the\n" +
+			"roles it started from (steady), and records who aborted it and why in the run record and the journal.\n" +
+			"After the flip (a reseed: the wipe) it refuses and says to finish the run with drctl resume.\n" +
+			"Stop any drctl still running the run first.",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "yes", Usage: "do not ask for confirmation (required without a terminal)"},
+			&cli.StringFlag{Name: "reason", Usage: "why the run is aborted (recorded with it)"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 1 {
+				return withCode(exitBadInput, errors.New("name at most one run: drctl abort [RUN-ID]"))
+			}
+			topo, err := loadTopology(c)
+			if err != nil {
+				return err
+			}
+			id := c.Args().First()
+			if !c.Bool("yes") {
+				if !interactive() {
+					return withCode(exitBadInput, errors.New("abort changes the clusters and there is no terminal to confirm on: check drctl status and pass --yes"))
+				}
+				fmt.Fprintf(c.App.Writer, "Abort run %s and restore the roles it started from? [y/N] ", orDash(id))
+				line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
+				if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
+					return withCode(exitBadInput, errors.New("not confirmed; nothing was changed"))
+				}
+			}
+			ctx, cancel := context.WithTimeout(c.Context, 2*time.Minute)
+			defer cancel()
+			rep, err := failover.Abort(ctx, topo, id, failover.AbortOptions{Reason: c.String("reason")})
+			if errors.Is(err, failover.ErrPastPointOfNoReturn) || errors.Is(err, failover.ErrPlanChanged) {
+				return withCode(exitBadInput, err)
+			}
+			if err != nil {
+				return err
+			}
+			return render(c, rep, func(w io.Writer) error {
+				if rep.Already {
+					_, err := fmt.Fprintf(w, "run %s was already aborted by %s at %s (%s); nothing to do\n", rep.RunID, rep.Aborted.By, rep.Aborted.At.Format(time.RFC3339), rep.Aborted.Reason)
+					return err
+				}
+				fmt.Fprintf(w, "run %s (%s) aborted at step %d: %s\n", rep.RunID, rep.Kind, rep.Aborted.Step+1, rep.Aborted.Reason)
+				for _, u := range rep.Aborted.Undone {
+					fmt.Fprintf(w, "  - %s\n", u)
+				}
+				return nil
+			})
+		},
+	}
+}
