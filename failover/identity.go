@@ -5,8 +5,14 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/IBM/sarama"
+
 	"github.com/drctl/drctl/internal/kafkaconn"
+	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/internal/rolestate"
+	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/plans"
+	"github.com/drctl/drctl/topology"
 )
 
 // clusterIDs returns the id of every cluster of the topology: as it
@@ -115,4 +121,60 @@ func identityProblems(w *world, recorded map[string]string) ([]string, error) {
 		problems = append(problems, err.Error())
 	}
 	return problems, nil
+}
+
+// originOnTarget returns the origin cluster id (drctl.o) of the last
+// mirrored record (of the last 64 offsets) of the first selected partition of target that holds
+// one ("" when none does): the id of the cluster the mirror copied from.
+func originOnTarget(ctx context.Context, topo *topology.Topology, target sarama.Client) string {
+	if target == nil {
+		return ""
+	}
+	tps, err := mirror.SelectedPartitions(target, topo.MirroredTopics())
+	if err != nil {
+		return ""
+	}
+	for _, tp := range tps {
+		ends, err := kafkaread.PartitionEnds(ctx, target, tp.Topic, tp.Partition)
+		if err != nil || ends.Stable <= ends.Start {
+			continue
+		}
+		id := ""
+		_, _ = kafkaread.ReadCommitted(ctx, target, tp.Topic, tp.Partition, max(ends.Start, ends.Stable-64), func(r kafkaread.Record) error { // past transaction markers
+			if o := originOf(r); o != "" {
+				id = o
+			}
+			return nil
+		})
+		if id != "" {
+			return id
+		}
+	}
+	return ""
+}
+
+// identityOf compares cluster's live id (read through w) with the id the
+// plan of rc recorded; nil when they agree or either is unknown. The lost
+// records are the RPO the plan's rpo-report step measured, if it ran.
+func identityOf(w *world, rc *plans.RunContext, cluster string) *IdentityChange {
+	var in Inputs
+	if rc == nil || rc.Plan.DecodeInputs(&in) != nil || in.ClusterIDs[cluster] == "" {
+		return nil
+	}
+	c, err := w.need(cluster)
+	if err != nil {
+		return nil
+	}
+	now, err := kafkaconn.ClusterID(c)
+	if err != nil || now == in.ClusterIDs[cluster] {
+		return nil
+	}
+	ch := &IdentityChange{Cluster: cluster, Recorded: in.ClusterIDs[cluster], Now: now, LostRecords: -1}
+	for i, s := range rc.Plan.Steps {
+		var rpo RPOReport
+		if s.Name == StepRPO && rc.Output(i, &rpo) == nil {
+			ch.LostRecords = rpo.Records
+		}
+	}
+	return ch
 }

@@ -197,6 +197,19 @@ func PlanFailoverWith(ctx context.Context, topo *topology.Topology, req Failover
 	case fromErr == nil && unplanned && !req.ForceUnplanned:
 		return nil, fmt.Errorf("%w: %s", ErrRefused, activeAnswers(from))
 	}
+	if fromErr != nil && ids[from] == "" {
+		// Down, and no role state recorded its id: the mirror's
+		// provenance on the new active names it.
+		if id := originOnTarget(ctx, topo, w.clients[to]); id != "" {
+			if ids == nil {
+				ids = map[string]string{}
+			}
+			ids[from] = id
+			if err := oneNameEach(topo.Path, ids, nil); err != nil {
+				return nil, fmt.Errorf("%w: %w", ErrRefused, err)
+			}
+		}
+	}
 	kind := rolestate.RunFailover
 	if req.Failback {
 		kind = rolestate.RunFailback

@@ -61,6 +61,11 @@ type ClusterStatus struct {
 	// (-1 when it holds none); Stale is true when it lags the winner.
 	StateEpoch int64 `json:"state_epoch" yaml:"state_epoch"`
 	Stale      bool  `json:"stale" yaml:"stale"`
+	// RecordedClusterID is the id the role state recorded for the cluster
+	// (absent before any run); IdentityChanged is true when the cluster
+	// answers with another id: it was rebuilt or replaced.
+	RecordedClusterID string `json:"recorded_cluster_id,omitempty" yaml:"recorded_cluster_id,omitempty"`
+	IdentityChanged   bool   `json:"identity_changed,omitempty" yaml:"identity_changed,omitempty"`
 }
 
 // TopicStatus compares one selected topic on both clusters.
@@ -161,8 +166,15 @@ func CollectStatus(ctx context.Context, topo *topology.Topology) *Status {
 	st := assemble(topo, views, view)
 	st.LastDrill = lastDrill(ctx, topo, clients, time.Now())
 	st.Problems = append(st.Problems, drillProblems(topo, st.LastDrill)...)
+	var lost int64 = -1
 	if st.Roles.Run != nil {
-		runProblem(ctx, st, clients)
+		lost = runProblem(ctx, st, clients)
+	}
+	for _, c := range st.Clusters {
+		if c.IdentityChanged {
+			ch := IdentityChange{Cluster: c.Name, Recorded: c.RecordedClusterID, Now: c.ClusterID, LostRecords: lost}
+			st.Problems = append(st.Problems, ch.String())
+		}
 	}
 	if len(clients) == len(names) {
 		link := mirror.LinkFor(topo, st.Roles.Active, st.Roles.Standby)
@@ -325,6 +337,10 @@ func assemble(topo *topology.Topology, views map[string]*clusterView, rv rolesta
 			cs.Error = v.err.Error()
 			s.Problems = append(s.Problems, "cluster "+name+" ("+role+") is unreachable: "+cs.Error)
 		}
+		if rec := cur.ClusterIDs[name]; rec != "" && !unknown {
+			cs.RecordedClusterID = rec
+			cs.IdentityChanged = cs.Reachable && cs.ClusterID != "" && cs.ClusterID != rec
+		}
 		if st, ok := rv.Clusters[name]; ok {
 			if st.Found {
 				cs.StateEpoch = st.State.Epoch
@@ -470,7 +486,10 @@ func anyReachable(v rolestate.View) bool {
 // puts its real step into st.Roles.Run.Step, and lists the run as a
 // problem naming the step and both ways out: resume, and abort before the
 // point of no return.
-func runProblem(ctx context.Context, st *Status, clients map[string]sarama.Client) {
+// It returns the run's RPO in records when its rpo-report step ran (-1
+// otherwise).
+func runProblem(ctx context.Context, st *Status, clients map[string]sarama.Client) (rpo int64) {
+	rpo = -1
 	run := *st.Roles.Run
 	st.Roles.Run = &run
 	var rec *RunRecord
@@ -479,15 +498,20 @@ func runProblem(ctx context.Context, st *Status, clients map[string]sarama.Clien
 		if err != nil || !found {
 			continue
 		}
-		var r RunRecord
-		if json.Unmarshal(raw, &r) == nil && r.Plan != nil && (rec == nil || r.start().From > rec.start().From) {
-			rec = &r
+		if r, err := decodeRunRecord(raw); err == nil && (rec == nil || r.start().From > rec.start().From) {
+			rec = r
 		}
 	}
 	if rec == nil {
 		st.Problems = append(st.Problems, fmt.Sprintf("%s run %s is in progress (phase %s) and its progress record is missing: finish it with drctl resume %s, or undo it with drctl abort %s",
 			run.Kind, run.ID, st.Roles.Phase, run.ID, run.ID))
-		return
+		return rpo
+	}
+	for i, s := range rec.Plan.Steps {
+		var rep RPOReport
+		if s.Name == StepRPO && rec.Outputs[i] != nil && json.Unmarshal(rec.Outputs[i], &rep) == nil {
+			rpo = rep.Records
+		}
 	}
 	next := rec.start().From
 	run.Step = next
@@ -506,4 +530,5 @@ func runProblem(ctx context.Context, st *Status, clients map[string]sarama.Clien
 	}
 	st.Problems = append(st.Problems, fmt.Sprintf("%s run %s is not finished: it stopped %s%s. Unless a drctl is still running it, finish it with drctl resume %s; %s",
 		run.Kind, run.ID, at, last, run.ID, how))
+	return rpo
 }

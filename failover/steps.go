@@ -121,16 +121,24 @@ func registry(topo *topology.Topology, confirm Confirm, yes bool) *plans.Registr
 		}
 		return runHooks(ctx, p)
 	})
-	reg(StepSalvage, func(ctx context.Context, s plans.Step, _ *plans.RunContext) (plans.Result, error) {
+	reg(StepSalvage, func(ctx context.Context, s plans.Step, rc *plans.RunContext) (plans.Result, error) {
 		var p reseedParams
 		if err := s.DecodeParams(&p); err != nil {
 			return plans.Result{}, err
 		}
+		w := connect(ctx, topo, p.Stale)
+		changed := identityOf(w, rc, p.Stale)
+		w.close()
 		rep, err := Salvage(ctx, topo, p.Stale, p.Active)
 		if err != nil {
 			return plans.Result{}, err
 		}
-		return plans.NewResult(fmt.Sprintf("%d record(s) salvaged from %s into quarantine topics on %s", rep.Records, p.Stale, p.Active), rep)
+		rep.Identity = changed
+		msg := fmt.Sprintf("%d record(s) salvaged from %s into quarantine topics on %s (%d skipped: they came from %s)", rep.Records, p.Stale, p.Active, rep.FromActive, p.Active)
+		if changed != nil {
+			msg = changed.String() + "; " + msg
+		}
+		return plans.NewResult(msg, rep)
 	})
 	reg(StepWipe, func(ctx context.Context, s plans.Step, _ *plans.RunContext) (plans.Result, error) {
 		var p reseedParams

@@ -1,0 +1,126 @@
+package failover
+
+// A cluster that returns with another cluster id (rebuilt empty) is
+// flagged in the run and in status, and the records of the RPO are
+// reported lost, with their count.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/drctl/drctl/internal/kfaketest"
+)
+
+// sfRefuseOrders makes c refuse every produce to orders (the mirror's data
+// stays on the source), until c.DropControl().
+func sfRefuseOrders(c *kfake.Cluster) {
+	c.ControlKey(0, func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		pr := req.(*kmsg.ProduceRequest)
+		for _, tp := range pr.Topics {
+			if tp.Topic != "orders" {
+				continue
+			}
+			resp := pr.ResponseKind().(*kmsg.ProduceResponse)
+			for _, rt := range pr.Topics {
+				rtr := kmsg.NewProduceResponseTopic()
+				rtr.Topic = rt.Topic
+				for _, rp := range rt.Partitions {
+					prr := kmsg.NewProduceResponseTopicPartition()
+					prr.Partition = rp.Partition
+					prr.ErrorCode = kerr.NotEnoughReplicas.Code
+					rtr.Partitions = append(rtr.Partitions, prr)
+				}
+				resp.Topics = append(resp.Topics, rtr)
+			}
+			return resp, nil, true
+		}
+		return nil, nil, false
+	})
+}
+
+// TestRebuiltClusterFlagged: after an unplanned failover with an RPO of 9
+// records, east comes back empty under another cluster id. status flags
+// it, naming the 9 lost records; the resumed run reports it in its
+// salvage step, with the count, and ends steady.
+func TestRebuiltClusterFlagged(t *testing.T) {
+	p := kfaketest.NewPair(t, kfaketest.Options{Persist: true, Mirror: rfMirrorYAML, Extra: "failover: {fence: none, drain_timeout: 30s, quiet_period: 300ms}\n"})
+	topo := p.Topology
+	rfCreateTopic(t, topo, "east", "orders", 1)
+	rfProduce(t, topo, "east", "orders", 20)
+	rfStartMirror(t, topo, "east", "west")
+	rfWaitMirrored(t, topo, "east", "west")
+	sfRefuseOrders(p.West)
+	rfProduce(t, topo, "east", "orders", 9)
+	rfWait(t, 20*time.Second, "the mirror observed the 9 records it cannot copy", func() (bool, string) {
+		rep, err := MeasureRPO(rfCtx(t, 10*time.Second), topo, "east", "west")
+		if err != nil {
+			return false, err.Error()
+		}
+		return rep.Records == 9, fmt.Sprint(rep.Records)
+	})
+	addr := p.East.ListenAddrs()[0]
+	p.Stop("east")
+	p.West.DropControl()
+
+	plan, err := PlanFailover(rfCtx(t, 30*time.Second), topo, "west", true, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in Inputs
+	if err := plan.DecodeInputs(&in); err != nil || in.ClusterIDs["east"] != "kfake-east" {
+		t.Errorf("the unplanned plan does not know east's cluster id: %v %v", in.ClusterIDs, err)
+	}
+	journal := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := Execute(ctx, topo, plan, RunOptions{JournalDir: journal, Yes: true}); !errors.Is(err, ErrUnreachable) {
+		t.Fatalf("the unplanned run should stop at east while it is down; got %v", err)
+	}
+
+	var port int
+	if _, err := fmt.Sscanf(addr[strings.LastIndex(addr, ":")+1:], "%d", &port); err != nil {
+		t.Fatal(err)
+	}
+	rebuilt, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.ClusterID("kfake-east-rebuilt"), kfake.Ports(port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rebuilt.Close)
+
+	st := CollectStatus(rfCtx(t, 20*time.Second), topo)
+	var east *ClusterStatus
+	for i := range st.Clusters {
+		if st.Clusters[i].Name == "east" {
+			east = &st.Clusters[i]
+		}
+	}
+	if east == nil || !east.IdentityChanged || east.RecordedClusterID != "kfake-east" {
+		t.Errorf("status does not flag east as rebuilt: %+v", east)
+	}
+	problems := strings.Join(st.Problems, "\n")
+	for _, want := range []string{"kfake-east-rebuilt", "rebuilt", "9 record(s)", "lost"} {
+		if !strings.Contains(problems, want) {
+			t.Errorf("status problems do not say %q:\n%s", want, problems)
+		}
+	}
+
+	if err := Resume(ctx, topo, plan.ID, RunOptions{JournalDir: journal, Yes: true}); err != nil {
+		t.Fatalf("resume: %v", err)
+	}
+	var salvage SalvageReport
+	if err := jsonUnmarshal(outputOf(t, journal, plan.ID, StepSalvage), &salvage); err != nil {
+		t.Fatal(err)
+	}
+	if salvage.Identity == nil || salvage.Identity.LostRecords != 9 || salvage.Identity.Now != "kfake-east-rebuilt" {
+		t.Errorf("the salvage step does not report east rebuilt with 9 lost records: %+v", salvage.Identity)
+	}
+}
