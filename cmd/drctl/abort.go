@@ -23,7 +23,8 @@ func abortCommand() *cli.Command {
 		Description: "abort puts the clusters back as the run found them: it removes the fence the run added, writes the\n" +
 			"roles it started from (steady), and records who aborted it and why in the run record and the journal.\n" +
 			"After the flip (a reseed: the wipe) it refuses and says to finish the run with drctl resume.\n" +
-			"Stop any drctl still running the run first.",
+			"Stop any drctl still running the run first. Without a terminal it refuses unless --yes.\n\n" +
+			"Examples:\n   drctl abort --reason \"drill called off\"\n   drctl abort failover-20261201T101500-8feb83 --yes -o json",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "yes", Usage: "do not ask for confirmation (required without a terminal)"},
 			&cli.StringFlag{Name: "reason", Usage: "why the run is aborted (recorded with it)"},

@@ -48,7 +48,8 @@ var helpTexts = map[string]helpText{
 		"new standby.\n" +
 		"On a terminal it prints the plan and asks you to type the target's name; without one it refuses unless\n" +
 		"--yes. Ctrl-C finishes the current step and stops (drctl resume goes on); a second Ctrl-C cancels it.\n" +
-		"With -o json it prints a JSON-lines event stream, one event per line (-o yaml: one YAML document per event).",
+		"With -o json it prints a JSON-lines event stream, one event per line (-o yaml: one YAML document per event).\n" +
+		"--unplanned is refused while the active answers, unless --force-unplanned (the active is then fenced first).",
 		examples: []string{"drctl failover --to west", "drctl failover --to west --yes", "drctl failover --to west --unplanned --yes -o json"}},
 	"failback": {description: "failback is a planned failover back to the home active cluster (the topology's `active`), with\n" +
 		"the same steps, confirmation and output as drctl failover. It is refused while a reseed runs.",
@@ -63,8 +64,9 @@ var helpTexts = map[string]helpText{
 		examples: []string{"drctl resume", "drctl resume failover-20261201T101500-8feb83 --yes"}},
 	"reseed": {description: "reseed salvages the records of a stale cluster that never reached the active (to a quarantine\n" +
 		"topic on the active), wipes the stale cluster's selected topics and groups and re-seeds it from the active\n" +
-		"as the new standby. A cluster that is not stale is refused.",
-		examples: []string{"drctl reseed east", "drctl reseed east --yes"}},
+		"as the new standby. A cluster that is not stale (the healthy standby) is refused unless --force, which\n" +
+		"prints the reason it overrides.",
+		examples: []string{"drctl reseed east", "drctl reseed east --yes", "drctl reseed west --force --yes"}},
 	"fence": {description: "fence adds DENY WRITE ACLs on the selected topics of CLUSTER for the application principals\n" +
 		"(recorded in the cluster, so that unfence removes exactly those) and verifies that they are in force.\n" +
 		"The cluster needs an authorizer.",
