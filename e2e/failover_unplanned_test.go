@@ -155,7 +155,7 @@ func TestFailoverUnplannedRealKafka(t *testing.T) {
 	// East comes back; resume finishes the run.
 	startCluster(t, "east")
 	clock.lap("kafka.sh start east")
-	rs := ft.run(t, 3*time.Minute, nil, "resume")
+	rs := ft.run(t, 3*time.Minute, nil, "resume", "--yes")
 	clock.lap("drctl resume (fence-stale..finish)")
 	if rs.Code != 0 || rs.outcome().Outcome != plans.OutcomeSucceeded {
 		t.Fatalf("resume: exit %d, outcome %q: %s", rs.Code, rs.outcome().Outcome, rs.outcome().Error)
