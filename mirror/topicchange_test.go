@@ -279,6 +279,16 @@ func TestTopicRecreatedOnActive(t *testing.T) {
 		}
 	}
 	waitCopied(t, src, dst, "orders", "kfake-east")
+	// The offset map still holds the old incarnation's entries: a group on
+	// the new one is never translated to a wrong offset (unmapped at worst).
+	commitSource(t, src, "g-new", map[TopicPartition]int64{{"orders", 0}: 25})
+	rep := mustTranslate(t, ctx, p.Topology, link, TranslateOptions{Groups: []string{"g-new"}})
+	for _, gp := range rep.Groups[0].Partitions {
+		if gp.Exact && gp.Target != 25 {
+			t.Errorf("g-new on the new orders translated to %d (%s), want 25 or unmapped", gp.Target, gp.Status)
+		}
+		t.Logf("g-new orders/%d after reseed-topic: target %d, status %s, exact %v", gp.Partition, gp.Target, gp.Status, gp.Exact)
+	}
 	if _, err := ReseedTopic(ctx, p.Topology, link, "orders", false); !errors.Is(err, ErrNotRecreated) {
 		t.Errorf("a second reseed-topic: %v, want ErrNotRecreated", err)
 	}
