@@ -140,6 +140,16 @@ type clusterView struct {
 // returns within ctx's deadline even when a cluster does not answer; an
 // unreachable cluster is part of the snapshot, not an error.
 func CollectStatus(ctx context.Context, topo *topology.Topology) *Status {
+	st, _ := CollectStatusLag(ctx, topo)
+	return st
+}
+
+// CollectStatusLag is CollectStatus that also returns the per-partition lag
+// of the live link it measured for the snapshot (nil when a cluster is
+// unreachable or the lag could not be measured), so that a caller showing
+// both (the TUI) measures it once.
+func CollectStatusLag(ctx context.Context, topo *topology.Topology) (*Status, *mirror.LagReport) {
+	var lag *mirror.LagReport
 	names := topo.ClusterNames()
 	views := make(map[string]*clusterView, len(names))
 	var mu sync.Mutex
@@ -178,8 +188,8 @@ func CollectStatus(ctx context.Context, topo *topology.Topology) *Status {
 	}
 	if len(clients) == len(names) {
 		link := mirror.LinkFor(topo, st.Roles.Active, st.Roles.Standby)
-		ls := mirror.DescribeLink(ctx, topo, link)
-		st.Mirror = &ls
+		ls, rep := mirror.DescribeLinkLag(ctx, topo, link)
+		st.Mirror, lag = &ls, rep
 		if syncs, err := mirror.GroupSyncStatusFrom(ctx, clients[st.Roles.Standby], topo, link); err == nil {
 			for i := range st.Groups {
 				if gs, ok := syncs[st.Groups[i].Name]; ok {
@@ -200,7 +210,7 @@ func CollectStatus(ctx context.Context, topo *topology.Topology) *Status {
 		}
 		st.Problems = append(st.Problems, ls.Problems()...)
 	}
-	return st
+	return st, lag
 }
 
 func inspect(ctx context.Context, topo *topology.Topology, c *topology.Cluster) *clusterView {

@@ -38,22 +38,30 @@ type LinkState struct {
 // DescribeLink reads the link's worker group on the target and measures its
 // lag. Problems are reported in Error; it never fails as a whole.
 func DescribeLink(ctx context.Context, topo *topology.Topology, link Link) LinkState {
+	ls, _ := DescribeLinkLag(ctx, topo, link)
+	return ls
+}
+
+// DescribeLinkLag is DescribeLink that also returns the per-partition lag
+// it measured (nil when it could not), for callers that show both (the
+// TUI) without measuring twice.
+func DescribeLinkLag(ctx context.Context, topo *topology.Topology, link Link) (LinkState, *LagReport) {
 	ls := LinkState{Link: link.String()}
 	dst, err := kafkaconn.Dial(ctx, topo.Clusters[link.Target], nil)
 	if err != nil {
 		ls.Error = err.Error()
-		return ls
+		return ls, nil
 	}
 	defer dst.Close()
 	admin, err := sarama.NewClusterAdminFromClient(dst)
 	if err != nil {
 		ls.Error = err.Error()
-		return ls
+		return ls, nil
 	}
 	descs, err := admin.DescribeConsumerGroups([]string{link.WorkersGroup()})
 	if err != nil {
 		ls.Error = fmt.Sprintf("describe worker group: %v", err)
-		return ls
+		return ls, nil
 	}
 	if len(descs) == 1 {
 		ls.GroupState, ls.Workers = descs[0].State, len(descs[0].Members)
@@ -62,7 +70,7 @@ func DescribeLink(ctx context.Context, topo *topology.Topology, link Link) LinkS
 	rep, err := MeasureLag(ctx, topo, link)
 	if err != nil {
 		ls.Error = err.Error()
-		return ls
+		return ls, nil
 	}
 	ls.LagRecords, ls.LagSeconds, ls.LostRecords = rep.TotalRecords, rep.MaxSeconds, rep.TotalLost
 	ls.TopicChanges, ls.Reset = rep.TopicChanges, rep.Reset
@@ -74,7 +82,7 @@ func DescribeLink(ctx context.Context, topo *topology.Topology, link Link) LinkS
 			ls.PartitionErrors[TopicPartition{p.Topic, p.Partition}.String()] = p.Error
 		}
 	}
-	return ls
+	return ls, rep
 }
 
 // Problems lists, one line each and sorted, what the link cannot copy or

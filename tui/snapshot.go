@@ -11,7 +11,7 @@ import (
 
 // Snapshot is one refresh: the status snapshot `drctl status` prints and,
 // when both clusters answer, the per-partition lag `drctl mirror lag`
-// prints.
+// prints (the same measurement the snapshot's mirror totals come from).
 type Snapshot struct {
 	Status *failover.Status
 	Lag    *mirror.LagReport
@@ -37,15 +37,9 @@ func collect(ctx context.Context, topo *topology.Topology, journalDir string, ti
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	s := &Snapshot{At: now()}
-	s.Status = failover.CollectStatus(ctx, topo)
-	if s.Status.Mirror != nil && len(s.Status.Unreachable()) == 0 {
-		link := mirror.LinkFor(topo, s.Status.Roles.Active, s.Status.Roles.Standby)
-		lag, err := mirror.MeasureLag(ctx, topo, link)
-		if err != nil {
-			s.LagError = err.Error()
-		} else {
-			s.Lag = lag
-		}
+	s.Status, s.Lag = failover.CollectStatusLag(ctx, topo)
+	if m := s.Status.Mirror; m != nil && s.Lag == nil && m.Error != "" {
+		s.LagError = m.Error
 	}
 	if runs, err := readJournals(journalDir, 50); err != nil {
 		s.RunsError = err.Error()
