@@ -38,10 +38,12 @@ fuzz:
 		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg; \
 	done
 
-# fuzz-seeds rewrites the seed corpora from the seeds the fuzz tests add
-# (valid encodings from the real encoders, and edge cases).
+# fuzz-seeds rewrites the seed corpora (seed-* files; crashers stay) from
+# the seeds the fuzz tests add, or a Test...Seeds test of the package
+# writes: valid encodings from the real encoders, and edge cases.
 fuzz-seeds:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \
-		DRCTL_WRITE_FUZZ_SEEDS=1 $(GO) test -count=1 -run "^$$name\$$" $$pkg; \
+		rm -f $$pkg/testdata/fuzz/$$name/seed-*; \
+		DRCTL_WRITE_FUZZ_SEEDS=1 $(GO) test -count=1 -run "^$$name\$$|Seeds\$$" $$pkg; \
 	done
