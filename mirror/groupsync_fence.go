@@ -109,4 +109,3 @@ func (f *fencedCommitter) commit(group string, changes []OffsetChange) (err erro
 	}
 	return nil
 }
-
