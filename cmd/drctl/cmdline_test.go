@@ -132,6 +132,10 @@ func TestUsageExitCodes(t *testing.T) {
 		{[]string{"-o", "xml", "status"}, `-o "xml" is not a format`},
 		{[]string{"sandbox", "-o", "json"}, "sandbox has no -o json"},
 		{[]string{"mirror", "run", "-o", "yaml"}, "mirror run has no -o yaml"},
+		{[]string{"mirror", "run", "--log-format", "xml"}, `--log-format "xml": use text or json`},
+		{[]string{"mirror", "run", "--log-level", "loud"}, `--log-level "loud": use debug, info, warn or error`},
+		{[]string{"sandbox", "--log-format", "logfmt"}, `--log-format "logfmt": use text or json`},
+		{[]string{"sandbox", "--log-level", "verbose"}, `--log-level "verbose"`},
 	}
 	for _, c := range cases {
 		_, stderr, code := drctl(t, append(c.args, "-c", missing)...)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"runtime/debug"
 	"time"
@@ -29,15 +28,14 @@ func mirrorCommand() *cli.Command {
 					"live roles stored in the clusters: after a failover it stops the old direction and starts\n" +
 					"the new one when the phase allows it. Run several processes to share the work. SIGTERM or\n" +
 					"Ctrl-C stops it gracefully, committing what is in flight.",
-				Flags: []cli.Flag{
+				Flags: append(logFlags(),
 					&cli.StringFlag{Name: "listen", Value: mirror.DefaultListen, Usage: "address of /metrics, /healthz and /readyz (empty: none)"},
 					&cli.IntFlag{Name: "shards", Value: mirror.DefaultShards, Usage: "shards of the link (fixed once the link has run)"},
 					&cli.DurationFlag{Name: "txn-interval", Value: 100 * time.Millisecond, Usage: "longest time one transaction gathers records"},
 					&cli.DurationFlag{Name: "session-timeout", Value: 10 * time.Second, Usage: "worker group session timeout: how soon others take over a dead process's shards (at least the brokers' group.min.session.timeout.ms, 6s by default)"},
-					&cli.StringFlag{Name: "log-format", Value: "text", Usage: "log format: text or json"},
 					&cli.DurationFlag{Name: "stall-timeout", Value: 2 * time.Minute, Usage: "/healthz fails when the link is behind and makes no progress for this long"},
 					&cli.IntFlag{Name: "memory-limit-mb", Value: 256, Usage: "soft memory limit of the Go runtime in MiB (GOMEMLIMIT overrides; 0: none): the garbage collector works harder near it"},
-				},
+				),
 				Action: mirrorRun,
 			},
 			&cli.Command{
@@ -53,17 +51,11 @@ func mirrorCommand() *cli.Command {
 	}
 }
 
-func logger(c *cli.Context) *slog.Logger {
-	var h slog.Handler
-	if c.String("log-format") == "json" {
-		h = slog.NewJSONHandler(c.App.ErrWriter, nil)
-	} else {
-		h = slog.NewTextHandler(c.App.ErrWriter, nil)
-	}
-	return slog.New(h)
-}
-
 func mirrorRun(c *cli.Context) error {
+	log, err := logger(c)
+	if err != nil {
+		return err
+	}
 	topo, err := loadTopology(c)
 	if err != nil {
 		return err
@@ -71,7 +63,6 @@ func mirrorRun(c *cli.Context) error {
 	if c.Int("shards") < 1 || c.Int("shards") > 1024 {
 		return withCode(exitBadInput, fmt.Errorf("--shards %d: use 1 to 1024", c.Int("shards")))
 	}
-	log := logger(c)
 	if mb := c.Int("memory-limit-mb"); mb > 0 && os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(int64(mb) << 20)
 	}

@@ -31,7 +31,7 @@ func TestStatusAgainstSandboxProcess(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], "sandbox", "--dir", dir, "--east-port", "-1", "--west-port", "-1")
+	cmd := exec.CommandContext(ctx, os.Args[0], "sandbox", "--dir", dir, "--east-port", "-1", "--west-port", "-1", "--mirror-listen", "127.0.0.1:0")
 	cmd.Env = append(os.Environ(), "DRCTL_TEST_AS_MAIN=1")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out

@@ -53,7 +53,7 @@ func (t *traffic) consume(ctx context.Context, c *topology.Cluster, g demoGroup)
 	for ctx.Err() == nil {
 		// Consume returns at every rebalance and when ctx ends.
 		if err := cg.Consume(ctx, g.topics, h); err != nil && ctx.Err() == nil {
-			t.fail(what, "%s: %v%s (retrying)", what, err, missingTopicHint(err))
+			t.fail(what, "%s: %v (retrying)", what, err)
 			sleep(ctx, retryBackoff)
 		}
 	}

@@ -30,3 +30,21 @@ func lockDataDir(dir string) (unlock func(), err error) {
 	}
 	return func() { f.Close() }, nil
 }
+
+// lockDir takes an exclusive lock on the directory itself (no lock file is
+// left behind) and reports false, with no error, when another process or
+// sandbox holds it. The lock lasts until unlock or the process's end.
+func lockDir(dir string) (unlock func(), ok bool, err error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, false, fmt.Errorf("sandbox: lock %s: %w", dir, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, false, nil
+		}
+		return nil, false, fmt.Errorf("sandbox: lock %s: %w", dir, err)
+	}
+	return func() { f.Close() }, true, nil
+}

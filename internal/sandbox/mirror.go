@@ -2,7 +2,7 @@ package sandbox
 
 import (
 	"context"
-	"log/slog"
+	"fmt"
 	"sync"
 	"time"
 
@@ -14,28 +14,48 @@ import (
 	"github.com/drctl/drctl/topology"
 )
 
+// mirrorStartTimeout bounds the wait for the mirror's listener.
+const mirrorStartTimeout = 10 * time.Second
+
 // startMirror runs the mirror daemon in-process, as `drctl mirror run`
-// would, until stop is called. It follows the live roles, so after a
-// failover it mirrors the other way.
-func (s *Sandbox) startMirror() {
+// would, until stopMirror is called. It follows the live roles, so after a
+// failover it mirrors the other way. It returns once the daemon serves
+// /metrics (s.mirrorAddr is then the bound address), so the instructions
+// can print it; a listener that cannot bind is an error.
+func (s *Sandbox) startMirror() error {
 	ctx, cancel := context.WithCancel(context.Background())
-	log := slog.New(slog.NewTextHandler(s.log.writer(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	bound := make(chan string, 1)
 	d := mirror.NewDaemon(s.Topology, mirror.DaemonOptions{
 		Listen:    s.opts.MirrorListen,
 		StatePoll: 2 * time.Second,
-		Engine:    mirror.Options{Shards: 4, Logger: log, TopicSyncInterval: 2 * time.Second},
-		Started:   func(addr string) { s.mirrorAddr = addr },
+		Engine:    mirror.Options{Shards: 4, Logger: s.log.mirrorLogger(), TopicSyncInterval: 2 * time.Second},
+		Started:   func(addr string) { bound <- addr },
 	})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := d.Run(ctx); err != nil {
-			s.log.printf("mirror stopped: %v", err)
-		}
-	}()
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	var stopped sync.Once
 	s.stopMirror = func() {
+		stopped.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				s.log.printf("mirror stopped: %v", err)
+			}
+		})
+	}
+	if s.opts.MirrorListen == "" {
+		return nil
+	}
+	select {
+	case s.mirrorAddr = <-bound:
+		return nil
+	case err := <-done:
 		cancel()
-		<-done
+		s.stopMirror = func() {}
+		return fmt.Errorf("sandbox: the mirror cannot serve /metrics on %s (another sandbox or drctl mirror run may use it): "+
+			"pick a free address with --mirror-listen, or \"\" for none: %w", s.opts.MirrorListen, err)
+	case <-time.After(mirrorStartTimeout):
+		s.stopMirror()
+		return fmt.Errorf("sandbox: the mirror did not start serving on %s within %s", s.opts.MirrorListen, mirrorStartTimeout)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
@@ -39,6 +40,11 @@ const (
 
 	// TopologyFile is the name of the file written into Options.Dir.
 	TopologyFile = "drctl.yaml"
+
+	// DefaultMirrorListen is where the sandbox's mirror serves /metrics,
+	// /healthz and /readyz: a fixed port, next to no well-known service and
+	// apart from drctl mirror run's default (7483), so both can run.
+	DefaultMirrorListen = "127.0.0.1:17483"
 )
 
 // The names of the sandbox's clusters; east is the home active.
@@ -77,6 +83,14 @@ type Options struct {
 	// MirrorListen is the address of the mirror's /metrics, /healthz and
 	// /readyz ("" = not served).
 	MirrorListen string
+	// LogFormat is LogText (the default) or LogJSON; LogLevel the least
+	// level logged (the zero value is Info).
+	LogFormat string
+	LogLevel  slog.Level
+	// Command is how the printed hints invoke drctl ("drctl" when empty;
+	// "go run ./cmd/drctl" when the sandbox itself runs that way), so that
+	// they work when pasted as shown.
+	Command string
 }
 
 // Sandbox is a running sandbox. Close it to stop the traffic and the
@@ -98,8 +112,10 @@ type Sandbox struct {
 	stopMirror func()
 	stopDrills func()
 	mirrorAddr string
-	closeOnce  sync.Once
-	closeErr   error
+	// topologyNote says why the topology file is not Dir/drctl.yaml.
+	topologyNote string
+	closeOnce    sync.Once
+	closeErr     error
 }
 
 // ErrTopologyExists means Options.Dir holds a drctl.yaml that the sandbox did
@@ -129,11 +145,10 @@ func (e *PortInUseError) Unwrap() error { return e.Err }
 // is cancelled; then it stops the traffic and closes the clusters. A
 // cancelled ctx is the normal end and returns nil.
 func Run(ctx context.Context, o Options) error {
-	s, err := Start(ctx, o)
+	s, err := startWith(ctx, o, func(s *Sandbox) { s.log.block(s.Instructions()) })
 	if err != nil {
 		return err
 	}
-	s.log.block(s.Instructions())
 	report := time.NewTicker(time.Minute)
 	defer report.Stop()
 	for {
@@ -166,19 +181,37 @@ func orPaused(active string) string {
 // topics on east and starts the demo traffic. ctx bounds the start-up only:
 // the sandbox runs until Close. On error nothing is left running and no
 // file the sandbox did not write is changed.
-func Start(ctx context.Context, o Options) (*Sandbox, error) {
+func Start(ctx context.Context, o Options) (*Sandbox, error) { return startWith(ctx, o, nil) }
+
+// startWith is Start; ready, if set, runs just before the traffic starts (Run
+// prints the instructions there, so they come before any traffic line).
+func startWith(ctx context.Context, o Options, ready func(*Sandbox)) (*Sandbox, error) {
 	o, err := o.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	path := filepath.Join(o.Dir, TopologyFile)
-	if err := checkOverwrite(path); err != nil {
+	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("sandbox: create directory %s: %w", o.Dir, err)
+	}
+	path, note, unlockDir, err := claimTopologyFile(o)
+	if err != nil {
 		return nil, err
 	}
-	s := &Sandbox{TopologyPath: path, opts: o, clusters: map[string]*kfake.Cluster{}, log: newLogger(o.Log), unlock: func() {}}
+	if err := checkOverwrite(path); err != nil {
+		unlockDir()
+		return nil, err
+	}
+	s := &Sandbox{TopologyPath: path, topologyNote: note, opts: o, clusters: map[string]*kfake.Cluster{},
+		log: newLogger(o.Log, o.LogFormat, o.LogLevel), unlock: unlockDir}
 	ok := false
 	defer func() {
 		if !ok {
+			if s.stopDrills != nil {
+				s.stopDrills()
+			}
+			if s.stopMirror != nil {
+				s.stopMirror()
+			}
 			s.closeClusters()
 		}
 	}()
@@ -187,7 +220,7 @@ func Start(ctx context.Context, o Options) (*Sandbox, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.unlock = unlock
+		s.unlock = func() { unlock(); unlockDir() }
 	}
 	for _, c := range []struct {
 		name string
@@ -198,9 +231,6 @@ func Start(ctx context.Context, o Options) (*Sandbox, error) {
 			return nil, err
 		}
 		s.clusters[c.name] = kc
-	}
-	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
-		return nil, fmt.Errorf("sandbox: create directory for %s: %w", path, err)
 	}
 	if err := writeTopology(path, s.Addrs(East), s.Addrs(West)); err != nil {
 		return nil, err
@@ -216,7 +246,9 @@ func Start(ctx context.Context, o Options) (*Sandbox, error) {
 	}
 
 	if o.Mirror {
-		s.startMirror()
+		if err := s.startMirror(); err != nil {
+			return nil, err
+		}
 		s.stopDrills = s.startDrills()
 		if o.ActiveFn == nil {
 			o.ActiveFn = liveActive(s.Topology)
@@ -228,6 +260,9 @@ func Start(ctx context.Context, o Options) (*Sandbox, error) {
 		o.ActiveFn = func(context.Context) string { return East }
 	}
 	s.traffic = newTraffic(s.Topology, o, s.log)
+	if ready != nil {
+		ready(s)
+	}
 	tctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	s.stop, s.done = stop, make(chan struct{})
 	go func() {
@@ -262,6 +297,16 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Rate == 0 {
 		o.Rate = DefaultRate
 	}
+	switch o.LogFormat {
+	case "":
+		o.LogFormat = LogText
+	case LogText, LogJSON:
+	default:
+		return o, fmt.Errorf("sandbox: log format %q: use text or json", o.LogFormat)
+	}
+	if o.Command == "" {
+		o.Command = "drctl"
+	}
 	if o.Rate < 0 {
 		return o, fmt.Errorf("sandbox: rate %d records/s is negative; use a positive rate", o.Rate)
 	}
@@ -269,6 +314,26 @@ func (o Options) withDefaults() (Options, error) {
 		o.ActivePoll = 500 * time.Millisecond
 	}
 	return o, nil
+}
+
+// claimTopologyFile picks the sandbox's topology file: Dir/drctl.yaml, unless
+// another running sandbox holds Dir; then a file of its own, named after its
+// east port, so that the first sandbox's file is never rewritten under it.
+// note says so when it happens.
+func claimTopologyFile(o Options) (path, note string, unlock func(), err error) {
+	unlock, ok, err := lockDir(o.Dir)
+	if err != nil {
+		return "", "", nil, err
+	}
+	if ok {
+		return filepath.Join(o.Dir, TopologyFile), "", unlock, nil
+	}
+	name := fmt.Sprintf("drctl-%d.yaml", o.EastPort)
+	if o.EastPort == AnyPort {
+		name = fmt.Sprintf("drctl-pid%d.yaml", os.Getpid())
+	}
+	note = fmt.Sprintf("%s belongs to the sandbox already running in this directory; this sandbox's topology is %s", TopologyFile, name)
+	return filepath.Join(o.Dir, name), note, func() {}, nil
 }
 
 // Addrs returns the listen addresses (host:port) of the cluster named east or

@@ -414,12 +414,16 @@ func TestRunStopsCleanly(t *testing.T) {
 	for _, want := range []string{
 		"drctl -c " + shellQuote(path) + " validate --online",
 		"drctl -c " + shellQuote(path) + " status ",
-		"drctl -c " + shellQuote(path) + " status -o json",
+		"drctl -c " + shellQuote(path) + " mirror lag",
 		"127.0.0.1:",
 	} {
 		if !strings.Contains(log.String(), want) {
 			t.Errorf("instructions lack %q:\n%s", want, log)
 		}
+	}
+	// The instructions come first: the log reads from the top.
+	if first := strings.TrimSpace(log.String()); !strings.HasPrefix(first, "drctl sandbox is running") {
+		t.Errorf("the output does not start with the instructions:\n%s", log)
 	}
 	// Stop in steady state: producer, transactions and both groups running.
 	topo, err := topology.Load(path)

@@ -38,7 +38,13 @@ var demoTopics = []demoTopic{
 
 // createDemoTopics creates the demo topics on c; topics that already exist
 // (a restart with a data directory) are left as they are.
-func createDemoTopics(c *topology.Cluster) error {
+func createDemoTopics(c *topology.Cluster) error { return createTopics(c, demoTopics) }
+
+// createTopics creates topics on c, leaving those that exist as they are.
+func createTopics(c *topology.Cluster, topics []demoTopic) error {
+	if len(topics) == 0 {
+		return nil
+	}
 	// sarama's admin looks up the controller with a metadata request for
 	// "every topic"; with Metadata.Full off (the topology's default) and no
 	// topic named yet, that request fails with "no specific topics".
@@ -51,7 +57,7 @@ func createDemoTopics(c *topology.Cluster) error {
 		return fmt.Errorf("sandbox: create demo topics on %s: connect: %w", c.Name, err)
 	}
 	defer admin.Close()
-	for _, t := range demoTopics {
+	for _, t := range topics {
 		detail := &sarama.TopicDetail{NumPartitions: t.partitions, ReplicationFactor: 1, ConfigEntries: t.configs}
 		err := admin.CreateTopic(t.name, detail, false)
 		if err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {

@@ -113,15 +113,20 @@ func (t *traffic) run(ctx context.Context) {
 				stop()
 				stop = nil
 				t.setActive("")
-				t.log.printf("traffic stopped on %s", asked)
+				if t.topo.Clusters[want] == nil {
+					t.log.hold()
+					t.log.printf("traffic paused on %s: the roles are moving (a failover, failback or reseed is running)", asked)
+				} else {
+					t.log.printf("traffic stopped on %s", asked)
+				}
 			}
 			asked = want
 			if c := t.topo.Clusters[want]; c != nil {
+				t.log.release()
+				t.ensureUnmirroredTopics(c)
 				stop = t.startOn(ctx, c)
 				t.setActive(want)
-				t.log.printf("traffic runs on %s: %d records/s; groups billing and analytics consume", want, t.rate)
-			} else {
-				t.log.printf("traffic paused: the active cluster is %q, not east or west", want)
+				t.log.printf("traffic runs on %s, the active cluster: %d records/s; groups billing and analytics consume", want, t.rate)
 			}
 		}
 		select {
@@ -228,8 +233,8 @@ func (t *traffic) sendPlain(c *topology.Cluster, p sarama.SyncProducer, msgs []*
 		} else {
 			failed = len(msgs)
 		}
-		t.fail("produce "+c.Name, "produce to %s: %d of %d records failed: %v%s (retrying with the next records)",
-			c.Name, failed, len(msgs), err, missingTopicHint(err))
+		t.fail("produce "+c.Name, "produce to %s: %d of %d records failed: %v (retrying with the next records)",
+			c.Name, failed, len(msgs), err)
 	}
 	t.produced.Add(int64(len(msgs) - failed))
 }
@@ -331,13 +336,19 @@ func (t *traffic) closeClient(what string, c io.Closer) {
 	}
 }
 
-// missingTopicHint explains a missing topic: on the standby that is normal
-// until the mirror has created it.
-func missingTopicHint(err error) string {
-	if errors.Is(err, sarama.ErrUnknownTopicOrPartition) {
-		return "; the mirror creates the standby's topics, `drctl mirror run` starts it"
+// ensureUnmirroredTopics creates, on the cluster the traffic moves to, the
+// demo topics the mirror does not select (scratch): no mirror brings them
+// there, and the demo producer writes to them wherever it runs.
+func (t *traffic) ensureUnmirroredTopics(c *topology.Cluster) {
+	var missing []demoTopic
+	for _, dt := range demoTopics {
+		if !t.topo.Mirror.Topics.Match(dt.name) {
+			missing = append(missing, dt)
+		}
 	}
-	return ""
+	if err := createTopics(c, missing); err != nil {
+		t.fail("topics "+c.Name, "%v (the demo records for them fail until it succeeds)", err)
+	}
 }
 
 // sleep waits for d or until ctx ends, and reports whether ctx is still live.
