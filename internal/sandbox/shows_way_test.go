@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -118,15 +119,19 @@ func TestLogFormats(t *testing.T) {
 	l.printf("traffic runs on %s", "east")
 	l.mirrorLogger().Warn("cannot read source end offsets", "link", "east->west", "shard", 3)
 	l.mirrorLogger().Info("shard claimed", "shard", 1) // detail: only at debug
-	line := regexp.MustCompile(`^\d\d:\d\d:\d\d (sandbox|mirror): `)
+	fmt.Fprintf(l.lineWriter("drill"), "2026-12-01T06:00:00Z drill canary-every-minute passed\n")
+	line := regexp.MustCompile(`^\d\d:\d\d:\d\d (sandbox|mirror|drill): `)
 	lines := strings.Split(strings.TrimSpace(text.String()), "\n")
-	if len(lines) != 2 {
-		t.Fatalf("%d lines, want 2:\n%s", len(lines), text.String())
+	if len(lines) != 3 {
+		t.Fatalf("%d lines, want 3:\n%s", len(lines), text.String())
 	}
 	for _, ln := range lines {
 		if !line.MatchString(ln) {
 			t.Errorf("line %q is not in the sandbox's format", ln)
 		}
+	}
+	if !strings.HasSuffix(lines[2], " drill: drill canary-every-minute passed") {
+		t.Errorf("drill line: %q", lines[2])
 	}
 	if !strings.Contains(lines[1], "mirror: warning: cannot read source end offsets (link=east->west shard=3)") {
 		t.Errorf("mirror line: %q", lines[1])
