@@ -12,8 +12,11 @@ func Judge(r *Record) {
 	var reasons []string
 	add := func(format string, args ...any) { reasons = append(reasons, fmt.Sprintf(format, args...)) }
 	for _, s := range r.Steps {
-		if s.Status == "failed" {
+		switch s.Status {
+		case "failed":
 			add("step %s failed: %s", s.Name, s.Error)
+		case "skipped":
+			add("step %s did not run", s.Name)
 		}
 	}
 	if c := r.Canary; c != nil {

@@ -38,8 +38,9 @@ type entry struct {
 	schedule cron.Schedule
 }
 
-// Run fires the scheduled drills until ctx ends. Drills due at the same
-// time run one after another, in name order.
+// Run fires the scheduled drills until ctx ends; a drill that is running
+// then runs to its end first. Drills due at the same time run one after
+// another, in name order.
 func (s *Scheduler) Run(ctx context.Context) error {
 	entries, err := s.entries()
 	if err != nil {
@@ -83,6 +84,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			if next[i].After(at) {
 				continue
 			}
+			if ctx.Err() != nil {
+				return nil
+			}
 			s.RunSlot(ctx, e.drill, next[i])
 			next[i] = nextSlot(e.schedule, maxTime(at, s.now()))
 		}
@@ -103,7 +107,9 @@ func (s *Scheduler) RunSlot(ctx context.Context, d *topology.NamedDrill, slot ti
 	}
 	o := s.Options
 	o.Holder, o.Slot, o.Yes = s.Holder, slot, true
-	rec, err := Run(ctx, s.Topo, d, o)
+	// A drill runs to its end even when the scheduler is asked to stop: a
+	// failover drill cut short would leave the roles moved.
+	rec, err := Run(context.WithoutCancel(ctx), s.Topo, d, o)
 	if s.Metrics != nil {
 		s.Metrics.Observe(d, rec, err)
 	}
