@@ -50,6 +50,9 @@ type Options struct {
 	// allows it, whatever Yes says).
 	Confirm func(question, answer string) error
 	Yes     bool
+	// Hooks are more views of the drill's run (the TUI); they are not
+	// required: their failures only warn.
+	Hooks []plans.Hook
 	// Holder names this process in the drill lease (default: NewHolder()).
 	Holder string
 	// Slot is the scheduled time a scheduler runs the drill for (zero: run
@@ -195,6 +198,7 @@ func execute(ctx context.Context, p *plans.Plan, reg *plans.Registry, rec *Recor
 	case o.Out != nil:
 		hooks = append(hooks, plans.NewPrinter(o.Out))
 	}
+	hooks = append(hooks, o.Hooks...)
 	ex := &plans.Executor{Registry: reg, Hooks: hooks, Actor: rec.By, Interrupts: o.Interrupts}
 	return ex.Run(ctx, p)
 }

@@ -6,9 +6,11 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/drctl/drctl/drill"
 	"github.com/drctl/drctl/failover"
 	"github.com/drctl/drctl/mirror"
 	"github.com/drctl/drctl/plans"
+	"github.com/drctl/drctl/topology"
 )
 
 // The console's I/O: each function returns a tea.Cmd that does the work
@@ -124,18 +126,55 @@ func (m *Model) syncApplyCmd(group string, link mirror.Link, plan *mirror.GroupS
 	}
 }
 
-// startRun runs a plan (or resumes a run) through failover's executor with
-// the console as one more hook, in its own goroutine.
-func (m *Model) startRun(id string, run func(context.Context, failover.RunOptions) error) tea.Cmd {
+// runFunc runs a plan through an executor that reports to h (one more
+// hook), stops on in, and asks through h.confirm when a step must ask.
+type runFunc func(ctx context.Context, h *runHook, in *plans.Interrupts) error
+
+// startRun runs a plan (or resumes a run, or runs a drill) with the
+// console as one more hook on its executor, in its own goroutine. resume is
+// the command that finishes the run if it stops early ("" when none does).
+func (m *Model) startRun(id, resume string, run runFunc) tea.Cmd {
 	h := newRunHook()
 	in := &plans.Interrupts{}
-	m.run = &liveRun{id: id, resume: "drctl -c " + m.opts.Topology.Path + " resume " + id, started: m.opts.Now()}
+	m.run = &liveRun{id: id, resume: resume, started: m.opts.Now()}
 	m.runs.run, m.hook, m.interrupts = m.run, h, in
-	o := failover.RunOptions{Hooks: []plans.Hook{h}, Confirm: h.confirm, Interrupts: in, JournalDir: m.opts.JournalDir}
 	go func() {
-		err := run(context.Background(), o)
+		err := run(context.Background(), h, in)
 		h.ch <- runEndedMsg{err}
 	}()
 	m.active = viewRuns
 	return h.next()
+}
+
+// failoverRun runs plan p through failover.Execute.
+func (m *Model) failoverRun(p *plans.Plan) tea.Cmd {
+	topo, dir := m.opts.Topology, m.opts.JournalDir
+	return m.startRun(p.ID, "drctl -c "+topo.Path+" resume "+p.ID, func(ctx context.Context, h *runHook, in *plans.Interrupts) error {
+		return failover.Execute(ctx, topo, p, failover.RunOptions{Hooks: []plans.Hook{h}, Interrupts: in, Confirm: h.confirm, JournalDir: dir})
+	})
+}
+
+// resumeRun finishes run id through failover.Resume.
+func (m *Model) resumeRun(id string) tea.Cmd {
+	topo, dir := m.opts.Topology, m.opts.JournalDir
+	return m.startRun(id, "drctl -c "+topo.Path+" resume "+id, func(ctx context.Context, h *runHook, in *plans.Interrupts) error {
+		return failover.Resume(ctx, topo, id, failover.RunOptions{Hooks: []plans.Hook{h}, Interrupts: in, Confirm: h.confirm, JournalDir: dir})
+	})
+}
+
+// drillDoneMsg is a drill's judged record.
+type drillDoneMsg struct{ rec *drill.Record }
+
+// drillRun runs drill d through drill.Run (a canary drill: it touches only
+// the canary topic and group). Its record comes back as a drillDoneMsg
+// before the run ends.
+func (m *Model) drillRun(d *topology.NamedDrill) tea.Cmd {
+	topo, dir := m.opts.Topology, m.opts.JournalDir
+	return m.startRun("drill "+d.Name, "", func(ctx context.Context, h *runHook, in *plans.Interrupts) error {
+		rec, err := drill.Run(ctx, topo, d, drill.Options{Hooks: []plans.Hook{h}, Interrupts: in, JournalDir: dir})
+		if rec != nil {
+			h.ch <- drillDoneMsg{rec}
+		}
+		return err
+	})
 }

@@ -18,6 +18,7 @@ var keyMap = [][2]string{
 	{"b", "failback to the home active cluster"},
 	{"R", "resume the run in progress"},
 	{"s", "offsets sync of the selected group (asks first)"},
+	{"d", "run a canary drill (safe: canary topic and group only)"},
 	{"ctrl-c", "in a run: stop after this step; twice: cancel it"},
 	{"q", "quit (stop a run in progress first)"},
 	{"?", "this help; any key closes it"},

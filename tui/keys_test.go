@@ -16,7 +16,7 @@ func TestReadOnlyRefusesEveryAction(t *testing.T) {
 	if !strings.Contains(m.View(), "READ-ONLY") {
 		t.Fatal("the header does not say READ-ONLY")
 	}
-	for _, k := range []string{"f", "F", "b", "R", "s"} {
+	for _, k := range []string{"f", "F", "b", "R", "s", "d"} {
 		_, cmd := m.Update(key(k))
 		if cmd != nil || m.dialog != nil {
 			t.Fatalf("%s started something in read-only mode", k)
@@ -174,4 +174,20 @@ func TestCtrlCDuringARunStopsItTwoStage(t *testing.T) {
 // read is not needed here.
 func runEventMsgFor(e plans.Event) tea.Msg {
 	return runEventMsg{e}
+}
+
+func TestDrillKeyAsksFirst(t *testing.T) {
+	m := fixtureModel(80, 24, false)
+	m.Update(snapshotMsg{scenarioSteady()})
+	m.Update(key("d"))
+	if m.dialog == nil || !strings.Contains(m.dialog.title, "Canary drill") || m.dialog.expect != "" {
+		t.Fatalf("d did not ask y/N before a canary drill: %+v", m.dialog)
+	}
+	if !strings.Contains(m.View(), "touches nothing but the canary topic and group") {
+		t.Fatalf("the question does not say what the drill touches:\n%s", m.View())
+	}
+	m.Update(key("esc"))
+	if m.run != nil || m.dialog != nil {
+		t.Fatal("esc started the drill")
+	}
 }

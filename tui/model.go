@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -11,8 +10,10 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 
+	"github.com/drctl/drctl/drill"
 	"github.com/drctl/drctl/failover"
 	"github.com/drctl/drctl/plans"
+	"github.com/drctl/drctl/topology"
 )
 
 // The views, in the order of their number keys.
@@ -107,6 +108,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case drillsMsg:
 		m.drills.Set(msg)
 		return m, nil
+	case drillDoneMsg:
+		m.drillDone(msg.rec)
+		return m, m.nextRunMsg()
 	case translationMsg:
 		m.groups.SetTranslation(msg)
 		return m, nil
@@ -240,7 +244,7 @@ func (m *Model) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 			m.filter.CursorEnd()
 			return m, m.filter.Focus()
 		}
-	case "f", "F", "b", "R", "s":
+	case "f", "F", "b", "R", "s", "d":
 		return m, m.action(k.String())
 	default:
 		return m, m.viewKey(k)
@@ -249,7 +253,7 @@ func (m *Model) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 }
 
 func (m *Model) quit() (tea.Model, tea.Cmd) {
-	if m.run.unfinished() {
+	if m.run.unfinished() && m.run.resume != "" {
 		m.Resume = m.run.resume
 	}
 	return m, tea.Quit
@@ -421,6 +425,19 @@ func (m *Model) action(key string) tea.Cmd {
 	case "R":
 		m.say(false, "looking for the run in progress ...")
 		return m.resumeIDCmd()
+	case "d":
+		d, err := drill.Resolve(m.opts.Topology, "", topology.DrillCanary)
+		if err != nil {
+			m.say(true, "canary drill: %v", err)
+			return nil
+		}
+		m.dialog = newDialog("Canary drill "+d.Name,
+			"It writes sequence-numbered records to the canary topic on "+r.Active+"\n"+
+				"and reads them back on "+r.Standby+", checks the canary group's exact\n"+
+				"translated position, runs the failover plan's preflight (not the plan),\n"+
+				"and measures the RPO. It touches nothing but the canary topic and group.",
+			"Run the canary drill now? [y/N] ", "", func(m *Model) tea.Cmd { return m.drillRun(d) })
+		return nil
 	case "s":
 		g := m.groups.open
 		if g == "" && m.active == viewGroups {
@@ -454,10 +471,7 @@ func (m *Model) planReady(msg planMsg) tea.Cmd {
 		p.Text(),
 		fmt.Sprintf("Type the name of the cluster %q to run this plan (esc cancels): ", target),
 		target,
-		func(m *Model) tea.Cmd {
-			topo := m.opts.Topology
-			return m.startRun(p.ID, func(ctx context.Context, o failover.RunOptions) error { return failover.Execute(ctx, topo, p, o) })
-		},
+		func(m *Model) tea.Cmd { return m.failoverRun(p) },
 	)
 	return m.dialog.input.Focus()
 }
@@ -471,10 +485,7 @@ func (m *Model) resumeReady(msg resumeIDMsg) tea.Cmd {
 	id := msg.id
 	m.dialog = newDialog("Resume run "+id, "drctl resume "+id+" finishes the run from the step it stopped at,\nre-checking every step against the live state before it runs.",
 		fmt.Sprintf("Type the run id %q to resume it (esc cancels): ", id), id,
-		func(m *Model) tea.Cmd {
-			topo := m.opts.Topology
-			return m.startRun(id, func(ctx context.Context, o failover.RunOptions) error { return failover.Resume(ctx, topo, id, o) })
-		})
+		func(m *Model) tea.Cmd { return m.resumeRun(id) })
 	return m.dialog.input.Focus()
 }
 
@@ -541,6 +552,16 @@ func (m *Model) logRunEvent(e plans.Event) {
 	}
 }
 
+// drillDone shows a drill's verdict and reads the history again.
+func (m *Model) drillDone(rec *drill.Record) {
+	reason := ""
+	if len(rec.Reasons) > 0 {
+		reason = ": " + rec.Reasons[0]
+	}
+	m.events.Add(Event{At: m.opts.Now(), Bad: rec.Verdict != drill.Pass, Text: fmt.Sprintf("drill %s (%s) %s%s", rec.Drill, rec.ID, rec.Verdict, reason)})
+	m.drills.loaded = false
+}
+
 func (m *Model) runEnded(err error) tea.Cmd {
 	r := m.run
 	r.ended = true
@@ -560,6 +581,9 @@ func (m *Model) runEnded(err error) tea.Cmd {
 		m.say(true, "run %s: %s", r.id, r.outcome)
 	} else {
 		m.say(false, "run %s succeeded", r.id)
+	}
+	if !m.drills.loaded && !m.opts.NoRefresh {
+		return tea.Batch(m.refreshNow(), m.drillsCmd())
 	}
 	return m.refreshNow()
 }
@@ -666,7 +690,7 @@ func (m *Model) footer(w int) string {
 	}
 	keys := "? help  / filter  o sort  r refresh  +/- interval  p pause  q quit"
 	if !m.opts.ReadOnly {
-		keys = "? help  f failover  b failback  R resume  / filter  r refresh  q quit"
+		keys = "? help  f failover  b failback  R resume  d drill  / filter  q quit"
 	}
 	return m.st.dim.Render(truncateANSI(keys, w))
 }
