@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -112,7 +113,7 @@ func ownerAt(ctx context.Context, c sarama.Client, key string, upto int64) (*cla
 			if owner != nil && owner.Holder == cl.Holder {
 				owner = nil
 			}
-		case owner == nil || cl.At.After(owner.Expires) || owner.Holder == cl.Holder:
+		case owner == nil || cl.At.After(owner.Expires) || owner.Holder == cl.Holder || deadHere(owner.Holder):
 			c := cl
 			owner = &c
 		}
@@ -122,6 +123,22 @@ func ownerAt(ctx context.Context, c sarama.Client, key string, upto int64) (*cla
 		return nil, fmt.Errorf("read %s: %w", LocksTopic, err)
 	}
 	return owner, nil
+}
+
+// deadHere reports whether holder names a process of this host that no
+// longer runs: a killed drill's lease is then over at once, not after its
+// expiry. (Holders are "host/pid/random", see NewHolder.)
+func deadHere(holder string) bool {
+	parts := strings.SplitN(holder, "/", 3)
+	if len(parts) != 3 {
+		return false
+	}
+	host, _ := os.Hostname()
+	pid, err := strconv.Atoi(parts[1])
+	if parts[0] != host || err != nil || pid <= 0 {
+		return false
+	}
+	return !processAlive(pid)
 }
 
 func appendClaim(ctx context.Context, c sarama.Client, cluster *topology.Cluster, cl claim) (int64, error) {

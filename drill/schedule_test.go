@@ -3,6 +3,9 @@ package drill
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -36,6 +39,28 @@ func TestLease(t *testing.T) {
 	time.Sleep(5 * time.Millisecond) // let b's lease expire: clocks end dead holders' leases
 	if _, err := Acquire(ctx, p.Topology, "k", "c", time.Minute); err != nil {
 		t.Fatalf("after expiry: %v", err)
+	}
+
+	// A holder of this host whose process is gone (a killed drill) loses
+	// its lease at once.
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	host, _ := os.Hostname()
+	dead := fmt.Sprintf("%s/%d/x", host, cmd.Process.Pid)
+	if _, err := Acquire(ctx, p.Topology, "k2", dead, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Acquire(ctx, p.Topology, "k2", NewHolder(), time.Minute); err != nil {
+		t.Fatalf("a dead holder's lease: %v", err)
+	}
+	live := fmt.Sprintf("%s/%d/y", host, os.Getpid())
+	if _, err := Acquire(ctx, p.Topology, "k3", live, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Acquire(ctx, p.Topology, "k3", NewHolder(), time.Minute); !errors.Is(err, ErrLocked) {
+		t.Fatalf("a live holder's lease was taken: %v", err)
 	}
 }
 
