@@ -253,10 +253,18 @@ func (m *Model) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 }
 
 func (m *Model) quit() (tea.Model, tea.Cmd) {
-	if m.run.unfinished() && m.run.resume != "" {
-		m.Resume = m.run.resume
-	}
+	m.Resume = m.ResumeCommand()
 	return m, tea.Quit
+}
+
+// ResumeCommand is the command that finishes the run this console started,
+// when it has not finished (it failed, was stopped, or still runs as the
+// console is killed); "" otherwise.
+func (m *Model) ResumeCommand() string {
+	if m.run.unfinished() {
+		return m.run.resume
+	}
+	return ""
 }
 
 // interrupt is ctrl-c: with a run in progress, the CLI's two stages;

@@ -44,12 +44,16 @@ func tuiCommand() *cli.Command {
 // resume command of a run it left unfinished.
 func runConsole(c *cli.Context, topo *topology.Topology, readOnly bool, interval, timeout time.Duration) error {
 	m := tui.New(tui.Options{Topology: topo, ReadOnly: readOnly, Interval: interval, Timeout: timeout, JournalDir: failover.JournalDir()})
-	p := tea.NewProgram(m, tea.WithAltScreen(), tea.WithContext(c.Context))
+	// SIGTERM and SIGINT cancel c.Context (main): the program then restores
+	// the terminal and returns. Its own signal handler stays off, since two
+	// handlers of one signal race and could leave it waiting forever.
+	p := tea.NewProgram(m, tea.WithAltScreen(), tea.WithContext(c.Context), tea.WithoutSignalHandler())
 	if _, err := p.Run(); err != nil && !errors.Is(err, tea.ErrProgramKilled) {
 		return fmt.Errorf("tui: %w", err)
 	}
-	if m.Resume != "" {
-		fmt.Fprintf(c.App.ErrWriter, "a run is unfinished; to finish it: %s\n", m.Resume)
+	// Also after SIGTERM: the run stops with the process, and resumes.
+	if cmd := m.ResumeCommand(); cmd != "" {
+		fmt.Fprintf(c.App.ErrWriter, "a run is unfinished; to finish it: %s\n", cmd)
 	}
 	return nil
 }
