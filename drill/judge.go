@@ -3,6 +3,8 @@ package drill
 import (
 	"fmt"
 	"time"
+
+	"github.com/drctl/drctl/topology"
 )
 
 // Judge sets r's verdict and reasons from its steps, measurements and
@@ -76,8 +78,8 @@ func Judge(r *Record) {
 		if o := r.Objectives.RTOSeconds; o > 0 && d.RTOWriteSeconds > o {
 			add("%s -> %s: RTO %.1f s exceeds the objective %.0f s", d.From, d.To, d.RTOWriteSeconds, o)
 		}
-		if o := r.Objectives.RPOSeconds; d.RPORecords > 0 && o >= 0 && r.Kind == "failover" {
-			add("%s -> %s: planned failover lost %d records (RPO must be 0)", d.From, d.To, d.RPORecords)
+		if d.RPORecords > 0 && r.Kind == string(topology.DrillFailover) {
+			add("%s -> %s: the planned failover left %d canary records behind on %s (its RPO must be 0)", d.From, d.To, d.RPORecords, d.From)
 		}
 	}
 	r.Reasons = reasons

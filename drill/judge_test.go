@@ -1,0 +1,52 @@
+package drill
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestJudge: each rule, alone, fails the drill with its own reason; a
+// record with every measurement in order passes.
+func TestJudge(t *testing.T) {
+	good := func() *Record {
+		return &Record{Kind: "canary", Objectives: Objectives{RPOSeconds: 30, RTOSeconds: 60, MaxCanaryLatencyMS: 500},
+			Steps:     []Step{{Name: "canary", Status: "done"}},
+			Canary:    &CanaryResult{Target: "west", Sent: 10, Received: 10, LatencyMaxMS: 400, LatencyP99MS: 400},
+			GroupSync: &GroupSyncResult{Group: "g", Exact: true, StandbyOffset: 5, ExpectedOffset: 5},
+			Preflight: &PreflightResult{To: "west", Ready: true},
+			RPO:       &RPO{Seconds: 1, Link: "east->west"}, RTO: &RTO{Seconds: 20, From: "d1", Estimated: true}}
+	}
+	for _, tc := range []struct {
+		name   string
+		break_ func(r *Record)
+		want   string
+	}{
+		{"step failed", func(r *Record) { r.Steps[0].Status, r.Steps[0].Error = "failed", "boom" }, "step canary failed: boom"},
+		{"step skipped", func(r *Record) { r.Steps[0].Status = "skipped" }, "step canary did not run"},
+		{"missing", func(r *Record) { r.Canary.Missing, r.Canary.WaitedMS = 3, 2000 }, "3 of 10 canary records not replicated to west within 2s"},
+		{"duplicates", func(r *Record) { r.Canary.Duplicates = 2 }, "2 duplicate canary records on west"},
+		{"order", func(r *Record) { r.Canary.OutOfOrder = 1 }, "1 canary records out of order"},
+		{"latency", func(r *Record) { r.Canary.LatencyMaxMS = 900 }, "canary latency max 900 ms exceeds the objective 500 ms"},
+		{"group none", func(r *Record) { r.GroupSync.Exact, r.GroupSync.StandbyOffset = false, -1 }, "group g has no position on the standby"},
+		{"group inexact", func(r *Record) { r.GroupSync.Exact, r.GroupSync.StandbyOffset, r.GroupSync.ReRead = false, 3, 2 }, "group g on the standby is at offset 3, the exact position is 5 (2 re-read, 0 skipped)"},
+		{"preflight", func(r *Record) { r.Preflight.Ready, r.Preflight.Problems = false, []string{"no mirror"} }, "failover preflight to west: no mirror"},
+		{"rpo", func(r *Record) { r.RPO.Seconds, r.RPO.Records = 45, 7 }, "RPO 45.0 s (7 records behind on east->west) exceeds the objective 30 s"},
+		{"rto", func(r *Record) { r.RTO.Seconds = 90 }, "RTO estimated at 90.0 s exceeds the objective 60 s"},
+		{"lost", func(r *Record) { r.Directions = []Direction{{From: "east", To: "west", Lost: 1}} }, "east -> west: 1 canary records lost"},
+		{"fence", func(r *Record) { r.Directions = []Direction{{From: "east", To: "west", FenceNote: "accepted"}} }, "fence not verified: accepted"},
+		{"planned rpo", func(r *Record) { r.Kind = "failover"; r.Directions = []Direction{{From: "east", To: "west", RPORecords: 2}} }, "left 2 canary records behind on east"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := good()
+			Judge(r)
+			if r.Verdict != Pass || len(r.Reasons) != 0 {
+				t.Fatalf("the good record: %s %v", r.Verdict, r.Reasons)
+			}
+			tc.break_(r)
+			Judge(r)
+			if r.Verdict != Fail || len(r.Reasons) != 1 || !strings.Contains(r.Reasons[0], tc.want) {
+				t.Errorf("got %s %q, want one reason containing %q", r.Verdict, r.Reasons, tc.want)
+			}
+		})
+	}
+}
