@@ -34,7 +34,10 @@ func TestJudge(t *testing.T) {
 		{"rto", func(r *Record) { r.RTO.Seconds = 90 }, "RTO estimated at 90.0 s exceeds the objective 60 s"},
 		{"lost", func(r *Record) { r.Directions = []Direction{{From: "east", To: "west", Lost: 1}} }, "east -> west: 1 canary records lost"},
 		{"fence", func(r *Record) { r.Directions = []Direction{{From: "east", To: "west", FenceNote: "accepted"}} }, "fence not verified: accepted"},
-		{"planned rpo", func(r *Record) { r.Kind = "failover"; r.Directions = []Direction{{From: "east", To: "west", RPORecords: 2}} }, "left 2 canary records behind on east"},
+		{"planned rpo", func(r *Record) {
+			r.Kind = "failover"
+			r.Directions = []Direction{{From: "east", To: "west", RPORecords: 2}}
+		}, "left 2 canary records behind on east"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := good()
