@@ -18,7 +18,7 @@ func TestJudge(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name   string
-		break_ func(r *Record)
+		spoil func(r *Record)
 		want   string
 	}{
 		{"step failed", func(r *Record) { r.Steps[0].Status, r.Steps[0].Error = "failed", "boom" }, "step canary failed: boom"},
@@ -45,7 +45,7 @@ func TestJudge(t *testing.T) {
 			if r.Verdict != Pass || len(r.Reasons) != 0 {
 				t.Fatalf("the good record: %s %v", r.Verdict, r.Reasons)
 			}
-			tc.break_(r)
+			tc.spoil(r)
 			Judge(r)
 			if r.Verdict != Fail || len(r.Reasons) != 1 || !strings.Contains(r.Reasons[0], tc.want) {
 				t.Errorf("got %s %q, want one reason containing %q", r.Verdict, r.Reasons, tc.want)
