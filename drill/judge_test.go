@@ -17,9 +17,9 @@ func TestJudge(t *testing.T) {
 			RPO:       &RPO{Seconds: 1, Link: "east->west"}, RTO: &RTO{Seconds: 20, From: "d1", Estimated: true}}
 	}
 	for _, tc := range []struct {
-		name   string
+		name  string
 		spoil func(r *Record)
-		want   string
+		want  string
 	}{
 		{"step failed", func(r *Record) { r.Steps[0].Status, r.Steps[0].Error = "failed", "boom" }, "step canary failed: boom"},
 		{"step skipped", func(r *Record) { r.Steps[0].Status = "skipped" }, "step canary did not run"},
