@@ -630,7 +630,19 @@ func (m *Model) viewBody(w, h int) string {
 	case viewEvents:
 		return m.events.View(w, h, m.st)
 	}
-	return m.overview.View(w, h, m.st, now)
+	return m.overviewBody(w, h, now)
+}
+
+// overviewBody is the overview, and on a tall terminal the topics and
+// groups tables under it (the first rows, as their views sort them).
+func (m *Model) overviewBody(w, h int, now time.Time) string {
+	out := m.overview.View(w, h, m.st, now)
+	left := h - strings.Count(out, "\n") - 1
+	if m.snap == nil || m.snap.Status == nil || left < 12 {
+		return out
+	}
+	half := (left - 2) / 2
+	return out + "\n\n" + m.topics.list.View(w, half, m.st) + "\n" + m.groups.list.View(w, left-2-half, m.st)
 }
 
 func (m *Model) header(w int) string {
