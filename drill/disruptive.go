@@ -339,13 +339,3 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 		return nil
 	}
 }
-
-func unplannedPlan(topo *topology.Topology, d *topology.NamedDrill, id, active, standby string, o Options) (*plans.Plan, *plans.Registry, func()) {
-	p := plans.New(id, "drill-"+string(d.Kind))
-	_ = p.Add(plans.StepSpec{Name: "not-implemented", Title: "The " + string(d.Kind) + " drill"})
-	r := plans.NewRegistry()
-	_ = r.Register("not-implemented", plans.ActionFunc(func(context.Context, plans.Step, *plans.RunContext) (plans.Result, error) {
-		return plans.Result{}, fmt.Errorf("the %s drill is not implemented in this build", d.Kind)
-	}))
-	return p, r, func() {}
-}

@@ -97,6 +97,9 @@ func Run(ctx context.Context, topo *topology.Topology, d *topology.NamedDrill, o
 			return nil, fmt.Errorf("%w: a %s drill moves the active role; %s does not allow it (set drills.allow_disruptive: true, for staging or a maintenance window)", ErrBadInput, d.Kind, topo.Path)
 		}
 	}
+	if d.Kind == topology.DrillUnplanned {
+		return nil, fmt.Errorf("%w: the unplanned drill is not built yet; run --kind failover to rehearse a planned failover", ErrBadInput)
+	}
 	roles, err := liveRoles(ctx, topo)
 	if err != nil {
 		return nil, err
@@ -142,10 +145,8 @@ func Run(ctx context.Context, topo *topology.Topology, d *topology.NamedDrill, o
 	switch d.Kind {
 	case topology.DrillCanary:
 		p, reg = canaryPlan(topo, d, id, roles.Active, roles.Standby, o.journalDir())
-	case topology.DrillFailover:
-		p, reg, cleanup = failoverPlan(topo, d, id, roles.Active, roles.Standby, o)
 	default:
-		p, reg, cleanup = unplannedPlan(topo, d, id, roles.Active, roles.Standby, o)
+		p, reg, cleanup = failoverPlan(topo, d, id, roles.Active, roles.Standby, o)
 	}
 	runErr := execute(ctx, p, reg, rec, o)
 	cleanup()
