@@ -254,3 +254,48 @@ func TestClusterHangsShowsDown(t *testing.T) {
 	tm.Send(key("q"))
 	tm.WaitFinished(t, teatest.WithFinalTimeout(10*time.Second))
 }
+
+// TestOffsetsSyncThroughKeys: s on a group shows the offsets it would
+// commit on the standby, asks, and commits the exact translation.
+func TestOffsetsSyncThroughKeys(t *testing.T) {
+	p := kfaketest.NewPair(t, kfaketest.Options{
+		Mirror: "  topics: {include: [\"orders\"]}\n  groups: {include: [\"billing\"]}\n  group_sync_interval: 1h",
+	})
+	topo := p.Topology
+	east := dialCluster(t, topo.Clusters["east"])
+	seed(t, topo.Clusters["east"], east, "orders", 3, 10, "billing", 4)
+	runMirror(t, topo)
+
+	m := New(Options{Topology: topo, Interval: 300 * time.Millisecond, Timeout: 10 * time.Second, JournalDir: t.TempDir()})
+	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(120, 40))
+	waitScreen(t, tm, "lag 0 records", 60*time.Second)
+	// The group moves on east after whatever the mirror synced.
+	req := &sarama.OffsetCommitRequest{Version: 7, ConsumerGroup: "billing", ConsumerGroupGeneration: -1}
+	for part := range int32(3) {
+		req.AddBlock("orders", part, 7, 0, "")
+	}
+	coord, err := east.Coordinator("billing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := coord.CommitOffset(req); err != nil {
+		t.Fatal(err)
+	}
+	tm.Send(key("3"))
+	waitScreen(t, tm, "billing", 10*time.Second)
+	tm.Send(key("s"))
+	waitScreen(t, tm, "Commit 3 offset(s) on west? [y/N]", 30*time.Second)
+	tm.Send(key("y"))
+	tm.Send(key("enter"))
+	waitScreen(t, tm, "committed 3 offset(s) on west", 30*time.Second)
+	tm.Send(key("q"))
+	tm.WaitFinished(t, teatest.WithFinalTimeout(10*time.Second))
+
+	west := dialCluster(t, topo.Clusters["west"])
+	for part := range int32(3) {
+		at := committed(t, west, "billing", "orders", part)
+		if got, want := valueAt(t, west, "orders", part, at), strconv.Itoa(int(part))+"/7"; got != want {
+			t.Errorf("after s, billing on west reads orders/%d offset %d next, record %q; on east it reads %q next", part, at, got, want)
+		}
+	}
+}
