@@ -52,6 +52,19 @@ wait_for() {
 	done
 }
 
+# wait_traffic CLUSTER: until the sandbox's latest traffic line says it runs there.
+wait_traffic() {
+	local deadline=$((SECONDS + 60))
+	until screen sandbox | grep -E ' sandbox: traffic (runs|paused|stopped)' | tail -1 | grep -q "traffic runs on $1"; do
+		if ((SECONDS > deadline)); then
+			show sandbox "timed out waiting for the traffic on $1"
+			echo "FAIL: the sandbox's traffic did not move to $1 within 60s" >&2
+			exit 1
+		fi
+		sleep 0.5
+	done
+}
+
 echo "=== fresh clone of $repo"
 git clone -q "$repo" "$work/drctl"
 cd "$work/drctl"
@@ -90,8 +103,8 @@ for cmd in "${tour[@]}"; do
 		exit 1
 	fi
 	case "$cmd" in
-	*"failover --to west"*) wait_for sandbox "traffic runs on west" 60 ;;
-	*"failback"*) wait_for sandbox "traffic runs on east, the active cluster.*\$" 60 ;;
+	"go run ./cmd/drctl failover "*) wait_traffic west ;;
+	"go run ./cmd/drctl failback"*) wait_traffic east ;;
 	esac
 done
 
