@@ -74,9 +74,11 @@ if [[ -n "${DRCTL_TOUR_PORTS:-}" ]]; then
 	read -r e w m <<<"$DRCTL_TOUR_PORTS"
 	sandbox_cmd+=" --east-port $e --west-port $w --mirror-listen 127.0.0.1:$m"
 fi
-# The README's commands for the other terminal, in order, as written.
+# The README's commands for the other terminal, in order, as written, up to
+# the failback (the tour's end; the console comes after it).
 mapfile -t tour < <(awk '/^```sh$/{code=1; next} /^```$/{code=0} code' README.md |
-	sed -e 's/[[:space:]]*#.*$//' | grep -E '^go run \./cmd/drctl ' | grep -v ' sandbox')
+	sed -e 's/[[:space:]]*#.*$//' | grep -E '^go run \./cmd/drctl ' | grep -v ' sandbox' |
+	awk '{print} / failback/{exit}')
 ((${#tour[@]} >= 5)) || { echo "FAIL: found ${#tour[@]} tour commands in README.md" >&2; exit 1; }
 
 tmux new-session -d -s "$session" -n sandbox -x 200 -y 60 -c "$work/drctl"

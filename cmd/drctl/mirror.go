@@ -111,13 +111,13 @@ func mirrorLag(c *cli.Context) error {
 	}
 	return render(c, rep, func(w io.Writer) error {
 		fmt.Fprintf(w, "link %s: %d records behind, oldest pending record %.1fs old\n", rep.Link, rep.TotalRecords, rep.MaxSeconds)
-		t := newTable(w, "topic", "partition", "source end", "mirrored", "records", "seconds", "error")
+		t := newTable(w, "topic", "partition", "source end", "mirrored", "records", "seconds", "lost", "error")
 		for _, p := range rep.Partitions {
 			mirrored := fmt.Sprint(p.Mirrored)
 			if p.Mirrored < 0 {
 				mirrored = "never"
 			}
-			if err := t.Append(p.Topic, fmt.Sprint(p.Partition), fmt.Sprint(p.SourceEnd), mirrored, fmt.Sprint(p.Records), fmt.Sprintf("%.1f", p.Seconds), orDash(p.Error)); err != nil {
+			if err := t.Append(p.Topic, fmt.Sprint(p.Partition), fmt.Sprint(p.SourceEnd), mirrored, fmt.Sprint(p.Records), fmt.Sprintf("%.1f", p.Seconds), fmt.Sprint(p.Lost), orDash(p.Error)); err != nil {
 				return err
 			}
 		}

@@ -4,9 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"strconv"
 	"strings"
 
 	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/tw"
+	"golang.org/x/term"
 	"github.com/urfave/cli/v2"
 )
 
@@ -106,11 +110,30 @@ func badUsage(c *cli.Context, err error, _ bool) error {
 	return withCode(exitBadInput, fmt.Errorf("%w (see %s)", err, help))
 }
 
-// newTable starts a table with the given header.
+// newTable starts a table with the given header, as wide as the terminal
+// at most (long cells wrap within their column).
 func newTable(w io.Writer, header ...any) *tablewriter.Table {
-	t := tablewriter.NewTable(w)
+	var opts []tablewriter.Option
+	if width := terminalWidth(w); width > 0 {
+		opts = append(opts, tablewriter.WithMaxWidth(width), tablewriter.WithRowAutoWrap(tw.WrapBreak))
+	}
+	t := tablewriter.NewTable(w, opts...)
 	t.Header(header...)
 	return t
+}
+
+// terminalWidth is the width of the terminal w writes to, else $COLUMNS
+// (set by shells, and by tests), else 0: no limit, as for a pipe.
+func terminalWidth(w io.Writer) int {
+	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		if width, _, err := term.GetSize(int(f.Fd())); err == nil && width > 0 {
+			return width
+		}
+	}
+	if n, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && n > 0 {
+		return n
+	}
+	return 0
 }
 
 func yesNo(b bool) string {
