@@ -10,8 +10,8 @@ import (
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/tw"
-	"golang.org/x/term"
 	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
 )
 
 // render writes v as JSON or YAML when -o asks for it, and otherwise calls

@@ -34,4 +34,3 @@ func TestTablesFitTheTerminal(t *testing.T) {
 		}
 	}
 }
-
