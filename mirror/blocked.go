@@ -16,11 +16,21 @@ import (
 // Troubles, in the ends topic (`drctl mirror lag`, status) and in
 // drctl_mirror_partition_blocked. After the pause it is tried again; the
 // first transaction that copies it clears the error.
+//
+// While it is out of its shard, the shard still reads its source end and
+// records it in the ends topic with the partition's mirrored position, so
+// that lag and the RPO of an unplanned failover count the records it holds
+// back (a partition left out of the ends would read as fully mirrored).
 
 // blockedPart is a partition the target refused.
 type blockedPart struct {
 	err   string
 	until time.Time
+	// next is the partition's mirrored position when it was blocked and
+	// lastTs the source timestamp (ms) of its last copied record; stable
+	// is its source end as last read while blocked (-1: not yet read).
+	next, lastTs, stable int64
+	stableAt             time.Time
 }
 
 // errPartitionBlocked marks a shard stop caused by one partition's
@@ -40,12 +50,14 @@ func partitionScoped(err error) bool {
 	return false
 }
 
-// block takes tp out of its shard for the retry pause.
-func (e *Engine) block(tp TopicPartition, err error) {
+// block takes tp out of its shard for the retry pause; p is what the shard
+// knew of it (its committed progress and source end).
+func (e *Engine) block(tp TopicPartition, p partState, err error) {
 	msg := fmt.Sprintf("the target %s refuses its records: %v; the partition is retried every %v, the others go on",
 		e.link.Target, err, e.opts.BlockedRetry)
 	e.mu.Lock()
-	e.blocked[tp] = blockedPart{err: msg, until: time.Now().Add(e.opts.BlockedRetry)}
+	e.blocked[tp] = blockedPart{err: msg, until: time.Now().Add(e.opts.BlockedRetry),
+		next: p.next, lastTs: p.lastTs, stable: p.stable, stableAt: p.stableAt}
 	e.trouble[tp] = msg
 	e.mu.Unlock()
 	e.metrics.Errors.WithLabelValues(e.link.String(), "partition").Inc()
@@ -77,6 +89,35 @@ func (e *Engine) copied(tps map[TopicPartition]int64) {
 func (e *Engine) blockedNowLocked(tp TopicPartition, now time.Time) bool {
 	b, ok := e.blocked[tp]
 	return ok && now.Before(b.until)
+}
+
+// heldOut returns the blocked partitions of shard that are out of it now
+// (in their retry pause), with what is known of them.
+func (e *Engine) heldOut(shard int32) map[TopicPartition]blockedPart {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	now := time.Now()
+	var out map[TopicPartition]blockedPart
+	for tp, b := range e.blocked {
+		if ShardOf(tp.Topic, tp.Partition, e.opts.Shards) != shard || !e.blockedNowLocked(tp, now) || b.next < 0 {
+			continue
+		}
+		if out == nil {
+			out = map[TopicPartition]blockedPart{}
+		}
+		out[tp] = b
+	}
+	return out
+}
+
+// noteHeldEnd records the source end of a blocked partition.
+func (e *Engine) noteHeldEnd(tp TopicPartition, lso int64, at time.Time) {
+	e.mu.Lock()
+	if b, ok := e.blocked[tp]; ok {
+		b.stable, b.stableAt = lso, at
+		e.blocked[tp] = b
+	}
+	e.mu.Unlock()
 }
 
 // blockedErrors returns the errors of shard's blocked partitions, keyed by

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -88,15 +89,33 @@ func (s *shard) observedMessage() *sarama.ProducerMessage {
 		rec.Partitions = append(rec.Partitions, Observed{Topic: tp.Topic, Partition: tp.Partition, End: p.stable, Mirrored: p.next,
 			LastMirroredMs: p.lastTs, ObservedAtMs: p.stableAt.UnixMilli()})
 	}
+	for tp, b := range s.e.heldOut(s.id) {
+		if _, in := s.parts[tp]; in || b.stable < 0 {
+			continue
+		}
+		rec.Partitions = append(rec.Partitions, Observed{Topic: tp.Topic, Partition: tp.Partition, End: b.stable, Mirrored: b.next,
+			LastMirroredMs: b.lastTs, ObservedAtMs: b.stableAt.UnixMilli()})
+	}
 	raw, _ := json.Marshal(rec)
 	return &sarama.ProducerMessage{Topic: s.e.link.EndsTopic(), Partition: 0, Key: sarama.StringEncoder(strconv.Itoa(int(s.id))),
 		Value: sarama.ByteEncoder(raw), Metadata: txnMeta{}}
 }
 
 // refreshStable reads the source's last stable offsets of the shard's
-// partitions.
+// partitions, and of its blocked partitions in their retry pause: records
+// held back by a refusing target are counted like any other lag.
 func (s *shard) refreshStable(ctx context.Context) (map[TopicPartition]int64, error) {
-	stable, err := stableOffsets(ctx, s.srcCl, s.order)
+	tps := s.order
+	held := s.e.heldOut(s.id)
+	if len(held) > 0 {
+		tps = slices.Clone(s.order)
+		for tp := range held {
+			if _, in := s.parts[tp]; !in {
+				tps = append(tps, tp)
+			}
+		}
+	}
+	stable, err := stableOffsets(ctx, s.srcCl, tps)
 	if err != nil {
 		return nil, err
 	}
@@ -104,6 +123,8 @@ func (s *shard) refreshStable(ctx context.Context) (map[TopicPartition]int64, er
 	for tp, lso := range stable {
 		if p, ok := s.parts[tp]; ok {
 			p.stable, p.stableAt = lso, now
+		} else {
+			s.e.noteHeldEnd(tp, lso, now)
 		}
 		s.e.setStable(tp, lso)
 	}

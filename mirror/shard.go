@@ -550,7 +550,11 @@ func (s *shard) commit(ctx context.Context, batch []*sarama.ConsumerMessage, ext
 func (s *shard) produceFailed(perr *sarama.ProducerError) error {
 	tp := TopicPartition{perr.Msg.Topic, perr.Msg.Partition}
 	if md, ok := perr.Msg.Metadata.(txnMeta); ok && md.tp.Topic != "" && partitionScoped(perr.Err) {
-		s.e.block(tp, fmt.Errorf("source offset %d: %w", md.src, perr.Err))
+		known := partState{next: -1, stable: -1}
+		if p, ok := s.parts[tp]; ok {
+			known = *p
+		}
+		s.e.block(tp, known, fmt.Errorf("source offset %d: %w", md.src, perr.Err))
 		return fmt.Errorf("%w: %w", errPartitionBlocked, s.fail(fmt.Errorf("shard %d: produce to %s %s: %w", s.id, s.e.link.Target, tp, perr.Err)))
 	}
 	return s.fail(fmt.Errorf("shard %d: produce to %s %s: %w", s.id, s.e.link.Target, tp, perr.Err))
