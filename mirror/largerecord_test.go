@@ -115,3 +115,50 @@ func TestRefusedPartitionDoesNotHoldBackItsShard(t *testing.T) {
 		t.Errorf("blocked gauge = %v after recovery, want 0", v)
 	}
 }
+
+// TestBlockedPartitionEndsStayRecorded: while a partition is blocked, the
+// source end its shard records in the ends topic keeps following the
+// source, with the partition's mirrored position: after an unplanned
+// failover the RPO is computed from it, and a blocked partition must not
+// read as mirrored (the e2e unplanned failover reported 0 records).
+func TestBlockedPartitionEndsStayRecorded(t *testing.T) {
+	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: "  topics: {include: [\"refused\", \"other\"]}"})
+	east := p.Topology.Clusters["east"]
+	src, dst := dialT(t, east), dialT(t, p.Topology.Clusters["west"])
+	createTopicT(t, src, "refused", 1, nil)
+	createTopicT(t, src, "other", 1, nil)
+	prod := producerT(t, east, "")
+	sendN(t, prod, "refused", 5, "mirrored")
+	sendN(t, prod, "other", 5, "mirrored")
+	// A retry pause longer than the test: only the blocked path can
+	// record the ends that follow.
+	e := runEngine(t, p.Topology, Options{Shards: 1, BlockedRetry: 5 * time.Minute})
+	waitCopied(t, src, dst, "refused", "kfake-east")
+
+	p.West.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: "refused", Err: kerr.MessageTooLarge, Count: -1})
+	sendN(t, prod, "refused", 10, "refused")
+	waitFor(t, 20*time.Second, "refused/0 blocked", func() error {
+		if tr := e.Troubles()["refused/0"]; !strings.Contains(tr, "refuses its records") {
+			return fmt.Errorf("troubles = %v", e.Troubles())
+		}
+		return nil
+	})
+	sendN(t, prod, "refused", 7, "while blocked")
+	link := LinkFor(p.Topology, "east", "west")
+	waitFor(t, 20*time.Second, "the ends topic holds refused/0's source end", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		seen, err := LastObserved(ctx, dst, link)
+		if err != nil {
+			return err
+		}
+		o, ok := seen[TopicPartition{"refused", 0}]
+		if !ok || o.End != 22 || o.Mirrored != 5 {
+			return fmt.Errorf("refused/0 observed %+v (found %v), want end 22, mirrored 5", o, ok)
+		}
+		return nil
+	})
+	// The other partition of the shard goes on meanwhile.
+	sendN(t, prod, "other", 5, "after")
+	waitCopied(t, src, dst, "other", "kfake-east")
+}
