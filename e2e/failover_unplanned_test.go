@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/drctl/drctl/failover"
 	"github.com/drctl/drctl/internal/kafkaconn"
+	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/plans"
 )
 
@@ -23,8 +25,9 @@ import (
 // the roles on west alone and reports an RPO equal to exactly those
 // records, per partition, then stops at fence-stale while east is down.
 // When east is back, `drctl resume` finishes the run, and the salvage
-// copies exactly those records, with provenance, into
-// <topic>.drctl-salvage on west; east is re-seeded as the standby.
+// copies exactly those records into <topic>.drctl-salvage on west, each
+// naming east and its offset there (drctl.salvaged-from/-offset, the
+// record's own provenance untouched); east is re-seeded as the standby.
 //
 // How records stay unmirrored: the RPO is computed from the source ends
 // the mirror last recorded on west (docs/failover.md), so the mirror must
@@ -185,10 +188,11 @@ func TestFailoverUnplannedRealKafka(t *testing.T) {
 			continue
 		}
 		for i, r := range got {
-			origin, off, _, _ := provenance(r)
-			if string(r.Key) != want[i].key || string(r.Value) != want[i].value || off != want[i].offset || string(origin) != eastID {
-				t.Errorf("%s/%d record %d: key %q, %d bytes, from %q offset %d; want key %q, %d bytes, from east (%s) offset %d",
-					quarantine, p, i, r.Key, len(r.Value), origin, off, want[i].key, len(want[i].value), eastID, want[i].offset)
+			from, off := salvagedFrom(r)
+			_, _, origins, offsets := provenance(r)
+			if string(r.Key) != want[i].key || string(r.Value) != want[i].value || off != want[i].offset || from != eastID || origins+offsets != 0 {
+				t.Errorf("%s/%d record %d: key %q, %d bytes, salvaged from %q offset %d, %d provenance header(s); want key %q, %d bytes, from east (%s) offset %d, none (the app wrote it on east)",
+					quarantine, p, i, r.Key, len(r.Value), from, off, origins+offsets, want[i].key, len(want[i].value), eastID, want[i].offset)
 			}
 		}
 	}
@@ -242,6 +246,23 @@ func foSend(t *testing.T, p sarama.SyncProducer, topic string, partition int32, 
 // foBigValue is 64 KiB that gzip shrinks to a few hundred bytes.
 func foBigValue(n int) string {
 	return strings.Repeat(fmt.Sprintf("unmirrored-%06d;", n), 64<<10/18+1)[:64<<10]
+}
+
+// salvagedFrom returns the stale cluster and offset a quarantine record
+// names (drctl.salvaged-from, drctl.salvaged-offset; offset -1 if absent).
+func salvagedFrom(r kafkaread.Record) (from string, offset int64) {
+	offset = -1
+	for _, h := range r.Headers {
+		switch string(h.Key) {
+		case failover.HeaderSalvagedFrom:
+			from = string(h.Value)
+		case failover.HeaderSalvagedOffset:
+			if len(h.Value) == 8 {
+				offset = int64(binary.BigEndian.Uint64(h.Value))
+			}
+		}
+	}
+	return from, offset
 }
 
 // foCount counts the committed records of partitions 0..parts-1.
