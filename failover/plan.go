@@ -358,7 +358,7 @@ func failoverSteps(topo *topology.Topology, in Inputs, kind rolestate.RunKind, r
 	}
 	if !unplanned || in.Force {
 		add(plans.StepSpec{Name: StepFenceActive, Title: fmt.Sprintf("Fence %s against writes (%s)", from, topo.Failover.Fence),
-			Params: clusterParams{Cluster: from}, Destructive: true,
+			Params: clusterParams{Cluster: from}, Destructive: topo.Failover.Fence != topology.FenceNone, // fence none changes nothing
 			Intend: map[string]any{"fence": string(topo.Failover.Fence), "principals": fencePrincipals(topo)}})
 	}
 	if !unplanned {

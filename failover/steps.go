@@ -149,7 +149,8 @@ func registry(topo *topology.Topology, confirm Confirm, yes bool) *plans.Registr
 		if err != nil {
 			return plans.Result{}, err
 		}
-		return plans.NewResult(fmt.Sprintf("%d topic(s) and %d group(s) deleted on %s", len(rep.TopicsDeleted), len(rep.GroupsDeleted), p.Stale), rep)
+		return plans.NewResult(fmt.Sprintf("deleted on %s: %d topic(s) (%s) and %d group(s) (%s)", p.Stale,
+			len(rep.TopicsDeleted), someNames(rep.TopicsDeleted), len(rep.GroupsDeleted), someNames(rep.GroupsDeleted)), rep)
 	})
 	reg(StepWaitReseeded, func(ctx context.Context, s plans.Step, rc *plans.RunContext) (plans.Result, error) {
 		var p waitParams
@@ -371,7 +372,12 @@ func translateGroups(ctx context.Context, topo *topology.Topology, p translatePa
 		}
 		return plans.Result{}, fmt.Errorf("groups not moved to %s: %s; stop their consumers on %s and resume", p.Target, strings.Join(names, ", "), p.Target)
 	}
-	return plans.NewResult(fmt.Sprintf("%d partition position(s) of %d group(s) committed on %s", applied.Changes(), len(applied.Groups), p.Target), applied)
+	unchanged := 0
+	for _, g := range applied.Groups {
+		unchanged += g.Unchanged
+	}
+	return plans.NewResult(fmt.Sprintf("%d group(s) on %s: %d partition position(s) changed, %d already in place (kept in sync by the mirror)",
+		len(applied.Groups), p.Target, applied.Changes(), unchanged), applied)
 }
 
 func runHooks(ctx context.Context, p hooksParams) (plans.Result, error) {
@@ -454,4 +460,15 @@ func allMirrored(rep *mirror.LagReport) bool {
 		}
 	}
 	return true
+}
+
+// someNames lists up to eight names for a progress line, and how many more.
+func someNames(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	if len(names) <= 8 {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:8], ", "), len(names)-8)
 }
