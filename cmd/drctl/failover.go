@@ -159,10 +159,13 @@ func applyCommand() *cli.Command {
 			if c.NArg() != 1 {
 				return withCode(exitBadInput, errors.New("name the plan file: drctl apply plan.json"))
 			}
-			return planAndRun(c, func(context.Context, *topology.Topology) (*plans.Plan, error) {
+			return planAndRun(c, func(ctx context.Context, topo *topology.Topology) (*plans.Plan, error) {
 				p, err := plans.LoadPlan(c.Args().First())
 				if err != nil {
 					return nil, withCode(exitBadInput, err)
+				}
+				if err := checkFresh(ctx, topo, p); err != nil {
+					return nil, err
 				}
 				return p, nil
 			})
@@ -327,4 +330,33 @@ func execute(c *cli.Context, topo *topology.Topology, run func(context.Context, 
 		return withCode(exitBadInput, err)
 	}
 	return err
+}
+
+// checkFresh refuses a saved plan that went stale (the topology file or the
+// live roles changed since it was made) before it is printed, with the
+// advice to make a new plan. The plan's own run in progress is not stale:
+// Execute finishes it.
+func checkFresh(ctx context.Context, topo *topology.Topology, p *plans.Plan) error {
+	var in failover.Inputs
+	if err := p.DecodeInputs(&in); err != nil {
+		return withCode(exitBadInput, err)
+	}
+	stale := func(why string) error {
+		return withCode(exitBadInput, fmt.Errorf("%w: plan %s %s; nothing was changed: make a new plan (drctl plan failover --to CLUSTER --out plan.json)", plans.ErrStalePlan, p.ID, why))
+	}
+	if in.TopologyDigest != topo.Digest {
+		return stale("was made from another version of " + topo.Path)
+	}
+	r, err := failover.CollectRoles(ctx, topo)
+	if err != nil {
+		return withCode(exitUnreachable, fmt.Errorf("cannot read the live roles to check plan %s: %w", p.ID, err))
+	}
+	if r.Run != nil && r.Run.ID == p.ID {
+		return nil
+	}
+	if r.Epoch != in.Epoch || r.Active != in.Active || r.Standby != in.Standby || r.Phase != in.Phase {
+		return stale(fmt.Sprintf("was made at epoch %d (active %s, %s); the clusters are now at epoch %d (active %s, %s)",
+			in.Epoch, in.Active, in.Phase, r.Epoch, r.Active, r.Phase))
+	}
+	return nil
 }
