@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/IBM/sarama"
 )
@@ -68,7 +69,21 @@ func describeCluster(ctx context.Context, client sarama.Client) (ClusterInfo, er
 			info.MetadataVersion = f.MaxVersionLevel
 		}
 	}
+	if embeddedKfake(info.ClusterID) {
+		info.KafkaVersion = KfakeRelease
+	}
 	return info, nil
+}
+
+// KfakeRelease is the release reported for an embedded kfake cluster (the
+// sandbox's, the tests'), which advertises feature levels no Apache Kafka
+// release has.
+const KfakeRelease = "kfake (embedded)"
+
+// embeddedKfake recognises kfake by the cluster ids it is run with: its own
+// default ("kfake"), the test harness's ("kfake-east") and the sandbox's.
+func embeddedKfake(clusterID string) bool {
+	return strings.HasPrefix(clusterID, "kfake") || strings.HasPrefix(clusterID, "drctl-sandbox-")
 }
 
 // releaseForMetadataLevel maps the highest metadata.version a broker

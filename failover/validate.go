@@ -156,6 +156,8 @@ func checkCluster(ctx context.Context, topo *topology.Topology, c *topology.Clus
 		checks = add(checks, "version", CheckWarn, "the brokers do not report their release (not Apache Kafka, or older than 3.3); drctl needs 3.6 or newer")
 	case info.KafkaVersion < "3.6" && len(info.KafkaVersion) == 3:
 		checks = add(checks, "version", CheckFail, "Kafka %s is older than 3.6, which drctl needs; upgrade the brokers", info.KafkaVersion)
+	case info.KafkaVersion == KfakeRelease:
+		checks = add(checks, "version", CheckOK, "%s; finalized metadata.version level %d", info.KafkaVersion, info.MetadataVersion)
 	default:
 		checks = add(checks, "version", CheckOK, "Apache Kafka %s; finalized metadata.version level %d", info.KafkaVersion, info.MetadataVersion)
 	}

@@ -77,6 +77,9 @@ func TestStatusAgainstSandboxProcess(t *testing.T) {
 		if !c.Reachable {
 			t.Errorf("cluster %s unreachable: %s", c.Name, c.Error)
 		}
+		if c.KafkaVersion != failover.KfakeRelease {
+			t.Errorf("cluster %s: kafka %q, want %q", c.Name, c.KafkaVersion, failover.KfakeRelease)
+		}
 	}
 	names := map[string]failover.TopicStatus{}
 	for _, tp := range st.Topics {
