@@ -149,7 +149,9 @@ func (s State) Validate() error {
 func (s State) String() string {
 	str := fmt.Sprintf("epoch %d (active %s, standby %s, %s", s.Epoch, s.Active, s.Standby, s.Phase)
 	if s.Run != nil {
-		str += fmt.Sprintf(", %s run %s at step %d", s.Run.Kind, s.Run.ID, s.Run.Step)
+		// The stored Run.Step is where the run began, not where it is: the
+		// run record (drctl status) knows the real step.
+		str += fmt.Sprintf(", %s run %s in progress", s.Run.Kind, s.Run.ID)
 	}
 	return str + ")"
 }
