@@ -345,7 +345,11 @@ func assemble(topo *topology.Topology, views map[string]*clusterView, rv rolesta
 		}
 		if v.err != nil {
 			cs.Error = v.err.Error()
-			s.Problems = append(s.Problems, "cluster "+name+" ("+role+") is unreachable: "+cs.Error)
+			if strings.HasPrefix(cs.Error, "cluster "+name+" ") { // the error names the cluster: once is enough
+				s.Problems = append(s.Problems, cs.Error+" (role "+role+")")
+			} else {
+				s.Problems = append(s.Problems, "cluster "+name+" ("+role+") is unreachable: "+cs.Error)
+			}
 		}
 		if rec := cur.ClusterIDs[name]; rec != "" && !unknown {
 			cs.RecordedClusterID = rec

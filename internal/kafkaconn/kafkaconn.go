@@ -16,7 +16,7 @@ import (
 )
 
 // ErrUnreachable wraps every failure to reach or authenticate to a cluster.
-var ErrUnreachable = errors.New("cluster unreachable")
+var ErrUnreachable = errors.New("unreachable")
 
 // Dial connects to the cluster and returns a client that has fetched
 // metadata once. It gives up when ctx ends, whatever sarama's own retries
@@ -92,7 +92,12 @@ func Explain(c *topology.Cluster, err error) error {
 	case strings.Contains(msg, "tls:") || strings.Contains(msg, "x509"):
 		hint = "TLS failed: check tls.ca_file, server_name and the listener's certificate"
 	}
-	return fmt.Errorf("cluster %s (%s): %w: %s; %s", c.Name, strings.Join(c.Bootstrap, ","), ErrUnreachable, scrub(c, msg), hint)
+	// The cluster and its addresses are said once: a library's message
+	// often starts with the address again ("127.0.0.1:1: dial tcp ...").
+	for _, addr := range c.Bootstrap {
+		msg = strings.TrimPrefix(msg, addr+": ")
+	}
+	return fmt.Errorf("cluster %s (%s) %w: %s; %s", c.Name, strings.Join(c.Bootstrap, ","), ErrUnreachable, scrub(c, msg), hint)
 }
 
 // scrub removes the cluster's password from a message, should a library

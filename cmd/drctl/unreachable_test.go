@@ -1,0 +1,47 @@
+package main
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestUnreachableSaidOnce: an unreachable cluster's error names the
+// cluster and its address once, not "cluster east ... cluster east ...
+// cluster unreachable: 127.0.0.1:1: ...".
+func TestUnreachableSaidOnce(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	path := filepath.Join(t.TempDir(), "drctl.yaml")
+	yaml := "name: t\nclusters:\n  east:\n    bootstrap: [" + addr + "]\n    timeout: 2s\n  west:\n    bootstrap: [" + addr + "]\n    timeout: 2s\n" +
+		"active: east\nstandby: west\nmirror:\n  topics: {include: [orders]}\n"
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"fence", "east"}, {"status", "--timeout", "5s"}} {
+		out, stderr, code := drctl(t, append(args, "-c", path)...)
+		if code == 0 {
+			t.Fatalf("%v: exit 0", args)
+		}
+		for _, line := range strings.Split(out+stderr, "\n") {
+			if !strings.Contains(line, "unreachable") || !strings.Contains(line, "cluster east") {
+				continue
+			}
+			if n := strings.Count(line, "cluster east"); n != 1 {
+				t.Errorf("%v: %q names the cluster %d times", args, line, n)
+			}
+			if n := strings.Count(line, addr); n > 2 { // once as the bootstrap, once in the dial error
+				t.Errorf("%v: %q names %s %d times", args, line, addr, n)
+			}
+			if strings.Contains(line, "cluster unreachable") {
+				t.Errorf("%v: %q", args, line)
+			}
+		}
+	}
+}
