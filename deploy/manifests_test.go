@@ -195,9 +195,13 @@ func checkPod(t *testing.T, what string, spec corev1.PodSpec) {
 }
 
 // TestRenderedCommandsParse: every drctl command line in the rendered
-// manifests is accepted by the real drctl binary ($DRCTL_BIN): the same
-// argv with --help must exit 0 (drctl parses every flag and its value
-// before it looks at --help), so the chart cannot drift from the CLI.
+// manifests and the systemd units is accepted by the real drctl binary
+// ($DRCTL_BIN), so the chart cannot drift from the CLI. Each argv runs with
+// its -c replaced by a file that does not exist: drctl parses the command,
+// every flag and its value first, and only then reads the topology, so
+// "read topology: open <that file>" proves the parse passed, while an
+// unknown command, flag or bad value is refused before. (--help cannot be
+// used: drctl takes it for a help topic after a positional argument.)
 func TestRenderedCommandsParse(t *testing.T) {
 	bin := os.Getenv("DRCTL_BIN")
 	if bin == "" {
@@ -234,9 +238,24 @@ func TestRenderedCommandsParse(t *testing.T) {
 			}
 		}
 	}
-	// The check must be able to fail: an unknown flag is refused.
-	if out, err := exec.Command(bin, "mirror", "run", "--no-such-flag", "--help").CombinedOutput(); err == nil {
-		t.Fatalf("drctl accepted an unknown flag with --help, so --help proves nothing:\n%s", out)
+	missing := filepath.Join(t.TempDir(), "parse-check.yaml")
+	parses := func(argv []string) (bool, string) {
+		var args []string
+		for i := 0; i < len(argv); i++ {
+			if argv[i] == "-c" || argv[i] == "--config" {
+				i++
+				continue
+			}
+			args = append(args, argv[i])
+		}
+		out, _ := exec.Command(bin, append([]string{"-c", missing}, args...)...).CombinedOutput()
+		return strings.Contains(string(out), "read topology: open "+missing), string(out)
+	}
+	// The check must be able to fail.
+	for _, bad := range [][]string{{"mirror", "run", "--no-such-flag"}, {"mirror", "run", "--shards=many"}, {"mirror", "runn"}, {"drill", "run", "x", "--no-such-flag"}} {
+		if ok, out := parses(bad); ok {
+			t.Fatalf("drctl %s passed the parse check:\n%s", strings.Join(bad, " "), out)
+		}
 	}
 	keys := make([]string, 0, len(argvs))
 	for k := range argvs {
@@ -244,12 +263,8 @@ func TestRenderedCommandsParse(t *testing.T) {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		argv := append(argvs[k], "--help")
-		cmd := exec.Command(bin, argv...)
-		cmd.Env = append(os.Environ(), "DRCTL_CONFIG=/nonexistent/drctl.yaml")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Errorf("drctl %s: %v\n%s", strings.Join(argv, " "), err, out)
+		if ok, out := parses(argvs[k]); !ok {
+			t.Errorf("drctl refuses the command line drctl %s:\n%s", k, out)
 			continue
 		}
 		t.Logf("accepted: drctl %s", k)
