@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# deploy/ci.sh - the deploy phase of .ci/run: snapshot release (goreleaser),
+# the OCI image (no Docker engine) and its entrypoint, the Helm chart (lint,
+# template default + full values, manifests validated against the Kubernetes
+# API types, every command line parsed by the real binary), the alert rules
+# (promtool test rules), the systemd units (systemd-analyze verify), and the
+# dashboard/rules metric names against a running drctl. Tools go into
+# .ci/tools/ inside the clone; nothing else outside Go's caches.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+root=$PWD
+t0=$SECONDS
+step() { echo "--- deploy: $* (t+$((SECONDS - t0))s)"; }
+
+GORELEASER=github.com/goreleaser/goreleaser/v2@v2.17.0 # v2.18 needs Go 1.27
+HELM=helm.sh/helm/v3/cmd/helm@v3.22.0
+tools=$root/.ci/tools
+mkdir -p "$tools/bin"
+export PATH="$tools/bin:$PATH"
+
+step "tools"
+[ -x "$tools/bin/goreleaser" ] || GOBIN="$tools/bin" go install "$GORELEASER"
+[ -x "$tools/bin/helm" ] || GOBIN="$tools/bin" go install "$HELM"
+# promtool: the Debian package's binary. `go install` of prometheus'
+# cmd/promtool builds every service-discovery SDK and takes far longer.
+if [ ! -x "$tools/bin/promtool" ]; then
+	(cd "$tools" && apt-get download -q prometheus && dpkg-deb -x prometheus_*.deb deb && cp deb/usr/bin/promtool bin/ && rm -rf deb prometheus_*.deb)
+fi
+promtool --version 2>&1 | sed -n 1p
+helm version --short
+
+step "snapshot release (goreleaser, publishes nothing)"
+goreleaser release --snapshot --clean
+bin=$(ls -d dist/drctl_linux_amd64*/drctl)
+version=$(sed -n 's/.*"version":"\([^"]*\)".*/\1/p' dist/metadata.json)
+"$bin" version
+"$bin" version -o json | grep -q "\"version\": *\"$version\"" || { echo "the release binary does not report $version" >&2; exit 1; }
+(cd dist && sha256sum -c checksums.txt)
+
+step "OCI image (deploy/image, FROM scratch)"
+(cd deploy && go run ./image -binary "linux/amd64=$root/$bin" -binary "linux/arm64=$root/$(ls -d dist/drctl_linux_arm64*/drctl)" \
+	-version "$version" -revision "$(git rev-parse HEAD)" -created "$(git log -1 --format=%cI)" \
+	-layout "$root/dist/image" -tar "$root/dist/drctl-image.tar")
+
+step "helm lint and template (default and full values)"
+rendered=$root/dist/rendered
+mkdir -p "$rendered"
+for values in default full; do
+	args=()
+	[ "$values" = full ] && args=(-f deploy/chart/values-full.yaml)
+	helm lint --strict --kube-version 1.31.0 deploy/chart/drctl "${args[@]}"
+	helm template drctl deploy/chart/drctl --kube-version 1.31.0 "${args[@]}" >"$rendered/$values.yaml"
+done
+
+step "promtool: rules and their unit tests"
+promtool check rules deploy/chart/drctl/files/drctl-rules.yaml
+promtool test rules deploy/prometheus/drctl-rules.test.yaml
+
+step "systemd units"
+if command -v systemd-analyze >/dev/null 2>&1; then
+	units=$(mktemp -d)
+	for u in deploy/systemd/*.service; do sed "s|/usr/local/bin/drctl|$root/$bin|" "$u" >"$units/$(basename "$u")"; done
+	systemd-analyze verify "$units"/*.service
+	for u in "$units"/*.service; do systemd-analyze security --offline=yes --threshold=20 "$u" | tail -1; done
+	rm -rf "$units"
+else
+	echo "systemd-analyze not available: units not verified"
+fi
+
+step "go test ./deploy (manifests, command lines, image, Dockerfile, metric names)"
+(cd deploy && DRCTL_RENDERED="$rendered" DRCTL_BIN="$root/$bin" DRCTL_IMAGE_LAYOUT="$root/dist/image" DRCTL_IMAGE_VERSION="$version" \
+	go test -count=1 -v ./... 2>&1 | grep -E '^(=== RUN|--- |PASS|FAIL|ok|\s+\S+_test.go)' )
+step "done"
