@@ -11,6 +11,7 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/drctl/drctl/internal/aclfence"
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kvstore"
 	"github.com/drctl/drctl/internal/rolestate"
@@ -66,6 +67,10 @@ type ClusterStatus struct {
 	// answers with another id: it was rebuilt or replaced.
 	RecordedClusterID string `json:"recorded_cluster_id,omitempty" yaml:"recorded_cluster_id,omitempty"`
 	IdentityChanged   bool   `json:"identity_changed,omitempty" yaml:"identity_changed,omitempty"`
+	// Fenced says whether drctl's fence is in place on the cluster (its
+	// fence record holds ACLs not yet removed); absent when the topology
+	// does not fence with ACLs or the record could not be read.
+	Fenced *bool `json:"fenced,omitempty" yaml:"fenced,omitempty"`
 }
 
 // TopicStatus compares one selected topic on both clusters.
@@ -174,6 +179,7 @@ func CollectStatusLag(ctx context.Context, topo *topology.Topology) (*Status, *m
 	}
 	view := rolestate.Resolve(ctx, topo, clients)
 	st := assemble(topo, views, view)
+	readFences(ctx, topo, st, clients)
 	st.LastDrill = lastDrill(ctx, topo, clients, time.Now())
 	st.Problems = append(st.Problems, drillProblems(topo, st.LastDrill)...)
 	var lost int64 = -1
@@ -545,4 +551,22 @@ func runProblem(ctx context.Context, st *Status, clients map[string]sarama.Clien
 	st.Problems = append(st.Problems, fmt.Sprintf("%s run %s is not finished: it stopped %s%s. Unless a drctl is still running it, finish it with drctl resume %s; %s",
 		run.Kind, run.ID, at, last, run.ID, how))
 	return rpo
+}
+
+// readFences fills each reachable cluster's Fenced from drctl's fence
+// record (the read the mirror's drctl_cluster_fenced metric uses), only
+// when the topology fences with ACLs. It only reads.
+func readFences(ctx context.Context, topo *topology.Topology, st *Status, clients map[string]sarama.Client) {
+	if topo.Failover.Fence != topology.FenceACL {
+		return
+	}
+	for i := range st.Clusters {
+		c := clients[st.Clusters[i].Name]
+		if c == nil {
+			continue
+		}
+		if held, err := aclfence.Held(ctx, c, topo.Name); err == nil {
+			st.Clusters[i].Fenced = &held
+		}
+	}
 }

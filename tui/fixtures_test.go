@@ -131,6 +131,8 @@ func scenarioFailingOver() *Snapshot {
 	st.Roles.Epoch, st.Roles.Phase = 4, rolestate.PhaseFailingOver
 	st.Roles.Run = &rolestate.Run{ID: "failover-20261201T095930-1234", Kind: rolestate.RunFailover, Step: 3, StartedAt: t0.Add(-30 * time.Second), By: "oncall@host"}
 	st.Clusters[0].StateEpoch, st.Clusters[1].StateEpoch = 4, 4
+	fenced, open := true, false // fence: acl, past the fence step
+	st.Clusters[0].Fenced, st.Clusters[1].Fenced = &fenced, &open
 	st.Mirror.LagRecords, st.Mirror.LagSeconds = 120, 0.8
 	return snapshotOf(st, lagReport(st, map[string]int64{"orders": 120}, t0))
 }

@@ -131,7 +131,8 @@ func interleave(xs []string, sep string) []string {
 	return out
 }
 
-// clusterCard is one cluster: role, reachability, brokers, release, epoch.
+// clusterCard is one cluster: role, reachability, brokers, release, epoch
+// and, with fence: acl, whether drctl's fence is in place.
 func clusterCard(c failover.ClusterStatus, width int, st styles) string {
 	inner := max(10, width-4)
 	role := strings.ToUpper(c.Role)
@@ -158,6 +159,13 @@ func clusterCard(c failover.ClusterStatus, width int, st styles) string {
 		epoch += " " + st.bad.Render("STALE")
 	}
 	lines = append(lines, epoch)
+	if c.Fenced != nil {
+		if *c.Fenced {
+			lines = append(lines, st.warn.Render("fence in place"))
+		} else {
+			lines = append(lines, "no fence")
+		}
+	}
 	for len(lines) < 6 {
 		lines = append(lines, "")
 	}
