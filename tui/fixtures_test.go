@@ -18,8 +18,11 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	// Goldens are plain text: every state is said in words on screen.
-	lipgloss.SetColorProfile(termenv.Ascii)
+	// Goldens are plain text: every state is said in words on screen. The
+	// colour child of TestNoColor keeps the profile the environment gives.
+	if os.Getenv(colorChildEnv) == "" {
+		lipgloss.SetColorProfile(termenv.Ascii)
+	}
 	os.Exit(m.Run())
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -44,11 +45,7 @@ func tuiCommand() *cli.Command {
 // resume command of a run it left unfinished.
 func runConsole(c *cli.Context, topo *topology.Topology, readOnly bool, interval, timeout time.Duration) error {
 	m := tui.New(tui.Options{Topology: topo, ReadOnly: readOnly, Interval: interval, Timeout: timeout, JournalDir: failover.JournalDir()})
-	// SIGTERM and SIGINT cancel c.Context (main): the program then restores
-	// the terminal and returns. Its own signal handler stays off, since two
-	// handlers of one signal race and could leave it waiting forever.
-	p := tea.NewProgram(m, tea.WithAltScreen(), tea.WithContext(c.Context), tea.WithoutSignalHandler())
-	if _, err := p.Run(); err != nil && !errors.Is(err, tea.ErrProgramKilled) {
+	if _, err := consoleProgram(c.Context, m).Run(); consoleFailed(err) {
 		return fmt.Errorf("tui: %w", err)
 	}
 	// Also after SIGTERM: the run stops with the process, and resumes.
@@ -56,4 +53,20 @@ func runConsole(c *cli.Context, topo *topology.Topology, readOnly bool, interval
 		fmt.Fprintf(c.App.ErrWriter, "a run is unfinished; to finish it: %s\n", cmd)
 	}
 	return nil
+}
+
+// consoleProgram is the console's program on the terminal (or on opts'
+// input and output). SIGTERM and SIGINT cancel ctx (main): the program then
+// restores the terminal and returns. Its own signal handler stays off,
+// since two handlers of one signal race and could leave it waiting
+// forever. Panics stay caught (bubbletea's default): a panic restores the
+// terminal before the program returns ErrProgramPanic.
+func consoleProgram(ctx context.Context, m tea.Model, opts ...tea.ProgramOption) *tea.Program {
+	return tea.NewProgram(m, append([]tea.ProgramOption{tea.WithAltScreen(), tea.WithContext(ctx), tea.WithoutSignalHandler()}, opts...)...)
+}
+
+// consoleFailed reports whether the program's end is a failure: a panic
+// is one, a kill by the cancelled context (a signal) is not.
+func consoleFailed(err error) bool {
+	return err != nil && (errors.Is(err, tea.ErrProgramPanic) || !errors.Is(err, tea.ErrProgramKilled))
 }
