@@ -7,32 +7,24 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/IBM/sarama"
 
+	"github.com/drctl/drctl/internal/drilllease"
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/topology"
 )
 
-// LocksTopic holds the drills' claims and leases: one partition, so that
-// its log is a total order every reader agrees on.
-const LocksTopic = "__drctl_drill_locks"
+// LocksTopic holds the drills' claims and leases (see internal/drilllease).
+const LocksTopic = drilllease.Topic
 
 // locksRetention bounds the claims kept; a lease lives far shorter.
 const locksRetention = 24 * time.Hour
 
 // claim is one record of the locks topic.
-type claim struct {
-	Key     string    `json:"key"`
-	Holder  string    `json:"holder"`
-	Release bool      `json:"release,omitempty"`
-	At      time.Time `json:"at"`
-	Expires time.Time `json:"expires"`
-	offset  int64
-}
+type claim = drilllease.Claim
 
 // Lock is a lease of the locks topic on the topology's home active cluster.
 //
@@ -46,6 +38,8 @@ type Lock struct {
 	topo   *topology.Topology
 	Key    string
 	Holder string
+	// Drill names what holds the lease, for whoever it refuses.
+	Drill string
 }
 
 // ErrLocked means another holder has the lease; the message names it.
@@ -60,13 +54,19 @@ func NewHolder() string {
 // Acquire takes the lease of key for ttl, or returns an error wrapping
 // ErrLocked that names the holder.
 func Acquire(ctx context.Context, topo *topology.Topology, key, holder string, ttl time.Duration) (*Lock, error) {
+	return AcquireFor(ctx, topo, key, holder, "", ttl)
+}
+
+// AcquireFor is Acquire with a description of what holds the lease ("drill
+// NAME (ID)"), which a refused failover names.
+func AcquireFor(ctx context.Context, topo *topology.Topology, key, holder, what string, ttl time.Duration) (*Lock, error) {
 	c, err := kafkaconn.Dial(ctx, topo.Clusters[topo.Active], nil)
 	if err != nil {
 		return nil, fmt.Errorf("drill lock on %s: %w", topo.Active, err)
 	}
 	defer c.Close()
 	now := time.Now().UTC()
-	mine := claim{Key: key, Holder: holder, At: now, Expires: now.Add(ttl)}
+	mine := claim{Key: key, Holder: holder, Drill: what, At: now, Expires: now.Add(ttl)}
 	off, err := appendClaim(ctx, c, topo.Clusters[topo.Active], mine)
 	if err != nil {
 		return nil, err
@@ -81,7 +81,7 @@ func Acquire(ctx context.Context, topo *topology.Topology, key, holder string, t
 		}
 		return nil, fmt.Errorf("%w: %s", ErrLocked, key)
 	}
-	return &Lock{topo: topo, Key: key, Holder: holder}, nil
+	return &Lock{topo: topo, Key: key, Holder: holder, Drill: what}, nil
 }
 
 // Release ends the lease (best effort: an unreleased lease expires).
@@ -92,53 +92,13 @@ func (l *Lock) Release(ctx context.Context) error {
 	}
 	defer c.Close()
 	now := time.Now().UTC()
-	_, err = appendClaim(ctx, c, l.topo.Clusters[l.topo.Active], claim{Key: l.Key, Holder: l.Holder, Release: true, At: now, Expires: now})
+	_, err = appendClaim(ctx, c, l.topo.Clusters[l.topo.Active], claim{Key: l.Key, Holder: l.Holder, Drill: l.Drill, Release: true, At: now, Expires: now})
 	return err
 }
 
 // ownerAt folds the claims of key up to and including offset upto.
 func ownerAt(ctx context.Context, c sarama.Client, key string, upto int64) (*claim, error) {
-	var owner *claim
-	_, err := kafkaread.ReadCommitted(ctx, c, LocksTopic, 0, 0, func(r kafkaread.Record) error {
-		if r.Offset > upto || string(r.Key) != key {
-			return nil
-		}
-		var cl claim
-		if json.Unmarshal(r.Value, &cl) != nil {
-			return nil
-		}
-		cl.offset = r.Offset
-		switch {
-		case cl.Release:
-			if owner != nil && owner.Holder == cl.Holder {
-				owner = nil
-			}
-		case owner == nil || cl.At.After(owner.Expires) || owner.Holder == cl.Holder || deadHere(owner.Holder):
-			c := cl
-			owner = &c
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", LocksTopic, err)
-	}
-	return owner, nil
-}
-
-// deadHere reports whether holder names a process of this host that no
-// longer runs: a killed drill's lease is then over at once, not after its
-// expiry. (Holders are "host/pid/random", see NewHolder.)
-func deadHere(holder string) bool {
-	parts := strings.SplitN(holder, "/", 3)
-	if len(parts) != 3 {
-		return false
-	}
-	host, _ := os.Hostname()
-	pid, err := strconv.Atoi(parts[1])
-	if parts[0] != host || err != nil || pid <= 0 {
-		return false
-	}
-	return !processAlive(pid)
+	return drilllease.Owner(ctx, c, key, upto)
 }
 
 func appendClaim(ctx context.Context, c sarama.Client, cluster *topology.Cluster, cl claim) (int64, error) {

@@ -16,6 +16,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/drctl/drctl/failover"
+	"github.com/drctl/drctl/internal/drilllease"
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/rolestate"
 	"github.com/drctl/drctl/plans"
@@ -115,7 +116,7 @@ func Run(ctx context.Context, topo *topology.Topology, d *topology.NamedDrill, o
 	if holder == "" {
 		holder = NewHolder()
 	}
-	lease, err := Acquire(ctx, topo, RunningKey, holder, leaseTTL(topo, d))
+	lease, err := AcquireFor(ctx, topo, RunningKey, holder, fmt.Sprintf("drill %s (kind %s)", d.Name, d.Kind), leaseTTL(topo, d))
 	if err != nil {
 		if errors.Is(err, ErrLocked) {
 			return nil, fmt.Errorf("%w: another drill is running (%v)", ErrBusy, err)
@@ -123,6 +124,8 @@ func Run(ctx context.Context, topo *topology.Topology, d *topology.NamedDrill, o
 		return nil, err
 	}
 	defer func() { _ = lease.Release(context.WithoutCancel(ctx)) }()
+	// The drill's own failovers run under its lease; any other is refused.
+	ctx = drilllease.WithHolder(ctx, holder)
 	if d.Kind.Disruptive() && !o.Yes {
 		if o.Confirm == nil {
 			return nil, fmt.Errorf("%w: a %s drill moves the active role to %s; run it on a terminal to confirm, or pass --yes", ErrBadInput, d.Kind, roles.Standby)
@@ -162,8 +165,9 @@ func Run(ctx context.Context, topo *topology.Topology, d *topology.NamedDrill, o
 }
 
 // RunningKey is the lease every drill holds while it runs: one drill at a
-// time per topology, whoever started it.
-const RunningKey = "running"
+// time per topology, whoever started it; a failover, failback or reseed is
+// refused while another holds it.
+const RunningKey = drilllease.RunningKey
 
 // leaseTTL bounds how long a drill's lease outlives a holder that died.
 func leaseTTL(topo *topology.Topology, d *topology.NamedDrill) time.Duration {

@@ -181,6 +181,9 @@ func preflight(ctx context.Context, topo *topology.Topology, p preflightParams) 
 	if len(problems) > 0 {
 		return plans.Result{}, fmt.Errorf("preflight: %d problem(s), nothing was changed:\n  - %s", len(problems), strings.Join(problems, "\n  - "))
 	}
+	if err := drillRunning(ctx, w, p.Unplanned); err != nil {
+		return plans.Result{}, fmt.Errorf("preflight: %w; nothing was changed", err)
+	}
 	if _, err := w.need(p.From); err == nil && p.Unplanned && !p.Force {
 		problems = append(problems, activeAnswers(p.From))
 	}

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package drill
+package drilllease
 
 // processAlive cannot tell on this platform: a lease then ends at its
 // expiry only.

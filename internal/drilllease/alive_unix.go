@@ -1,6 +1,6 @@
 //go:build unix
 
-package drill
+package drilllease
 
 import (
 	"errors"

@@ -1,0 +1,66 @@
+package drill
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drctl/drctl/failover"
+	"github.com/drctl/drctl/internal/drilllease"
+)
+
+// TestFailoverRefusedWhileDrillRuns: while a drill holds its running lease,
+// a planned failover and a forced unplanned one are refused at preflight
+// with a message naming the drill and how to wait or stop it, and the roles
+// do not move; the drill's own failover (its holder in ctx) passes the same
+// preflight, and so does anyone once the lease is released.
+func TestFailoverRefusedWhileDrillRuns(t *testing.T) {
+	p := newPair(t, "drills: {allow_disruptive: true}\n")
+	topo := p.Topology
+	startMirror(t, topo)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	before, err := failover.CollectRoles(ctx, topo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const holder = "drill-host-elsewhere/4242/abcd"
+	lease, err := AcquireFor(ctx, topo, RunningKey, holder, "drill nightly (kind canary)", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, req := range []failover.FailoverRequest{{To: "west"}, {To: "west", Unplanned: true, ForceUnplanned: true}} {
+		plan, err := failover.PlanFailoverWith(ctx, topo, req)
+		if err != nil {
+			t.Fatalf("plan %+v: %v", req, err)
+		}
+		err = failover.Execute(ctx, topo, plan, failover.RunOptions{JournalDir: t.TempDir(), Yes: true})
+		if !errors.Is(err, failover.ErrDrillRunning) {
+			t.Fatalf("%+v while a drill runs: %v", req, err)
+		}
+		for _, want := range []string{"drill nightly", holder, "nothing was changed", "kill process 4242"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%+v: refusal %q does not say %q", req, err, want)
+			}
+		}
+		after, err := failover.CollectRoles(ctx, topo)
+		if err != nil || after.Active != before.Active || after.Epoch != before.Epoch || after.Phase != "steady" || after.Run != nil {
+			t.Fatalf("roles moved after a refused %+v: %+v -> %+v (%v)", req, before, after, err)
+		}
+	}
+	plan, err := failover.PlanFailover(ctx, topo, "west", false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := failover.Preflight(drilllease.WithHolder(ctx, holder), topo, plan); err != nil {
+		t.Errorf("the drill's own preflight: %v", err)
+	}
+	if err := lease.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := failover.Preflight(ctx, topo, plan); err != nil {
+		t.Errorf("preflight after the drill ended: %v", err)
+	}
+}
