@@ -71,6 +71,10 @@ type ClusterStatus struct {
 	// fence record holds ACLs not yet removed); absent when the topology
 	// does not fence with ACLs or the record could not be read.
 	Fenced *bool `json:"fenced,omitempty" yaml:"fenced,omitempty"`
+	// FencePermitted says whether drctl's principal may Alter the
+	// cluster's ACLs, which fencing needs (the check of validate --online);
+	// absent without fence: acl or when the brokers do not report it.
+	FencePermitted *bool `json:"fence_permitted,omitempty" yaml:"fence_permitted,omitempty"`
 }
 
 // TopicStatus compares one selected topic on both clusters.
@@ -554,8 +558,8 @@ func runProblem(ctx context.Context, st *Status, clients map[string]sarama.Clien
 }
 
 // readFences fills each reachable cluster's Fenced from drctl's fence
-// record (the read the mirror's drctl_cluster_fenced metric uses), only
-// when the topology fences with ACLs. It only reads.
+// record (the read the mirror's drctl_cluster_fenced metric uses) and
+// FencePermitted, only when the topology fences with ACLs. It only reads.
 func readFences(ctx context.Context, topo *topology.Topology, st *Status, clients map[string]sarama.Client) {
 	if topo.Failover.Fence != topology.FenceACL {
 		return
@@ -568,5 +572,6 @@ func readFences(ctx context.Context, topo *topology.Topology, st *Status, client
 		if held, err := aclfence.Held(ctx, c, topo.Name); err == nil {
 			st.Clusters[i].Fenced = &held
 		}
+		st.Clusters[i].FencePermitted = mayAlterACLs(c)
 	}
 }

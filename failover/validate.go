@@ -237,3 +237,20 @@ func summarize(names []string, max int) string {
 	}
 	return fmt.Sprintf("%s and %d more", strings.Join(names[:max], ", "), len(names)-max)
 }
+
+// mayAlterACLs reports whether drctl's principal may Alter the cluster
+// (create and delete ACLs, as fencing does), from the cluster's authorized
+// operations that validate --online reads; nil when the brokers do not
+// report them or the request fails.
+func mayAlterACLs(client sarama.Client) *bool {
+	b := client.LeastLoadedBroker()
+	if b == nil {
+		return nil
+	}
+	md, err := b.GetMetadata(&sarama.MetadataRequest{Version: 10, IncludeClusterAuthorizedOperations: true})
+	if err != nil || md.ClusterAuthorizedOperations == opsNotProvided {
+		return nil
+	}
+	ok := len(missingOps(md.ClusterAuthorizedOperations, opAlter)) == 0
+	return &ok
+}

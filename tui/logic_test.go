@@ -25,6 +25,11 @@ func TestAssess(t *testing.T) {
 		s.Status.Mirror.LagRecords, s.Status.Mirror.LagSeconds = 3, 0.1
 		return s
 	}
+	fencePermitted := func(active, standby bool) *Snapshot {
+		s := scenarioSteady()
+		s.Status.Clusters[0].FencePermitted, s.Status.Clusters[1].FencePermitted = &active, &standby
+		return s
+	}
 	for _, tc := range []struct {
 		name   string
 		snap   *Snapshot
@@ -41,6 +46,9 @@ func TestAssess(t *testing.T) {
 		{"rule 5: no mirror process", noMirror(), ReadyWarn, "no mirror process runs for east->west"},
 		{"rule 5: lag", scenarioLagging(), ReadyWarn, "mirror lag 12345 records (41.2s)"},
 		{"rule 6: group behind", scenarioLagging(), ReadyWarn, "not in sync on the standby: billing"},
+		{"rule 7: may fence both", fencePermitted(true, true), Ready, "mirror caught up"},
+		{"rule 7: may not fence the active", fencePermitted(false, true), NotReady, "may not Alter ACLs on the active east: the fence step would fail"},
+		{"rule 7: may not fence the standby", fencePermitted(true, false), ReadyWarn, "may not Alter ACLs on the standby west"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := Assess(tc.snap)

@@ -101,6 +101,22 @@ var readinessRules = []func(s *Snapshot, add func(Readiness, string)){
 			add(ReadyWarn, "not in sync on the standby: "+strings.Join(behind, ", ")+" (the failover translates them)")
 		}
 	},
+	// 7. With fence: acl, the failover fences the active by adding ACLs:
+	// drctl's principal needs Alter on it (what validate --online checks);
+	// the standby needs it to lift a fence there and for the failback.
+	func(s *Snapshot, add func(Readiness, string)) {
+		for _, c := range s.Status.Clusters {
+			if c.FencePermitted == nil || *c.FencePermitted {
+				continue
+			}
+			switch c.Role {
+			case "active":
+				add(NotReady, "drctl's principal may not Alter ACLs on the active "+c.Name+": the fence step would fail; grant it Alter on the cluster (drctl validate --online checks it)")
+			case "standby":
+				add(ReadyWarn, "drctl's principal may not Alter ACLs on the standby "+c.Name+": a fence there cannot be lifted, nor a failback fence it")
+			}
+		}
+	},
 }
 
 // Assess gives the verdict for a snapshot.
