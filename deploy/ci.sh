@@ -30,15 +30,22 @@ promtool --version 2>&1 | sed -n 1p
 helm version --short
 
 step "snapshot release (goreleaser, publishes nothing)"
+# goreleaser reads the commit only when the clone has a remote; a CI clone
+# without one gets it from the environment (no file is changed).
+if [ -z "$(git remote)" ]; then
+	export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=remote.origin.url GIT_CONFIG_VALUE_0=https://github.com/drctl/drctl.git
+fi
 goreleaser release --snapshot --clean
+unset GIT_CONFIG_COUNT GIT_CONFIG_KEY_0 GIT_CONFIG_VALUE_0
 bin=$(ls -d dist/drctl_linux_amd64*/drctl)
+bin_arm64=$(ls -d dist/drctl_linux_arm64*/drctl)
 version=$(sed -n 's/.*"version":"\([^"]*\)".*/\1/p' dist/metadata.json)
 "$bin" version
 "$bin" version -o json | grep -q "\"version\": *\"$version\"" || { echo "the release binary does not report $version" >&2; exit 1; }
 (cd dist && sha256sum -c checksums.txt)
 
 step "OCI image (deploy/image, FROM scratch)"
-(cd deploy && go run ./image -binary "linux/amd64=$root/$bin" -binary "linux/arm64=$root/$(ls -d dist/drctl_linux_arm64*/drctl)" \
+(cd deploy && go run ./image -binary "linux/amd64=$root/$bin" -binary "linux/arm64=$root/$bin_arm64" \
 	-version "$version" -revision "$(git rev-parse HEAD)" -created "$(git log -1 --format=%cI)" \
 	-layout "$root/dist/image" -tar "$root/dist/drctl-image.tar")
 
