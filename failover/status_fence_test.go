@@ -26,8 +26,8 @@ func TestStatusFencedOnKfake(t *testing.T) {
 		SASL: true,
 		ClusterOpts: []kfake.Opt{kfake.EnableACLs(), kfake.User("SCRAM-SHA-512", "app", "app-secret", allow),
 			kfake.User("SCRAM-SHA-512", "ops", "ops-secret", ops...)},
-		Mirror:      "  topics: {include: [\"orders\"]}",
-		Extra:       "failover: {fence: acl, producer_principals: [\"User:app\"]}\n",
+		Mirror: "  topics: {include: [\"orders\"]}",
+		Extra:  "failover: {fence: acl, producer_principals: [\"User:app\"]}\n",
 	})
 	topo := p.Topology
 	rfCreateTopic(t, topo, "east", "orders", 1)

@@ -119,6 +119,17 @@ func TestMeasureRates(t *testing.T) {
 	if !r.Known || r.In != 60 || r.Copied != 30 {
 		t.Fatalf("rates %+v, want in 60/s, copied 30/s", r)
 	}
+	if r.BytesKnown {
+		t.Errorf("rates %+v claim MB/s without log bytes", r)
+	}
+	a.Bytes, b.Bytes = &LogBytes{Source: 5e6, Target: 4e6}, &LogBytes{Source: 7e6, Target: 5e6}
+	if r := measureRates(a, b); !r.BytesKnown || r.InMB != 1 || r.CopiedMB != 0.5 {
+		t.Errorf("rates %+v, want in 1 MB/s, copied 0.5 MB/s", r)
+	}
+	b.Bytes.Target = 1e6 // retention shrank the standby's log
+	if r := measureRates(a, b); r.CopiedMB != 0 {
+		t.Errorf("a shrinking log gave %v MB/s copied, want 0", r.CopiedMB)
+	}
 }
 
 func TestTableRendersOnlyVisibleRows(t *testing.T) {

@@ -22,10 +22,14 @@ type overview struct {
 
 // rates are records per second measured between two refreshes from the
 // lag reports: written to the active (source ends) and copied by the
-// mirror (its progress).
+// mirror (its progress); and MB/s from the growth of the same partitions'
+// logs on the active and on the standby (retention shrinking a log counts
+// as 0).
 type rates struct {
-	In, Copied float64
-	Known      bool
+	In, Copied     float64
+	Known          bool
+	InMB, CopiedMB float64
+	BytesKnown     bool
 }
 
 func measureRates(prev, cur *Snapshot) rates {
@@ -47,7 +51,13 @@ func measureRates(prev, cur *Snapshot) rates {
 	}
 	e0, m0 := sum(prev)
 	e1, m1 := sum(cur)
-	return rates{In: max(0, float64(e1-e0)/dt), Copied: max(0, float64(m1-m0)/dt), Known: true}
+	r := rates{In: max(0, float64(e1-e0)/dt), Copied: max(0, float64(m1-m0)/dt), Known: true}
+	if prev.Bytes != nil && cur.Bytes != nil {
+		r.InMB = max(0, float64(cur.Bytes.Source-prev.Bytes.Source)/dt/1e6)
+		r.CopiedMB = max(0, float64(cur.Bytes.Target-prev.Bytes.Target)/dt/1e6)
+		r.BytesKnown = true
+	}
+	return r
 }
 
 // lagHistory keeps the mirror's lag in records over the last refreshes,
@@ -202,6 +212,9 @@ func (o *overview) mirrorBlock(width int, st styles) []string {
 	rate := "rate: measuring"
 	if o.rates.Known {
 		rate = fmt.Sprintf("in %.1f rec/s, copied %.1f rec/s", o.rates.In, o.rates.Copied)
+		if o.rates.BytesKnown {
+			rate = fmt.Sprintf("in %.1f rec/s %.2f MB/s, copied %.1f rec/s %.2f MB/s", o.rates.In, o.rates.InMB, o.rates.Copied, o.rates.CopiedMB)
+		}
 	}
 	if o.snap.LagError != "" {
 		rate = st.bad.Render("lag: " + o.snap.LagError)

@@ -18,6 +18,9 @@ type Snapshot struct {
 	// LagError is why the lag could not be measured ("" when it was, or
 	// when a cluster is down and it was not tried).
 	LagError string
+	// Bytes is the log size of the lagged partitions on both ends (nil
+	// when lag was not measured or the brokers did not say).
+	Bytes *LogBytes
 	// Runs are the newest runs of the local journal.
 	Runs      []PastRun
 	RunsError string
@@ -40,6 +43,9 @@ func collect(ctx context.Context, topo *topology.Topology, journalDir string, ti
 	s.Status, s.Lag = failover.CollectStatusLag(ctx, topo)
 	if m := s.Status.Mirror; m != nil && s.Lag == nil && m.Error != "" {
 		s.LagError = m.Error
+	}
+	if s.Lag != nil {
+		s.Bytes, _ = measureLogBytes(ctx, topo, s.Lag, s.Status.Roles.Active, s.Status.Roles.Standby)
 	}
 	if runs, err := readJournals(journalDir, 50); err != nil {
 		s.RunsError = err.Error()
