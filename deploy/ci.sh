@@ -4,8 +4,10 @@
 # template default + full values, manifests validated against the Kubernetes
 # API types, every command line parsed by the real binary), the alert rules
 # (promtool test rules), the systemd units (systemd-analyze verify), and the
-# dashboard/rules metric names against a running drctl. Tools go into
-# .ci/tools/ inside the clone; nothing else outside Go's caches.
+# dashboard/rules metric names against a running drctl. Tools are built once
+# per version into $DRCTL_CI_TOOLS (default ~/.cache/drctl-ci/tools/<versions>):
+# a cold build of goreleaser and helm costs minutes, a second CI run on the
+# same machine reuses them.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 root=$PWD
@@ -14,7 +16,7 @@ step() { echo "--- deploy: $* (t+$((SECONDS - t0))s)"; }
 
 GORELEASER=github.com/goreleaser/goreleaser/v2@v2.17.0 # v2.18 needs Go 1.27
 HELM=helm.sh/helm/v3/cmd/helm@v3.22.0
-tools=$root/.ci/tools
+tools=${DRCTL_CI_TOOLS:-$HOME/.cache/drctl-ci/tools/goreleaser-v2.17.0_helm-v3.22.0}
 mkdir -p "$tools/bin"
 export PATH="$tools/bin:$PATH"
 
@@ -24,7 +26,7 @@ step "tools"
 # promtool: the Debian package's binary. `go install` of prometheus'
 # cmd/promtool builds every service-discovery SDK and takes far longer.
 if [ ! -x "$tools/bin/promtool" ]; then
-	(cd "$tools" && apt-get download -q prometheus && dpkg-deb -x prometheus_*.deb deb && cp deb/usr/bin/promtool bin/ && rm -rf deb prometheus_*.deb)
+	(cd "$tools" && { apt-get download -q prometheus || { apt-get update -q && apt-get download -q prometheus; }; } && dpkg-deb -x prometheus_*.deb deb && cp deb/usr/bin/promtool bin/ && rm -rf deb prometheus_*.deb)
 fi
 promtool --version 2>&1 | sed -n 1p
 helm version --short
