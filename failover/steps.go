@@ -184,6 +184,15 @@ func preflight(ctx context.Context, topo *topology.Topology, p preflightParams) 
 	if err := drillRunning(ctx, w, p.Unplanned); err != nil {
 		return plans.Result{}, fmt.Errorf("preflight: %w; nothing was changed", err)
 	}
+	if !p.Reseed {
+		for _, n := range names {
+			if c, err := w.need(n); err == nil {
+				if pr := fencePermission(topo, n, c); pr != "" {
+					problems = append(problems, pr)
+				}
+			}
+		}
+	}
 	if _, err := w.need(p.From); err == nil && p.Unplanned && !p.Force {
 		problems = append(problems, activeAnswers(p.From))
 	}
