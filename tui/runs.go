@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/drctl/drctl/failover"
 	"github.com/drctl/drctl/plans"
 )
 
@@ -131,6 +133,42 @@ func readJournals(dir string, n int) ([]PastRun, error) {
 	return out, nil
 }
 
+// mergeRuns joins the local journal's runs with the runs the clusters
+// recorded (failover, failback, reseed from any machine), one per run id:
+// the entry with more steps done wins, the journal's when equal (it knows
+// the actor and when it last moved). Newest first.
+func mergeRuns(journal []PastRun, recorded []*failover.RunRecord) []PastRun {
+	byID := map[string]int{}
+	out := slices.Clone(journal)
+	for i, r := range out {
+		byID[r.ID] = i
+	}
+	for _, rec := range recorded {
+		done := 0
+		for _, d := range rec.Done {
+			if d {
+				done++
+			}
+		}
+		outcome := rec.Outcome
+		if rec.Aborted != nil {
+			outcome = plans.OutcomeAborted
+		}
+		r := PastRun{ID: rec.Plan.ID, Kind: rec.Plan.Kind, Actor: rec.Plan.CreatedBy, Outcome: outcome, Done: done, Total: len(rec.Plan.Steps), At: rec.Plan.CreatedAt, Error: rec.Error}
+		i, ok := byID[r.ID]
+		switch {
+		case !ok:
+			byID[r.ID] = len(out)
+			out = append(out, r)
+		case r.Done > out[i].Done || (r.Outcome != "" && out[i].Outcome == ""):
+			r.At, r.Actor = out[i].At, cmp.Or(out[i].Actor, r.Actor)
+			out[i] = r
+		}
+	}
+	slices.SortStableFunc(out, func(a, b PastRun) int { return b.At.Compare(a.At) })
+	return out
+}
+
 // runsView is view 4: the run in progress with its steps, and past runs.
 type runsView struct {
 	past *table
@@ -179,7 +217,7 @@ func (v *runsView) View(width, height int, st styles, now time.Time) string {
 		lines = append(lines, st.title.Render("RUN")+"  none in progress (f failover, b failback)")
 	}
 	lines = append(lines, "")
-	head := st.title.Render("PAST RUNS") + "  from the local journal"
+	head := st.title.Render("PAST RUNS") + "  from the local journal and the clusters"
 	if v.snap != nil && v.snap.RunsError != "" {
 		head += "  " + st.bad.Render(v.snap.RunsError)
 	}

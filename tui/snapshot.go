@@ -21,7 +21,8 @@ type Snapshot struct {
 	// Bytes is the log size of the lagged partitions on both ends (nil
 	// when lag was not measured or the brokers did not say).
 	Bytes *LogBytes
-	// Runs are the newest runs of the local journal.
+	// Runs are the newest runs of the local journal and those the
+	// clusters recorded, one row per run id.
 	Runs      []PastRun
 	RunsError string
 	// At is when the refresh started; Took how long it took.
@@ -47,11 +48,15 @@ func collect(ctx context.Context, topo *topology.Topology, journalDir string, ti
 	if s.Lag != nil {
 		s.Bytes, _ = measureLogBytes(ctx, topo, s.Lag, s.Status.Roles.Active, s.Status.Roles.Standby)
 	}
-	if runs, err := readJournals(journalDir, 50); err != nil {
+	runs, err := readJournals(journalDir, 50)
+	if err != nil {
 		s.RunsError = err.Error()
-	} else {
-		s.Runs = runs
 	}
+	recorded, err := failover.ListRuns(ctx, topo)
+	if err != nil && s.RunsError == "" {
+		s.RunsError = err.Error()
+	}
+	s.Runs = mergeRuns(runs, recorded)
 	s.Took = time.Since(start)
 	return s
 }

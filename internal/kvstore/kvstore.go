@@ -114,3 +114,29 @@ func brokerAddrs(client sarama.Client) []string {
 	}
 	return out
 }
+
+// All returns the latest value of every key in topic (keys whose latest
+// record is empty are left out); an empty map when the topic does not
+// exist.
+func All(ctx context.Context, client sarama.Client, topic string) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	info, err := kafkaread.Topic(ctx, client, topic)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", topic, err)
+	}
+	if !info.Exists {
+		return out, nil
+	}
+	_, err = kafkaread.ReadCommitted(ctx, client, topic, 0, 0, func(r kafkaread.Record) error {
+		if len(r.Value) == 0 {
+			delete(out, string(r.Key))
+		} else {
+			out[string(r.Key)] = r.Value
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", topic, err)
+	}
+	return out, nil
+}
