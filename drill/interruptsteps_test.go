@@ -72,7 +72,8 @@ func TestCanaryInterruptedAtEachStep(t *testing.T) {
 
 // TestFailoverDrillInterrupted: a failover drill interrupted before its
 // failover (during the canary set-up) or during its failback stops with
-// the roles as it found them and no lease left; the next drill passes.
+// the roles as it found them and no lease left; one interrupted between
+// its failover and failback is restored by the next failover drill.
 func TestFailoverDrillInterrupted(t *testing.T) {
 	p := newPair(t, "drills: {allow_disruptive: true}\n")
 	topo := p.Topology
@@ -89,6 +90,21 @@ func TestFailoverDrillInterrupted(t *testing.T) {
 		}
 		assertCleanAfter(t, ctx, topo, "failover drill interrupted at "+step)
 	}
+	// Interrupted right after its failover, the drill stops with the
+	// roles moved; the next failover drill first makes the active it found
+	// active again, then runs and passes, and the roles end as first found.
+	rec, err := Run(ctx, topo, d, interruptAt(dir, StepFailover))
+	if !errors.Is(err, plans.ErrInterrupted) || rec == nil || rec.Verdict != Fail {
+		t.Fatalf("interrupted at %s: %v %+v", StepFailover, err, rec)
+	}
+	if roles, err := failover.CollectRoles(ctx, topo); err != nil || roles.Active != "west" {
+		t.Fatalf("after the interrupted failover: %+v %v", roles, err)
+	}
+	next, err := Run(ctx, topo, d, Options{JournalDir: dir, Yes: true})
+	if err != nil || next.Verdict != Pass || next.Active != "east" {
+		t.Fatalf("the next failover drill: %v %+v", err, next)
+	}
+	assertCleanAfter(t, ctx, topo, "the failover drill after an interrupted one")
 	if next := runDrill(t, topo, smallCanary(), dir); next.Verdict != Pass {
 		t.Errorf("the next drill: %v", next.Reasons)
 	}

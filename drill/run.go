@@ -134,6 +134,15 @@ func Run(ctx context.Context, topo *topology.Topology, d *topology.NamedDrill, o
 			return nil, fmt.Errorf("%w: %v", ErrBadInput, err)
 		}
 	}
+	if d.Kind.Disruptive() {
+		var restored string
+		if roles, restored, err = restoreRoles(ctx, topo, roles, o); err != nil {
+			return nil, err
+		}
+		if restored != "" && o.Out != nil {
+			fmt.Fprintln(o.Out, restored)
+		}
+	}
 	id := newDrillID(d.Kind)
 	rec := &Record{ID: id, Drill: d.Name, Kind: string(d.Kind), Topology: topo.Name, TopologyDigest: topo.Digest,
 		By: plans.LocalActor(), StartedAt: time.Now().UTC(), Active: roles.Active, Standby: roles.Standby,
