@@ -29,6 +29,18 @@ func TestRunsFromClustersOnKfake(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The mirror has just started: wait until the plan's preflight would
+	// pass (topics created on west, the mirror process registered).
+	for {
+		_, perr := failover.Preflight(ctx, topo, plan)
+		if perr == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the failover's preflight never passed: %v", perr)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	elsewhere := t.TempDir()
 	if err := failover.Execute(ctx, topo, plan, failover.RunOptions{Yes: true, JournalDir: elsewhere}); err != nil {
 		t.Fatalf("failover: %v", err)
