@@ -111,7 +111,7 @@ func Abort(ctx context.Context, topo *topology.Topology, id string, o AbortOptio
 	}
 	reached := reachedStep(rec, js)
 	w := connect(ctx, topo)
-	defer w.close()
+	defer w.Close()
 	v := w.view(ctx)
 	ponr := pointOfNoReturn(p)
 	if reached >= ponr || rolesMoved(v, id, in) {

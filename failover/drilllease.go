@@ -20,7 +20,7 @@ var ErrDrillRunning = drilllease.ErrDrillRunning
 // be running there either, so nothing is refused; nor is an unplanned run
 // when the lease cannot be read (a failing active is what it answers).
 func drillRunning(ctx context.Context, w *world, unplanned bool) error {
-	c, err := w.need(w.topo.Active)
+	c, err := w.Need(w.topo.Active)
 	if err != nil {
 		return nil
 	}

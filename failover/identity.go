@@ -161,7 +161,7 @@ func identityOf(w *world, rc *plans.RunContext, cluster string) *IdentityChange 
 	if rc == nil || rc.Plan.DecodeInputs(&in) != nil || in.ClusterIDs[cluster] == "" {
 		return nil
 	}
-	c, err := w.need(cluster)
+	c, err := w.Need(cluster)
 	if err != nil {
 		return nil
 	}

@@ -169,10 +169,10 @@ func PlanFailoverWith(ctx context.Context, topo *topology.Topology, req Failover
 		return nil, fmt.Errorf("%w: no cluster %q in %s; use one of %v", ErrRefused, to, topo.Path, topo.ClusterNames())
 	}
 	w := connect(ctx, topo)
-	defer w.close()
+	defer w.Close()
 	v := w.view(ctx)
 	cur := v.Current
-	if _, err := w.need(to); err != nil {
+	if _, err := w.Need(to); err != nil {
 		return nil, fmt.Errorf("%w: the new active %s is unreachable: %v", ErrRefused, to, err)
 	}
 	ids, err := w.clusterIDs(ctx, v)
@@ -190,7 +190,7 @@ func PlanFailoverWith(ctx context.Context, topo *topology.Topology, req Failover
 		return nil, fmt.Errorf("%w: run %s is in progress (phase %s); finish it with drctl resume %s", ErrRefused, id, cur.Phase, id)
 	}
 	from := cur.Active
-	_, fromErr := w.need(from)
+	_, fromErr := w.Need(from)
 	switch {
 	case fromErr != nil && !unplanned:
 		return nil, fmt.Errorf("%w: the active cluster %s is unreachable (%v); if it is really down, fail over with --unplanned", ErrRefused, from, fromErr)
@@ -264,11 +264,11 @@ func PlanReseedWith(ctx context.Context, topo *topology.Topology, stale string, 
 		return nil, fmt.Errorf("%w: no cluster %q in %s", ErrRefused, stale, topo.Path)
 	}
 	w := connect(ctx, topo)
-	defer w.close()
+	defer w.Close()
 	v := w.view(ctx)
 	cur := v.Current
 	for _, name := range []string{stale, cur.Active} {
-		if _, err := w.need(name); err != nil {
+		if _, err := w.Need(name); err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrRefused, err)
 		}
 	}

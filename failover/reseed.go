@@ -70,12 +70,12 @@ const (
 // part continues after the last salvaged offset.
 func Salvage(ctx context.Context, topo *topology.Topology, stale, active string) (*SalvageReport, error) {
 	w := connect(ctx, topo, stale, active)
-	defer w.close()
-	src, err := w.need(stale)
+	defer w.Close()
+	src, err := w.Need(stale)
 	if err != nil {
 		return nil, fmt.Errorf("salvage: %w", err)
 	}
-	dst, err := w.need(active)
+	dst, err := w.Need(active)
 	if err != nil {
 		return nil, fmt.Errorf("salvage: %w", err)
 	}
@@ -193,17 +193,7 @@ func Salvage(ctx context.Context, topo *topology.Topology, stale, active string)
 }
 
 func salvageProducer(c *topology.Cluster) (sarama.SyncProducer, error) {
-	cfg, err := c.SaramaConfig()
-	if err != nil {
-		return nil, err
-	}
-	cfg.Producer.Idempotent = true
-	cfg.Net.MaxOpenRequests = 1
-	cfg.Producer.RequiredAcks = sarama.WaitForAll
-	cfg.Producer.Return.Successes = true
-	cfg.Producer.Partitioner = sarama.NewManualPartitioner
-	cfg.Producer.Retry.Max = 10
-	return sarama.NewSyncProducer(c.Bootstrap, cfg)
+	return kafkaconn.NewSyncProducer(c, kafkaconn.ManualPartitions)
 }
 
 // ensureSalvageTopic creates the quarantine topic with the partition count

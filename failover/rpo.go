@@ -39,8 +39,8 @@ type RPOReport struct {
 // transaction markers in the range count too.
 func MeasureRPO(ctx context.Context, topo *topology.Topology, source, target string) (*RPOReport, error) {
 	w := connect(ctx, topo, target)
-	defer w.close()
-	dst, err := w.need(target)
+	defer w.Close()
+	dst, err := w.Need(target)
 	if err != nil {
 		return nil, err
 	}

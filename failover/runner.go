@@ -165,7 +165,7 @@ func guard(topo *topology.Topology, in Inputs) plans.Guard {
 			return plans.Stale("the topology file %s changed since the plan was made; plan again", topo.Path)
 		}
 		w := connect(ctx, topo)
-		defer w.close()
+		defer w.Close()
 		if len(w.clients) == 0 {
 			return nil // the step itself reports the unreachable clusters
 		}
@@ -231,7 +231,7 @@ func (s *runStore) Handle(ctx context.Context, e plans.Event) error {
 		return err
 	}
 	w := connect(ctx, s.topo)
-	defer w.close()
+	defer w.Close()
 	var errs []error
 	ok := 0
 	for name, c := range w.clients {
@@ -261,7 +261,7 @@ func (s *runStore) anyDone() bool {
 // record wins); nil when no cluster knows it.
 func LoadRun(ctx context.Context, topo *topology.Topology, id string) (*RunRecord, error) {
 	w := connect(ctx, topo)
-	defer w.close()
+	defer w.Close()
 	var best *RunRecord
 	for _, c := range w.clients {
 		raw, found, err := kvstore.Get(ctx, c, RunsTopic, id)
@@ -286,9 +286,9 @@ func ResumeID(ctx context.Context, topo *topology.Topology, id string) (string, 
 		return id, nil
 	}
 	w := connect(ctx, topo)
-	defer w.close()
+	defer w.Close()
 	if len(w.clients) == 0 {
-		return "", fmt.Errorf("no cluster reachable to find the run in progress: %v", w.errs)
+		return "", fmt.Errorf("no cluster reachable to find the run in progress: %v", w.Errors())
 	}
 	v := w.view(ctx)
 	cur := v.Current

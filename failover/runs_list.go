@@ -14,7 +14,7 @@ import (
 // when no cluster could be read; unreadable records are skipped.
 func ListRuns(ctx context.Context, topo *topology.Topology) ([]*RunRecord, error) {
 	w := connect(ctx, topo)
-	defer w.close()
+	defer w.Close()
 	best := map[string]*RunRecord{}
 	var errs []error
 	read := 0

@@ -464,34 +464,12 @@ func sortedKeys[V any](m map[string]V) []string {
 // CollectRoles reads only the live roles: from both clusters at once, the
 // higher epoch wins. It fails only when no cluster can be reached.
 func CollectRoles(ctx context.Context, topo *topology.Topology) (Roles, error) {
-	clients := map[string]sarama.Client{}
-	var errs []string
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for _, name := range topo.ClusterNames() {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			cl, err := kafkaconn.Dial(ctx, topo.Clusters[name], nil)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				errs = append(errs, err.Error())
-				return
-			}
-			clients[name] = cl
-		}()
+	clusters := kafkaconn.Open(ctx, topo)
+	defer clusters.Close()
+	v, err := rolestate.ResolveLive(ctx, clusters)
+	if err != nil {
+		return Roles{}, err
 	}
-	wg.Wait()
-	defer func() {
-		for _, c := range clients {
-			_ = c.Close()
-		}
-	}()
-	if len(clients) == 0 {
-		return Roles{}, fmt.Errorf("no cluster reachable: %s", strings.Join(errs, "; "))
-	}
-	v := rolestate.Resolve(ctx, topo, clients)
 	cur := v.Current
 	return Roles{Epoch: cur.Epoch, Active: cur.Active, Standby: cur.Standby, Phase: cur.Phase, Source: v.Source, Run: cur.Run}, nil
 }

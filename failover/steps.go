@@ -47,7 +47,7 @@ func registry(topo *topology.Topology, confirm Confirm, yes bool) *plans.Registr
 			return plans.Result{}, err
 		}
 		w := connect(ctx, topo, p.Clusters...)
-		defer w.close()
+		defer w.Close()
 		if err := w.transition(ctx, p.State, rc.Plan.ID, p.Clusters...); err != nil {
 			return plans.Result{}, err
 		}
@@ -128,7 +128,7 @@ func registry(topo *topology.Topology, confirm Confirm, yes bool) *plans.Registr
 		}
 		w := connect(ctx, topo, p.Stale)
 		changed := identityOf(w, rc, p.Stale)
-		w.close()
+		w.Close()
 		rep, err := Salvage(ctx, topo, p.Stale, p.Active)
 		if err != nil {
 			return plans.Result{}, err
@@ -168,9 +168,9 @@ func preflight(ctx context.Context, topo *topology.Topology, p preflightParams) 
 		names = append(names, p.From)
 	}
 	w := connect(ctx, topo)
-	defer w.close()
+	defer w.Close()
 	for _, n := range names {
-		if _, err := w.need(n); err != nil {
+		if _, err := w.Need(n); err != nil {
 			return plans.Result{}, fmt.Errorf("preflight: %w", err)
 		}
 	}
@@ -186,19 +186,19 @@ func preflight(ctx context.Context, topo *topology.Topology, p preflightParams) 
 	}
 	if !p.Reseed {
 		for _, n := range names {
-			if c, err := w.need(n); err == nil {
+			if c, err := w.Need(n); err == nil {
 				if pr := fencePermission(topo, n, c); pr != "" {
 					problems = append(problems, pr)
 				}
 			}
 		}
 	}
-	if _, err := w.need(p.From); err == nil && p.Unplanned && !p.Force {
+	if _, err := w.Need(p.From); err == nil && p.Unplanned && !p.Force {
 		problems = append(problems, activeAnswers(p.From))
 	}
 	if !p.Unplanned && !p.Reseed {
-		src, _ := w.need(p.From)
-		dst, _ := w.need(p.To)
+		src, _ := w.Need(p.From)
+		dst, _ := w.Need(p.To)
 		srcTopics, err := topicShapes(src, topo)
 		if err != nil {
 			return plans.Result{}, fmt.Errorf("preflight: topics of %s: %w", p.From, err)
@@ -224,7 +224,7 @@ func preflight(ctx context.Context, topo *topology.Topology, p preflightParams) 
 		}
 	}
 	if !p.Reseed && len(problems) == 0 {
-		dst, _ := w.need(p.To)
+		dst, _ := w.Need(p.To)
 		admin, err := sarama.NewClusterAdminFromClient(dst)
 		if err != nil {
 			return plans.Result{}, fmt.Errorf("preflight: %w", err)
@@ -348,7 +348,7 @@ func rollbackDrain(ctx context.Context, topo *topology.Topology, p drainParams, 
 		}
 	}
 	w := connect(rctx, topo, p.Rollback.Clusters...)
-	defer w.close()
+	defer w.Close()
 	if err := w.transition(rctx, p.Rollback.State, runID, p.Rollback.Clusters...); err != nil {
 		undo = append(undo, "restoring the roles failed: "+err.Error())
 	} else {

@@ -9,9 +9,7 @@ package failover
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/IBM/sarama"
 
@@ -23,60 +21,26 @@ import (
 // ErrUnreachable wraps every failure to reach a cluster a step needs.
 var ErrUnreachable = kafkaconn.ErrUnreachable
 
-// world holds connections to the clusters of a topology for one step.
+// world is one step's session with the clusters of a topology: each
+// cluster dialled at most once (kafkaconn.Clusters), with the clients of
+// the reachable ones at hand.
 type world struct {
+	*kafkaconn.Clusters
 	topo    *topology.Topology
 	clients map[string]sarama.Client
-	errs    map[string]error
 }
 
-// connect dials the named clusters at once; a cluster that cannot be
-// reached is recorded, not fatal.
+// connect dials the named clusters (all when none is named) at once; a
+// cluster that cannot be reached is recorded, not fatal.
 func connect(ctx context.Context, topo *topology.Topology, names ...string) *world {
-	if len(names) == 0 {
-		names = topo.ClusterNames()
-	}
-	w := &world{topo: topo, clients: map[string]sarama.Client{}, errs: map[string]error{}}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for _, name := range names {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			cl, err := kafkaconn.Dial(ctx, topo.Clusters[name], nil)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				w.errs[name] = err
-				return
-			}
-			w.clients[name] = cl
-		}()
-	}
-	wg.Wait()
-	return w
-}
-
-func (w *world) close() {
-	for _, c := range w.clients {
-		_ = c.Close()
-	}
-}
-
-// need returns the client of name or its connection error.
-func (w *world) need(name string) (sarama.Client, error) {
-	if c, ok := w.clients[name]; ok {
-		return c, nil
-	}
-	if err, ok := w.errs[name]; ok {
-		return nil, err
-	}
-	return nil, fmt.Errorf("cluster %s: %w: not connected", name, ErrUnreachable)
+	s := kafkaconn.Open(ctx, topo, names...)
+	return &world{Clusters: s, topo: topo, clients: s.Clients()}
 }
 
 // view resolves the live roles from the reachable clusters.
 func (w *world) view(ctx context.Context) rolestate.View {
-	return rolestate.Resolve(ctx, w.topo, w.clients)
+	v, _ := rolestate.ResolveLive(ctx, w.Clusters)
+	return v
 }
 
 // sameState reports whether a stored state is the intended one (ignoring
@@ -100,7 +64,7 @@ func sameState(a, b rolestate.State) bool {
 // the same epoch (a phase change within the run).
 func (w *world) transition(ctx context.Context, next rolestate.State, runID string, clusters ...string) error {
 	for _, name := range clusters {
-		client, err := w.need(name)
+		client, err := w.Need(name)
 		if err != nil {
 			return err
 		}
@@ -129,4 +93,4 @@ func (w *world) transition(ctx context.Context, next rolestate.State, runID stri
 	return nil
 }
 
-var errNoClusters = errors.New("no cluster reachable")
+var errNoClusters = rolestate.ErrNoneReachable

@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/IBM/sarama"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -247,37 +246,20 @@ func (d *Daemon) fenceReturnedStale(ctx context.Context, v rolestate.View, done 
 func (d *Daemon) readState(ctx context.Context) (rolestate.View, error) {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	clients := map[string]sarama.Client{}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for name, c := range d.topo.Clusters {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if cl, err := kafkaconn.Dial(ctx, c, nil); err == nil {
-				mu.Lock()
-				clients[name] = cl
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	defer func() {
-		for _, c := range clients {
-			_ = c.Close()
-		}
-	}()
-	if len(clients) == 0 {
-		return rolestate.View{}, errors.New("no cluster reachable")
+	clusters := kafkaconn.Open(ctx, d.topo)
+	defer clusters.Close()
+	v, err := rolestate.ResolveLive(ctx, clusters)
+	if err != nil {
+		return rolestate.View{}, err
 	}
 	if d.topo.Failover.Fence == topology.FenceACL {
-		for name, c := range clients {
+		for name, c := range clusters.Clients() {
 			if held, err := aclfence.Held(ctx, c, d.topo.Name); err == nil {
 				d.opts.Engine.Metrics.Roles.Fenced.WithLabelValues(name).Set(b2f(held))
 			}
 		}
 	}
-	return rolestate.Resolve(ctx, d.topo, clients), nil
+	return v, nil
 }
 
 // Current returns the engine running now (nil when none).

@@ -411,16 +411,12 @@ func (e *Engine) newProducer(shard int32, maxBytes int) (sarama.AsyncProducer, e
 	return sarama.NewAsyncProducer(e.dstCluster.Bootstrap, cfg)
 }
 
-// producerConfig sets what every mirror and fencing producer needs.
+// producerConfig sets what every mirror and fencing producer needs: the
+// idempotent preset, each record in the partition the source gave it, and
+// batching sized for copying.
 func producerConfig(cfg *sarama.Config) {
-	cfg.Producer.Idempotent = true
-	cfg.Net.MaxOpenRequests = 1
-	cfg.Producer.RequiredAcks = sarama.WaitForAll
-	cfg.Producer.Return.Successes = true
-	cfg.Producer.Return.Errors = true
-	cfg.Producer.Partitioner = sarama.NewManualPartitioner
-	cfg.Producer.Retry.Max = 10
-	cfg.Producer.Retry.Backoff = 100 * time.Millisecond
+	kafkaconn.IdempotentProducer(cfg)
+	kafkaconn.ManualPartitions(cfg)
 	// sarama sizes a request by it: keep it within the brokers' default
 	// message.max.bytes (1 MiB) or every batch is refused as too large.
 	cfg.Producer.MaxMessageBytes = 1000000

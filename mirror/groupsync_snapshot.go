@@ -10,6 +10,7 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/offsettranslate"
 	"github.com/drctl/drctl/topology"
@@ -150,17 +151,7 @@ func ensureGroupsTopic(ctx context.Context, dst sarama.Client, link Link) error 
 // newSnapshotProducer opens the idempotent producer that writes snapshots
 // on the target.
 func newSnapshotProducer(c *topology.Cluster) (sarama.SyncProducer, error) {
-	cfg, err := c.SaramaConfig()
-	if err != nil {
-		return nil, err
-	}
-	cfg.Producer.Idempotent = true
-	cfg.Net.MaxOpenRequests = 1
-	cfg.Producer.RequiredAcks = sarama.WaitForAll
-	cfg.Producer.Return.Successes = true
-	cfg.Producer.Retry.Max = 10
-	cfg.Producer.Retry.Backoff = 100 * time.Millisecond
-	p, err := sarama.NewSyncProducer(c.Bootstrap, cfg)
+	p, err := kafkaconn.NewSyncProducer(c, nil)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot producer on %s: %w", c.Name, err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kafkaread"
 )
 
@@ -59,17 +60,8 @@ func (s *shard) observe(ctx context.Context) {
 	}
 	s.lastObserved = time.Now()
 	if s.obs == nil {
-		cfg, err := s.e.dstCluster.SaramaConfig()
-		if err != nil {
-			return
-		}
-		cfg.Producer.Idempotent = true
-		cfg.Net.MaxOpenRequests = 1
-		cfg.Producer.RequiredAcks = sarama.WaitForAll
-		cfg.Producer.Return.Successes = true
-		cfg.Producer.Partitioner = sarama.NewManualPartitioner
-		cfg.Producer.Retry.Max = 2
-		if s.obs, err = sarama.NewSyncProducer(s.e.dstCluster.Bootstrap, cfg); err != nil {
+		var err error
+		if s.obs, err = kafkaconn.NewSyncProducer(s.e.dstCluster, kafkaconn.ManualPartitions); err != nil {
 			s.obs = nil
 			return
 		}

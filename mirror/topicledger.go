@@ -9,6 +9,7 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/topology"
 )
@@ -79,17 +80,7 @@ func writeTopicRecord(prod sarama.SyncProducer, link Link, rec TopicRecord) erro
 // plainProducer is an idempotent, non-transactional producer on c for
 // drctl's own bookkeeping records.
 func plainProducer(c *topology.Cluster) (sarama.SyncProducer, error) {
-	cfg, err := c.SaramaConfig()
-	if err != nil {
-		return nil, err
-	}
-	cfg.Producer.Idempotent = true
-	cfg.Net.MaxOpenRequests = 1
-	cfg.Producer.RequiredAcks = sarama.WaitForAll
-	cfg.Producer.Return.Successes = true
-	cfg.Producer.Partitioner = sarama.NewManualPartitioner
-	cfg.Producer.Retry.Max = 2
-	return sarama.NewSyncProducer(c.Bootstrap, cfg)
+	return kafkaconn.NewSyncProducer(c, kafkaconn.ManualPartitions)
 }
 
 // TopicChange is a mirrored topic whose source changed identity under the

@@ -13,6 +13,7 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kafkaread"
 )
 
@@ -23,12 +24,8 @@ func Put(ctx context.Context, client sarama.Client, topic, key string, value []b
 		return err
 	}
 	cfg := *client.Config()
-	cfg.Producer.Idempotent = true
-	cfg.Net.MaxOpenRequests = 1
-	cfg.Producer.RequiredAcks = sarama.WaitForAll
-	cfg.Producer.Return.Successes = true
-	cfg.Producer.Retry.Max = 5
-	cfg.Producer.Partitioner = sarama.NewManualPartitioner
+	kafkaconn.IdempotentProducer(&cfg)
+	kafkaconn.ManualPartitions(&cfg)
 	cfg.Producer.Transaction.ID = ""
 	p, err := sarama.NewSyncProducer(brokerAddrs(client), &cfg)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/rcrowley/go-metrics"
 
+	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kafkaread"
 )
 
@@ -134,18 +135,11 @@ func producerConfig(cfg *sarama.Config, topology string) (*sarama.Config, error)
 	// unregistered from, the caller's client.
 	pc.MetricRegistry = metrics.NewRegistry()
 	pc.Metadata.AllowAutoTopicCreation = false
-	pc.Net.MaxOpenRequests = 1
-	pc.Producer.Idempotent = true
-	pc.Producer.RequiredAcks = sarama.WaitForAll
-	pc.Producer.Return.Successes = true
-	pc.Producer.Return.Errors = true
-	pc.Producer.Partitioner = sarama.NewManualPartitioner
+	kafkaconn.IdempotentProducer(&pc)
+	kafkaconn.ManualPartitions(&pc)
 	pc.Producer.Interceptors = nil
 	pc.Producer.Transaction.ID = TransactionalID(topology)
 	pc.Producer.Transaction.Timeout = txnTimeout
-	if pc.Producer.Retry.Max < 1 {
-		pc.Producer.Retry.Max = 3
-	}
 	if err := pc.Validate(); err != nil {
 		return nil, fmt.Errorf("transactional producer configuration: %w", err)
 	}

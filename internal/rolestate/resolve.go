@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/IBM/sarama"
 
+	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -122,4 +124,32 @@ func newer(a, b State) bool {
 		return a.Epoch > b.Epoch
 	}
 	return a.UpdatedAt.After(b.UpdatedAt)
+}
+
+// ErrNoneReachable is returned by ResolveLive when no cluster of the
+// topology could be dialled.
+var ErrNoneReachable = errors.New("no cluster reachable")
+
+// ResolveLive resolves the live roles through a command's session: it
+// dials every cluster of the session's topology that the session has not
+// dialled yet (at most once each), then reads and reconciles the state as
+// Resolve does. The View is complete even on error; the error, wrapping
+// ErrNoneReachable and naming each cluster's failure, says that no cluster
+// could be dialled, so Current is only the topology file's home roles.
+func ResolveLive(ctx context.Context, clusters *kafkaconn.Clusters) (View, error) {
+	clusters.Connect(ctx)
+	topo := clusters.Topology()
+	clients := clusters.Clients()
+	v := Resolve(ctx, topo, clients)
+	if len(clients) > 0 {
+		return v, nil
+	}
+	errs := clusters.Errors()
+	var why []string
+	for _, name := range topo.ClusterNames() {
+		if err := errs[name]; err != nil {
+			why = append(why, err.Error())
+		}
+	}
+	return v, fmt.Errorf("%w: %s", ErrNoneReachable, strings.Join(why, "; "))
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/topology"
@@ -614,5 +615,37 @@ func TestStateJSON(t *testing.T) {
 	steady, _ := json.Marshal(State{Topology: "p", Active: "a", Standby: "b", Phase: PhaseSteady})
 	if !strings.Contains(string(steady), `"run":null`) {
 		t.Errorf("a steady state's run is not null: %s", steady)
+	}
+}
+
+// TestResolveLive resolves through a command's session: it dials the
+// clusters the session has not dialled yet, reads both, and fails (with a
+// complete View) only when no cluster can be dialled.
+func TestResolveLive(t *testing.T) {
+	e := newEnv(t)
+	if err := e.cas(t, "west", 0, failover(Initial(e.topo))); err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxT(t, 30*time.Second)
+	s := kafkaconn.Open(ctx, e.topo, "east") // west is dialled by ResolveLive
+	defer s.Close()
+	v, err := ResolveLive(ctx, s)
+	if err != nil || v.Current.Epoch != 1 || v.Current.Active != "west" || v.Source != "west" || !v.Clusters["east"].Stale {
+		t.Fatalf("ResolveLive = %+v, %v; want epoch 1 from west, east stale", v, err)
+	}
+	if _, err := s.Need("west"); err != nil {
+		t.Fatalf("west not in the session after ResolveLive: %v", err)
+	}
+
+	e.pair.Stop("east")
+	e.pair.Stop("west")
+	none := kafkaconn.Open(ctx, e.topo)
+	defer none.Close()
+	v, err = ResolveLive(ctx, none)
+	if !errors.Is(err, ErrNoneReachable) || !strings.Contains(err.Error(), "cluster east (") || !strings.Contains(err.Error(), "cluster west (") {
+		t.Fatalf("ResolveLive with no cluster = %v; want ErrNoneReachable naming both", err)
+	}
+	if v.Source != SourceTopologyFile || v.Clusters["east"].Reachable || v.Clusters["west"].Reachable {
+		t.Fatalf("View with no cluster = %+v; want both unreachable, home roles", v)
 	}
 }

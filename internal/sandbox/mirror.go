@@ -6,8 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/IBM/sarama"
-
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/rolestate"
 	"github.com/drctl/drctl/mirror"
@@ -67,19 +65,14 @@ func liveActive(topo *topology.Topology) func(context.Context) string {
 	var mu sync.Mutex
 	last := topo.Active
 	return func(ctx context.Context) string {
-		clients := map[string]sarama.Client{}
-		for name, c := range topo.Clusters {
-			if cl, err := kafkaconn.Dial(ctx, c, nil); err == nil {
-				clients[name] = cl
-				defer cl.Close()
-			}
-		}
+		clusters := kafkaconn.Open(ctx, topo)
+		defer clusters.Close()
+		v, err := rolestate.ResolveLive(ctx, clusters)
 		mu.Lock()
 		defer mu.Unlock()
-		if len(clients) == 0 {
+		if err != nil {
 			return last
 		}
-		v := rolestate.Resolve(ctx, topo, clients)
 		switch v.Current.Phase {
 		case rolestate.PhaseFailingOver, rolestate.PhaseFailingBack, rolestate.PhaseWiping:
 			// A failover is moving the roles and the group positions: the

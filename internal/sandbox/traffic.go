@@ -12,6 +12,7 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -252,10 +253,7 @@ func (x *txnProducer) send(msgs []*sarama.ProducerMessage, abort bool) {
 	t, c := x.t, x.c
 	if x.p == nil {
 		cfg, err := saramaConfig(c, "drctl-sandbox-txn-producer", func(cfg *sarama.Config) {
-			cfg.Producer.Idempotent = true
-			cfg.Net.MaxOpenRequests = 1
-			cfg.Producer.RequiredAcks = sarama.WaitForAll
-			cfg.Producer.Return.Successes = true
+			kafkaconn.IdempotentProducer(cfg)
 			cfg.Producer.Transaction.ID = txnID
 			cfg.Producer.Transaction.Timeout = 10 * time.Second
 		})
