@@ -16,6 +16,7 @@ import (
 // Step names: the vocabulary of failover, failback and reseed plans.
 const (
 	StepPreflight       = "preflight"
+	StepHooksBefore     = "run-before-hooks"
 	StepBegin           = "begin"
 	StepFenceActive     = "fence-active"
 	StepDrain           = "drain"
@@ -113,6 +114,8 @@ type preflightParams struct {
 	ClusterIDs map[string]string `json:"cluster_ids,omitempty"`
 }
 
+// hooksParams are the commands of failover.hooks.before or .after and the
+// template data both get: the roles as they are after the flip.
 type hooksParams struct {
 	Commands []string `json:"commands"`
 	Active   string   `json:"active"`
@@ -153,7 +156,7 @@ func PlanFailover(ctx context.Context, topo *topology.Topology, to string, unpla
 }
 
 // PlanFailoverWith builds the plan that moves the active role to req.To.
-// Planned: preflight, begin, fence the old active, drain the mirror, flip
+// Planned: preflight, the before hooks, begin, fence the old active, drain the mirror, flip
 // the roles, fence the mirror link, translate the groups, unfence the new
 // active, run the hooks, then reseed the old active (salvage, wipe,
 // re-seed) and finish. Unplanned (the old active is down): no drain from
@@ -349,6 +352,12 @@ func failoverSteps(topo *topology.Topology, in Inputs, kind rolestate.RunKind, r
 	}
 	add(plans.StepSpec{Name: StepPreflight, Title: fmt.Sprintf("Check %s and %s are ready", from, to),
 		Params: preflightParams{From: from, To: to, Unplanned: unplanned, Force: in.Force, ClusterIDs: in.ClusterIDs}})
+	if len(topo.Failover.HooksBefore) > 0 {
+		// Before anything changes: a hook that fails stops the run with
+		// the roles, ACLs, data and groups as they were.
+		add(plans.StepSpec{Name: StepHooksBefore, Title: "Run the before hooks",
+			Params: hooksParams{Commands: topo.Failover.HooksBefore, Active: to, Standby: from}})
+	}
 	flipEpoch := in.Epoch + 1
 	if !unplanned {
 		begin := st(in.Epoch+1, from, to, phase, run)

@@ -114,12 +114,27 @@ func registry(topo *topology.Topology, confirm Confirm, yes bool) *plans.Registr
 		}
 		return plans.NewResult(fmt.Sprintf("%d ACL(s) removed from %s", len(removed), p.Cluster), removed)
 	})
+	reg(StepHooksBefore, func(ctx context.Context, s plans.Step, rc *plans.RunContext) (plans.Result, error) {
+		var p hooksParams
+		if err := s.DecodeParams(&p); err != nil {
+			return plans.Result{}, err
+		}
+		res, err := runHooks(ctx, p)
+		if err != nil {
+			return plans.Result{}, fmt.Errorf("failover.hooks.before: %w; nothing was changed (the before hooks run ahead of the fence and the role change): once what the hook checks is in order, run drctl resume %s (it runs the hooks again), or plan again", err, rc.Plan.ID)
+		}
+		return res, nil
+	})
 	reg(StepHooks, func(ctx context.Context, s plans.Step, _ *plans.RunContext) (plans.Result, error) {
 		var p hooksParams
 		if err := s.DecodeParams(&p); err != nil {
 			return plans.Result{}, err
 		}
-		return runHooks(ctx, p)
+		res, err := runHooks(ctx, p)
+		if err != nil {
+			return plans.Result{}, fmt.Errorf("failover.hooks.after: %w", err)
+		}
+		return res, nil
 	})
 	reg(StepSalvage, func(ctx context.Context, s plans.Step, rc *plans.RunContext) (plans.Result, error) {
 		var p reseedParams
@@ -392,6 +407,10 @@ func translateGroups(ctx context.Context, topo *topology.Topology, p translatePa
 		len(applied.Groups), p.Target, applied.Changes(), unchanged), applied)
 }
 
+// runHooks runs each command in turn with sh -c, after filling in the
+// template data {{.Active}} and {{.Standby}} (the roles after the flip).
+// The first command that fails, or runs longer than five minutes, stops
+// the rest; its error carries the command's output.
 func runHooks(ctx context.Context, p hooksParams) (plans.Result, error) {
 	var ran []string
 	for _, c := range p.Commands {
