@@ -1,13 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -38,15 +35,12 @@ func abortCommand() *cli.Command {
 				return err
 			}
 			id := c.Args().First()
-			if !c.Bool("yes") {
-				if !interactive() {
-					return withCode(exitBadInput, errors.New("abort changes the clusters and there is no terminal to confirm on: check drctl status and pass --yes"))
-				}
-				fmt.Fprintf(c.App.Writer, "Abort run %s and restore the roles it started from? [y/N] ", orDash(id))
-				line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
-				if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
-					return withCode(exitBadInput, errors.New("not confirmed; nothing was changed"))
-				}
+			cf := confirmOf(c)
+			if err := cf.Require("abort changes the clusters and there is no terminal to confirm on: check drctl status and pass --yes"); err != nil {
+				return err
+			}
+			if err := cf.YesNo(c.App.Writer, fmt.Sprintf("Abort run %s and restore the roles it started from?", orDash(id))); err != nil {
+				return err
 			}
 			ctx, cancel := context.WithTimeout(c.Context, 2*time.Minute)
 			defer cancel()

@@ -62,7 +62,7 @@ func writeReference(w *bytes.Buffer, app *cli.App, man bool) {
 	h(2, "GLOBAL FLAGS")
 	writeFlags(w, app.Flags, man)
 	h(2, "EXIT CODES")
-	fmt.Fprintf(w, "- `%d` success\n- `%d` the command failed\n- `%d` bad input: an unknown command or flag, a missing required flag, a bad value, a bad topology file; nothing was contacted\n- `%d` a cluster could not be reached or authenticated\n\n",
+	fmt.Fprintf(w, "- `%d` success\n- `%d` the command failed\n- `%d` bad input: an unknown command or flag, a missing required flag, a bad value, a bad topology file; nothing was contacted. Also a change that needs the operator's consent when there is neither a terminal nor --yes, or whose question was not answered yes: nothing was changed\n- `%d` a cluster could not be reached or authenticated\n\n",
 		exitOK, exitFailure, exitBadInput, exitUnreachable)
 	h(2, "OUTPUT")
 	fmt.Fprintf(w, "`-o json` and `-o yaml` print the same document (the YAML is the JSON in YAML syntax). "+

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -70,19 +69,15 @@ func drillRunCommand() *cli.Command {
 			in := &plans.Interrupts{}
 			stop := plans.NotifySignals(in, c.App.ErrWriter, "the next drill cleans up")
 			defer stop()
-			o := drill.Options{Interrupts: in, Yes: c.Bool("yes")}
+			cf := confirmOf(c)
+			o := drill.Options{Interrupts: in, Yes: cf.Given()}
 			if outputFormat(c) == "table" {
 				o.Out = c.App.Writer
 			}
-			if interactive() {
-				o.Confirm = func(q, answer string) error {
-					fmt.Fprint(c.App.Writer, q)
-					line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
-					if strings.TrimSpace(line) != answer {
-						return errors.New("not confirmed; nothing was changed")
-					}
-					return nil
-				}
+			if cf.CanAsk() {
+				// The drill asks (and refuses without an answer) itself:
+				// only a disruptive kind needs consent.
+				o.Confirm = func(q, answer string) error { return cf.Typed(c.App.Writer, q, answer) }
 			}
 			rec, err := drill.Run(context.WithoutCancel(c.Context), topo, d, o)
 			if rec == nil {

@@ -46,7 +46,7 @@ func TestDrillSchedule(t *testing.T) {
 	var errb syncBuffer
 	exited := make(chan int, 1)
 	go func() {
-		exited <- run(ctx, []string{"drctl", "-c", p.Path, "drill", "schedule", "--listen", "127.0.0.1:0"}, io.Discard, &errb)
+		exited <- run(ctx, []string{"drctl", "-c", p.Path, "drill", "schedule", "--listen", "127.0.0.1:0"}, Streams{Out: io.Discard, Err: &errb})
 	}()
 	addrRE := regexp.MustCompile(`on (127\.0\.0\.1:\d+)`)
 	deadline := time.Now().Add(60 * time.Second)

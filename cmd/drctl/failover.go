@@ -1,16 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"strings"
 	"time"
 
-	"github.com/mattn/go-isatty"
 	"github.com/urfave/cli/v2"
 
 	"github.com/drctl/drctl/failover"
@@ -184,8 +180,8 @@ func resumeCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			if !c.Bool("yes") && !interactive() {
-				return withCode(exitBadInput, errors.New("resume changes the clusters (and may need the operator to confirm that producers stopped) and there is no terminal to confirm on: check drctl status and pass --yes"))
+			if err := confirmOf(c).Require("resume changes the clusters (and may need the operator to confirm that producers stopped) and there is no terminal to confirm on: check drctl status and pass --yes"); err != nil {
+				return err
 			}
 			ctx, cancel := context.WithTimeout(c.Context, 30*time.Second)
 			id, err := failover.ResumeID(ctx, topo, c.Args().First())
@@ -266,33 +262,16 @@ func planAndRun(c *cli.Context, build func(context.Context, *topology.Topology) 
 	if p.Kind == string(rolestate.RunReseed) {
 		target = in.From
 	}
-	if err := confirmPlan(c, target); err != nil {
+	cf := confirmOf(c)
+	if err := cf.Require("this changes the clusters and there is no terminal to confirm on: review the plan (drctl plan ...) and pass --yes"); err != nil {
+		return err
+	}
+	if err := cf.Typed(c.App.Writer, fmt.Sprintf("\nType the name of the cluster %q to run this plan: ", target), target); err != nil {
 		return err
 	}
 	return execute(c, topo, func(runCtx context.Context, o failover.RunOptions) error {
 		return failover.Execute(runCtx, topo, p, o)
 	}, p.ID)
-}
-
-func interactive() bool {
-	return isatty.IsTerminal(os.Stdin.Fd()) && isatty.IsTerminal(os.Stdout.Fd())
-}
-
-// confirmPlan asks the operator to type the target cluster's name; without
-// a terminal it requires --yes.
-func confirmPlan(c *cli.Context, target string) error {
-	if c.Bool("yes") {
-		return nil
-	}
-	if !interactive() {
-		return withCode(exitBadInput, errors.New("this changes the clusters and there is no terminal to confirm on: review the plan (drctl plan ...) and pass --yes"))
-	}
-	fmt.Fprintf(c.App.Writer, "\nType the name of the cluster %q to run this plan: ", target)
-	line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
-	if strings.TrimSpace(line) != target {
-		return withCode(exitBadInput, errors.New("not confirmed; nothing was changed"))
-	}
-	return nil
 }
 
 func execute(c *cli.Context, topo *topology.Topology, run func(context.Context, failover.RunOptions) error, id string) error {
@@ -308,19 +287,17 @@ func execute(c *cli.Context, topo *topology.Topology, run func(context.Context, 
 	default:
 		o.Out = c.App.Writer
 	}
-	switch {
-	case c.Bool("yes"):
-		o.Yes = true
-	case !interactive():
-		// No one to ask: a question fails the step, naming --yes.
-	default:
+	// Questions asked during the run (fence: none asks whether producers
+	// stopped). With nobody to ask, a question fails the step, naming --yes.
+	cf := confirmOf(c)
+	o.Yes = cf.Given()
+	if cf.CanAsk() {
 		o.Confirm = func(q string) error {
-			fmt.Fprintf(c.App.Writer, "%s [y/N] ", q)
-			line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
-			if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
+			err := cf.YesNo(c.App.Writer, q)
+			if errors.Is(err, errNotConfirmed) {
 				return fmt.Errorf("not confirmed; resume with drctl resume %s", id)
 			}
-			return nil
+			return err
 		}
 	}
 	// The run's context is not the command's: the executor handles the

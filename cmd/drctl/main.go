@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -21,7 +20,7 @@ import (
 const (
 	exitOK          = 0
 	exitFailure     = 1 // the command failed
-	exitBadInput    = 2 // bad flags or a bad topology file; nothing was contacted
+	exitBadInput    = 2 // bad flags or a bad topology file (nothing was contacted), or a change not consented to (nothing was changed)
 	exitUnreachable = 3 // a cluster could not be reached or authenticated
 )
 
@@ -43,15 +42,15 @@ func withCode(code int, err error) error {
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args, os.Stdout, os.Stderr)
+	code := run(ctx, os.Args, processStreams())
 	stop()
 	os.Exit(code)
 }
 
-// run runs one drctl command line and returns its exit code.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// run runs one drctl command line on streams s and returns its exit code.
+func run(ctx context.Context, args []string, s Streams) int {
 	app := newApp()
-	app.Writer, app.ErrWriter = stdout, stderr
+	s.attach(app)
 	args, err := normalizeArgs(app, args)
 	if err == nil {
 		err = app.RunContext(ctx, args)
@@ -68,7 +67,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case errors.As(err, &ue):
 		code = exitBadInput
 	}
-	fmt.Fprintln(stderr, "drctl:", err)
+	fmt.Fprintln(s.Err, "drctl:", err)
 	return code
 }
 

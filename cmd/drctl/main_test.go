@@ -15,7 +15,7 @@ import (
 func drctl(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code = run(context.Background(), append([]string{"drctl"}, args...), &out, &errb)
+	code = run(context.Background(), append([]string{"drctl"}, args...), Streams{Out: &out, Err: &errb})
 	return out.String(), errb.String(), code
 }
 

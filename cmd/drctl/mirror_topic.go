@@ -50,8 +50,9 @@ func mirrorReseedTopic(c *cli.Context) error {
 	if !topo.MirroredTopics().Match(topic) {
 		return withCode(exitBadInput, fmt.Errorf("topic %s is not mirrored (mirror.topics in %s): nothing to reseed", topic, topo.Path))
 	}
-	if !c.Bool("yes") && !terminal(c) {
-		return withCode(exitBadInput, errors.New("reseed-topic deletes the standby's copy of a topic: run it on a terminal to confirm, or pass --yes"))
+	cf := confirmOf(c)
+	if err := cf.Require("reseed-topic deletes the standby's copy of a topic: run it on a terminal to confirm, or pass --yes"); err != nil {
+		return err
 	}
 	ctx, cancel := context.WithTimeout(c.Context, c.Duration("timeout"))
 	defer cancel()
@@ -63,14 +64,8 @@ func mirrorReseedTopic(c *cli.Context) error {
 	if c.Bool("salvage") {
 		what = "salvage into " + topic + topo.Failover.SalvageTopicSuffix + ", then delete"
 	}
-	if !c.Bool("yes") {
-		ok, err := confirm(c.App.Reader, c.App.Writer, fmt.Sprintf("%s the copy of %s on %s and mirror the new %s from %s?", what, topic, link.Target, topic, link.Source))
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return errors.New("not confirmed; nothing was changed")
-		}
+	if err := cf.YesNo(c.App.Writer, fmt.Sprintf("%s the copy of %s on %s and mirror the new %s from %s?", what, topic, link.Target, topic, link.Source)); err != nil {
+		return err
 	}
 	res, err := mirror.ReseedTopic(ctx, topo, link, topic, c.Bool("salvage"))
 	if errors.Is(err, mirror.ErrNotRecreated) {

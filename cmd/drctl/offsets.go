@@ -1,17 +1,14 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/IBM/sarama"
-	"github.com/mattn/go-isatty"
 	"github.com/urfave/cli/v2"
 
 	"github.com/drctl/drctl/internal/kafkaconn"
@@ -52,17 +49,6 @@ func offsetsCommand() *cli.Command {
 			},
 		),
 	}
-}
-
-// terminal reports whether the command can ask its user a question: its
-// input is a terminal (not merely a character device such as /dev/null).
-// Tests replace it.
-var terminal = func(c *cli.Context) bool {
-	f, ok := c.App.Reader.(*os.File)
-	if c.App.Reader == nil {
-		f, ok = os.Stdin, true
-	}
-	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
 }
 
 // checkGroups refuses group names that drctl never touches: its own
@@ -203,9 +189,9 @@ func offsetsSync(c *cli.Context) error {
 	if err := checkGroups(topo, c.StringSlice("group"), true); err != nil {
 		return err
 	}
-	ask := !c.Bool("yes")
-	if ask && !terminal(c) {
-		return withCode(exitBadInput, errors.New("offsets sync changes committed offsets on the standby: run it on a terminal to confirm, or pass --yes"))
+	cf := confirmOf(c)
+	if err := cf.Require("offsets sync changes committed offsets on the standby: run it on a terminal to confirm, or pass --yes"); err != nil {
+		return err
 	}
 	ctx, cancel := context.WithTimeout(c.Context, c.Duration("timeout"))
 	defer cancel()
@@ -214,7 +200,7 @@ func offsetsSync(c *cli.Context) error {
 		return err
 	}
 	plan := mirror.PlanGroupSync(rep)
-	if n := plan.Changes(); n > 0 && ask {
+	if n := plan.Changes(); n > 0 && !cf.Given() {
 		out := c.App.Writer
 		if outputFormat(c) != "table" {
 			out = c.App.ErrWriter // keep stdout for the JSON or YAML result
@@ -222,12 +208,8 @@ func offsetsSync(c *cli.Context) error {
 		if err := syncTable(out, plan, false); err != nil {
 			return err
 		}
-		ok, err := confirm(c.App.Reader, out, fmt.Sprintf("Commit %s on %s?", plural(n, "offset"), plan.Target))
-		if err != nil {
+		if err := cf.YesNo(out, fmt.Sprintf("Commit %s on %s?", plural(n, "offset"), plan.Target)); err != nil {
 			return err
-		}
-		if !ok {
-			return errors.New("not confirmed; nothing was changed")
 		}
 	}
 	result := plan
@@ -305,22 +287,4 @@ func syncTable(w io.Writer, p *mirror.GroupSyncPlan, done bool) error {
 		}
 	}
 	return t.Render()
-}
-
-// confirm asks question on out and reads the answer from in: only "y" or
-// "yes" (any case) is a yes; end of input is a no.
-func confirm(in io.Reader, out io.Writer, question string) (bool, error) {
-	if in == nil {
-		in = os.Stdin
-	}
-	fmt.Fprintf(out, "%s [y/N] ", question)
-	line, err := bufio.NewReader(in).ReadString('\n')
-	if err != nil && !errors.Is(err, io.EOF) {
-		return false, fmt.Errorf("read the answer: %w", err)
-	}
-	switch strings.ToLower(strings.TrimSpace(line)) {
-	case "y", "yes":
-		return true, nil
-	}
-	return false, nil
 }

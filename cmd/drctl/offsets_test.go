@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
-	"github.com/urfave/cli/v2"
 
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kafkaread"
@@ -270,13 +269,10 @@ func TestOffsetsCommands(t *testing.T) {
 
 	// On a terminal the changes are shown and confirmed.
 	commitOffsets(t, env.src, "app-one", map[int32]int64{0: 9})
-	restore := terminal
-	terminal = func(*cli.Context) bool { return true }
-	defer func() { terminal = restore }()
 	for _, answer := range []string{"n\n", "", "yes\n"} {
 		var stdout, errb bytes.Buffer
 		app := newApp()
-		app.Reader, app.Writer, app.ErrWriter = strings.NewReader(answer), &stdout, &errb
+		Streams{In: strings.NewReader(answer), Out: &stdout, Err: &errb, IsTerminal: true}.attach(app)
 		err := app.RunContext(context.Background(), []string{"drctl", "-c", path, "offsets", "sync", "--group", "app-one"})
 		text := stdout.String()
 		if !strings.Contains(text, "will commit") || !strings.Contains(text, "[y/N]") || !strings.Contains(text, fmt.Sprint(targets[0])) {
@@ -299,10 +295,32 @@ func TestOffsetsCommands(t *testing.T) {
 func TestConfirm(t *testing.T) {
 	for in, want := range map[string]bool{"y\n": true, "YES\n": true, " y \n": true, "yes": true, "n\n": false, "\n": false, "": false, "yess\n": false} {
 		var out bytes.Buffer
-		got, err := confirm(strings.NewReader(in), &out, "Go?")
-		if err != nil || got != want || out.String() != "Go? [y/N] " {
-			t.Errorf("confirm(%q) = %v, %v (prompt %q)", in, got, err, out.String())
+		cf := Confirm{s: Streams{In: strings.NewReader(in), IsTerminal: true}}
+		err := cf.YesNo(&out, "Go?")
+		if got := err == nil; got != want || (err != nil && !errors.Is(err, errNotConfirmed)) || out.String() != "Go? [y/N] " {
+			t.Errorf("YesNo on %q = %v (prompt %q)", in, err, out.String())
 		}
+	}
+	// A cluster's name must be typed exactly.
+	for in, want := range map[string]bool{"west\n": true, " west \n": true, "West\n": false, "y\n": false, "": false} {
+		var out bytes.Buffer
+		cf := Confirm{s: Streams{In: strings.NewReader(in), IsTerminal: true}}
+		if got := cf.Typed(&out, "Type west: ", "west") == nil; got != want || out.String() != "Type west: " {
+			t.Errorf("Typed on %q: consent %v, want %v (prompt %q)", in, got, want, out.String())
+		}
+	}
+	// --yes asks nothing; no terminal and no --yes is refused with exit 2.
+	var out bytes.Buffer
+	if err := (Confirm{yes: true}).YesNo(&out, "Go?"); err != nil || out.Len() != 0 {
+		t.Errorf("with --yes: %v, asked %q", err, out.String())
+	}
+	err := Confirm{}.Require("this changes the clusters: pass --yes")
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != exitBadInput || !strings.Contains(err.Error(), "pass --yes") {
+		t.Errorf("Require without a terminal = %v; want exit 2 naming --yes", err)
+	}
+	if err := (Confirm{s: Streams{IsTerminal: true}}).Require("x"); err != nil {
+		t.Errorf("Require on a terminal = %v", err)
 	}
 }
 

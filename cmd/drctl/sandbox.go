@@ -63,7 +63,7 @@ func sandboxCommand() *cli.Command {
 // own lines go to drctl-sandbox.log beside drctl.yaml: the console owns the
 // screen.
 func sandboxConsole(c *cli.Context, o sandbox.Options) error {
-	if !interactive() {
+	if !streams(c).IsTerminal {
 		return withCode(exitBadInput, errors.New("drctl sandbox --tui needs a terminal; run drctl sandbox without --tui"))
 	}
 	logPath := filepath.Join(o.Dir, "drctl-sandbox.log")

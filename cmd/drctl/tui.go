@@ -33,7 +33,7 @@ func tuiCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			if !interactive() {
+			if !streams(c).IsTerminal {
 				return withCode(exitBadInput, errors.New("drctl tui needs a terminal; for scripts use drctl status -o json"))
 			}
 			return runConsole(c, topo, c.Bool("read-only"), c.Duration("interval"), c.Duration("timeout"))
