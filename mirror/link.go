@@ -1,12 +1,3 @@
-// Package mirror owns drctl's replication engine: it copies the selected
-// topics of one cluster (the source, the live active) to another (the
-// target, the live standby), partition for partition, exactly once, and
-// writes in the same Kafka transactions the offset map that exact group
-// translation reads. It also owns the daemon that follows the live roles,
-// the fencing of a link, and the lag figures a failover gates on.
-//
-// The mirror never writes to the source cluster: its progress, its offset
-// map and its coordination all live on the target.
 package mirror
 
 import (

@@ -1,9 +1,3 @@
-// Package topology owns drctl's YAML topology file: its schema, strict loading
-// (unknown keys and wrong types are errors with file:line), ${ENV} expansion,
-// validation, and the sarama client configuration of each cluster.
-//
-// It must stay pure: nothing here opens a network connection, except the
-// explicit connectivity check in check.go.
 package topology
 
 import (

@@ -1,7 +1,3 @@
-// Command drctl keeps a standby Kafka cluster in sync with an active one and
-// moves the active role between them. This package is a front-end only: each
-// command parses flags, calls a package function and renders the result.
-// Only main exits the process.
 package main
 
 import (

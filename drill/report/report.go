@@ -1,7 +1,3 @@
-// Package report renders a drill's evidence (a drill.Record) for people and
-// tools: Markdown, JSON, JUnit XML and one self-contained HTML file with
-// inline SVG charts (no external assets, no JavaScript). It only renders: it
-// reads nothing but the record it is given.
 package report
 
 import (

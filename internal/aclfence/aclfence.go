@@ -1,8 +1,3 @@
-// Package aclfence fences a cluster against writes with Kafka ACLs: DENY
-// WRITE on the selected topics for the configured producer principals,
-// verified by reading them back and recorded on the cluster itself so that
-// unfence removes exactly what was added, from any machine. Kafka ACLs have
-// no "except": a DENY beats every ALLOW, and only super users (drctl) pass.
 package aclfence
 
 import (

@@ -1,7 +1,3 @@
-// Package drilllease reads the drills' leases: the claims in the locks topic
-// on the topology's home active cluster. Package drill writes them; package
-// failover only reads them, to refuse a failover, failback or reseed while a
-// drill runs. It sits below both so that neither imports the other for it.
 package drilllease
 
 import (

@@ -1,9 +1,3 @@
-// Package fuzzseed gives drctl's fuzz tests their seeds: the inputs a test
-// adds with f.Add are also its seed corpus under testdata/fuzz/<FuzzName>/,
-// written there when DRCTL_WRITE_FUZZ_SEEDS=1 (`make fuzz-seeds`). The
-// files let `go test -fuzz` start from valid encodings of the real encoders
-// and edge cases; crashers that go writes into the same directory stay
-// there as regression inputs. It is used by tests only.
 package fuzzseed
 
 import (

@@ -1,10 +1,3 @@
-// Package kafkaconn opens sarama clients to the clusters of a topology with
-// bounded time, and turns connection failures into errors that name the
-// cluster and the fix. It never prints a secret.
-//
-// A command works through one session (Clusters): each cluster is dialled
-// at most once per command, and the session closes every client. Producers
-// start from one preset (IdempotentProducer) with one retry budget.
 package kafkaconn
 
 import (

@@ -1,6 +1,3 @@
-// Package kfaketest starts two in-process Kafka clusters (kfake, a real Kafka
-// wire-protocol server) for integration tests, and writes a topology file
-// that points at them. Clusters are closed with t.Cleanup.
 package kfaketest
 
 import (

@@ -1,8 +1,3 @@
-// Package kvstore keeps small keyed records in a compacted internal topic of
-// a cluster: the latest record of a key is its value. drctl uses it for
-// what must survive on the clusters themselves (fence records, run
-// progress), so that any machine can read it back. Writes are idempotent
-// producer writes; reads are read_committed up to the last stable offset.
 package kvstore
 
 import (

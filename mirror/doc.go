@@ -1,0 +1,29 @@
+// Package mirror owns drctl's replication engine: it copies the selected
+// topics of one cluster (the source, the live active) to another (the
+// target, the live standby), partition for partition, exactly once, and
+// writes in the same Kafka transactions the offset map that exact group
+// translation reads. It also owns the daemon that follows the live roles,
+// the fencing of a link, and the lag figures a failover gates on.
+//
+// The mirror never writes to the source cluster: its progress, its offset
+// map and its coordination all live on the target.
+//
+// # Contracts
+//
+//   - Partition-faithful copy: a record lands in the same partition of the
+//     topic of the same name, in source order, with key, value, headers and
+//     timestamp unchanged. Target topics get the source's partition count,
+//     replication factor (capped by the broker count) and configs; changes
+//     keep flowing.
+//   - Exactly once across crashes (delivery: exactly-once): each shard
+//     commits its records and its progress in one Kafka transaction on the
+//     target; a restarted shard fences its transactional id first, then reads
+//     its progress. A source partition is always written under the same
+//     transactional id. Aborted source records are never copied
+//     (read_committed).
+//   - One writer: after FenceLink initialises a link's transactional ids, no
+//     mirror of that direction can write again, even one that wakes up later.
+//   - Group translation is exact: a committed source position maps to the
+//     target offset of the very record the group would read next; a position
+//     past the mirrored end maps to the mirrored end.
+package mirror
