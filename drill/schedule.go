@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
+	"log/slog"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -26,8 +27,10 @@ type Scheduler struct {
 	// Options are passed to every Run; Holder and Slot are set per run.
 	Options Options
 	Metrics *Metrics
-	// Log receives one line per slot (nil: none).
-	Log io.Writer
+	// Log receives one entry per slot: the drill, the slot, and either
+	// the record's id, verdict and reasons or why it did not run (nil:
+	// none).
+	Log *slog.Logger
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
@@ -102,7 +105,7 @@ func (s *Scheduler) RunSlot(ctx context.Context, d *topology.NamedDrill, slot ti
 	}
 	key := "slot/" + d.Name + "/" + strconv.FormatInt(slot.Unix(), 10)
 	if _, err := Acquire(ctx, s.Topo, key, s.Holder, 365*24*time.Hour); err != nil {
-		s.logf("%s %s: %v", d.Name, slot.Format(time.RFC3339), err)
+		s.log(slog.LevelInfo, "slot taken by another scheduler", d, slot, "reason", err.Error())
 		return nil
 	}
 	o := s.Options
@@ -114,12 +117,16 @@ func (s *Scheduler) RunSlot(ctx context.Context, d *topology.NamedDrill, slot ti
 		s.Metrics.Observe(d, rec, err)
 	}
 	if err != nil {
-		s.logf("%s %s: did not run: %v", d.Name, slot.Format(time.RFC3339), err)
+		s.log(slog.LevelError, "drill did not run", d, slot, "error", err.Error())
 		if rec == nil {
 			return nil
 		}
 	}
-	s.logf("%s %s: %s %s %v", d.Name, slot.Format(time.RFC3339), rec.ID, rec.Verdict, rec.Reasons)
+	level := slog.LevelInfo
+	if !rec.Passed() {
+		level = slog.LevelWarn
+	}
+	s.log(level, "drill "+verdictWord(rec.Verdict), d, slot, "id", rec.ID, "kind", string(d.Kind), "reasons", strings.Join(rec.Reasons, "; "))
 	return rec
 }
 
@@ -161,10 +168,11 @@ func (s *Scheduler) now() time.Time {
 	return time.Now()
 }
 
-func (s *Scheduler) logf(format string, args ...any) {
-	if s.Log != nil {
-		fmt.Fprintf(s.Log, time.Now().UTC().Format(time.RFC3339)+" "+format+"\n", args...)
+func (s *Scheduler) log(level slog.Level, msg string, d *topology.NamedDrill, slot time.Time, attrs ...any) {
+	if s.Log == nil {
+		return
 	}
+	s.Log.Log(context.Background(), level, msg, append([]any{"drill", d.Name, "slot", slot.UTC().Format(time.RFC3339)}, attrs...)...)
 }
 
 func maxTime(a, b time.Time) time.Time {
@@ -177,3 +185,11 @@ func maxTime(a, b time.Time) time.Time {
 // errIsBusy reports whether err means the drill did not run because
 // something else was running.
 func errIsBusy(err error) bool { return errors.Is(err, ErrBusy) }
+
+// verdictWord is the past tense of a verdict, for log messages.
+func verdictWord(v Verdict) string {
+	if v == Pass {
+		return "passed"
+	}
+	return "failed"
+}

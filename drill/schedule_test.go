@@ -1,9 +1,12 @@
 package drill
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"strings"
@@ -77,17 +80,35 @@ func TestTwoSchedulersRunEachSlotOnce(t *testing.T) {
 	slot := time.Now().Truncate(time.Second).Add(-time.Hour)
 	var wg sync.WaitGroup
 	recs := make([]*Record, 2)
+	logs := make([]bytes.Buffer, 2)
 	for i := range recs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s := &Scheduler{Topo: topo, Options: Options{JournalDir: dir}}
+			s := &Scheduler{Topo: topo, Options: Options{JournalDir: dir}, Log: slog.New(slog.NewJSONHandler(&logs[i], nil))}
 			recs[i] = s.RunSlot(context.Background(), d, slot)
 		}()
 	}
 	wg.Wait()
 	if (recs[0] == nil) == (recs[1] == nil) {
 		t.Fatalf("one slot, two schedulers: records %v and %v, want exactly one", recs[0] != nil, recs[1] != nil)
+	}
+	// Each scheduler logs one JSON object for the slot: the winner the
+	// record, the other that the slot was taken.
+	for i, rec := range recs {
+		var entry map[string]any
+		if err := json.Unmarshal(logs[i].Bytes(), &entry); err != nil {
+			t.Fatalf("scheduler %d log is not one JSON object: %v\n%s", i, err, logs[i].String())
+		}
+		if entry["drill"] != "often" || entry["slot"] != slot.UTC().Format(time.RFC3339) {
+			t.Errorf("scheduler %d log names drill %v slot %v; want often %s", i, entry["drill"], entry["slot"], slot.UTC().Format(time.RFC3339))
+		}
+		if rec != nil && (entry["msg"] != "drill passed" || entry["id"] != rec.ID || entry["level"] != "INFO") {
+			t.Errorf("the winner logged %v; want drill passed with id %s", entry, rec.ID)
+		}
+		if rec == nil && entry["msg"] != "slot taken by another scheduler" {
+			t.Errorf("the other scheduler logged %v; want that the slot was taken", entry)
+		}
 	}
 
 	// Both schedulers looping for a few slots.

@@ -136,6 +136,9 @@ func TestUsageExitCodes(t *testing.T) {
 		{[]string{"mirror", "run", "--log-level", "loud"}, `--log-level "loud": use debug, info, warn or error`},
 		{[]string{"sandbox", "--log-format", "logfmt"}, `--log-format "logfmt": use text or json`},
 		{[]string{"sandbox", "--log-level", "verbose"}, `--log-level "verbose"`},
+		{[]string{"drill", "schedule", "--log-format", "xml"}, `--log-format "xml": use text or json`},
+		{[]string{"drill", "schedule", "--log-level", "chatty"}, `--log-level "chatty"`},
+		{[]string{"drill", "schedule", "-o", "json"}, "drill schedule has no -o json"},
 	}
 	for _, c := range cases {
 		_, stderr, code := drctl(t, append(c.args, "-c", missing)...)

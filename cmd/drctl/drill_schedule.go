@@ -27,17 +27,21 @@ func drillScheduleCommand() *cli.Command {
 		Description: "Fires every drill of drills.named that has a schedule, in its time zone. Each slot of each\n" +
 			"drill is claimed in the clusters, so any number of schedulers run it once; a drill never runs\n" +
 			"beside a failover, failback, reseed or another drill. Serves /metrics and /healthz on --listen.",
-		Flags: []cli.Flag{
+		Flags: append(logFlags(),
 			&cli.StringFlag{Name: "listen", Value: defaultDrillListen, Usage: "address of /metrics and /healthz (empty: none)"},
-		},
+		),
 		Action: func(c *cli.Context) error {
+			log, err := logger(c)
+			if err != nil {
+				return err
+			}
 			topo, err := loadTopology(c)
 			if err != nil {
 				return err
 			}
 			reg := prometheus.NewRegistry()
 			reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-			s := &drill.Scheduler{Topo: topo, Metrics: drill.NewMetrics(reg), Log: c.App.ErrWriter}
+			s := &drill.Scheduler{Topo: topo, Metrics: drill.NewMetrics(reg), Log: log}
 			if addr := c.String("listen"); addr != "" {
 				ln, err := net.Listen("tcp", addr)
 				if err != nil {
@@ -49,7 +53,7 @@ func drillScheduleCommand() *cli.Command {
 				srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 				go func() { _ = srv.Serve(ln) }()
 				defer srv.Shutdown(context.Background()) //nolint:errcheck
-				fmt.Fprintf(c.App.ErrWriter, "drill scheduler: serving /metrics and /healthz on %s\n", ln.Addr())
+				log.Info("drill scheduler serving /metrics and /healthz", "listen", ln.Addr().String())
 			}
 			err = s.Run(c.Context)
 			if errors.Is(err, drill.ErrBadInput) {

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"regexp"
@@ -46,9 +48,9 @@ func TestDrillSchedule(t *testing.T) {
 	var errb syncBuffer
 	exited := make(chan int, 1)
 	go func() {
-		exited <- run(ctx, []string{"drctl", "-c", p.Path, "drill", "schedule", "--listen", "127.0.0.1:0"}, Streams{Out: io.Discard, Err: &errb})
+		exited <- run(ctx, []string{"drctl", "-c", p.Path, "drill", "schedule", "--listen", "127.0.0.1:0", "--log-format", "json"}, Streams{Out: io.Discard, Err: &errb})
 	}()
-	addrRE := regexp.MustCompile(`on (127\.0\.0\.1:\d+)`)
+	addrRE := regexp.MustCompile(`"listen":"(127\.0\.0\.1:\d+)"`)
 	deadline := time.Now().Add(60 * time.Second)
 	var metrics string
 	for {
@@ -76,6 +78,22 @@ func TestDrillSchedule(t *testing.T) {
 	cancel()
 	if code := <-exited; code != exitOK {
 		t.Errorf("scheduler exit %d: %s", code, errb.String())
+	}
+	// --log-format json: every line is one object; the drills' lines name
+	// the drill, its slot and the record.
+	passed := 0
+	for _, line := range strings.Split(strings.TrimSpace(errb.String()), "\n") {
+		var entry map[string]any
+		if err := json.Unmarshal([]byte(line), &entry); err != nil {
+			t.Errorf("log line is not JSON: %q", line)
+			continue
+		}
+		if entry["msg"] == "drill passed" && entry["drill"] == "quick" && entry["slot"] != nil && strings.HasPrefix(fmt.Sprint(entry["id"]), "drill-canary-") {
+			passed++
+		}
+	}
+	if passed == 0 {
+		t.Errorf("no JSON line says drill quick passed:\n%s", errb.String())
 	}
 
 	plain := kfaketest.NewPair(t, kfaketest.Options{})

@@ -10,6 +10,8 @@ import (
 	"syscall"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/drctl/drctl/internal/kafkaconn"
 )
 
 // Exit codes are part of the public surface (docs/commands.md).
@@ -62,6 +64,10 @@ func run(ctx context.Context, args []string, s Streams) int {
 		code = ee.code
 	case errors.As(err, &ue):
 		code = exitBadInput
+	case errors.Is(err, kafkaconn.ErrUnreachable):
+		// A command that did not give a code of its own failed to
+		// reach or authenticate to a cluster.
+		code = exitUnreachable
 	}
 	fmt.Fprintln(s.Err, "drctl:", err)
 	return code

@@ -46,10 +46,11 @@ func outputFormat(c *cli.Context) string {
 // not a document: -o json|yaml is refused there (exit 2) rather than
 // silently ignored. A command is named by its path ("mirror run").
 var textOnly = map[string]string{
-	"sandbox":    "its output is a log",
-	"mirror run": "its output is a log; see --log-format",
-	"completion": "its output is a shell script",
-	"tui":        "it is an interactive screen",
+	"sandbox":        "its output is a log",
+	"mirror run":     "its output is a log; see --log-format",
+	"drill schedule": "its output is a log; see --log-format",
+	"completion":     "its output is a shell script",
+	"tui":            "it is an interactive screen",
 }
 
 func checkOutputFormat(c *cli.Context) error {

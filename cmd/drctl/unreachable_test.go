@@ -24,14 +24,17 @@ func TestUnreachableSaidOnce(t *testing.T) {
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for _, args := range [][]string{{"fence", "east"}, {"status", "--timeout", "5s"}} {
+	for _, args := range [][]string{{"fence", "east"}, {"unfence", "east"}, {"status", "--timeout", "5s"}} {
 		out, stderr, code := drctl(t, append(args, "-c", path)...)
-		if code == 0 {
-			t.Fatalf("%v: exit 0", args)
+		if code != exitUnreachable {
+			t.Errorf("%v: exit %d, want %d (a cluster could not be reached)", args, code, exitUnreachable)
 		}
 		for _, line := range strings.Split(out+stderr, "\n") {
 			if !strings.Contains(line, "unreachable") || !strings.Contains(line, "cluster east") {
 				continue
+			}
+			if strings.Contains(line, "east: cluster east") {
+				t.Errorf("%v: %q says the cluster's name twice in a row", args, line)
 			}
 			if n := strings.Count(line, "cluster east"); n != 1 {
 				t.Errorf("%v: %q names the cluster %d times", args, line, n)

@@ -54,7 +54,7 @@ func Fence(ctx context.Context, topo *topology.Topology, cluster string) (*Recor
 	c := topo.Clusters[cluster]
 	client, err := kafkaconn.Dial(ctx, c, nil)
 	if err != nil {
-		return nil, fmt.Errorf("fence %s: %w", cluster, err)
+		return nil, fmt.Errorf("fence: %w", err) // the error names the cluster
 	}
 	defer client.Close()
 	admin, err := sarama.NewClusterAdminFromClient(client)
@@ -143,7 +143,7 @@ func Fence(ctx context.Context, topo *topology.Topology, cluster string) (*Recor
 func Unfence(ctx context.Context, topo *topology.Topology, cluster string) ([]ACL, error) {
 	client, err := kafkaconn.Dial(ctx, topo.Clusters[cluster], nil)
 	if err != nil {
-		return nil, fmt.Errorf("unfence %s: %w", cluster, err)
+		return nil, fmt.Errorf("unfence: %w", err) // the error names the cluster
 	}
 	defer client.Close()
 	admin, err := sarama.NewClusterAdminFromClient(client)

@@ -24,7 +24,7 @@ const drillsYAML = `drills:
 // schedule` would, until the returned stop is called. It needs the mirror.
 func (s *Sandbox) startDrills() (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
-	sch := &drill.Scheduler{Topo: s.Topology, Log: s.log.lineWriter("drill")}
+	sch := &drill.Scheduler{Topo: s.Topology, Log: s.log.component("drill")}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -236,37 +236,8 @@ func (w lockedWriter) Write(p []byte) (int, error) {
 	return w.l.w.Write(p)
 }
 
-// lineWriter turns the lines of a component that writes plain text (the
-// drill scheduler: "2026-12-01T06:00:00Z message") into log records of the
-// sandbox's one format, dropping a leading RFC 3339 time of its own.
-func (l *logger) lineWriter(component string) io.Writer {
-	return &lineWriter{log: slog.New(l.base).With("component", component)}
-}
-
-type lineWriter struct {
-	mu  sync.Mutex
-	log *slog.Logger
-	buf []byte
-}
-
-func (w *lineWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.buf = append(w.buf, p...)
-	for {
-		i := strings.IndexByte(string(w.buf), '\n')
-		if i < 0 {
-			return len(p), nil
-		}
-		line := strings.TrimSpace(string(w.buf[:i]))
-		w.buf = w.buf[i+1:]
-		if first, rest, ok := strings.Cut(line, " "); ok {
-			if _, err := time.Parse(time.RFC3339, first); err == nil {
-				line = rest
-			}
-		}
-		if line != "" {
-			w.log.Info(line)
-		}
-	}
+// component is a logger of the sandbox's one format for a part of it that
+// logs through log/slog itself (the drill scheduler).
+func (l *logger) component(name string) *slog.Logger {
+	return slog.New(l.base).With("component", name)
 }

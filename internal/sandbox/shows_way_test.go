@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -119,7 +118,7 @@ func TestLogFormats(t *testing.T) {
 	l.printf("traffic runs on %s", "east")
 	l.mirrorLogger().Warn("cannot read source end offsets", "link", "east->west", "shard", 3)
 	l.mirrorLogger().Info("shard claimed", "shard", 1) // detail: only at debug
-	fmt.Fprintf(l.lineWriter("drill"), "2026-12-01T06:00:00Z drill canary-every-minute passed\n")
+	l.component("drill").Info("drill passed", "drill", "canary-every-minute")
 	line := regexp.MustCompile(`^\d\d:\d\d:\d\d (sandbox|mirror|drill): `)
 	lines := strings.Split(strings.TrimSpace(text.String()), "\n")
 	if len(lines) != 3 {
@@ -130,7 +129,7 @@ func TestLogFormats(t *testing.T) {
 			t.Errorf("line %q is not in the sandbox's format", ln)
 		}
 	}
-	if !strings.HasSuffix(lines[2], " drill: drill canary-every-minute passed") {
+	if !strings.HasSuffix(lines[2], " drill: drill passed (drill=canary-every-minute)") {
 		t.Errorf("drill line: %q", lines[2])
 	}
 	if !strings.Contains(lines[1], "mirror: warning: cannot read source end offsets (link=east->west shard=3)") {
