@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 )
@@ -40,6 +42,21 @@ _drctl() {
 if (( $+functions[compdef] )); then compdef _drctl drctl; fi
 `
 
+// leafComplete completes a command without subcommands: its flags after a
+// "-", and nothing otherwise, so that the shell falls back to file names
+// (urfave/cli would offer "help" and "h" there, hiding the plan file of
+// drctl apply).
+func leafComplete(c *cli.Command) cli.BashCompleteFunc {
+	flags := cli.DefaultCompleteWithFlags(c)
+	return func(ctx *cli.Context) {
+		// As urfave/cli's own completion: the word being completed is
+		// the one before --generate-bash-completion.
+		if n := len(os.Args); n >= 2 && strings.HasPrefix(os.Args[n-2], "-") {
+			flags(ctx)
+		}
+	}
+}
+
 func completionCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "completion",
@@ -61,7 +78,7 @@ func completionCommand() *cli.Command {
 				if err != nil {
 					return err
 				}
-				script = s
+				script = s + fishFiles(c.App)
 			case "":
 				return withCode(exitBadInput, fmt.Errorf("name the shell: drctl completion bash|zsh|fish"))
 			default:
@@ -71,4 +88,40 @@ func completionCommand() *cli.Command {
 			return err
 		},
 	}
+}
+
+// fishFiles completes file names only where drctl takes a file: urfave/cli's
+// fish script lets fish offer files everywhere (after "drctl mirror ", say).
+// Files are turned off for drctl, then forced back on for the flags that
+// take a file (TakesFile) and for the commands whose argument is a file
+// (ARGS ending in .json); -o completes its three formats.
+func fishFiles(app *cli.App) string {
+	var b strings.Builder
+	b.WriteString("\n# Files only where drctl takes one (added by drctl completion fish).\n")
+	b.WriteString("complete -c drctl -f\n")
+	fmt.Fprintf(&b, "complete -c drctl -l %s -s o -x -a 'table json yaml'\n", outputFlag.Name)
+	var walk func(cond string, flags []cli.Flag, args string, subs []*cli.Command)
+	walk = func(cond string, flags []cli.Flag, args string, subs []*cli.Command) {
+		for _, f := range flags {
+			sf, ok := f.(*cli.StringFlag)
+			if !ok || !sf.TakesFile {
+				continue
+			}
+			fmt.Fprintf(&b, "complete -c drctl%s -l %s", cond, sf.Name)
+			for _, a := range sf.Aliases {
+				if len(a) == 1 {
+					fmt.Fprintf(&b, " -s %s", a)
+				}
+			}
+			b.WriteString(" -r -F\n")
+		}
+		if strings.HasSuffix(args, ".json") {
+			fmt.Fprintf(&b, "complete -c drctl%s -F\n", cond)
+		}
+		for _, c := range subs {
+			walk(" -n '__fish_seen_subcommand_from "+c.Name+"'", c.Flags, c.ArgsUsage, c.Subcommands)
+		}
+	}
+	walk("", app.Flags, "", app.Commands)
+	return b.String()
 }

@@ -200,7 +200,7 @@ func drillReportCommand() *cli.Command {
 		ArgsUsage: "ID",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "format", Value: "md", Usage: "md, json, junit or html"},
-			&cli.StringFlag{Name: "out", Usage: "write to this file instead of standard output"},
+			&cli.StringFlag{Name: "out", TakesFile: true, Usage: "write to this file instead of standard output"},
 		},
 		Action: func(c *cli.Context) error {
 			args, err := drillArgs(c)

@@ -26,7 +26,7 @@ func planCommand() *cli.Command {
 				&cli.StringFlag{Name: "to", Required: true, Usage: "the cluster that becomes active"},
 				&cli.BoolFlag{Name: "unplanned", Usage: "the active cluster is down: no fence of it, no drain"},
 				forceUnplannedFlag(),
-				&cli.StringFlag{Name: "out", Usage: "save the plan as JSON here (run it with drctl apply)"},
+				&cli.StringFlag{Name: "out", TakesFile: true, Usage: "save the plan as JSON here (run it with drctl apply)"},
 			},
 			Action: func(c *cli.Context) error {
 				topo, err := loadTopology(c)

@@ -84,6 +84,9 @@ func commands(cmds ...*cli.Command) []*cli.Command {
 			c.OnUsageError = badUsage
 			c.Before = chainBefore(checkOutputFormat, c.Before)
 		}
+		if len(c.Subcommands) == 0 && c.BashComplete == nil {
+			c.BashComplete = leafComplete(c)
+		}
 		commands(c.Subcommands...)
 	}
 	return cmds
@@ -103,7 +106,7 @@ func newApp() *cli.App {
 		Name:  "drctl",
 		Usage: "Kafka disaster recovery: mirror, fail over, fail back",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "config", Aliases: []string{"c"}, Usage: "topology file (default: $DRCTL_CONFIG, then ./drctl.yaml, then $XDG_CONFIG_HOME/drctl/drctl.yaml, i.e. ~/.config/drctl/drctl.yaml)"},
+			&cli.StringFlag{Name: "config", Aliases: []string{"c"}, TakesFile: true, Usage: "topology file (default: $DRCTL_CONFIG, then ./drctl.yaml, then $XDG_CONFIG_HOME/drctl/drctl.yaml, i.e. ~/.config/drctl/drctl.yaml)"},
 			outputFlag,
 			&cli.BoolFlag{Name: "version", Usage: "print the version and exit (as drctl version)"},
 		},
