@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/drctl/drctl/failover"
+	"github.com/drctl/drctl/mirror"
 	"github.com/drctl/drctl/plans"
 	"github.com/drctl/drctl/topology"
 )
@@ -37,13 +38,24 @@ type holdParams struct {
 // begin.
 type failoverDrill struct {
 	topo    *topology.Topology
+	id      string
 	journal string
-	app     *follower
-	stop    context.CancelFunc
-	done    chan struct{}
+	// interrupts are the drill's, passed on to the failover runs it starts.
+	interrupts *plans.Interrupts
+	app        *follower
+	stop       context.CancelFunc
+	done       chan struct{}
 
 	mu     sync.Mutex
 	starts []int // first sequence number of each direction
+
+	// pause is the mirror pause this drill holds (nil: none); before is
+	// the canary user's probe of the active before it (unplanned kind).
+	pause  *mirror.Pause
+	before error
+	// salvaged are the canary records the unplanned failover's salvage
+	// holds: not lost.
+	salvaged map[int]bool
 }
 
 // failoverPlan builds the failover drill: a real planned failover from
@@ -53,20 +65,30 @@ func failoverPlan(topo *topology.Topology, d *topology.NamedDrill, id, active, s
 	p := plans.New(id, "drill-failover")
 	_ = p.SetInputs(map[string]any{"topology": topo.Name, "topology_digest": topo.Digest, "drill": d.Name, "active": active, "standby": standby})
 	cp := canaryParams{Drill: id, Active: active, Standby: standby, Records: d.Params.Records, Rate: d.Params.Rate}
-	for _, s := range []plans.StepSpec{
+	steps := []plans.StepSpec{
 		{Name: StepCanaryTopic, Title: fmt.Sprintf("Ensure the canary topic %s on %s; start the canary application", topo.CanaryTopic(), active), Params: cp},
 		{Name: StepFailover, Title: fmt.Sprintf("Fail over to %s (a real planned failover)", standby), Destructive: true,
 			Params: moveParams{From: active, To: standby, Failback: active != topo.Active}},
+	}
+	if d.Kind == topology.DrillUnplanned {
+		steps = []plans.StepSpec{steps[0],
+			{Name: StepPauseMirror, Title: fmt.Sprintf("Pause the mirror %s->%s while the canary writes %d records on %s", active, standby, d.Params.Records, active), Destructive: true,
+				Params: pauseParams{Source: active, Target: standby, Records: d.Params.Records, Rate: d.Params.Rate}},
+			{Name: StepUnplannedFailover, Title: fmt.Sprintf("Fail over to %s as if %s were lost (unplanned; %s is fenced, salvaged and re-seeded)", standby, active, active), Destructive: true,
+				Params: moveParams{From: active, To: standby, Failback: active != topo.Active}},
+		}
+	}
+	for _, s := range append(steps, []plans.StepSpec{
 		{Name: StepHold, Title: fmt.Sprintf("Hold on %s for %s", standby, d.Params.Hold), Params: holdParams{Hold: d.Params.Hold.String()}},
 		{Name: StepFailback, Title: fmt.Sprintf("Fail back to %s", active), Destructive: true,
 			Params: moveParams{From: standby, To: active, Failback: active == topo.Active}},
 		{Name: StepSettle, Title: "Stop the canary, let its group read everything, count lost, duplicated and re-read records", Params: cp},
-	} {
+	}...) {
 		if err := p.Add(s); err != nil {
 			panic(err)
 		}
 	}
-	x := &failoverDrill{topo: topo, journal: o.journalDir(), app: newFollower(topo, id, d.Params.Rate)}
+	x := &failoverDrill{topo: topo, id: id, journal: o.journalDir(), interrupts: o.Interrupts, app: newFollower(topo, id, d.Params.Rate)}
 	r := plans.NewRegistry()
 	_ = r.Register(StepCanaryTopic, plans.ActionFunc(func(ctx context.Context, s plans.Step, _ *plans.RunContext) (plans.Result, error) {
 		var cp canaryParams
@@ -94,6 +116,7 @@ func failoverPlan(topo *topology.Topology, d *topology.NamedDrill, id, active, s
 	})
 	_ = r.Register(StepFailover, move)
 	_ = r.Register(StepFailback, move)
+	x.registerUnplanned(r)
 	_ = r.Register(StepHold, plans.ActionFunc(func(ctx context.Context, s plans.Step, _ *plans.RunContext) (plans.Result, error) {
 		var hp holdParams
 		if err := s.DecodeParams(&hp); err != nil {
@@ -114,7 +137,12 @@ func failoverPlan(topo *topology.Topology, d *topology.NamedDrill, id, active, s
 		dirs := x.settle(ctx, rc)
 		return plans.NewResult(settleSummary(dirs), dirs)
 	}))
-	return p, r, x.close
+	return p, r, func() {
+		x.close()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = x.releasePause(ctx)
+	}
 }
 
 // start begins the canary application on cluster.
@@ -175,7 +203,7 @@ func (x *failoverDrill) move(ctx context.Context, mp moveParams) (*Direction, er
 			x.app.pointRead(mp.To)
 		}
 	}}
-	err = failover.Execute(ctx, x.topo, p, failover.RunOptions{JSON: watch, JournalDir: x.journal,
+	err = failover.Execute(ctx, x.topo, p, failover.RunOptions{JSON: watch, JournalDir: x.journal, Interrupts: x.interrupts,
 		Confirm: func(string) error { x.app.pointWrite(""); return nil }})
 	if err != nil {
 		if next, ok := plans.NextStep(err); ok && next > 0 {
@@ -184,39 +212,55 @@ func (x *failoverDrill) move(ctx context.Context, mp moveParams) (*Direction, er
 		return nil, fmt.Errorf("failover run %s to %s: %w", p.ID, mp.To, err)
 	}
 	x.app.point(mp.To, mp.To)
-	// The new active accepts the canary's writes and its group reads there.
+	if err := x.awaitRTO(ctx, mp.To, start, dir); err != nil {
+		return nil, err
+	}
+	x.verifyFence(dir, before, probed, fenceErr)
+	return dir, nil
+}
+
+// awaitRTO waits (a minute at most) until the new active to accepted the
+// canary's writes and its group consumed there, and sets dir's RTOs from
+// start, or dir.Error.
+func (x *failoverDrill) awaitRTO(ctx context.Context, to string, start time.Time, dir *Direction) error {
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
 		x.app.mu.Lock()
-		a, okA := x.app.firstAck[mp.To]
-		r, okR := x.app.firstRead[mp.To]
+		a, okA := x.app.firstAck[to]
+		r, okR := x.app.firstRead[to]
 		x.app.mu.Unlock()
 		if okA && okR {
 			dir.RTOWriteSeconds, dir.RTOConsumeSeconds = round1(a.Sub(start).Seconds()), round1(r.Sub(start).Seconds())
-			break
+			return nil
 		}
 		if err := sleepCtx(ctx, 100*time.Millisecond); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	if dir.RTOWriteSeconds == 0 {
-		dir.Error = fmt.Sprintf("the canary could not write to or read on %s within a minute of the failover: %s", mp.To, x.app.writeErr[mp.To])
-	}
+	x.app.mu.Lock()
+	defer x.app.mu.Unlock()
+	dir.Error = fmt.Sprintf("the canary could not write to or read on %s within a minute of the failover: %s", to, x.app.writeErr[to])
+	return nil
+}
+
+// verifyFence sets dir's fence verdict from the canary user's probes of
+// the old active before the fence (before) and while fenced (probed,
+// fenceErr).
+func (x *failoverDrill) verifyFence(dir *Direction, before error, probed bool, fenceErr error) {
 	switch {
 	case x.topo.Drills.CanaryUser == nil:
 		// No principal to probe with: nothing to verify, nothing claimed.
 	case before != nil:
-		dir.FenceNote = fmt.Sprintf("the canary user could not write to %s even before the fence (%v): grant it WRITE on %s", mp.From, before, x.topo.CanaryTopic())
+		dir.FenceNote = fmt.Sprintf("the canary user could not write to %s even before the fence (%v): grant it WRITE on %s", dir.From, before, x.topo.CanaryTopic())
 	case !probed:
-		dir.FenceNote = "the run did not fence " + mp.From + " (fence: none)"
+		dir.FenceNote = "the run did not fence " + dir.From + " (fence: none)"
 	case fenceErr == nil:
-		dir.FenceNote = "the canary user's write to " + mp.From + " was accepted while it was fenced"
+		dir.FenceNote = "the canary user's write to " + dir.From + " was accepted while it was fenced"
 	case isRefused(fenceErr):
 		dir.FenceVerified = true
 	default:
-		dir.FenceNote = fmt.Sprintf("the canary user's write to %s failed, but not as refused: %v", mp.From, fenceErr)
+		dir.FenceNote = fmt.Sprintf("the canary user's write to %s failed, but not as refused: %v", dir.From, fenceErr)
 	}
-	return dir, nil
 }
 
 // probe writes one record as the canary user to the canary topic of
@@ -246,10 +290,13 @@ func (x *failoverDrill) probe(ctx context.Context, cluster string) error {
 // active, and completes each direction with its tally.
 func (x *failoverDrill) settle(ctx context.Context, rc *plans.RunContext) []Direction {
 	x.app.pointWrite("")
-	x.app.caughtUp(ctx, 2*time.Minute)
+	x.mu.Lock()
+	kept := x.salvaged
+	x.mu.Unlock()
+	x.app.caughtUp(ctx, 2*time.Minute, kept)
 	x.close()
 	var dirs []Direction
-	for _, name := range []string{StepFailover, StepFailback} {
+	for _, name := range []string{StepFailover, StepUnplannedFailover, StepFailback} {
 		var d Direction
 		if rc.OutputOf(name, &d) == nil {
 			dirs = append(dirs, d)
@@ -271,7 +318,13 @@ func (x *failoverDrill) settle(ctx context.Context, rc *plans.RunContext) []Dire
 		if i > 0 {
 			lo = starts[i]
 		}
-		dirs[i].Lost, dirs[i].Duplicated, dirs[i].ReRead = x.app.tally(lo, hi)
+		if dirs[i].Unplanned {
+			// What never left the old active is in quarantine, not lost;
+			// the run reported it (RPORecords).
+			dirs[i].Lost, dirs[i].Duplicated, dirs[i].ReRead = x.app.tally(lo, hi, kept)
+			continue
+		}
+		dirs[i].Lost, dirs[i].Duplicated, dirs[i].ReRead = x.app.tally(lo, hi, nil)
 		dirs[i].RPORecords = int64(x.lostOn(lo, hi, dirs[i].From))
 	}
 	return dirs

@@ -25,6 +25,9 @@ type follower struct {
 	group string
 	rate  int
 
+	// sending is held while a record is being sent (see stopWrites).
+	sending sync.Mutex
+
 	mu sync.Mutex
 	// writeTo and readOn are the clusters the producer and the group use
 	// ("": paused).
@@ -89,37 +92,54 @@ func (f *follower) produce(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		f.mu.Lock()
-		to, seq := f.writeTo, f.seq
-		f.mu.Unlock()
-		if to == "" {
-			continue
-		}
-		p := producers[to]
-		if p == nil {
-			var err error
-			if p, err = canaryProducer(f.topo.Clusters[to]); err != nil {
-				f.noteWriteErr(to, err)
-				continue
-			}
-			producers[to] = p
-		}
-		at := time.Now()
-		_, off, err := p.SendMessage(canaryMessage(f.topic, f.id, seq, at))
-		if err != nil {
-			f.noteWriteErr(to, err)
-			_ = p.Close()
-			delete(producers, to)
-			continue
-		}
-		f.mu.Lock()
-		f.acked[seq] = ack{Cluster: to, Offset: off, At: at}
-		if _, ok := f.firstAck[to]; !ok {
-			f.firstAck[to] = time.Now()
-		}
-		f.seq++
-		f.mu.Unlock()
+		f.sending.Lock()
+		f.produceOne(producers)
+		f.sending.Unlock()
 	}
+}
+
+// produceOne sends the next record to the cluster the producer is pointed
+// at, if any.
+func (f *follower) produceOne(producers map[string]sarama.SyncProducer) {
+	f.mu.Lock()
+	to, seq := f.writeTo, f.seq
+	f.mu.Unlock()
+	if to == "" {
+		return
+	}
+	p := producers[to]
+	if p == nil {
+		var err error
+		if p, err = canaryProducer(f.topo.Clusters[to]); err != nil {
+			f.noteWriteErr(to, err)
+			return
+		}
+		producers[to] = p
+	}
+	at := time.Now()
+	_, off, err := p.SendMessage(canaryMessage(f.topic, f.id, seq, at))
+	if err != nil {
+		f.noteWriteErr(to, err)
+		_ = p.Close()
+		delete(producers, to)
+		return
+	}
+	f.mu.Lock()
+	f.acked[seq] = ack{Cluster: to, Offset: off, At: at}
+	if _, ok := f.firstAck[to]; !ok {
+		f.firstAck[to] = time.Now()
+	}
+	f.seq++
+	f.mu.Unlock()
+}
+
+// stopWrites pauses the producer and returns once no record is in flight:
+// every record sent so far is acknowledged or failed.
+func (f *follower) stopWrites() {
+	f.pointWrite("")
+	f.sending.Lock()
+	//nolint:staticcheck // an empty critical section: wait for the send in flight
+	f.sending.Unlock()
 }
 
 func (f *follower) noteWriteErr(cluster string, err error) {
@@ -222,15 +242,16 @@ func (f *follower) consumeOnce(ctx context.Context, c sarama.Client, on string) 
 
 var errRedirected = errors.New("redirected")
 
-// caughtUp waits until the group has read every acknowledged record, or
-// until wait passes.
-func (f *follower) caughtUp(ctx context.Context, wait time.Duration) {
+// caughtUp waits until the group has read every acknowledged record but
+// those in kept (salvaged: the group cannot read them), or until wait
+// passes.
+func (f *follower) caughtUp(ctx context.Context, wait time.Duration, kept map[int]bool) {
 	deadline := time.Now().Add(wait)
 	for time.Now().Before(deadline) {
 		f.mu.Lock()
 		done := true
 		for seq := range f.acked {
-			if len(f.reads[seq]) == 0 {
+			if len(f.reads[seq]) == 0 && !kept[seq] {
 				done = false
 				break
 			}
@@ -245,7 +266,8 @@ func (f *follower) caughtUp(ctx context.Context, wait time.Duration) {
 // tally counts, over the acknowledged sequence numbers in [lo, hi), those
 // never read (lost), those written more than once (duplicated: read at
 // distinct offsets of one cluster) and those the group read again (re-read).
-func (f *follower) tally(lo, hi int) (lost, duplicated, reread int) {
+// A record in kept (salvaged into quarantine) is not lost.
+func (f *follower) tally(lo, hi int, kept map[int]bool) (lost, duplicated, reread int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for seq := lo; seq < hi; seq++ {
@@ -254,7 +276,9 @@ func (f *follower) tally(lo, hi int) (lost, duplicated, reread int) {
 		}
 		rs := f.reads[seq]
 		if len(rs) == 0 {
-			lost++
+			if !kept[seq] {
+				lost++
+			}
 			continue
 		}
 		offsets := map[readAt]bool{}

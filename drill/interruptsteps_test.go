@@ -71,9 +71,11 @@ func TestCanaryInterruptedAtEachStep(t *testing.T) {
 }
 
 // TestFailoverDrillInterrupted: a failover drill interrupted before its
-// failover (during the canary set-up) or during its failback stops with
-// the roles as it found them and no lease left; one interrupted between
-// its failover and failback is restored by the next failover drill.
+// failover (during the canary set-up) stops with the roles as it found
+// them and no lease left; one interrupted as its failback starts passes
+// the interrupt to the failback run, which stops before its first step,
+// and one interrupted between its failover and failback stops there: both
+// leave the roles moved, and the next failover drill restores them.
 func TestFailoverDrillInterrupted(t *testing.T) {
 	p := newPair(t, "drills: {allow_disruptive: true}\n")
 	topo := p.Topology
@@ -83,24 +85,36 @@ func TestFailoverDrillInterrupted(t *testing.T) {
 	defer cancel()
 	d := topology.DefaultDrill(topology.DrillFailover)
 	d.Params.Rate, d.Params.Hold = 20, time.Second
-	for _, step := range []string{StepCanaryTopic, StepFailback} {
-		rec, err := Run(ctx, topo, d, interruptAt(dir, step))
-		if !errors.Is(err, plans.ErrInterrupted) || rec == nil || rec.Verdict != Fail {
-			t.Fatalf("interrupted at %s: %v %+v", step, err, rec)
-		}
-		assertCleanAfter(t, ctx, topo, "failover drill interrupted at "+step)
+	rec, err := Run(ctx, topo, d, interruptAt(dir, StepCanaryTopic))
+	if !errors.Is(err, plans.ErrInterrupted) || rec == nil || rec.Verdict != Fail {
+		t.Fatalf("interrupted at %s: %v %+v", StepCanaryTopic, err, rec)
 	}
-	// Interrupted right after its failover, the drill stops with the
+	assertCleanAfter(t, ctx, topo, "failover drill interrupted at "+StepCanaryTopic)
+	// The failback run gets the interrupt: it stops before changing
+	// anything, and the drill records the step as failed by it.
+	rec, err = Run(ctx, topo, d, interruptAt(dir, StepFailback))
+	if !errors.Is(err, plans.ErrInterrupted) || rec == nil || rec.Verdict != Fail || !hasReason(rec, "step drill-failback failed") || !hasReason(rec, "interrupted") {
+		t.Fatalf("interrupted at %s: %v %+v", StepFailback, err, rec)
+	}
+	if roles, err := failover.CollectRoles(ctx, topo); err != nil || roles.Active != "west" || roles.Phase != "steady" || roles.Run != nil {
+		t.Fatalf("after the interrupted failback: %+v %v", roles, err)
+	}
+	next, err := Run(ctx, topo, d, Options{JournalDir: dir, Yes: true})
+	if err != nil || next.Verdict != Pass || next.Active != "east" {
+		t.Fatalf("the failover drill after an interrupted failback: %v %+v", err, next)
+	}
+	assertCleanAfter(t, ctx, topo, "the failover drill after an interrupted failback")
+	// Interrupted during its hold, right after its failover, the drill stops with the
 	// roles moved; the next failover drill first makes the active it found
 	// active again, then runs and passes, and the roles end as first found.
-	rec, err := Run(ctx, topo, d, interruptAt(dir, StepFailover))
+	rec, err = Run(ctx, topo, d, interruptAt(dir, StepHold))
 	if !errors.Is(err, plans.ErrInterrupted) || rec == nil || rec.Verdict != Fail {
-		t.Fatalf("interrupted at %s: %v %+v", StepFailover, err, rec)
+		t.Fatalf("interrupted at %s: %v %+v", StepHold, err, rec)
 	}
 	if roles, err := failover.CollectRoles(ctx, topo); err != nil || roles.Active != "west" {
 		t.Fatalf("after the interrupted failover: %+v %v", roles, err)
 	}
-	next, err := Run(ctx, topo, d, Options{JournalDir: dir, Yes: true})
+	next, err = Run(ctx, topo, d, Options{JournalDir: dir, Yes: true})
 	if err != nil || next.Verdict != Pass || next.Active != "east" {
 		t.Fatalf("the next failover drill: %v %+v", err, next)
 	}

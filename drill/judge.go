@@ -78,8 +78,19 @@ func Judge(r *Record) {
 		if o := r.Objectives.RTOSeconds; o > 0 && d.RTOWriteSeconds > o {
 			add("%s -> %s: RTO %.1f s exceeds the objective %.0f s", d.From, d.To, d.RTOWriteSeconds, o)
 		}
-		if d.RPORecords > 0 && r.Kind == string(topology.DrillFailover) {
+		if d.RPORecords > 0 && !d.Unplanned && r.Kind != string(topology.DrillCanary) {
 			add("%s -> %s: the planned failover left %d canary records behind on %s (its RPO must be 0)", d.From, d.To, d.RPORecords, d.From)
+		}
+		if d.Unplanned && d.Error == "" {
+			switch {
+			case d.Unmirrored == 0:
+				add("%s -> %s: no canary record was left behind on %s: the mirror's pause did not hold, nothing was rehearsed", d.From, d.To, d.From)
+			case d.RPORecords != int64(d.Unmirrored):
+				add("%s -> %s: the run reported an RPO of %d canary records, but %d never reached %s", d.From, d.To, d.RPORecords, d.Unmirrored, d.To)
+			}
+			if d.SalvageMismatch != "" {
+				add("%s -> %s: the salvage does not hold exactly the %d canary records that never reached %s: %s", d.From, d.To, d.Unmirrored, d.To, d.SalvageMismatch)
+			}
 		}
 	}
 	r.Reasons = reasons

@@ -98,9 +98,6 @@ func Run(ctx context.Context, topo *topology.Topology, d *topology.NamedDrill, o
 			return nil, fmt.Errorf("%w: a %s drill moves the active role; %s does not allow it (set drills.allow_disruptive: true, for staging or a maintenance window)", ErrBadInput, d.Kind, topo.Path)
 		}
 	}
-	if d.Kind == topology.DrillUnplanned {
-		return nil, fmt.Errorf("%w: the unplanned drill is not built yet; run --kind failover to rehearse a planned failover", ErrBadInput)
-	}
 	roles, err := liveRoles(ctx, topo)
 	if err != nil {
 		return nil, err
@@ -130,11 +127,21 @@ func Run(ctx context.Context, topo *topology.Topology, d *topology.NamedDrill, o
 		if o.Confirm == nil {
 			return nil, fmt.Errorf("%w: a %s drill moves the active role to %s; run it on a terminal to confirm, or pass --yes", ErrBadInput, d.Kind, roles.Standby)
 		}
-		if err := o.Confirm(fmt.Sprintf("This %s drill makes %s the active cluster, then fails back. Type %s to go on: ", d.Kind, roles.Standby, roles.Standby), roles.Standby); err != nil {
+		q := fmt.Sprintf("This %s drill makes %s the active cluster, then fails back. Type %s to go on: ", d.Kind, roles.Standby, roles.Standby)
+		if d.Kind == topology.DrillUnplanned {
+			q = fmt.Sprintf("This unplanned drill pauses the mirror %s->%s, makes %s the active cluster as if %s were lost (%s is fenced, what it holds that never reached %s is salvaged, then it is wiped and re-seeded), then fails back. Type %s to go on: ",
+				roles.Active, roles.Standby, roles.Standby, roles.Active, roles.Active, roles.Standby, roles.Standby)
+		}
+		if err := o.Confirm(q, roles.Standby); err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrBadInput, err)
 		}
 	}
 	if d.Kind.Disruptive() {
+		// This drill holds the running lease: a pause still holding is a
+		// dead drill's.
+		if released, err := ReleasePauses(ctx, topo); err == nil && len(released) > 0 && o.Out != nil {
+			fmt.Fprintf(o.Out, "released the mirror pause(s) a stopped drill left: %s\n", pauseNames(released))
+		}
 		var restored string
 		if roles, restored, err = restoreRoles(ctx, topo, roles, o); err != nil {
 			return nil, err
@@ -268,6 +275,9 @@ func (r *recorder) absorb(step string, raw json.RawMessage) {
 	case StepFailover, StepFailback, StepUnplannedFailover:
 		if d := decode[Direction](raw); d != nil {
 			r.rec.Directions = append(r.rec.Directions, *d)
+			if d.Unplanned {
+				r.rec.RPO = &RPO{Records: d.RPOAllRecords, Seconds: d.RPOSeconds, Link: d.From + "->" + d.To}
+			}
 		}
 	case StepSettle:
 		if ds := decode[[]Direction](raw); ds != nil {

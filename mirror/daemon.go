@@ -56,6 +56,8 @@ type Daemon struct {
 	mu      sync.Mutex
 	current *Engine
 	key     linkKey
+	// pauses are the pause records last read (see Pause).
+	pauses []Pause
 }
 
 type linkKey struct {
@@ -177,6 +179,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 				d.log.Info("mirroring", "link", want.link.String(), "epoch", want.epoch, "copy_own_origin", want.copy)
 			}
 		}
+		d.applyPause()
 		select {
 		case <-ctx.Done():
 			return nil
@@ -214,6 +217,7 @@ func (d *Daemon) start(k linkKey) (*Engine, error) {
 	d.mu.Lock()
 	d.current, d.key = e, k
 	d.mu.Unlock()
+	d.applyPause() // before its first copy
 	return e, nil
 }
 
@@ -259,7 +263,33 @@ func (d *Daemon) readState(ctx context.Context) (rolestate.View, error) {
 			}
 		}
 	}
+	// A pause that cannot be read keeps the last one read: it expires.
+	if ps, err := Pauses(ctx, clusters.Clients(), d.topo.Name); err == nil {
+		d.mu.Lock()
+		d.pauses = ps
+		d.mu.Unlock()
+	}
 	return v, nil
+}
+
+// applyPause makes the running engine hold the pause that holds its link
+// and epoch, or copy again when none does.
+func (d *Daemon) applyPause() {
+	d.mu.Lock()
+	e, key, ps := d.current, d.key, d.pauses
+	d.mu.Unlock()
+	if e == nil {
+		return
+	}
+	id := pausedBy(ps, key.link, key.epoch, time.Now())
+	if id != e.PausedBy() {
+		e.SetPaused(id)
+		if id != "" {
+			d.log.Warn("copying paused by a drill (it ends when released, at its expiry, or when the roles move)", "link", key.link.String(), "pause", id)
+		} else {
+			d.log.Info("copying resumed", "link", key.link.String())
+		}
+	}
 }
 
 // Current returns the engine running now (nil when none).

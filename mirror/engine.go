@@ -124,6 +124,9 @@ type Engine struct {
 	// resetNote: when and why the target was last found to have lost its
 	// data; written to the ends topic for status.
 	resetNote string
+	// paused is the id of the pause that stops the copying ("": none;
+	// see Pause, SetPaused).
+	paused string
 }
 
 // NewEngine prepares the link source -> target of topo.

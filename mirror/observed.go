@@ -33,6 +33,9 @@ type Observed struct {
 	// (0: unknown); ObservedAtMs when End was read.
 	LastMirroredMs int64 `json:"last_mirrored_ms"`
 	ObservedAtMs   int64 `json:"observed_at_ms"`
+	// Paused is the id of the pause the shard was holding when it
+	// observed (see Pause): it copied nothing since.
+	Paused string `json:"paused,omitempty"`
 }
 
 type observedRecord struct {
@@ -79,7 +82,7 @@ func (s *shard) observedMessage() *sarama.ProducerMessage {
 			continue
 		}
 		rec.Partitions = append(rec.Partitions, Observed{Topic: tp.Topic, Partition: tp.Partition, End: p.stable, Mirrored: p.next,
-			LastMirroredMs: p.lastTs, ObservedAtMs: p.stableAt.UnixMilli()})
+			LastMirroredMs: p.lastTs, ObservedAtMs: p.stableAt.UnixMilli(), Paused: s.holding})
 	}
 	for tp, b := range s.e.heldOut(s.id) {
 		if _, in := s.parts[tp]; in || b.stable < 0 {

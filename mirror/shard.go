@@ -47,6 +47,9 @@ type shard struct {
 	lastStable   time.Time // when the source ends were last read
 	lastObserved time.Time // when the ends were last written to the target
 	obs          sarama.SyncProducer
+	// holding is the pause the shard holds (copying nothing), "" when
+	// copying (see holdPaused).
+	holding string
 }
 
 // partState is what a shard knows of one source partition.
@@ -83,6 +86,12 @@ func (s *shard) run(ctx context.Context) (err error) {
 	for {
 		if err := s.refreshPartitions(ctx); err != nil {
 			return err
+		}
+		if s.e.PausedBy() != "" {
+			if s.holdPaused(ctx, tick.C) {
+				return nil
+			}
+			continue
 		}
 		batch, err := s.collect(ctx, tick.C)
 		if err != nil {

@@ -111,6 +111,11 @@ func (d Drills) DrillNames() []string {
 // every drill's record, keyed by drill id.
 const DrillsTopic = "__drctl_drills"
 
+// MirrorPausesTopic is the compacted internal topic in which both clusters
+// keep the pauses of a mirror link's copying that unplanned drills ask
+// for, keyed by topology and link (see mirror.Pause).
+const MirrorPausesTopic = "__drctl_mirror_pauses"
+
 // CanaryTopic is the topic canary drills write on the active cluster. It is
 // drctl's own but, unlike the _drctl topics, it is mirrored (that is what
 // it tests), so its name avoids the internal prefix.

@@ -1,0 +1,472 @@
+package drill
+
+// The unplanned drill rehearses the loss of the active cluster without
+// harming its brokers:
+//
+//  1. the canary application writes to and reads on the active;
+//  2. the mirror's copying active -> standby is paused (a mirror.Pause the
+//     running daemons honour, scoped to the link and epoch, recorded with
+//     the drill id, expiring on its own) while the canary goes on writing:
+//     those records never reach the standby, as if the active were lost
+//     with them;
+//  3. the canary stops (the active is "gone"); once the mirror has seen the
+//     active's last records, an unplanned failover runs as if the active
+//     were down (it still answers, so the run fences it first, forced), and
+//     its RPO report must count exactly the canary records that never
+//     reached the standby; its reseed salvages the old active, and the
+//     quarantine must hold exactly those records, record by record;
+//  4. a hold, a planned failback and the canary's tally, as in the
+//     failover drill.
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/drctl/drctl/failover"
+	"github.com/drctl/drctl/internal/kafkaconn"
+	"github.com/drctl/drctl/internal/kafkaread"
+	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/plans"
+	"github.com/drctl/drctl/topology"
+)
+
+// StepPauseMirror pauses the mirror's copying in an unplanned drill.
+const StepPauseMirror = "pause-mirror"
+
+type pauseParams struct {
+	Source  string `json:"source"`
+	Target  string `json:"target"`
+	Records int    `json:"records"`
+	Rate    int    `json:"rate"`
+}
+
+// PauseResult is what the pause step did.
+type PauseResult struct {
+	ID    string    `json:"id"`
+	Link  string    `json:"link"`
+	Epoch int64     `json:"epoch"`
+	Until time.Time `json:"until"`
+	// HeldAfterMS: until the mirror confirmed it copies nothing more.
+	HeldAfterMS int64 `json:"held_after_ms"`
+	// Written counts the canary records the active acknowledged since.
+	Written int `json:"written"`
+}
+
+// pauseConfirmWait bounds the wait for the mirror to hold a pause and to
+// observe the active's last records.
+const pauseConfirmWait = time.Minute
+
+// pauseTTL bounds a pause: the time to write the records, and ample room
+// for the failover that follows; a drill that died leaves no longer pause.
+func pauseTTL(p pauseParams) time.Duration {
+	return time.Duration(p.Records)*time.Second/time.Duration(max(p.Rate, 1)) + 10*time.Minute
+}
+
+func (x *failoverDrill) registerUnplanned(r *plans.Registry) {
+	_ = r.Register(StepPauseMirror, plans.ActionFunc(func(ctx context.Context, s plans.Step, _ *plans.RunContext) (plans.Result, error) {
+		var pp pauseParams
+		if err := s.DecodeParams(&pp); err != nil {
+			return plans.Result{}, err
+		}
+		res, err := x.pauseMirror(ctx, pp)
+		if err != nil {
+			return plans.Result{}, err
+		}
+		return plans.NewResult(fmt.Sprintf("the mirror %s holds pause %s (after %d ms); %s acknowledged %d canary records meanwhile",
+			res.Link, res.ID, res.HeldAfterMS, pp.Source, res.Written), res)
+	}))
+	_ = r.Register(StepUnplannedFailover, plans.ActionFunc(func(ctx context.Context, s plans.Step, _ *plans.RunContext) (plans.Result, error) {
+		var mp moveParams
+		if err := s.DecodeParams(&mp); err != nil {
+			return plans.Result{}, err
+		}
+		dir, err := x.unplanned(ctx, mp)
+		if err != nil {
+			return plans.Result{}, err
+		}
+		return plans.NewResult(fmt.Sprintf("%s is active (run %s): RPO reported %d canary record(s) (%d over all topics, %.1f s), %d never reached %s, %d salvaged; writes accepted after %.1f s, the canary group consumed after %.1f s",
+			mp.To, dir.RunID, dir.RPORecords, dir.RPOAllRecords, dir.RPOSeconds, dir.Unmirrored, mp.To, dir.Salvaged, dir.RTOWriteSeconds, dir.RTOConsumeSeconds), dir)
+	}))
+}
+
+// pauseMirror pauses the link pp.Source -> pp.Target, waits until the
+// mirror holds the pause (its observation of the canary partition says
+// so), then until the canary wrote pp.Records more records on the active.
+func (x *failoverDrill) pauseMirror(ctx context.Context, pp pauseParams) (*PauseResult, error) {
+	x.before = x.probe(ctx, pp.Source) // before anything it writes is left behind
+	roles, err := liveRoles(ctx, x.topo)
+	if err != nil {
+		return nil, err
+	}
+	if roles.Active != pp.Source || roles.Standby != pp.Target {
+		return nil, fmt.Errorf("the roles moved: %s is active, %s standby (the drill started with %s active)", roles.Active, roles.Standby, pp.Source)
+	}
+	link := mirror.LinkFor(x.topo, pp.Source, pp.Target)
+	now := time.Now().UTC()
+	p := mirror.Pause{Topology: x.topo.Name, Source: pp.Source, Target: pp.Target, Epoch: roles.Epoch, ID: x.id,
+		Holder: plans.LocalActor(), At: now, Until: now.Add(pauseTTL(pp))}
+	if err := withClients(ctx, x.topo, func(cs map[string]sarama.Client) error { return mirror.PutPause(ctx, cs, p) }); err != nil {
+		return nil, err
+	}
+	x.mu.Lock()
+	x.pause = &p
+	x.mu.Unlock()
+	dst, err := dial(ctx, x.topo, pp.Target)
+	if err != nil {
+		return nil, err
+	}
+	defer dst.Close()
+	tp := mirror.TopicPartition{Topic: x.topo.CanaryTopic(), Partition: 0}
+	err = pollUntil(ctx, pauseConfirmWait, func() error {
+		seen, err := mirror.LastObserved(ctx, dst, link)
+		if err != nil {
+			return err
+		}
+		if seen[tp].Paused != x.id {
+			return errors.New("no observation of the canary partition under the pause yet")
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("the mirror %s did not hold the pause within %s (is drctl mirror run running, at a version that honours pauses?): %w", link, pauseConfirmWait, err)
+	}
+	heldAfter := time.Since(now)
+	from := x.app.nextSeq()
+	wait := time.Duration(pp.Records)*time.Second/time.Duration(max(pp.Rate, 1))*3 + 30*time.Second
+	deadline := time.Now().Add(wait)
+	for x.app.nextSeq()-from < pp.Records {
+		if time.Now().After(deadline) {
+			x.app.mu.Lock()
+			why := x.app.writeErr[pp.Source]
+			x.app.mu.Unlock()
+			return nil, fmt.Errorf("the canary wrote %d of %d records on %s within %s: %s", x.app.nextSeq()-from, pp.Records, pp.Source, wait, why)
+		}
+		if err := sleepCtx(ctx, 50*time.Millisecond); err != nil {
+			return nil, err
+		}
+	}
+	return &PauseResult{ID: x.id, Link: link.String(), Epoch: p.Epoch, Until: p.Until, HeldAfterMS: heldAfter.Milliseconds(), Written: x.app.nextSeq() - from}, nil
+}
+
+// unplanned stops the canary on the old active (it is "lost"), waits until
+// the mirror observed its last records (so the RPO counts them), runs the
+// unplanned failover to mp.To, forced since mp.From answers (it is fenced
+// first), and measures it: the RPO it reported against the canary records
+// that never reached mp.To, and its salvage against those records.
+func (x *failoverDrill) unplanned(ctx context.Context, mp moveParams) (*Direction, error) {
+	dir := &Direction{From: mp.From, To: mp.To, Unplanned: true}
+	x.app.stopWrites()
+	x.app.pointRead("") // the application is lost with the active
+	x.mu.Lock()
+	x.starts = append(x.starts, x.app.nextSeq())
+	x.mu.Unlock()
+	if err := x.awaitObserved(ctx, mp.From, mp.To); err != nil {
+		return nil, err
+	}
+	p, err := failover.PlanFailoverWith(ctx, x.topo, failover.FailoverRequest{To: mp.To, Unplanned: true, ForceUnplanned: true, Failback: mp.Failback})
+	if err != nil {
+		return nil, fmt.Errorf("plan the unplanned failover to %s: %w", mp.To, err)
+	}
+	dir.RunID = p.ID
+	start := time.Now()
+	x.app.mu.Lock()
+	delete(x.app.firstAck, mp.To)
+	delete(x.app.firstRead, mp.To)
+	x.app.mu.Unlock()
+	var (
+		fenceErr error
+		probed   bool
+		rpo      *failover.RPOReport
+	)
+	watch := &eventWatcher{on: func(e plans.Event) {
+		switch {
+		case e.Type == plans.EventStepDone && e.Name == failover.StepFenceActive:
+			probed, fenceErr = true, x.probe(ctx, mp.From)
+		case e.Type == plans.EventStepDone && e.Name == failover.StepFlip:
+			x.app.pointWrite(mp.To)
+		case e.Type == plans.EventStepDone && e.Name == failover.StepRPO:
+			rpo = decode[failover.RPOReport](e.Outputs)
+		case e.Type == plans.EventStepDone && e.Name == failover.StepTranslateGroups:
+			x.app.pointRead(mp.To)
+		}
+	}}
+	err = failover.Execute(ctx, x.topo, p, failover.RunOptions{JSON: watch, JournalDir: x.journal, Interrupts: x.interrupts,
+		Confirm: func(string) error { return nil }})
+	// The roles moved (or the run stopped): the pause has done its work.
+	_ = x.releasePause(context.WithoutCancel(ctx))
+	if err != nil {
+		if next, ok := plans.NextStep(err); ok && next > 0 {
+			return nil, fmt.Errorf("unplanned failover run %s to %s: %w (drctl resume %s finishes it)", p.ID, mp.To, err, p.ID)
+		}
+		return nil, fmt.Errorf("unplanned failover run %s to %s: %w", p.ID, mp.To, err)
+	}
+	x.app.point(mp.To, mp.To)
+	if err := x.awaitRTO(ctx, mp.To, start, dir); err != nil {
+		return nil, err
+	}
+	x.verifyFence(dir, x.before, probed, fenceErr)
+	if rpo == nil {
+		return nil, fmt.Errorf("run %s reported no RPO", p.ID)
+	}
+	dir.RPOAllRecords, dir.RPOSeconds = rpo.Records, round1(rpo.MaxSeconds)
+	for _, pr := range rpo.Partitions {
+		if pr.Topic == x.topo.CanaryTopic() {
+			dir.RPORecords += pr.Records
+		}
+	}
+	if err := x.checkSalvage(ctx, dir); err != nil {
+		return nil, err
+	}
+	return dir, nil
+}
+
+// awaitObserved waits until the mirror from -> to has observed the end of
+// the canary partition on from: what the RPO is computed from.
+func (x *failoverDrill) awaitObserved(ctx context.Context, from, to string) error {
+	src, err := dial(ctx, x.topo, from)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	ends, err := kafkaread.PartitionEnds(ctx, src, x.topo.CanaryTopic(), 0)
+	if err != nil {
+		return fmt.Errorf("%s on %s: %w", x.topo.CanaryTopic(), from, err)
+	}
+	dst, err := dial(ctx, x.topo, to)
+	if err != nil {
+		return err
+	}
+	defer dst.Close()
+	link := mirror.LinkFor(x.topo, from, to)
+	tp := mirror.TopicPartition{Topic: x.topo.CanaryTopic(), Partition: 0}
+	err = pollUntil(ctx, pauseConfirmWait, func() error {
+		seen, err := mirror.LastObserved(ctx, dst, link)
+		if err != nil {
+			return err
+		}
+		if o := seen[tp]; o.End < ends.Stable {
+			return fmt.Errorf("observed end %d of %d", o.End, ends.Stable)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("the mirror %s did not observe the last canary records on %s within %s (the RPO would not count them): %w", link, from, pauseConfirmWait, err)
+	}
+	return nil
+}
+
+// checkSalvage compares, record by record, the canary records the old
+// active acknowledged that never reached the new active with those the
+// salvage put into quarantine on it: the same sequence numbers, each taken
+// from the very offset the old active acknowledged.
+func (x *failoverDrill) checkSalvage(ctx context.Context, dir *Direction) error {
+	c, err := dial(ctx, x.topo, dir.To)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	topic := x.topo.CanaryTopic()
+	reached := map[int]bool{}
+	if _, err := kafkaread.ReadCommitted(ctx, c, topic, 0, 0, func(r kafkaread.Record) error {
+		if seq, ok := canarySeq(r, x.id, 1<<30); ok {
+			reached[seq] = true
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("read %s on %s: %w", topic, dir.To, err)
+	}
+	salvaged := map[int]int64{} // seq -> the old active's offset it was salvaged from
+	var twice []int
+	into := topic + x.topo.Failover.SalvageTopicSuffix
+	if info, err := kafkaread.Topic(ctx, c, into); err != nil {
+		return err
+	} else if info.Exists {
+		if _, err := kafkaread.ReadCommitted(ctx, c, into, 0, 0, func(r kafkaread.Record) error {
+			seq, ok := canarySeq(r, x.id, 1<<30)
+			if !ok {
+				return nil
+			}
+			if _, dup := salvaged[seq]; dup {
+				twice = append(twice, seq)
+			}
+			salvaged[seq] = salvagedOffset(r)
+			return nil
+		}); err != nil {
+			return fmt.Errorf("read %s on %s: %w", into, dir.To, err)
+		}
+	}
+	x.app.mu.Lock()
+	var missing, wrongOffset []int
+	unmirrored := map[int]bool{}
+	for seq, a := range x.app.acked {
+		if a.Cluster != dir.From || reached[seq] {
+			continue
+		}
+		unmirrored[seq] = true
+		off, ok := salvaged[seq]
+		switch {
+		case !ok:
+			missing = append(missing, seq)
+		case off != a.Offset:
+			wrongOffset = append(wrongOffset, seq)
+		}
+	}
+	x.app.mu.Unlock()
+	var extra []int
+	kept := map[int]bool{}
+	for seq := range salvaged {
+		if !unmirrored[seq] {
+			extra = append(extra, seq)
+		} else {
+			kept[seq] = true
+		}
+	}
+	dir.Unmirrored, dir.Salvaged = len(unmirrored), len(salvaged)
+	var why []string
+	for _, m := range []struct {
+		what string
+		seqs []int
+	}{{"not salvaged", missing}, {"salvaged although they reached " + dir.To, extra},
+		{"salvaged from another offset than " + dir.From + " acknowledged", wrongOffset}, {"salvaged twice", twice}} {
+		if len(m.seqs) > 0 {
+			why = append(why, fmt.Sprintf("%d %s (seq %s)", len(m.seqs), m.what, someSeqs(m.seqs)))
+		}
+	}
+	dir.SalvageMismatch = strings.Join(why, "; ")
+	x.mu.Lock()
+	x.salvaged = kept
+	x.mu.Unlock()
+	return nil
+}
+
+// salvagedOffset is the offset a quarantined record had on the stale
+// cluster (-1: unknown).
+func salvagedOffset(r kafkaread.Record) int64 {
+	for _, h := range r.Headers {
+		if string(h.Key) == failover.HeaderSalvagedOffset && len(h.Value) == 8 {
+			return int64(binary.BigEndian.Uint64(h.Value))
+		}
+	}
+	return -1
+}
+
+func someSeqs(seqs []int) string {
+	sort.Ints(seqs)
+	var b strings.Builder
+	for i, s := range seqs {
+		if i == 10 {
+			fmt.Fprintf(&b, ", … (%d more)", len(seqs)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprint(&b, s)
+	}
+	return b.String()
+}
+
+// releasePause ends the pause this drill holds, if any (best effort: a
+// pause also ends at its expiry and when the roles move).
+func (x *failoverDrill) releasePause(ctx context.Context) error {
+	x.mu.Lock()
+	p := x.pause
+	x.pause = nil
+	x.mu.Unlock()
+	if p == nil {
+		return nil
+	}
+	rel := *p
+	rel.Released, rel.At = true, time.Now().UTC()
+	return withClients(ctx, x.topo, func(cs map[string]sarama.Client) error { return mirror.PutPause(ctx, cs, rel) })
+}
+
+// ReleasePauses ends every mirror pause of topo that still holds. Only a
+// drill holds a pause, and only while it runs: the caller holds the
+// running lease (the next drill) or cleans up after a stopped one (drctl
+// resume). It returns the pauses it released.
+func ReleasePauses(ctx context.Context, topo *topology.Topology) ([]mirror.Pause, error) {
+	var released []mirror.Pause
+	err := withClients(ctx, topo, func(cs map[string]sarama.Client) error {
+		ps, err := mirror.Pauses(ctx, cs, topo.Name)
+		if err != nil {
+			return err
+		}
+		now := time.Now().UTC()
+		var errs []error
+		for _, p := range ps {
+			if p.Released || !now.Before(p.Until) {
+				continue
+			}
+			rel := p
+			rel.Released, rel.At = true, now
+			if _, ok := cs[p.Target]; !ok {
+				continue
+			}
+			if err := mirror.PutPause(ctx, cs, rel); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			released = append(released, p)
+		}
+		return errors.Join(errs...)
+	})
+	return released, err
+}
+
+func pauseNames(ps []mirror.Pause) string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, fmt.Sprintf("%s->%s by %s", p.Source, p.Target, p.ID))
+	}
+	return strings.Join(out, ", ")
+}
+
+// withClients dials every cluster of topo that answers and calls f with
+// them.
+func withClients(ctx context.Context, topo *topology.Topology, f func(map[string]sarama.Client) error) error {
+	cs := map[string]sarama.Client{}
+	defer func() {
+		for _, c := range cs {
+			_ = c.Close()
+		}
+	}()
+	var errs []error
+	for _, name := range topo.ClusterNames() {
+		c, err := kafkaconn.Dial(ctx, topo.Clusters[name], nil)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		cs[name] = c
+	}
+	if len(cs) == 0 {
+		return errors.Join(errs...)
+	}
+	return f(cs)
+}
+
+// pollUntil calls check every 100 ms until it returns nil, ctx ends, or
+// wait passes (then its last error, marked as a timeout).
+func pollUntil(ctx context.Context, wait time.Duration, check func() error) error {
+	deadline := time.Now().Add(wait)
+	for {
+		err := check()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("timed out after %s: %w", wait, err)
+		}
+		if err := sleepCtx(ctx, 100*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}

@@ -1,0 +1,126 @@
+package drill
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/drctl/drctl/failover"
+	"github.com/drctl/drctl/internal/kafkaconn"
+	"github.com/drctl/drctl/internal/kafkaread"
+	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/topology"
+)
+
+func unplannedDrill() *topology.NamedDrill {
+	d := topology.DefaultDrill(topology.DrillUnplanned)
+	d.Params.Records, d.Params.Rate, d.Params.Hold = 30, 50, time.Second
+	return d
+}
+
+// TestUnplannedDrill: with the mirror paused while the canary writes, the
+// unplanned failover reports as its RPO exactly the canary records that
+// never reached the standby, its salvage holds exactly those records (each
+// from the offset the old active acknowledged), nothing is lost for good,
+// and the drill ends with the home roles, no pause holding and the mirror
+// copying again.
+func TestUnplannedDrill(t *testing.T) {
+	p := newPair(t, "drills: {allow_disruptive: true}\n")
+	topo := p.Topology
+	startMirror(t, topo)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	d := unplannedDrill()
+	rec, err := Run(ctx, topo, d, Options{JournalDir: t.TempDir(), Yes: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Verdict != Pass {
+		t.Fatalf("verdict %s: %v\nsteps: %+v\ndirections: %+v", rec.Verdict, rec.Reasons, rec.Steps, rec.Directions)
+	}
+	if len(rec.Directions) != 2 {
+		t.Fatalf("directions: %+v", rec.Directions)
+	}
+	u, back := rec.Directions[0], rec.Directions[1]
+	t.Logf("unplanned: %+v", u)
+	t.Logf("failback: %+v", back)
+	for _, s := range rec.Steps {
+		t.Logf("step %-26s %6d ms  %s", s.Name, s.ElapsedMS, s.Summary)
+	}
+	if !u.Unplanned || u.From != "east" || u.To != "west" || u.RunID == "" {
+		t.Fatalf("unplanned direction %+v", u)
+	}
+	// The pause held while the canary wrote d.Params.Records records.
+	if u.Unmirrored < d.Params.Records || u.RPORecords != int64(u.Unmirrored) || u.Salvaged != u.Unmirrored || u.SalvageMismatch != "" {
+		t.Errorf("RPO %d, unmirrored %d, salvaged %d (%s), want RPO = unmirrored = salvaged >= %d", u.RPORecords, u.Unmirrored, u.Salvaged, u.SalvageMismatch, d.Params.Records)
+	}
+	if u.Lost != 0 || u.Duplicated != 0 || u.ReRead != 0 || u.RTOWriteSeconds <= 0 || u.RTOConsumeSeconds <= 0 {
+		t.Errorf("unplanned direction %+v", u)
+	}
+	if back.Unplanned || back.To != "east" || back.Lost != 0 || back.Duplicated != 0 || back.ReRead != 0 || back.RPORecords != 0 || back.RTOWriteSeconds <= 0 {
+		t.Errorf("failback direction %+v", back)
+	}
+	if rec.RPO == nil || rec.RPO.Records < int64(u.Unmirrored) || rec.RPO.Link != "east->west" {
+		t.Errorf("record RPO %+v", rec.RPO)
+	}
+	// Independently of the drill's own check: every canary record of the
+	// drill is either on west's canary topic or in its quarantine, never
+	// both, with no gap.
+	west, err := kafkaconn.Dial(ctx, topo.Clusters["west"], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer west.Close()
+	onWest := readSeqs(t, ctx, west, topo.CanaryTopic(), rec.ID)
+	quarantined := readSeqs(t, ctx, west, topo.CanaryTopic()+topo.Failover.SalvageTopicSuffix, rec.ID)
+	if len(quarantined) != u.Salvaged {
+		t.Errorf("%d records of the drill in quarantine, the drill counted %d", len(quarantined), u.Salvaged)
+	}
+	n := 0
+	for s := range onWest {
+		n = max(n, s+1)
+	}
+	for s := 0; s < n; s++ {
+		if onWest[s] == quarantined[s] {
+			t.Errorf("canary record %d: on west %v, in quarantine %v", s, onWest[s], quarantined[s])
+		}
+	}
+	// The home roles, no pause holding, and the mirror copies again.
+	roles, err := failover.CollectRoles(ctx, topo)
+	if err != nil || roles.Active != "east" || roles.Phase != "steady" || roles.Run != nil {
+		t.Errorf("roles after the drill: %+v %v", roles, err)
+	}
+	ps, err := mirror.Pauses(ctx, map[string]sarama.Client{"west": west}, topo.Name)
+	if err != nil || len(ps) != 1 || !ps[0].Released || ps[0].ID != rec.ID {
+		t.Errorf("pauses after the drill: %+v %v", ps, err)
+	}
+	if c := runDrill(t, topo, smallCanary(), t.TempDir()); c.Verdict != Pass {
+		t.Errorf("a canary after the unplanned drill: %v", c.Reasons)
+	}
+}
+
+// readSeqs returns the sequence numbers of drill id's canary records in
+// topic.
+func readSeqs(t *testing.T, ctx context.Context, c sarama.Client, topic, id string) map[int]bool {
+	t.Helper()
+	out := map[int]bool{}
+	info, err := kafkaread.Topic(ctx, c, topic)
+	if err != nil || !info.Exists {
+		t.Fatalf("topic %s: %+v %v", topic, info, err)
+	}
+	if _, err := kafkaread.ReadCommitted(ctx, c, topic, 0, 0, func(r kafkaread.Record) error {
+		if s, ok := canarySeq(r, id, 1<<30); ok {
+			if out[s] {
+				return fmt.Errorf("seq %d twice in %s", s, topic)
+			}
+			out[s] = true
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}

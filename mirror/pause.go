@@ -1,0 +1,171 @@
+package mirror
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/drctl/drctl/internal/kvstore"
+	"github.com/drctl/drctl/topology"
+)
+
+// Pause asks the mirror daemons of a link to stop copying while they go on
+// observing the source's ends: an unplanned drill rehearses the loss of
+// the active this way without touching its brokers (the records written
+// meanwhile are what the failover's RPO reports and its salvage recovers).
+//
+// A pause is scoped: it holds only for its link at its epoch (a failover
+// moves the epoch, so a pause never outlives the roles it was made for),
+// only until Until (a drill that died cannot leave the mirror paused for
+// longer), and only until it is released (Released). Daemons read it from
+// every reachable cluster, like the role state.
+type Pause struct {
+	Topology string `json:"topology"`
+	Source   string `json:"source"`
+	Target   string `json:"target"`
+	Epoch    int64  `json:"epoch"`
+	// ID names who paused (the drill id); Holder the process.
+	ID     string    `json:"id"`
+	Holder string    `json:"holder,omitempty"`
+	At     time.Time `json:"at"`
+	Until  time.Time `json:"until"`
+	// Released ends the pause before Until.
+	Released bool `json:"released,omitempty"`
+}
+
+// Holds reports whether the pause stops the copying of link at epoch now.
+func (p Pause) Holds(link Link, epoch int64, now time.Time) bool {
+	return !p.Released && p.Topology == link.Topology && p.Source == link.Source && p.Target == link.Target &&
+		p.Epoch == epoch && now.Before(p.Until)
+}
+
+func pauseKey(topoName string, l Link) string { return topoName + "/" + l.String() }
+
+// PutPause records p in every client's cluster; it fails unless the
+// target of its link took it (the daemons of a link whose source is lost
+// still read the target).
+func PutPause(ctx context.Context, clients map[string]sarama.Client, p Pause) error {
+	raw, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	key := pauseKey(p.Topology, Link{Topology: p.Topology, Source: p.Source, Target: p.Target})
+	if _, ok := clients[p.Target]; !ok {
+		return fmt.Errorf("pause %s: the link's target %s is not reachable", key, p.Target)
+	}
+	for name, c := range clients {
+		// The source's copy is a courtesy: a failure there is not fatal.
+		if err := kvstore.Put(ctx, c, topology.MirrorPausesTopic, key, raw); err != nil && name == p.Target {
+			return fmt.Errorf("pause %s on %s: %w", key, name, err)
+		}
+	}
+	return nil
+}
+
+// Pauses returns the topology's pause records in the clusters of clients
+// (the newest of a key across clusters), released and expired ones
+// included.
+func Pauses(ctx context.Context, clients map[string]sarama.Client, topoName string) ([]Pause, error) {
+	newest := map[string]Pause{}
+	var errs []error
+	read := 0
+	for name, c := range clients {
+		all, err := kvstore.All(ctx, c, topology.MirrorPausesTopic)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+			continue
+		}
+		read++
+		for key, raw := range all {
+			p, err := DecodePause(raw)
+			if err != nil || p.Topology != topoName {
+				continue
+			}
+			if old, ok := newest[key]; !ok || p.At.After(old.At) || (p.At.Equal(old.At) && p.Released) {
+				newest[key] = p
+			}
+		}
+	}
+	out := make([]Pause, 0, len(newest))
+	for _, p := range newest {
+		out = append(out, p)
+	}
+	if read == 0 && len(errs) > 0 {
+		return out, errors.Join(errs...)
+	}
+	return out, nil
+}
+
+// DecodePause decodes a pause record read back from a cluster; a record
+// that names no link is refused.
+func DecodePause(raw []byte) (Pause, error) {
+	var p Pause
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return Pause{}, err
+	}
+	if p.Topology == "" || p.Source == "" || p.Target == "" || p.Source == p.Target {
+		return Pause{}, errors.New("pause record without a link")
+	}
+	return p, nil
+}
+
+// pausedBy returns the id of the pause that holds link at epoch now ("":
+// none).
+func pausedBy(ps []Pause, link Link, epoch int64, now time.Time) string {
+	for _, p := range ps {
+		if p.Holds(link, epoch, now) {
+			return p.ID
+		}
+	}
+	return ""
+}
+
+// SetPaused makes the engine hold the pause id (stop copying, go on
+// observing the source's ends), or copy again with "". The daemon calls it
+// with what it reads from the clusters.
+func (e *Engine) SetPaused(id string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.paused = id
+}
+
+// PausedBy returns the pause the engine holds ("": none).
+func (e *Engine) PausedBy() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.paused
+}
+
+// holdPaused is one pass of a paused shard: it copies nothing (records
+// already fetched wait in its buffer, and the source consumer stops
+// fetching once that is full) but reads the source's ends and records
+// them, marked with the pause, until the next tick. It reports whether ctx
+// ended.
+func (s *shard) holdPaused(ctx context.Context, tick <-chan time.Time) bool {
+	if id := s.e.PausedBy(); id != s.holding {
+		s.holding = id
+		s.lastObserved = time.Time{} // record the pause at once
+		s.log.Info("copying paused", "pause", id)
+	}
+	if time.Since(s.lastStable) >= s.e.opts.IdleCheck {
+		if _, err := s.refreshStable(ctx); err != nil {
+			s.log.Warn("cannot read source end offsets", "err", err)
+		}
+	}
+	s.observe(ctx)
+	select {
+	case <-ctx.Done():
+		return true
+	case <-tick:
+		if s.e.PausedBy() == "" {
+			s.holding = ""
+			s.lastObserved = time.Time{}
+			s.log.Info("copying resumed")
+		}
+		return false
+	}
+}
