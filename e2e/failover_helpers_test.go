@@ -55,13 +55,20 @@ type foTopo struct {
 // fence record.
 func newFoTopo(t *testing.T, kind, groupSync, failoverYAML string) *foTopo {
 	t.Helper()
+	return newFoTopoOver(t, kind, func(name string) string { return topologyHead(name, passwordVar) }, groupSync, failoverYAML)
+}
+
+// newFoTopoOver is newFoTopo with the clusters (and roles) section that
+// head renders for the topology's name, e.g. the TLS listeners.
+func newFoTopoOver(t *testing.T, kind string, head func(name string) string, groupSync, failoverYAML string) *foTopo {
+	t.Helper()
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	name := "fo-" + kind + "-" + hex.EncodeToString(b)
 	sel := regexp.QuoteMeta(name) + `\..*`
 	dir := t.TempDir()
 	path := filepath.Join(dir, "drctl.yaml")
-	yaml := topologyHead(name, passwordVar) + fmt.Sprintf(`mirror:
+	yaml := head(name) + fmt.Sprintf(`mirror:
   topics: {include: [%q]}
   groups: {include: [%q]}
   delivery: exactly-once

@@ -13,10 +13,14 @@
 #   kafka.sh env                        export lines for the e2e tests (eval "$(kafka.sh env)")
 #   kafka.sh classpath                  the java class path of the fetched jars
 #
-# Layout (fixed ports, loopback only):
+# Layout (fixed ports, loopback only; P is the cluster's client port):
 #   east  client SASL_PLAINTEXT://127.0.0.1:39092  controller PLAINTEXT 127.0.0.1:39093
 #   west  client SASL_PLAINTEXT://127.0.0.1:49092  controller PLAINTEXT 127.0.0.1:49093
-# Users (SASL PLAIN and SCRAM-SHA-512): drctl/drctl-secret (super user), app/app-secret.
+#   and on each, P+3 SASL_SSL (TLS + SCRAM-SHA-512), P+5 SSL with client certificates
+#   required (mTLS), P+7 SSL whose broker certificate has expired (for error tests).
+# Users (SASL PLAIN and SCRAM-SHA-512): drctl/drctl-secret (super user), app/app-secret;
+# over mTLS the principal is the client certificate's common name (drctl, app).
+# The CA and certificates (e2e/tlscerts, written once) are in $DRCTL_E2E_HOME/tls.
 #
 # Everything lives under ${DRCTL_E2E_HOME:-$HOME/.cache/drctl-e2e}:
 #   kafka-<version>/libs/   the jars (shared by every cluster and by MirrorMaker 2)
@@ -33,6 +37,7 @@ E2E_HOME="${DRCTL_E2E_HOME:-$HOME/.cache/drctl-e2e}"
 KAFKA_HOME="$E2E_HOME/kafka-$KAFKA_VERSION"
 LIBS="$KAFKA_HOME/libs"
 RUN_ROOT="$E2E_HOME/run"
+TLS_DIR="$E2E_HOME/tls"
 HEAP="${DRCTL_E2E_HEAP:-1g}"
 START_TIMEOUT="${DRCTL_E2E_START_TIMEOUT:-90}"
 STOP_TIMEOUT="${DRCTL_E2E_STOP_TIMEOUT:-30}"
@@ -73,6 +78,11 @@ client_port() {
 }
 
 controller_port() { echo $(($(client_port "$1") + 1)); }
+# The TLS listeners take odd ports: Linux hands out even ephemeral ports to
+# outgoing connections first, and on a busy machine one took P+2 before the broker.
+tls_port() { echo $(($(client_port "$1") + 3)); }         # SASL_SSL
+mtls_port() { echo $(($(client_port "$1") + 5)); }        # SSL, client certificate required
+expired_tls_port() { echo $(($(client_port "$1") + 7)); } # SSL, expired broker certificate
 
 # targets ARG: the cluster names that ARG (east, west, all, or empty = all) stands for.
 targets() {
@@ -196,22 +206,48 @@ new_cluster_id() {
 	echo "$id"
 }
 
+# tls_certs: the CA and certificates of the TLS listeners, written once per
+# $DRCTL_E2E_HOME by e2e/tlscerts (Go's crypto/x509; needs the go tool).
+tls_certs() {
+	[[ "$(cat "$TLS_DIR/.complete" 2>/dev/null)" == 2 ]] && return 0
+	command -v go >/dev/null 2>&1 || die "go not found: the TLS listeners' certificates are written by 'go run ./e2e/tlscerts'"
+	log "writing the TLS listeners' CA and certificates into $TLS_DIR"
+	(cd "$SCRIPT_DIR/.." && go run ./e2e/tlscerts -dir "$TLS_DIR") || die "e2e/tlscerts failed"
+}
+
 write_configs() {
-	local name=$1 dir port cport
+	local name=$1 dir port cport tport mport xport
 	dir="$(run_dir "$name")"
 	port="$(client_port "$name")"
 	cport="$(controller_port "$name")"
+	tport="$(tls_port "$name")"
+	mport="$(mtls_port "$name")"
+	xport="$(expired_tls_port "$name")"
 	mkdir -p "$dir/data"
 	cat >"$dir/server.properties" <<EOF
 # Written by e2e/kafka.sh on every start; edit the script, not this file.
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:$cport
-listeners=SASL_PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
-advertised.listeners=SASL_PLAINTEXT://127.0.0.1:$port
-listener.security.protocol.map=CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT
+listeners=SASL_PLAINTEXT://127.0.0.1:$port,SASL_SSL://127.0.0.1:$tport,SSL://127.0.0.1:$mport,EXPIRED://127.0.0.1:$xport,CONTROLLER://127.0.0.1:$cport
+advertised.listeners=SASL_PLAINTEXT://127.0.0.1:$port,SASL_SSL://127.0.0.1:$tport,SSL://127.0.0.1:$mport,EXPIRED://127.0.0.1:$xport
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL,SSL:SSL,EXPIRED:SSL
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=SASL_PLAINTEXT
+
+# TLS (PEM key and trust stores from e2e/tlscerts): SASL_SSL is TLS + SCRAM-SHA-512;
+# SSL requires a client certificate signed by the CA, and the principal is its
+# common name (CN=app -> User:app); EXPIRED serves a certificate that expired.
+ssl.keystore.type=PEM
+ssl.keystore.location=$TLS_DIR/broker-keystore.pem
+ssl.truststore.type=PEM
+ssl.truststore.location=$TLS_DIR/ca.pem
+ssl.principal.mapping.rules=RULE:^CN=([a-zA-Z0-9._-]+)\$/\$1/,DEFAULT
+listener.name.sasl_ssl.sasl.enabled.mechanisms=SCRAM-SHA-512
+listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.ssl.ssl.client.auth=required
+listener.name.expired.ssl.client.auth=required
+listener.name.expired.ssl.keystore.location=$TLS_DIR/broker-expired-keystore.pem
 
 # SASL on the client listener: PLAIN (users in JAAS) and SCRAM-SHA-512 (credentials
 # added when the storage was formatted). The broker talks to itself as drctl (PLAIN).
@@ -365,7 +401,7 @@ start_one() {
 		log "$name: already running (pid $pid) on 127.0.0.1:$port"
 		return 0
 	fi
-	for p in "$port" "$cport"; do
+	for p in "$port" "$cport" "$(tls_port "$name")" "$(mtls_port "$name")" "$(expired_tls_port "$name")"; do
 		if port_open "$p"; then
 			die "$name: port 127.0.0.1:$p is already in use by another process (not this script's $name broker); stop it first"
 		fi
@@ -410,7 +446,7 @@ start_one() {
 		fi
 		sleep 0.25
 	done
-	log "$name: ready on SASL_PLAINTEXT://127.0.0.1:$port (pid $pid, cluster id $(cluster_id "$name")) in $(elapsed "$t0")"
+	log "$name: ready on SASL_PLAINTEXT://127.0.0.1:$port, SASL_SSL :$(tls_port "$name"), mTLS :$(mtls_port "$name") (pid $pid, cluster id $(cluster_id "$name")) in $(elapsed "$t0")"
 }
 
 # stop_one NAME [TERM|KILL]
@@ -474,6 +510,7 @@ each() {
 
 cmd_start() {
 	need_libs
+	tls_certs
 	each start_with_retry "$(targets "${1:-all}")"
 }
 
@@ -531,6 +568,13 @@ cmd_env() {
 		"DRCTL_E2E_WEST=127.0.0.1:$(client_port west)" \
 		"DRCTL_E2E_EAST_PORT=$(client_port east)" \
 		"DRCTL_E2E_WEST_PORT=$(client_port west)" \
+		"DRCTL_E2E_EAST_TLS=127.0.0.1:$(tls_port east)" \
+		"DRCTL_E2E_WEST_TLS=127.0.0.1:$(tls_port west)" \
+		"DRCTL_E2E_EAST_MTLS=127.0.0.1:$(mtls_port east)" \
+		"DRCTL_E2E_WEST_MTLS=127.0.0.1:$(mtls_port west)" \
+		"DRCTL_E2E_EAST_TLS_EXPIRED=127.0.0.1:$(expired_tls_port east)" \
+		"DRCTL_E2E_WEST_TLS_EXPIRED=127.0.0.1:$(expired_tls_port west)" \
+		"DRCTL_E2E_TLS_DIR=$TLS_DIR" \
 		"DRCTL_E2E_USER=$ADMIN_USER" \
 		"DRCTL_E2E_PASSWORD=$ADMIN_PASSWORD" \
 		"DRCTL_E2E_APP_USER=$APP_USER" \

@@ -196,7 +196,7 @@ func PlanFailoverWith(ctx context.Context, topo *topology.Topology, req Failover
 	_, fromErr := w.Need(from)
 	switch {
 	case fromErr != nil && !unplanned:
-		return nil, fmt.Errorf("%w: the active cluster %s is unreachable (%v); if it is really down, fail over with --unplanned", ErrRefused, from, fromErr)
+		return nil, fmt.Errorf("%w: the active cluster %s is unreachable (%w); if it is really down, fail over with --unplanned", ErrRefused, from, fromErr)
 	case fromErr == nil && unplanned && !req.ForceUnplanned:
 		return nil, fmt.Errorf("%w: %s", ErrRefused, activeAnswers(from))
 	}

@@ -187,7 +187,8 @@ func Parse(path string, data []byte, lookup func(string) (string, bool)) (*Topol
 	}
 	t.Path, t.Digest = path, hex.EncodeToString(sum[:])
 	t.literalPasswords = literalPasswords(&raw, root, x)
-	for _, w := range append(sharedBootstrap(t, root), passwordFileModes(&raw, root, x)...) {
+	warnings := append(sharedBootstrap(t, root), passwordFileModes(&raw, root, x)...)
+	for _, w := range append(warnings, insecureTLS(t, root)...) {
 		w.File, w.Msg = path, x.scrub(w.Msg)
 		t.Warnings = append(t.Warnings, w)
 	}

@@ -26,6 +26,7 @@ type Warning struct {
 const (
 	RuleDistinctClusters = "distinct clusters"
 	RuleSecretFileMode   = "secret file mode"
+	RuleInsecureTLS      = "insecure tls"
 )
 
 func (w Warning) String() string {
@@ -80,30 +81,58 @@ func readableByOthers(mode fs.FileMode) bool {
 	return runtime.GOOS != "windows" && mode.Perm()&0o044 != 0
 }
 
-// passwordFileModes warns for each password_file that the group or others
-// may read.
+// insecureTLS warns for each cluster whose tls.insecure_skip_verify is
+// true: drctl then accepts any certificate, so anyone on the path can pose
+// as the cluster (and be handed drctl's SASL password).
+func insecureTLS(t *Topology, root *yaml.Node) []Warning {
+	var out []Warning
+	for _, name := range t.ClusterNames() {
+		c := t.Clusters[name]
+		if c.TLS == nil || !c.TLS.InsecureSkipVerify {
+			continue
+		}
+		out = append(out, Warning{Line: lineOf(root, "clusters", name, "tls", "insecure_skip_verify"), Cluster: name, Rule: RuleInsecureTLS, Msg: fmt.Sprintf(
+			"cluster %s: tls.insecure_skip_verify is true: drctl accepts any certificate, so anyone between drctl and the brokers can pose as the cluster; remove it and set tls.ca_file to the CA that issued the brokers' certificates (and tls.server_name if they are not issued for the bootstrap host)",
+			name)})
+	}
+	return out
+}
+
+// passwordFileModes warns for each password_file and TLS key_file (both
+// secrets) that the group or others may read.
 func passwordFileModes(raw *rawFile, root *yaml.Node, x *expansions) []Warning {
 	var out []Warning
 	for _, name := range sortedNames(raw.Clusters) {
 		rc := raw.Clusters[name]
-		if rc == nil || rc.SASL == nil || rc.SASL.PasswordFile == "" {
+		if rc == nil {
 			continue
 		}
-		st, err := os.Stat(rc.SASL.PasswordFile)
-		if err != nil || !readableByOthers(st.Mode()) {
-			continue
+		if rc.SASL != nil && rc.SASL.PasswordFile != "" {
+			out = append(out, secretFileMode(root, x, name, rc.SASL.PasswordFile, "sasl", "password_file")...)
 		}
-		// The path as written: it may come from a ${VAR}, which a shell
-		// expands again in the chmod.
-		written := rc.SASL.PasswordFile
-		if n := valueAt(root, "clusters", name, "sasl", "password_file"); n != nil {
-			written = x.asWritten(n)
+		if rc.TLS != nil && rc.TLS.KeyFile != "" {
+			out = append(out, secretFileMode(root, x, name, rc.TLS.KeyFile, "tls", "key_file")...)
 		}
-		out = append(out, Warning{Line: lineOf(root, "clusters", name, "sasl", "password_file"), Cluster: name, Rule: RuleSecretFileMode, Msg: fmt.Sprintf(
-			"cluster %s: sasl.password_file %s is readable by group or others (mode %04o); restrict it: chmod 600 %s",
-			name, written, st.Mode().Perm(), written)})
 	}
 	return out
+}
+
+// secretFileMode warns when the group or others may read the secret file
+// at clusters.<name>.<section>.<key>.
+func secretFileMode(root *yaml.Node, x *expansions, name, path, section, key string) []Warning {
+	st, err := os.Stat(path)
+	if err != nil || !readableByOthers(st.Mode()) {
+		return nil
+	}
+	// The path as written: it may come from a ${VAR}, which a shell
+	// expands again in the chmod.
+	written := path
+	if n := valueAt(root, "clusters", name, section, key); n != nil {
+		written = x.asWritten(n)
+	}
+	return []Warning{{Line: lineOf(root, "clusters", name, section, key), Cluster: name, Rule: RuleSecretFileMode, Msg: fmt.Sprintf(
+		"cluster %s: %s.%s %s is readable by group or others (mode %04o); restrict it: chmod 600 %s",
+		name, section, key, written, st.Mode().Perm(), written)}}
 }
 
 // literalPasswords returns, per cluster, the line of a sasl.password that

@@ -74,6 +74,9 @@ func TestSecretFileModeWarnings(t *testing.T) {
 			[]string{"w.yaml:5: cluster east: sasl.password_file " + pwFile + " is readable by group or others (mode 0644); restrict it: chmod 600 " + pwFile}},
 		{"password file named by a variable", withPassword(`password_file: "${DRCTL_TEST_PW_FILE}"`), 0o600, 0o440,
 			[]string{"sasl.password_file ${DRCTL_TEST_PW_FILE} is readable by group or others (mode 0440); restrict it: chmod 600 ${DRCTL_TEST_PW_FILE}"}},
+		{"tls key file readable by all", withPassword(`password: "${DRCTL_TEST_EAST_PASSWORD}"}` + "\n    tls: {cert_file: " + pwFile + ", key_file: " + pwFile), 0o600, 0o644,
+			[]string{"w.yaml:6: cluster east: tls.key_file " + pwFile + " is readable by group or others (mode 0644); restrict it: chmod 600 " + pwFile}},
+		{"tls key file private", withPassword(`password: "${DRCTL_TEST_EAST_PASSWORD}"}` + "\n    tls: {cert_file: " + pwFile + ", key_file: " + pwFile), 0o644, 0o600, nil},
 	}
 	t.Setenv("DRCTL_TEST_PW_FILE", pwFile)
 	for _, c := range cases {
@@ -110,6 +113,49 @@ func TestSecretFileModeWarnings(t *testing.T) {
 						t.Errorf("warning shows the password: %q", w)
 					}
 				}
+			}
+		})
+	}
+}
+
+// TestInsecureTLSWarning: an explicit insecure_skip_verify is a warning at
+// its line, naming the fix; verification on (the default) is not.
+func TestInsecureTLSWarning(t *testing.T) {
+	cases := []struct {
+		name, tls string
+		warn      bool
+	}{
+		{"no tls", "", false},
+		{"tls verifying (default)", "\n    tls: {server_name: kafka-west-1}", false},
+		{"explicitly verifying", "\n    tls: {insecure_skip_verify: false}", false},
+		{"skip verify", "\n    tls:\n      server_name: x\n      insecure_skip_verify: true", true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			doc := strings.Replace(good, "    version: 3.7.0", "    version: 3.7.0"+c.tls, 1)
+			topo, err := Parse("w.yaml", []byte(doc), env(map[string]string{"EAST_PASSWORD": "s3cret"}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []Warning
+			for _, w := range topo.Warnings {
+				if w.Rule == RuleInsecureTLS {
+					got = append(got, w)
+				}
+			}
+			if !c.warn {
+				if len(got) != 0 {
+					t.Errorf("warnings %v, want none", got)
+				}
+				return
+			}
+			if len(got) != 1 {
+				t.Fatalf("warnings %v, want one %q", topo.Warnings, RuleInsecureTLS)
+			}
+			w := got[0]
+			if w.Cluster != "west" || w.Line != 11 || !strings.HasPrefix(w.String(), "w.yaml:11: ") ||
+				!strings.Contains(w.Msg, "insecure_skip_verify is true") || !strings.Contains(w.Msg, "remove it and set tls.ca_file") {
+				t.Errorf("warning %+v (%s): want west at w.yaml:11 (the insecure_skip_verify line) naming the fix", w, w)
 			}
 		})
 	}

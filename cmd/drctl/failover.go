@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/drctl/drctl/failover"
+	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/rolestate"
 	"github.com/drctl/drctl/plans"
 	"github.com/drctl/drctl/topology"
@@ -76,6 +77,11 @@ func printForced(c *cli.Context, p *plans.Plan) {
 }
 
 func planError(err error) error {
+	if errors.Is(err, kafkaconn.ErrUnreachable) {
+		// Refused because a cluster could not be reached (or its TLS or
+		// SASL settings are wrong): the unreachable class, exit 3.
+		return withCode(exitUnreachable, err)
+	}
 	if errors.Is(err, failover.ErrRefused) {
 		return withCode(exitBadInput, err)
 	}

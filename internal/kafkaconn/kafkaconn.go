@@ -79,15 +79,20 @@ func probe(c *topology.Cluster, cfg *sarama.Config, err error) error {
 func Explain(c *topology.Cluster, err error) error {
 	hint := "check that the brokers are up and the bootstrap addresses are right"
 	msg := err.Error()
+	tlsFix := tlsHint(c, err)
 	switch {
 	case errors.Is(err, sarama.ErrSASLAuthenticationFailed) || strings.Contains(msg, "SASL") || strings.Contains(msg, "uthentication"):
 		hint = "authentication failed: check sasl.mechanism, username and password for this cluster"
+	case tlsFix != "":
+		hint = tlsFix
 	case c.SASL != nil && (errors.Is(err, io.EOF) || strings.HasSuffix(msg, "EOF")):
-		hint = "the broker closed the connection during authentication: check sasl.mechanism, username and password for this cluster, and that the listener speaks SASL"
+		hint = "the broker closed the connection during authentication: check sasl.mechanism, username and password for this cluster, and that the listener speaks SASL (a TLS listener, SSL or SASL_SSL, also needs tls with ca_file)"
 	case errors.Is(err, sarama.ErrUnsupportedSASLMechanism):
 		hint = "the brokers do not accept this sasl.mechanism; use one the listener enables"
-	case strings.Contains(msg, "tls:") || strings.Contains(msg, "x509"):
-		hint = "TLS failed: check tls.ca_file, server_name and the listener's certificate"
+	}
+	// sarama's "out of brokers" says nothing once the cause is known.
+	if tlsFix != "" {
+		msg = strings.TrimPrefix(msg, sarama.ErrOutOfBrokers.Error()+": ")
 	}
 	// The cluster and its addresses are said once: a library's message
 	// often starts with the address again ("127.0.0.1:1: dial tcp ...").
