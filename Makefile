@@ -1,9 +1,15 @@
-# Developer tasks. CI runs .ci/run; these are shortcuts.
+# Developer tasks. CI runs .ci/run (lint, test, the README tour, deploy,
+# e2e); these are the same steps one at a time. See CONTRIBUTING.md.
 
 GO       ?= go
 FUZZTIME ?= 30s
+# e2e and bench: the real-Kafka clusters of e2e/kafka.sh. Set
+# DRCTL_E2E_EAST_PORT, DRCTL_E2E_WEST_PORT and DRCTL_E2E_HOME to run a pair
+# of your own beside someone else's.
+E2E_TIMEOUT ?= 45m
+E2E_RUN     ?= .
 
-.PHONY: docs test fuzz fuzz-seeds
+.PHONY: docs test lint e2e e2e-stop bench fuzz fuzz-seeds
 
 # docs regenerates the command reference and the man page from the command
 # definitions (TestDocsCurrent fails when they are not current).
@@ -14,6 +20,30 @@ docs:
 # seed corpus.
 test:
 	$(GO) test ./...
+
+# lint runs golangci-lint with .golangci.yml (installed on first use into
+# ~/.cache/drctl-ci/tools by .ci/lint). ARGS are passed on, e.g.
+# make lint ARGS=--fix, or ARGS=./failover/...
+lint:
+	.ci/lint $(ARGS)
+
+# e2e runs the end-to-end tier against two real Apache Kafka clusters on
+# loopback: it fetches the jars once, starts the clusters if they are not
+# running and leaves them running for the next run (make e2e-stop stops
+# them). E2E_RUN selects tests: make e2e E2E_RUN=TestMirrorFaithful.
+e2e:
+	e2e/kafka.sh fetch
+	e2e/kafka.sh start all
+	eval "$$(e2e/kafka.sh env)" && $(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -run '$(E2E_RUN)' ./e2e/...
+
+e2e-stop:
+	e2e/kafka.sh stop all
+
+# bench runs the replication benchmark (drctl against MirrorMaker 2, side
+# by side, on the e2e clusters): see bench/README.md for its knobs, e.g.
+# make bench BENCH_RECORDS=200000. The report goes to bench/results/.
+bench:
+	bench/run.sh
 
 # fuzz runs each fuzz test in turn for FUZZTIME (go test takes one -fuzz
 # target per run). A crasher is written to the package's
