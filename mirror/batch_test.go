@@ -60,6 +60,18 @@ func TestLargeTransactions(t *testing.T) {
 			total += len(d)
 		}
 		if total != n {
+			if total > n {
+				for part := int32(0); part < 2; part++ {
+					d, _ := readAll(dst, "big", part)
+					seen := map[int64]int{}
+					for _, r := range d {
+						seen[sourceOffset(r)]++
+						if seen[sourceOffset(r)] > 1 {
+							t.Logf("DUP p%d src %d at target %d", part, sourceOffset(r), r.Offset)
+						}
+					}
+				}
+			}
 			return fmt.Errorf("%d of %d records on the target", total, n)
 		}
 		return nil

@@ -60,6 +60,7 @@ func (e *Engine) block(tp TopicPartition, p partState, err error) {
 		next: p.next, lastTs: p.lastTs, stable: p.stable, stableAt: p.stableAt}
 	e.trouble[tp] = msg
 	e.mu.Unlock()
+	e.partsGen.Add(1)
 	e.metrics.Errors.WithLabelValues(e.link.String(), "partition").Inc()
 	e.setBlockedGauge(tp, 1)
 	e.log.Error("partition blocked: the target refuses its records", "partition", tp.String(), "err", err, "retry_in", e.opts.BlockedRetry)
@@ -79,6 +80,9 @@ func (e *Engine) copied(tps map[TopicPartition]int64) {
 		}
 	}
 	e.mu.Unlock()
+	if len(cleared) > 0 {
+		e.partsGen.Add(1)
+	}
 	for _, tp := range cleared {
 		e.setBlockedGauge(tp, 0)
 		e.log.Info("partition copies again", "partition", tp.String())

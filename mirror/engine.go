@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -33,12 +34,19 @@ type Options struct {
 	// target are copied too. A reseed needs it; steady mirroring does not.
 	CopyOwnOrigin bool
 
-	TxnInterval       time.Duration // longest time a transaction gathers records (100ms)
-	MaxBatchRecords   int           // most records per transaction (20,000)
-	MaxBatchBytes     int           // most key+value bytes per transaction (2 MiB)
-	FetchBytes        int32         // bytes per partition per fetch (1 MiB)
-	FetchWait         time.Duration // how long a fetch may wait for data (100ms)
-	ChannelBuffer     int           // records buffered per shard (2048)
+	// A transaction takes records for TxnLinger at most while the shard
+	// keeps up, for up to TxnInterval with a backlog, and commits early
+	// when its partitions are idle (group commit, see txn.go).
+	TxnInterval     time.Duration // longest time a transaction takes records (100ms)
+	TxnLinger       time.Duration // its shortest window without a backlog (5ms)
+	MaxBatchRecords int           // most records per transaction (20,000)
+	MaxBatchBytes   int           // most key+value bytes per transaction (2 MiB)
+	FetchBytes      int32         // bytes per partition per fetch (1 MiB)
+	FetchWait       time.Duration // how long a fetch may wait for data (100ms)
+	ChannelBuffer   int           // records buffered per shard (2048)
+	// MaxBufferedBytes bounds the source records the engine holds between
+	// fetch and commit, over all its shards (64 MiB; see budget).
+	MaxBufferedBytes  int64
 	IdleCheck         time.Duration // how often an idle shard refreshes lag (1s)
 	ProduceTimeout    time.Duration // bound on one acknowledgement (60s)
 	TopicSyncInterval time.Duration // how often topics are synced (5s)
@@ -69,6 +77,8 @@ func (o *Options) defaults() {
 		o.Allowed = func(rolestate.State) bool { return true }
 	}
 	def(&o.TxnInterval, 100*time.Millisecond)
+	def(&o.TxnLinger, 5*time.Millisecond)
+	o.TxnLinger = min(o.TxnLinger, o.TxnInterval)
 	def(&o.FetchWait, 100*time.Millisecond)
 	def(&o.IdleCheck, time.Second)
 	def(&o.ProduceTimeout, 60*time.Second)
@@ -85,6 +95,9 @@ func (o *Options) defaults() {
 	}
 	if o.FetchBytes <= 0 {
 		o.FetchBytes = 1 << 20
+	}
+	if o.MaxBufferedBytes <= 0 {
+		o.MaxBufferedBytes = 64 << 20
 	}
 	if o.ChannelBuffer <= 0 {
 		o.ChannelBuffer = 2048
@@ -120,6 +133,10 @@ type Engine struct {
 	trouble  map[TopicPartition]string
 	blocked  map[TopicPartition]blockedPart
 	owned    map[int32]bool
+	buf      *budget
+	// partsGen changes whenever the partitions of a shard may have
+	// changed (a topic sync, a block, a block cleared).
+	partsGen atomic.Uint64
 	health   linkHealth
 	// resetNote: when and why the target was last found to have lost its
 	// data; written to the ends topic for status.
@@ -142,7 +159,7 @@ func NewEngine(topo *topology.Topology, source, target string, opts Options) (*E
 		metrics: opts.Metrics, log: opts.Logger.With("link", link.String()),
 		byShard: map[int32][]TopicPartition{}, progress: map[TopicPartition]int64{},
 		stable: map[TopicPartition]int64{}, trouble: map[TopicPartition]string{}, owned: map[int32]bool{},
-		blocked: map[TopicPartition]blockedPart{},
+		blocked: map[TopicPartition]blockedPart{}, buf: newBudget(opts.MaxBufferedBytes),
 	}, nil
 }
 
@@ -286,6 +303,7 @@ func (e *Engine) publish(ready map[string]readyTopic, troubles map[string]string
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.byShard, e.synced, e.limits = by, true, limits
+	e.partsGen.Add(1)
 	// Topic-level troubles are this pass's; partition-level ones stay
 	// until the partition copies again.
 	for tp := range e.trouble {
@@ -410,8 +428,19 @@ func (e *Engine) newProducer(shard int32, maxBytes int) (sarama.AsyncProducer, e
 	if e.opts.Delivery == topology.ExactlyOnce {
 		cfg.Producer.Transaction.ID = e.link.TransactionalID(shard)
 		cfg.Producer.Transaction.Timeout = 60 * time.Second
+		// The coordinator answers CONCURRENT_TRANSACTIONS to a transaction
+		// that starts while the previous one's markers are being written,
+		// which with early commits is the usual case: retry after a few
+		// milliseconds, not sarama's 100 ms.
+		cfg.Producer.Transaction.Retry.BackoffFunc = txnRetryBackoff
 	}
 	return sarama.NewAsyncProducer(e.dstCluster.Bootstrap, cfg)
+}
+
+// txnRetryBackoff waits 5 ms before the first retry of a transaction
+// request and doubles up to 100 ms.
+func txnRetryBackoff(retries, _ int) time.Duration {
+	return min(5*time.Millisecond<<min(retries, 5), 100*time.Millisecond)
 }
 
 // producerConfig sets what every mirror and fencing producer needs: the

@@ -5,7 +5,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/IBM/sarama"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -101,22 +100,5 @@ func (c *LagClock) Collect(ch chan<- prometheus.Metric) {
 			age = max(now.Sub(since).Seconds(), 0)
 		}
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, age, k.link, k.tp.Topic, strconv.Itoa(int(k.tp.Partition)))
-	}
-}
-
-// notePending records, for every partition of batch, the source timestamp
-// of its first record past the committed position: the oldest record of
-// the partition not yet mirrored.
-func (s *shard) notePending(batch []*sarama.ConsumerMessage) {
-	link := s.e.link.String()
-	seen := map[TopicPartition]bool{}
-	for _, m := range batch {
-		tp := TopicPartition{m.Topic, m.Partition}
-		p, ok := s.parts[tp]
-		if seen[tp] || !ok || m.Offset < p.next {
-			continue
-		}
-		seen[tp] = true
-		s.e.metrics.LagSeconds.oldestPending(link, tp, m.Timestamp)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -14,7 +16,6 @@ import (
 	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/internal/rolestate"
 	"github.com/drctl/drctl/offsettranslate"
-	"github.com/drctl/drctl/topology"
 )
 
 // ErrLinkRetired means the role state no longer allows this link to write:
@@ -30,19 +31,28 @@ var ErrFenced = errors.New("mirror shard fenced")
 // transaction at a time. It is not safe for concurrent use; a worker runs
 // at most one shard loop per shard.
 type shard struct {
-	id     int32
-	e      *Engine
-	log    *slog.Logger
-	parts  map[TopicPartition]*partState
-	order  []TopicPartition
-	prod   sarama.AsyncProducer
-	dst    sarama.Client // for progress reads and the state check
-	srcCl  sarama.Client
-	cons   sarama.Consumer
-	in     chan *sarama.ConsumerMessage
-	offPar int32 // partition of the offsets topic this shard writes
+	id    int32
+	e     *Engine
+	log   *slog.Logger
+	parts map[TopicPartition]*partState
+	order []TopicPartition
+	prod  sarama.AsyncProducer
+	dst   sarama.Client // for progress reads and the state check
+	srcCl sarama.Client
+	cons  sarama.Consumer
+	in    chan *sarama.ConsumerMessage
+	// held is the bytes of the engine's budget this shard holds: records
+	// admitted to in and not yet released by the end of their transaction.
+	held   atomic.Int64
+	fwd    sync.WaitGroup // the partitions' forwarders into in
+	offPar int32          // partition of the offsets topic this shard writes
 	// prodLimit is the producer's MaxMessageBytes (see Engine.shardLimit).
 	prodLimit int
+
+	// gen and refreshed: the engine's partitions generation and the time
+	// when the shard last compared its partitions with the engine's.
+	gen       uint64
+	refreshed time.Time
 
 	lastStable   time.Time // when the source ends were last read
 	lastObserved time.Time // when the ends were last written to the target
@@ -93,20 +103,22 @@ func (s *shard) run(ctx context.Context) (err error) {
 			}
 			continue
 		}
-		batch, err := s.collect(ctx, tick.C)
-		if err != nil {
-			return err
+		var first *sarama.ConsumerMessage
+		select {
+		case first = <-s.in:
+		case <-tick.C:
+		case <-ctx.Done():
 		}
-		if len(batch) > 0 && time.Since(s.lastStable) >= s.e.opts.IdleCheck {
+		if first != nil && time.Since(s.lastStable) >= s.e.opts.IdleCheck {
 			if _, err := s.refreshStable(ctx); err != nil {
 				s.log.Warn("cannot read source end offsets", "err", err)
 			}
 		}
 		s.observe(ctx)
-		if len(batch) > 0 {
-			// A batch in hand is committed even when ctx ends meanwhile:
+		if first != nil {
+			// A record in hand is committed even when ctx ends meanwhile:
 			// a graceful stop commits what is in flight.
-			if err := s.commit(context.WithoutCancel(ctx), batch, nil); err != nil {
+			if err := s.transact(ctx, first, nil); err != nil {
 				return err
 			}
 			continue
@@ -156,13 +168,15 @@ func (s *shard) open(ctx context.Context) error {
 		c.Consumer.Fetch.Default = e.opts.FetchBytes
 		// One fetch response holds at most this much, however many
 		// partitions the shard has: it bounds the memory of a shard.
-		c.Consumer.Fetch.Max = int32(max(8<<20, s.prodLimit+1<<20))
+		c.Consumer.Fetch.Max = int32(max(4<<20, s.prodLimit+1<<20))
 		c.Consumer.MaxWaitTime = e.opts.FetchWait
 		// Consumer.MaxProcessingTime stays at sarama's 100ms: a partition
 		// whose records wait while the shard commits (or starts its other
 		// partitions) is paused, not allowed to stall the broker consumer,
 		// whose subscriptions the shard needs to go on.
-		c.ChannelBufferSize = 64
+		// Records wait in the shard's buffer, admitted by the engine's
+		// budget; a partition's own channel only smooths its hand-over.
+		c.ChannelBufferSize = 16
 		c.Metadata.Full = false
 	})
 	if err != nil {
@@ -193,6 +207,11 @@ func (s *shard) close() {
 	for _, p := range s.parts {
 		s.stopPartition(p)
 	}
+	// Records still buffered are dropped (the next run of the shard reads
+	// them again from its committed progress): give their bytes back once
+	// no forwarder can add more.
+	s.fwd.Wait()
+	s.e.buf.release(s.held.Swap(0))
 	if s.cons != nil {
 		_ = s.cons.Close()
 	}
@@ -210,6 +229,14 @@ func (s *shard) refreshPartitions(ctx context.Context) error {
 	if limit := s.e.shardLimit(s.id); limit > s.prodLimit {
 		return fmt.Errorf("shard %d: %w (%d -> %d bytes)", s.id, errResize, s.prodLimit, limit)
 	}
+	// The partitions change with a topic sync or a block, or when a
+	// blocked partition's pause ends: between transactions, look again
+	// only after a change or once per IdleCheck.
+	gen := s.e.partsGen.Load()
+	if gen == s.gen && time.Since(s.refreshed) < s.e.opts.IdleCheck {
+		return nil
+	}
+	s.gen, s.refreshed = gen, time.Now()
 	want := map[TopicPartition]bool{}
 	for _, tp := range s.e.partitionsOf(s.id) {
 		want[tp] = true
@@ -245,34 +272,73 @@ func (s *shard) refreshPartitions(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("shard %d: read progress on %s: %w", s.id, s.e.link.Target, err)
 	}
-	for _, tp := range added {
+	// The source ends of every added partition, in one request per broker
+	// and kind: a shard of thousands of partitions starts them all at once
+	// rather than one round trip after another.
+	starts, serr := startOffsets(ctx, s.srcCl, added)
+	stables, lerr := stableOffsets(ctx, s.srcCl, added)
+	parts := make([]*partState, len(added))
+	errs := make([]error, len(added))
+	sem := make(chan struct{}, startParallel)
+	var wg sync.WaitGroup
+	for i, tp := range added {
 		p := &partState{tp: tp, next: -1, stable: -1, stop: make(chan struct{}), lastSeen: time.Now()}
 		if pe, ok := progress[tp]; ok {
 			p.next, p.lastTs = pe.next, pe.lastTs
 		}
-		if err := s.startPartition(ctx, p); err != nil {
+		var ends *srcEnds
+		if serr == nil && lerr == nil {
+			st, ok1 := starts[tp]
+			lso, ok2 := stables[tp]
+			if ok1 && ok2 {
+				ends = &srcEnds{Start: st, Stable: lso}
+			}
+		}
+		parts[i] = p
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			errs[i] = s.startPartition(ctx, p, ends)
+		}()
+	}
+	wg.Wait()
+	for i, p := range parts {
+		if errs[i] != nil {
 			s.e.metrics.Errors.WithLabelValues(s.e.link.String(), "source").Inc()
-			s.log.Warn("cannot start partition", "partition", tp.String(), "err", err)
+			s.log.Warn("cannot start partition", "partition", p.tp.String(), "err", errs[i])
 			continue // retried at the next refresh
 		}
-		s.parts[tp] = p
+		s.parts[p.tp] = p
 	}
 	return nil
 }
+
+// startParallel bounds the partitions a shard starts at the same time
+// (each start costs a few requests to the source).
+const startParallel = 32
+
+// srcEnds are a source partition's log start and last stable offset.
+type srcEnds struct{ Start, Stable int64 }
 
 // startPartition starts consuming p from its progress. A position below the
 // source's log start means retention removed records before they were
 // mirrored: they are counted as lost and copying goes on from the log start.
 // A position beyond the source's end means the topic was recreated or
 // truncated: the partition is refused, loudly, since copying the new log
-// would mix two histories in one target partition.
-func (s *shard) startPartition(ctx context.Context, p *partState) error {
-	from := sarama.OffsetOldest
-	if p.next >= 0 {
-		ends, err := kafkaread.PartitionEnds(ctx, s.srcCl, p.tp.Topic, p.tp.Partition)
+// would mix two histories in one target partition. ends, when known, are
+// the partition's source ends (else they are asked for). It may run
+// concurrently with the starts of other partitions of the shard.
+func (s *shard) startPartition(ctx context.Context, p *partState, ends *srcEnds) error {
+	if ends == nil {
+		e, err := kafkaread.PartitionEnds(ctx, s.srcCl, p.tp.Topic, p.tp.Partition)
 		if err != nil {
 			return err
 		}
+		ends = &srcEnds{Start: e.Start, Stable: e.Stable}
+	}
+	from := sarama.OffsetOldest
+	if p.next >= 0 {
 		switch {
 		case p.next < ends.Start:
 			lost := ends.Start - p.next
@@ -281,9 +347,11 @@ func (s *shard) startPartition(ctx context.Context, p *partState) error {
 				lost, s.e.link.Source, p.next, ends.Start-1))
 			s.log.Error("records lost to source retention", "partition", p.tp.String(), "lost", lost, "from", p.next, "to", ends.Start-1)
 			from = ends.Start
-		case p.next > ends.High:
+		case p.next > ends.Stable:
+			// Progress never passes the last stable offset: the mirror
+			// copies committed records only.
 			msg := fmt.Sprintf("mirrored position %d is beyond the source's end %d: the topic was recreated or truncated on %s; delete the target topic on %s to mirror it again, or exclude it",
-				p.next, ends.High, s.e.link.Source, s.e.link.Target)
+				p.next, ends.Stable, s.e.link.Source, s.e.link.Target)
 			s.e.noteTrouble(p.tp, msg)
 			return errors.New(msg)
 		default:
@@ -295,26 +363,31 @@ func (s *shard) startPartition(ctx context.Context, p *partState) error {
 		return err
 	}
 	p.pc = pc
-	if p.next < 0 && from == sarama.OffsetOldest {
-		if ends, err := kafkaread.PartitionEnds(ctx, s.srcCl, p.tp.Topic, p.tp.Partition); err == nil {
-			p.next = ends.Start
-		} else {
-			p.next = 0
-		}
-	} else if from >= 0 {
+	if from >= 0 {
 		p.next = from
+	} else {
+		p.next = ends.Start
 	}
 	link := s.e.link.String()
+	s.fwd.Add(1)
 	go func() {
+		defer s.fwd.Done()
 		for {
 			select {
 			case m, ok := <-pc.Messages():
 				if !ok {
 					return
 				}
+				n := heldBytes(m)
+				if !s.e.buf.acquire(n, p.stop) {
+					return
+				}
+				s.held.Add(n)
 				select {
 				case s.in <- m:
 				case <-p.stop:
+					s.held.Add(-n)
+					s.e.buf.release(n)
 					return
 				}
 			case cerr, ok := <-pc.Errors():
@@ -340,217 +413,6 @@ func (s *shard) stopPartition(p *partState) {
 	if p.pc != nil {
 		p.pc.AsyncClose()
 	}
-}
-
-// collect waits for the first record, then gathers records until the batch
-// is full or the transaction interval has passed since the first one. It
-// returns an empty batch when an idle tick comes first or ctx ends.
-func (s *shard) collect(ctx context.Context, tick <-chan time.Time) ([]*sarama.ConsumerMessage, error) {
-	var batch []*sarama.ConsumerMessage
-	select {
-	case m := <-s.in:
-		batch = append(batch, m)
-	case <-tick:
-		return nil, nil
-	case <-ctx.Done():
-		return nil, nil
-	}
-	limit := time.NewTimer(s.e.opts.TxnInterval)
-	defer limit.Stop()
-	bytes := len(batch[0].Value) + len(batch[0].Key)
-	for len(batch) < s.e.opts.MaxBatchRecords && bytes < s.e.opts.MaxBatchBytes {
-		select {
-		case m := <-s.in:
-			batch = append(batch, m)
-			bytes += len(m.Value) + len(m.Key)
-		case <-limit.C:
-			return batch, nil
-		case <-ctx.Done():
-			return batch, nil
-		}
-	}
-	return batch, nil
-}
-
-// commit copies batch in one transaction together with its offset-map
-// record and the progress of every partition it touches. extra adds
-// progress-only entries (positions moved past source holes). Any failure
-// aborts the transaction and is returned: the caller restarts the shard
-// from committed progress.
-func (s *shard) commit(ctx context.Context, batch []*sarama.ConsumerMessage, extra map[TopicPartition]int64) error {
-	e := s.e
-	link := e.link.String()
-	start := time.Now()
-	eos := e.opts.Delivery == topology.ExactlyOnce
-	if eos {
-		if err := s.prod.BeginTxn(); err != nil {
-			return s.fail(fmt.Errorf("shard %d: begin transaction: %w", s.id, err))
-		}
-	}
-	next := map[TopicPartition]int64{}
-	for tp, off := range extra {
-		next[tp] = off
-	}
-	s.notePending(batch)
-	pairs := map[TopicPartition][]offsettranslate.Pair{}
-	tsOf := map[TopicPartition]int64{}
-	byTopic := map[string][2]int{}
-	var oldest time.Time
-	acked := 0
-	// inflight bounds, per partition, the bytes sent and not yet
-	// acknowledged to the partition's max.message.bytes when the producer
-	// may build larger batches (a shard with a topic of larger records):
-	// sarama batches what is in flight, and a batch over the topic's limit
-	// would be refused whole.
-	inflight := map[TopicPartition]int{}
-	onAck := func(ok *sarama.ProducerMessage) {
-		acked++
-		md := ok.Metadata.(txnMeta)
-		inflight[md.tp] -= md.bytes
-		pairs[md.tp] = append(pairs[md.tp], offsettranslate.Pair{Source: md.src, Target: ok.Offset})
-		tsOf[md.tp] = max(tsOf[md.tp], md.ts.UnixMilli())
-		c := byTopic[md.tp.Topic]
-		c[0]++
-		c[1] += ok.Value.Length()
-		if ok.Key != nil {
-			c[1] += ok.Key.Length()
-		}
-		byTopic[md.tp.Topic] = c
-		if oldest.IsZero() || md.ts.Before(oldest) {
-			oldest = md.ts
-		}
-	}
-	// Acknowledgements are drained while sending: the producer stops
-	// taking input once its success channel is full.
-	sent := 0
-	var skipped map[string]int
-	for _, m := range batch {
-		tp := TopicPartition{m.Topic, m.Partition}
-		p, ok := s.parts[tp]
-		if !ok || m.Offset < p.next {
-			continue // a partition that left the shard, or a re-delivery
-		}
-		next[tp] = m.Offset + 1
-		headers, own := s.provenance(m)
-		if own {
-			if skipped == nil {
-				skipped = map[string]int{}
-			}
-			skipped[m.Topic]++
-			continue
-		}
-		pm := &sarama.ProducerMessage{
-			Topic: m.Topic, Partition: m.Partition, Key: keyOf(m.Key), Value: sarama.ByteEncoder(m.Value),
-			Headers: headers, Timestamp: m.Timestamp,
-		}
-		size := recordBytes(pm)
-		pm.Metadata = txnMeta{tp: tp, src: m.Offset, ts: m.Timestamp, bytes: size}
-		if limit := e.topicLimit(tp.Topic); s.prodLimit > limit {
-			for inflight[tp] > 0 && inflight[tp]+size > limit {
-				select {
-				case ok := <-s.prod.Successes():
-					onAck(ok)
-				case perr := <-s.prod.Errors():
-					return s.produceFailed(perr)
-				}
-			}
-		}
-		for queued := false; !queued; {
-			select {
-			case s.prod.Input() <- pm:
-				queued = true
-			case ok := <-s.prod.Successes():
-				onAck(ok)
-			case perr := <-s.prod.Errors():
-				return s.produceFailed(perr)
-			}
-		}
-		inflight[tp] += size
-		sent++
-	}
-	timeout := time.NewTimer(e.opts.ProduceTimeout)
-	defer timeout.Stop()
-	for acked < sent {
-		select {
-		case ok := <-s.prod.Successes():
-			onAck(ok)
-		case perr := <-s.prod.Errors():
-			return s.produceFailed(perr)
-		case <-timeout.C:
-			return s.fail(fmt.Errorf("shard %d: produce to %s: %d of %d records unacknowledged after %v", s.id, e.link.Target, sent-acked, sent, e.opts.ProduceTimeout))
-		}
-	}
-	if len(next) == 0 {
-		if eos {
-			_ = s.prod.AbortTxn()
-		}
-		return nil
-	}
-	mb := offsettranslate.Batch{Shard: s.id, CommittedAtMs: time.Now().UnixMilli()}
-	offsets := map[string][]*sarama.PartitionOffsetMetadata{}
-	for tp, n := range next {
-		ps := pairs[tp]
-		sortPairs(ps)
-		mb.Entries = append(mb.Entries, offsettranslate.Entry{Topic: tp.Topic, Partition: tp.Partition, Runs: offsettranslate.RunsFrom(ps), SourceNext: n})
-		lastTs := tsOf[tp]
-		if p, ok := s.parts[tp]; ok {
-			lastTs = max(lastTs, p.lastTs)
-		}
-		offsets[tp.Topic] = append(offsets[tp.Topic], &sarama.PartitionOffsetMetadata{Partition: tp.Partition, Offset: n, Metadata: progressMetadata(lastTs)})
-	}
-	var extraMsgs []*sarama.ProducerMessage
-	if len(mb.Entries) > 0 {
-		extraMsgs = append(extraMsgs, &sarama.ProducerMessage{Topic: e.link.OffsetsTopic(), Partition: s.offPar,
-			Key: sarama.ByteEncoder(offsettranslate.ShardKey(s.id)), Value: sarama.ByteEncoder(offsettranslate.EncodeBatch(mb)), Metadata: txnMeta{}})
-	}
-	for _, m := range extraMsgs {
-		s.prod.Input() <- m
-		select {
-		case <-s.prod.Successes():
-		case perr := <-s.prod.Errors():
-			return s.fail(fmt.Errorf("shard %d: write %s on %s: %w", s.id, m.Topic, e.link.Target, perr.Err))
-		case <-time.After(e.opts.ProduceTimeout):
-			return s.fail(fmt.Errorf("shard %d: write %s on %s: no acknowledgement within %v", s.id, m.Topic, e.link.Target, e.opts.ProduceTimeout))
-		}
-	}
-	if eos && len(offsets) > 0 {
-		if err := s.prod.AddOffsetsToTxn(offsets, e.link.ProgressGroup()); err != nil {
-			return s.fail(fmt.Errorf("shard %d: add progress to transaction: %w", s.id, err))
-		}
-	}
-	if eos {
-		if err := s.prod.CommitTxn(); err != nil {
-			return s.fail(fmt.Errorf("shard %d: commit transaction: %w", s.id, err))
-		}
-	} else if len(offsets) > 0 {
-		if err := commitProgress(ctx, s.dst, e.link.ProgressGroup(), offsets); err != nil {
-			return s.fail(fmt.Errorf("shard %d: commit progress: %w", s.id, err))
-		}
-	}
-	done := time.Now()
-	e.metrics.Transactions.WithLabelValues(link, "committed").Inc()
-	e.metrics.CommitTime.WithLabelValues(link).Observe(done.Sub(start).Seconds())
-	for topic, c := range byTopic {
-		e.metrics.Records.WithLabelValues(link, topic).Add(float64(c[0]))
-		e.metrics.Bytes.WithLabelValues(link, topic).Add(float64(c[1]))
-	}
-	for topic, n := range skipped {
-		e.metrics.Skipped.WithLabelValues(link, topic).Add(float64(n))
-	}
-	if !oldest.IsZero() {
-		e.metrics.Latency.WithLabelValues(link).Observe(done.Sub(oldest).Seconds())
-	}
-	for tp, n := range next {
-		if p, ok := s.parts[tp]; ok {
-			p.next = n
-			p.lastSeen = done
-			p.lastTs = max(p.lastTs, tsOf[tp])
-		}
-		e.setProgress(tp, n)
-	}
-	e.copied(next)
-	e.noteAdvance()
-	return nil
 }
 
 // produceFailed ends the transaction over a refused record. When the
@@ -627,7 +489,7 @@ func (s *shard) idle(ctx context.Context) error {
 	if len(skip) == 0 {
 		return nil
 	}
-	return s.commit(context.WithoutCancel(ctx), nil, skip)
+	return s.transact(ctx, nil, skip)
 }
 
 var errStop = errors.New("stop")

@@ -1,0 +1,326 @@
+package mirror
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/drctl/drctl/offsettranslate"
+	"github.com/drctl/drctl/topology"
+)
+
+// A shard copies in transactions that commit as soon as they can (group
+// commit). A transaction starts with the first record that arrives, sends
+// every record to the target the moment it is taken, and stops taking
+// records (closes) at the first of:
+//
+//   - idle: every record sent is acknowledged and none is waiting: the
+//     shard's partitions have nothing more right now;
+//   - its window has passed since it started (see window);
+//   - it holds MaxBatchRecords records or MaxBatchBytes bytes;
+//   - the shard is asked to stop.
+//
+// Then it waits for the last acknowledgements and commits the records
+// together with their offset map and the progress of their partitions.
+// Records that arrive meanwhile wait for the next transaction, which takes
+// them all at once: the busier the shard, the larger its transactions,
+// without a fixed delay when it is not busy.
+//
+// The window is the transaction's longest time of taking records. It is
+// TxnLinger while the shard keeps up, and grows towards TxnInterval with
+// the records waiting in the shard's buffer when the transaction starts
+// (full buffer: TxnInterval): a backlog calls for large transactions (a
+// commit costs several round trips and writes a marker in every partition
+// it touches), a trickle for early ones (a record's latency is the time to
+// the commit of its transaction).
+//
+// None of this changes what a transaction holds: whole records of the
+// shard's partitions in source order, each partition's offset map and
+// progress in the same transaction; a failure anywhere aborts it and the
+// shard restarts from its committed progress.
+
+// txn is one transaction of a shard while it is built.
+type txn struct {
+	s     *shard
+	start time.Time
+	// next is the progress each touched partition commits: the source
+	// offset after its last record taken (or an idle pass's skip).
+	next    map[TopicPartition]int64
+	pairs   map[TopicPartition][]offsettranslate.Pair
+	tsOf    map[TopicPartition]int64
+	byTopic map[string][2]int
+	skipped map[string]int
+	// inflight bounds, per partition, the bytes sent and not yet
+	// acknowledged to the partition's max.message.bytes when the producer
+	// may build larger batches (a shard with a topic of larger records):
+	// sarama batches what is in flight, and a batch over the topic's limit
+	// would be refused whole.
+	inflight map[TopicPartition]int
+	oldest   time.Time
+	// records and bytes (key + value) taken, for the size limits; sent
+	// and acked count what went to the producer and came back.
+	records, bytes int
+	sent, acked    int
+	// pulled is the budget held by the records taken from the shard's
+	// buffer, released when the transaction ends, committed or not.
+	pulled int64
+}
+
+func (s *shard) newTxn() *txn {
+	return &txn{
+		s: s, start: time.Now(),
+		next:     map[TopicPartition]int64{},
+		pairs:    map[TopicPartition][]offsettranslate.Pair{},
+		tsOf:     map[TopicPartition]int64{},
+		byTopic:  map[string][2]int{},
+		inflight: map[TopicPartition]int{},
+	}
+}
+
+// window is how long a transaction starting now may take records: see the
+// comment at the top of this file.
+func (s *shard) window() time.Duration {
+	o := s.e.opts
+	w := o.TxnLinger
+	if c := cap(s.in); c > 0 {
+		fill := min(1, 2*float64(len(s.in))/float64(c))
+		w = max(w, time.Duration(fill*float64(o.TxnInterval)))
+	}
+	return min(w, o.TxnInterval)
+}
+
+// take accepts m into the transaction and returns the record to send, or
+// nil when there is nothing to send: a partition that left the shard, a
+// re-delivery, or a record whose origin is the target (loop prevention;
+// its offset still counts as copied).
+func (t *txn) take(m *sarama.ConsumerMessage) *sarama.ProducerMessage {
+	s := t.s
+	t.pulled += heldBytes(m)
+	tp := TopicPartition{m.Topic, m.Partition}
+	p, ok := s.parts[tp]
+	if !ok || m.Offset < p.next {
+		return nil
+	}
+	n, seen := t.next[tp]
+	if seen && m.Offset < n {
+		return nil // taken already: never copy a record twice in one transaction
+	}
+	if !seen {
+		// The first record of a partition past its committed position
+		// is the partition's oldest one not yet mirrored.
+		s.e.metrics.LagSeconds.oldestPending(s.e.link.String(), tp, m.Timestamp)
+	}
+	t.next[tp] = m.Offset + 1
+	t.records++
+	t.bytes += len(m.Value) + len(m.Key)
+	headers, own := s.provenance(m)
+	if own {
+		if t.skipped == nil {
+			t.skipped = map[string]int{}
+		}
+		t.skipped[m.Topic]++
+		return nil
+	}
+	pm := &sarama.ProducerMessage{
+		Topic: m.Topic, Partition: m.Partition, Key: keyOf(m.Key), Value: sarama.ByteEncoder(m.Value),
+		Headers: headers, Timestamp: m.Timestamp,
+	}
+	pm.Metadata = txnMeta{tp: tp, src: m.Offset, ts: m.Timestamp, bytes: recordBytes(pm)}
+	return pm
+}
+
+// heldBytes is what a fetched record counts against the engine's budget:
+// its key, value and headers, and room for its bookkeeping.
+func heldBytes(m *sarama.ConsumerMessage) int64 {
+	n := int64(len(m.Key) + len(m.Value) + 128)
+	for _, h := range m.Headers {
+		n += int64(len(h.Key) + len(h.Value) + 16)
+	}
+	return n
+}
+
+// mayQueue reports whether pm can go to the producer now without letting
+// the bytes in flight of its partition exceed the topic's limit.
+func (t *txn) mayQueue(pm *sarama.ProducerMessage) bool {
+	md := pm.Metadata.(txnMeta)
+	limit := t.s.e.topicLimit(md.tp.Topic)
+	if t.s.prodLimit <= limit {
+		return true
+	}
+	n := t.inflight[md.tp]
+	return n == 0 || n+md.bytes <= limit
+}
+
+func (t *txn) queued(pm *sarama.ProducerMessage) {
+	md := pm.Metadata.(txnMeta)
+	t.inflight[md.tp] += md.bytes
+	t.sent++
+}
+
+func (t *txn) ack(ok *sarama.ProducerMessage) {
+	t.acked++
+	md := ok.Metadata.(txnMeta)
+	t.inflight[md.tp] -= md.bytes
+	t.pairs[md.tp] = append(t.pairs[md.tp], offsettranslate.Pair{Source: md.src, Target: ok.Offset})
+	t.tsOf[md.tp] = max(t.tsOf[md.tp], md.ts.UnixMilli())
+	c := t.byTopic[md.tp.Topic]
+	c[0]++
+	c[1] += ok.Value.Length()
+	if ok.Key != nil {
+		c[1] += ok.Key.Length()
+	}
+	t.byTopic[md.tp.Topic] = c
+	if t.oldest.IsZero() || md.ts.Before(t.oldest) {
+		t.oldest = md.ts
+	}
+}
+
+// transact runs one transaction: it starts with first (nil: a
+// progress-only transaction for extra, positions moved past source holes),
+// takes and sends records until it closes, and commits. Once begun it is
+// committed even when ctx ends meanwhile (a graceful stop commits what is
+// in flight); ctx only closes it early. Any failure aborts the transaction
+// and is returned: the caller restarts the shard from committed progress.
+func (s *shard) transact(ctx context.Context, first *sarama.ConsumerMessage, extra map[TopicPartition]int64) error {
+	e := s.e
+	if e.opts.Delivery == topology.ExactlyOnce {
+		if err := s.prod.BeginTxn(); err != nil {
+			return s.fail(fmt.Errorf("shard %d: begin transaction: %w", s.id, err))
+		}
+	}
+	t := s.newTxn()
+	defer func() {
+		s.held.Add(-t.pulled)
+		e.buf.release(t.pulled)
+	}()
+	for tp, off := range extra {
+		t.next[tp] = off
+	}
+	var pending *sarama.ProducerMessage // taken, not yet queued
+	open := first != nil
+	if open {
+		pending = t.take(first)
+	}
+	window := time.NewTimer(s.window())
+	defer window.Stop()
+	closeAt, stop := window.C, ctx.Done()
+	var timeout <-chan time.Time // bounds the wait for the last acknowledgements
+	if !open {
+		timeout = time.After(e.opts.ProduceTimeout)
+	}
+	closeIntake := func() {
+		if open {
+			open, closeAt, stop = false, nil, nil
+			timeout = time.After(e.opts.ProduceTimeout)
+		}
+	}
+	for {
+		if open && (t.records >= e.opts.MaxBatchRecords || t.bytes >= e.opts.MaxBatchBytes) {
+			closeIntake()
+		}
+		if pending == nil && t.acked == t.sent && (!open || len(s.in) == 0) {
+			break
+		}
+		var in <-chan *sarama.ConsumerMessage
+		if open && pending == nil {
+			in = s.in
+		}
+		var input chan<- *sarama.ProducerMessage
+		if pending != nil && t.mayQueue(pending) {
+			input = s.prod.Input()
+		}
+		// Acknowledgements are drained while sending: the producer stops
+		// taking input once its success channel is full.
+		select {
+		case m := <-in:
+			pending = t.take(m)
+		case input <- pending:
+			t.queued(pending)
+			pending = nil
+		case ok := <-s.prod.Successes():
+			t.ack(ok)
+		case perr := <-s.prod.Errors():
+			return s.produceFailed(perr)
+		case <-closeAt:
+			closeIntake()
+		case <-stop:
+			closeIntake()
+		case <-timeout:
+			return s.fail(fmt.Errorf("shard %d: produce to %s: %d of %d records unacknowledged after %v",
+				s.id, e.link.Target, t.sent-t.acked, t.sent, e.opts.ProduceTimeout))
+		}
+	}
+	return t.commit(context.WithoutCancel(ctx))
+}
+
+// commit writes the offset map, adds the progress and commits; then it
+// publishes what the transaction copied. Every record sent is acknowledged.
+func (t *txn) commit(ctx context.Context) error {
+	s, e := t.s, t.s.e
+	link := e.link.String()
+	eos := e.opts.Delivery == topology.ExactlyOnce
+	if len(t.next) == 0 {
+		if eos {
+			_ = s.prod.AbortTxn()
+		}
+		return nil
+	}
+	mb := offsettranslate.Batch{Shard: s.id, CommittedAtMs: time.Now().UnixMilli()}
+	offsets := map[string][]*sarama.PartitionOffsetMetadata{}
+	for tp, n := range t.next {
+		ps := t.pairs[tp]
+		sortPairs(ps)
+		mb.Entries = append(mb.Entries, offsettranslate.Entry{Topic: tp.Topic, Partition: tp.Partition, Runs: offsettranslate.RunsFrom(ps), SourceNext: n})
+		lastTs := t.tsOf[tp]
+		if p, ok := s.parts[tp]; ok {
+			lastTs = max(lastTs, p.lastTs)
+		}
+		offsets[tp.Topic] = append(offsets[tp.Topic], &sarama.PartitionOffsetMetadata{Partition: tp.Partition, Offset: n, Metadata: progressMetadata(lastTs)})
+	}
+	m := &sarama.ProducerMessage{Topic: e.link.OffsetsTopic(), Partition: s.offPar,
+		Key: sarama.ByteEncoder(offsettranslate.ShardKey(s.id)), Value: sarama.ByteEncoder(offsettranslate.EncodeBatch(mb)), Metadata: txnMeta{}}
+	s.prod.Input() <- m
+	select {
+	case <-s.prod.Successes():
+	case perr := <-s.prod.Errors():
+		return s.fail(fmt.Errorf("shard %d: write %s on %s: %w", s.id, m.Topic, e.link.Target, perr.Err))
+	case <-time.After(e.opts.ProduceTimeout):
+		return s.fail(fmt.Errorf("shard %d: write %s on %s: no acknowledgement within %v", s.id, m.Topic, e.link.Target, e.opts.ProduceTimeout))
+	}
+	if eos {
+		if err := s.prod.AddOffsetsToTxn(offsets, e.link.ProgressGroup()); err != nil {
+			return s.fail(fmt.Errorf("shard %d: add progress to transaction: %w", s.id, err))
+		}
+		if err := s.prod.CommitTxn(); err != nil {
+			return s.fail(fmt.Errorf("shard %d: commit transaction: %w", s.id, err))
+		}
+	} else if err := commitProgress(ctx, s.dst, e.link.ProgressGroup(), offsets); err != nil {
+		return s.fail(fmt.Errorf("shard %d: commit progress: %w", s.id, err))
+	}
+	done := time.Now()
+	e.metrics.Transactions.WithLabelValues(link, "committed").Inc()
+	e.metrics.CommitTime.WithLabelValues(link).Observe(done.Sub(t.start).Seconds())
+	for topic, c := range t.byTopic {
+		e.metrics.Records.WithLabelValues(link, topic).Add(float64(c[0]))
+		e.metrics.Bytes.WithLabelValues(link, topic).Add(float64(c[1]))
+	}
+	for topic, n := range t.skipped {
+		e.metrics.Skipped.WithLabelValues(link, topic).Add(float64(n))
+	}
+	if !t.oldest.IsZero() {
+		e.metrics.Latency.WithLabelValues(link).Observe(done.Sub(t.oldest).Seconds())
+	}
+	for tp, n := range t.next {
+		if p, ok := s.parts[tp]; ok {
+			p.next = n
+			p.lastSeen = done
+			p.lastTs = max(p.lastTs, t.tsOf[tp])
+		}
+		e.setProgress(tp, n)
+	}
+	e.copied(t.next)
+	e.noteAdvance()
+	return nil
+}
