@@ -19,15 +19,15 @@ import (
 	"github.com/drctl/drctl/topology"
 )
 
-// rfAppCluster is cluster c as the application "app" logs in to it.
-func rfAppCluster(c *topology.Cluster) *topology.Cluster {
+// appCluster is cluster c as the application "app" logs in to it.
+func appCluster(c *topology.Cluster) *topology.Cluster {
 	app := *c
 	app.SASL = &topology.SASL{Mechanism: "SCRAM-SHA-512", Username: "app", Password: "app-secret"}
 	return &app
 }
 
-// rfTryProduce writes one record to topic and returns the error.
-func rfTryProduce(p sarama.SyncProducer, topic string) error {
+// tryProduce writes one record to topic and returns the error.
+func tryProduce(p sarama.SyncProducer, topic string) error {
 	_, _, err := p.SendMessage(&sarama.ProducerMessage{Topic: topic, Value: sarama.StringEncoder("x")})
 	return err
 }
@@ -50,9 +50,9 @@ func TestFenceACLOnKfake(t *testing.T) {
 		name       string
 		partitions int32
 	}{{"orders", 2}, {"payments", 1}, {"scratch", 1}} {
-		rfCreateTopic(t, topo, "east", tc.name, tc.partitions)
+		kfaketest.CreateTopic(t, topo, "east", tc.name, tc.partitions, nil)
 	}
-	east := rfAdmin(t, rfDial(t, topo, "east"))
+	east := kfaketest.Admin(t, kfaketest.Dial(t, topo, "east"))
 	topic := func(name string) sarama.Resource {
 		return sarama.Resource{ResourceType: sarama.AclResourceTopic, ResourceName: name, ResourcePatternType: sarama.AclPatternLiteral}
 	}
@@ -73,22 +73,22 @@ func TestFenceACLOnKfake(t *testing.T) {
 	}
 	for _, pe := range preexisting {
 		if err := east.CreateACL(pe.r, pe.a); err != nil {
-			t.Fatalf("create %s: %v", rfACLString(pe.r, &pe.a), err)
+			t.Fatalf("create %s: %v", aclString(pe.r, &pe.a), err)
 		}
 	}
 
-	app := rfProducer(t, rfAppCluster(topo.Clusters["east"]), 0)
-	drctl := rfProducer(t, topo.Clusters["east"], 0)
-	if err := rfTryProduce(app, "orders"); err != nil {
+	app := kfaketest.Producer(t, appCluster(topo.Clusters["east"]), 0)
+	drctl := kfaketest.Producer(t, topo.Clusters["east"], 0)
+	if err := tryProduce(app, "orders"); err != nil {
 		t.Fatalf("app cannot write to orders before the fence (test setup): %v", err)
 	}
-	if err := rfTryProduce(app, "payments"); !errors.Is(err, sarama.ErrTopicAuthorizationFailed) {
+	if err := tryProduce(app, "payments"); !errors.Is(err, sarama.ErrTopicAuthorizationFailed) {
 		t.Fatalf("app writes to payments despite the operator's DENY (test setup): %v", err)
 	}
-	aclsBefore := rfACLs(t, east)
-	westBefore := rfACLs(t, rfAdmin(t, rfDial(t, topo, "west")))
+	aclsBefore := aclsOf(t, east)
+	westBefore := aclsOf(t, kfaketest.Admin(t, kfaketest.Dial(t, topo, "west")))
 
-	ctx := rfCtx(t, 60*time.Second)
+	ctx := kfaketest.Ctx(t, 60*time.Second)
 	rec, err := Fence(ctx, topo, "east")
 	if err != nil {
 		t.Fatalf("fence east: %v", err)
@@ -98,25 +98,25 @@ func TestFenceACLOnKfake(t *testing.T) {
 	if !reflect.DeepEqual(rec.Added, wantAdded) || !reflect.DeepEqual(rec.Existing, wantExisting) {
 		t.Errorf("fence record: added %+v, existing %+v; want added %+v, existing %+v", rec.Added, rec.Existing, wantAdded, wantExisting)
 	}
-	if stored := rfFenceRecord(t, topo, "east"); stored == nil || !reflect.DeepEqual(*stored, *rec) {
+	if stored := fenceRecordOf(t, topo, "east"); stored == nil || !reflect.DeepEqual(*stored, *rec) {
 		t.Errorf("east stores the fence record %+v; Fence returned %+v", stored, rec)
 	}
 
 	// The fence holds against app on the selected topics, and only there.
-	if err := rfTryProduce(app, "orders"); !errors.Is(err, sarama.ErrTopicAuthorizationFailed) {
+	if err := tryProduce(app, "orders"); !errors.Is(err, sarama.ErrTopicAuthorizationFailed) {
 		t.Errorf("app writes to orders on a fenced east: %v", err)
 	}
-	if err := rfTryProduce(app, "payments"); !errors.Is(err, sarama.ErrTopicAuthorizationFailed) {
+	if err := tryProduce(app, "payments"); !errors.Is(err, sarama.ErrTopicAuthorizationFailed) {
 		t.Errorf("app writes to payments on a fenced east: %v", err)
 	}
-	if err := rfTryProduce(app, "scratch"); err != nil {
+	if err := tryProduce(app, "scratch"); err != nil {
 		t.Errorf("app cannot write to scratch, which is not mirrored and must not be fenced: %v", err)
 	}
-	if err := rfTryProduce(drctl, "orders"); err != nil {
+	if err := tryProduce(drctl, "orders"); err != nil {
 		t.Errorf("drctl (super user) cannot write to orders on a fenced east: %v", err)
 	}
-	fenced := rfACLs(t, east)
-	added := rfACLString(topic("orders"), &sarama.Acl{Principal: "User:app", Host: "*", Operation: sarama.AclOperationWrite, PermissionType: sarama.AclPermissionDeny})
+	fenced := aclsOf(t, east)
+	added := aclString(topic("orders"), &sarama.Acl{Principal: "User:app", Host: "*", Operation: sarama.AclOperationWrite, PermissionType: sarama.AclPermissionDeny})
 	if want := slices.Sorted(slices.Values(append(slices.Clone(aclsBefore), added))); !reflect.DeepEqual(fenced, want) {
 		t.Errorf("ACLs on a fenced east:\n got %q\nwant %q", fenced, want)
 	}
@@ -129,10 +129,10 @@ func TestFenceACLOnKfake(t *testing.T) {
 	if !reflect.DeepEqual(rec2, rec) {
 		t.Errorf("fence twice: record %+v, the first was %+v", rec2, rec)
 	}
-	if stored := rfFenceRecord(t, topo, "east"); stored == nil || !reflect.DeepEqual(*stored, *rec) {
+	if stored := fenceRecordOf(t, topo, "east"); stored == nil || !reflect.DeepEqual(*stored, *rec) {
 		t.Errorf("after fencing twice east stores %+v, want %+v", stored, rec)
 	}
-	if again := rfACLs(t, east); !reflect.DeepEqual(again, fenced) {
+	if again := aclsOf(t, east); !reflect.DeepEqual(again, fenced) {
 		t.Errorf("fence twice changed the ACLs:\n got %q\nwant %q", again, fenced)
 	}
 
@@ -143,19 +143,19 @@ func TestFenceACLOnKfake(t *testing.T) {
 	if !reflect.DeepEqual(removed, wantAdded) {
 		t.Errorf("unfence removed %+v, want %+v", removed, wantAdded)
 	}
-	if after := rfACLs(t, east); !reflect.DeepEqual(after, aclsBefore) {
+	if after := aclsOf(t, east); !reflect.DeepEqual(after, aclsBefore) {
 		t.Errorf("ACLs on east after unfence differ from before the fence:\n got %q\nwant %q", after, aclsBefore)
 	}
-	if stored := rfFenceRecord(t, topo, "east"); stored != nil && (len(stored.Added) != 0 || len(stored.Existing) != 0) {
+	if stored := fenceRecordOf(t, topo, "east"); stored != nil && (len(stored.Added) != 0 || len(stored.Existing) != 0) {
 		t.Errorf("east still records a fence after unfence: %+v", stored)
 	}
-	if err := rfTryProduce(app, "orders"); err != nil {
+	if err := tryProduce(app, "orders"); err != nil {
 		t.Errorf("app cannot write to orders after unfence: %v", err)
 	}
-	if err := rfTryProduce(app, "payments"); !errors.Is(err, sarama.ErrTopicAuthorizationFailed) {
+	if err := tryProduce(app, "payments"); !errors.Is(err, sarama.ErrTopicAuthorizationFailed) {
 		t.Errorf("unfence lifted the operator's own DENY on payments: %v", err)
 	}
-	if after := rfACLs(t, rfAdmin(t, rfDial(t, topo, "west"))); !reflect.DeepEqual(after, westBefore) {
+	if after := aclsOf(t, kfaketest.Admin(t, kfaketest.Dial(t, topo, "west"))); !reflect.DeepEqual(after, westBefore) {
 		t.Errorf("fencing east changed the ACLs of west:\n got %q\nwant %q", after, westBefore)
 	}
 
@@ -163,7 +163,7 @@ func TestFenceACLOnKfake(t *testing.T) {
 	if removed, err := Unfence(ctx, topo, "east"); err != nil || len(removed) != 0 {
 		t.Errorf("unfence twice: removed %+v, %v", removed, err)
 	}
-	if after := rfACLs(t, east); !reflect.DeepEqual(after, aclsBefore) {
+	if after := aclsOf(t, east); !reflect.DeepEqual(after, aclsBefore) {
 		t.Errorf("unfence twice changed the ACLs:\n got %q\nwant %q", after, aclsBefore)
 	}
 }

@@ -28,11 +28,11 @@ func hookPair(t *testing.T) (p *kfaketest.Pair, log, gate string) {
 	after := "echo after {{.Active}} {{.Standby}} >> " + log
 	extra := "failover:\n  fence: none\n  drain_timeout: 30s\n  quiet_period: 300ms\n" +
 		"  hooks:\n    before: ['" + before + "']\n    after: ['" + after + "']\n"
-	p = kfaketest.NewPair(t, kfaketest.Options{Mirror: rfMirrorYAML, Extra: extra})
-	rfSeed(t, p.Topology)
-	rfStartMirror(t, p.Topology, "east", "west")
-	rfWaitMirrored(t, p.Topology, "east", "west")
-	rfWaitGroupSynced(t, p.Topology, "west", "billing", 3)
+	p = kfaketest.NewPair(t, kfaketest.Options{Mirror: ordersBillingYAML, Extra: extra})
+	seedOrders(t, p.Topology)
+	startMirror(t, p.Topology, "east", "west")
+	waitMirrored(t, p.Topology, "east", "west")
+	waitGroupSynced(t, p.Topology, "west", "billing", 3)
 	return p, log, gate
 }
 
@@ -54,14 +54,14 @@ func readLog(t *testing.T, path string) string {
 func TestBeforeHookFailsNothingChanges(t *testing.T) {
 	p, log, gate := hookPair(t)
 	topo := p.Topology
-	plan := rfPlan(t, topo, "west")
+	plan := planTo(t, topo, "west")
 	if plan.Steps[1].Name != StepHooksBefore || plan.Steps[2].Name != StepBegin {
 		t.Fatalf("steps %s, %s; want %s right after the preflight, before %s", plan.Steps[1].Name, plan.Steps[2].Name, StepHooksBefore, StepBegin)
 	}
-	before := rfSnapshots(t, topo, "east", "west")
+	before := snapshots(t, topo, "east", "west")
 	journal := t.TempDir()
-	var c rfConfirm
-	err := rfExecute(t, topo, plan, journal, &c)
+	var c confirmCounter
+	err := execute(t, topo, plan, journal, &c)
 	if err == nil {
 		t.Fatal("the failover ran although its before hook failed")
 	}
@@ -79,10 +79,10 @@ func TestBeforeHookFailsNothingChanges(t *testing.T) {
 	if n := c.n.Load(); n != 0 {
 		t.Errorf("the operator was asked %d time(s) to confirm the fence; the run must stop before it", n)
 	}
-	rfUnchanged(t, topo, before)
+	assertUnchanged(t, topo, before)
 	// The clusters' run record (the audit trail, and what drctl resume
 	// reads on another machine) shows the preflight done and nothing else.
-	rec, err := LoadRun(rfCtx(t, 20*time.Second), topo, plan.ID)
+	rec, err := LoadRun(kfaketest.Ctx(t, 20*time.Second), topo, plan.ID)
 	if err != nil || rec == nil {
 		t.Fatalf("the clusters hold no record of the stopped run: %v", err)
 	}
@@ -102,14 +102,14 @@ func TestBeforeHookFailsNothingChanges(t *testing.T) {
 	if err := os.WriteFile(gate, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ctx := rfCtx(t, 3*time.Minute)
+	ctx := kfaketest.Ctx(t, 3*time.Minute)
 	if err := Resume(ctx, topo, plan.ID, RunOptions{JournalDir: journal, Confirm: c.confirm}); err != nil {
 		t.Fatalf("resume after the hook was fixed: %v", err)
 	}
 	if got, want := readLog(t, log), "before west east\nafter west east\n"; got != want {
 		t.Errorf("hooks logged %q; want %q", got, want)
 	}
-	rfWantSteadyWest(t, p)
+	wantSteadyWest(t, p)
 }
 
 // TestBeforeHookRunsOnceFirst: a before hook that succeeds runs once, with
@@ -122,19 +122,19 @@ func TestBeforeHookRunsOnceFirst(t *testing.T) {
 	if err := os.WriteFile(gate, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	plan := rfPlan(t, topo, "west")
+	plan := planTo(t, topo, "west")
 	var atFence string
 	var atFenceRoles rolestate.State
 	confirm := func(string) error {
 		atFence = readLog(t, log)
-		st, _, err := rolestate.Read(rfCtx(t, 20*time.Second), rfDial(t, topo, "east"), topo.Name)
+		st, _, err := rolestate.Read(kfaketest.Ctx(t, 20*time.Second), kfaketest.Dial(t, topo, "east"), topo.Name)
 		if err != nil {
 			return err
 		}
 		atFenceRoles = st
 		return nil
 	}
-	ctx := rfCtx(t, 3*time.Minute)
+	ctx := kfaketest.Ctx(t, 3*time.Minute)
 	if err := Execute(ctx, topo, plan, RunOptions{JournalDir: t.TempDir(), Confirm: confirm}); err != nil {
 		t.Fatalf("failover: %v", err)
 	}
@@ -147,15 +147,15 @@ func TestBeforeHookRunsOnceFirst(t *testing.T) {
 	if got, want := readLog(t, log), "before west east\nafter west east\n"; got != want {
 		t.Errorf("hooks logged %q; want %q (each hook once)", got, want)
 	}
-	rfWantSteadyWest(t, p)
+	wantSteadyWest(t, p)
 }
 
-// rfWantSteadyWest checks that both clusters hold west as the active,
+// wantSteadyWest checks that both clusters hold west as the active,
 // steady, with no run in progress.
-func rfWantSteadyWest(t *testing.T, p *kfaketest.Pair) {
+func wantSteadyWest(t *testing.T, p *kfaketest.Pair) {
 	t.Helper()
 	for _, c := range []string{"east", "west"} {
-		st, found, err := rolestate.Read(rfCtx(t, 20*time.Second), rfDial(t, p.Topology, c), p.Topology.Name)
+		st, found, err := rolestate.Read(kfaketest.Ctx(t, 20*time.Second), kfaketest.Dial(t, p.Topology, c), p.Topology.Name)
 		if err != nil || !found {
 			t.Fatalf("role state of %s: %v (found %v)", c, err, found)
 		}

@@ -24,39 +24,39 @@ import (
 	"github.com/drctl/drctl/topology"
 )
 
-const rfMirrorYAML = "  topics: {include: [\"orders\"]}\n  groups: {include: [\"billing\"]}\n  group_sync_interval: 200ms"
+const ordersBillingYAML = "  topics: {include: [\"orders\"]}\n  groups: {include: [\"billing\"]}\n  group_sync_interval: 200ms"
 
-// rfConfirm counts the operator confirmations a run asks for (fence none).
-type rfConfirm struct{ n atomic.Int32 }
+// confirmCounter counts the operator confirmations a run asks for (fence none).
+type confirmCounter struct{ n atomic.Int32 }
 
-func (c *rfConfirm) confirm(string) error {
+func (c *confirmCounter) confirm(string) error {
 	c.n.Add(1)
 	return nil
 }
 
-func rfExecute(t *testing.T, topo *topology.Topology, p *plans.Plan, journal string, c *rfConfirm) error {
+func execute(t *testing.T, topo *topology.Topology, p *plans.Plan, journal string, c *confirmCounter) error {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	return Execute(ctx, topo, p, RunOptions{JournalDir: journal, Confirm: c.confirm})
 }
 
-func rfPlan(t *testing.T, topo *topology.Topology, to string) *plans.Plan {
+func planTo(t *testing.T, topo *topology.Topology, to string) *plans.Plan {
 	t.Helper()
-	p, err := PlanFailover(rfCtx(t, 30*time.Second), topo, to, false, false)
+	p, err := PlanFailover(kfaketest.Ctx(t, 30*time.Second), topo, to, false, false)
 	if err != nil {
 		t.Fatalf("plan failover to %s: %v", to, err)
 	}
 	return p
 }
 
-// rfSeed creates orders (3 partitions) on east with 30 records, and the
+// seedOrders creates orders (3 partitions) on east with 30 records, and the
 // group billing with a committed position on east.
-func rfSeed(t *testing.T, topo *topology.Topology) {
+func seedOrders(t *testing.T, topo *topology.Topology) {
 	t.Helper()
-	rfCreateTopic(t, topo, "east", "orders", 3)
-	rfProduce(t, topo, "east", "orders", 30)
-	rfCommit(t, topo, "east", "billing", "orders", map[int32]int64{0: 2, 1: 3, 2: 4})
+	kfaketest.CreateTopic(t, topo, "east", "orders", 3, nil)
+	kfaketest.Produce(t, topo, "east", "orders", 30)
+	kfaketest.Commit(t, topo, "east", "billing", "orders", map[int32]int64{0: 2, 1: 3, 2: 4})
 }
 
 // TestRefusalStalePlan: a saved plan whose world moved on is refused as
@@ -97,32 +97,32 @@ func TestRefusalStalePlan(t *testing.T) {
 			return edit(t, p.Path, "name: test", "name: other")
 		}, "topology"},
 		{"epoch moved on both clusters", func(t *testing.T, p *kfaketest.Pair) *topology.Topology {
-			rfSetState(t, p.Topology, 0, steady1(p.Topology), "west", "east")
+			setState(t, p.Topology, 0, steady1(p.Topology), "west", "east")
 			return p.Topology
 		}, "epoch 0"},
 		{"epoch moved on the standby only", func(t *testing.T, p *kfaketest.Pair) *topology.Topology {
-			rfSetState(t, p.Topology, 0, steady1(p.Topology), "west")
+			setState(t, p.Topology, 0, steady1(p.Topology), "west")
 			return p.Topology
 		}, "epoch 0"},
 		{"another run in progress", func(t *testing.T, p *kfaketest.Pair) *topology.Topology {
 			s := steady1(p.Topology)
 			s.Phase = rolestate.PhaseFailingOver
 			s.Run = &rolestate.Run{ID: "failover-elsewhere", Kind: rolestate.RunFailover, StartedAt: time.Now().UTC()}
-			rfSetState(t, p.Topology, 0, s, "west", "east")
+			setState(t, p.Topology, 0, s, "west", "east")
 			return p.Topology
 		}, "failover-elsewhere"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			p := kfaketest.NewPair(t, kfaketest.Options{Mirror: rfMirrorYAML, Extra: "failover: {fence: none, drain_timeout: 30s}\n"})
-			rfSeed(t, p.Topology)
-			rfCreateTopic(t, p.Topology, "west", "orders", 3)
-			plan := rfPlan(t, p.Topology, "west")
+			p := kfaketest.NewPair(t, kfaketest.Options{Mirror: ordersBillingYAML, Extra: "failover: {fence: none, drain_timeout: 30s}\n"})
+			seedOrders(t, p.Topology)
+			kfaketest.CreateTopic(t, p.Topology, "west", "orders", 3, nil)
+			plan := planTo(t, p.Topology, "west")
 			topo := tc.change(t, p)
-			before := rfSnapshots(t, p.Topology, "east", "west")
+			before := snapshots(t, p.Topology, "east", "west")
 
-			var c rfConfirm
-			err := rfExecute(t, topo, plan, t.TempDir(), &c)
+			var c confirmCounter
+			err := execute(t, topo, plan, t.TempDir(), &c)
 			if !errors.Is(err, plans.ErrStalePlan) {
 				t.Fatalf("applying the saved plan: got %v, want a stale plan (plans.ErrStalePlan)", err)
 			}
@@ -137,8 +137,8 @@ func TestRefusalStalePlan(t *testing.T) {
 			if c.n.Load() != 0 {
 				t.Errorf("the stale run asked the operator %d time(s)", c.n.Load())
 			}
-			rfUnchanged(t, p.Topology, before)
-			rfNoStepDone(t, p.Topology, plan.ID)
+			assertUnchanged(t, p.Topology, before)
+			noStepDone(t, p.Topology, plan.ID)
 		})
 	}
 }
@@ -147,14 +147,14 @@ func TestRefusalStalePlan(t *testing.T) {
 // same state and run at once: exactly one executes, the other reports its
 // plan as stale and leaves no state of its own.
 func TestRefusalConcurrentFailovers(t *testing.T) {
-	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: rfMirrorYAML, Extra: "failover: {fence: none, drain_timeout: 30s, quiet_period: 300ms}\n"})
+	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: ordersBillingYAML, Extra: "failover: {fence: none, drain_timeout: 30s, quiet_period: 300ms}\n"})
 	topo := p.Topology
-	rfSeed(t, topo)
-	rfStartMirror(t, topo, "east", "west")
-	rfWaitMirrored(t, topo, "east", "west")
+	seedOrders(t, topo)
+	startMirror(t, topo, "east", "west")
+	waitMirrored(t, topo, "east", "west")
 
-	plansRun := []*plans.Plan{rfPlan(t, topo, "west"), rfPlan(t, topo, "west")}
-	confirms := []*rfConfirm{{}, {}}
+	plansRun := []*plans.Plan{planTo(t, topo, "west"), planTo(t, topo, "west")}
+	confirms := []*confirmCounter{{}, {}}
 	errs := make([]error, 2)
 	start := make(chan struct{})
 	var wg sync.WaitGroup
@@ -163,7 +163,7 @@ func TestRefusalConcurrentFailovers(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-start
-			errs[i] = rfExecute(t, topo, plansRun[i], t.TempDir(), confirms[i])
+			errs[i] = execute(t, topo, plansRun[i], t.TempDir(), confirms[i])
 		}()
 	}
 	close(start)
@@ -195,37 +195,37 @@ func TestRefusalConcurrentFailovers(t *testing.T) {
 
 	loserID := plansRun[loser].ID
 	for _, c := range []string{"east", "west"} {
-		st, found, err := rolestate.Read(rfCtx(t, 20*time.Second), rfDial(t, topo, c), topo.Name)
+		st, found, err := rolestate.Read(kfaketest.Ctx(t, 20*time.Second), kfaketest.Dial(t, topo, c), topo.Name)
 		if err != nil || !found {
 			t.Fatalf("role state of %s: %v (found %v)", c, err, found)
 		}
 		if st.Epoch != 2 || st.Active != "west" || st.Standby != "east" || st.Phase != rolestate.PhaseSteady || st.Run != nil {
 			t.Errorf("%s holds %s; want epoch 2, active west, standby east, steady, no run", c, st)
 		}
-		for _, s := range rfStateHistory(t, topo, c) {
+		for _, s := range stateHistory(t, topo, c) {
 			if s.Run != nil && s.Run.ID == loserID {
 				t.Errorf("%s recorded a role state of the losing run: %s", c, s)
 			}
 		}
-		if acls := rfACLs(t, rfAdmin(t, rfDial(t, topo, c))); len(acls) != 0 {
+		if acls := aclsOf(t, kfaketest.Admin(t, kfaketest.Dial(t, topo, c))); len(acls) != 0 {
 			t.Errorf("%s has ACLs after a fence-none failover: %v", c, acls)
 		}
 	}
 
 	// The losing plan, applied again now that the other failover is done,
 	// is stale from its first step.
-	before := rfSnapshots(t, topo, "east", "west")
-	err := rfExecute(t, topo, plansRun[loser], t.TempDir(), confirms[loser])
+	before := snapshots(t, topo, "east", "west")
+	err := execute(t, topo, plansRun[loser], t.TempDir(), confirms[loser])
 	if !errors.Is(err, plans.ErrStalePlan) {
 		t.Fatalf("re-applying the losing plan: got %v, want plans.ErrStalePlan", err)
 	}
-	rfUnchanged(t, topo, before)
+	assertUnchanged(t, topo, before)
 }
 
-// rfHoldGroup joins group on cluster with a consumer that never commits,
+// holdGroup joins group on cluster with a consumer that never commits,
 // keeps it a member until the test ends, and waits until the cluster lists
 // it as a member.
-func rfHoldGroup(t *testing.T, topo *topology.Topology, cluster, group, topic string) {
+func holdGroup(t *testing.T, topo *topology.Topology, cluster, group, topic string) {
 	t.Helper()
 	c := topo.Clusters[cluster]
 	cfg, err := c.SaramaConfig()
@@ -243,7 +243,7 @@ func rfHoldGroup(t *testing.T, topo *topology.Topology, cluster, group, topic st
 	go func() {
 		defer close(done)
 		for ctx.Err() == nil {
-			_ = cg.Consume(ctx, []string{topic}, rfIdleHandler{})
+			_ = cg.Consume(ctx, []string{topic}, idleHandler{})
 		}
 	}()
 	t.Cleanup(func() {
@@ -251,8 +251,8 @@ func rfHoldGroup(t *testing.T, topo *topology.Topology, cluster, group, topic st
 		<-done
 		_ = cg.Close()
 	})
-	admin := rfAdmin(t, rfDial(t, topo, cluster))
-	rfWait(t, 30*time.Second, "group "+group+" has a member on "+cluster, func() (bool, string) {
+	admin := kfaketest.Admin(t, kfaketest.Dial(t, topo, cluster))
+	kfaketest.Wait(t, 30*time.Second, "group "+group+" has a member on "+cluster, func() (bool, string) {
 		descs, err := admin.DescribeConsumerGroups([]string{group})
 		if err != nil || len(descs) != 1 {
 			return false, fmt.Sprintf("describe: %v %v", descs, err)
@@ -261,12 +261,12 @@ func rfHoldGroup(t *testing.T, topo *topology.Topology, cluster, group, topic st
 	})
 }
 
-// rfIdleHandler holds its claims without reading or marking anything.
-type rfIdleHandler struct{}
+// idleHandler holds its claims without reading or marking anything.
+type idleHandler struct{}
 
-func (rfIdleHandler) Setup(sarama.ConsumerGroupSession) error   { return nil }
-func (rfIdleHandler) Cleanup(sarama.ConsumerGroupSession) error { return nil }
-func (rfIdleHandler) ConsumeClaim(s sarama.ConsumerGroupSession, _ sarama.ConsumerGroupClaim) error {
+func (idleHandler) Setup(sarama.ConsumerGroupSession) error   { return nil }
+func (idleHandler) Cleanup(sarama.ConsumerGroupSession) error { return nil }
+func (idleHandler) ConsumeClaim(s sarama.ConsumerGroupSession, _ sarama.ConsumerGroupClaim) error {
 	<-s.Context().Done()
 	return nil
 }
@@ -275,18 +275,18 @@ func (rfIdleHandler) ConsumeClaim(s sarama.ConsumerGroupSession, _ sarama.Consum
 // standby stops the failover at its preflight, which names the group and
 // says to stop those consumers; nothing changes (not even the acl fence).
 func TestRefusalGroupActiveOnStandby(t *testing.T) {
-	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: rfMirrorYAML, Extra: "failover: {fence: acl, drain_timeout: 30s}\n"})
+	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: ordersBillingYAML, Extra: "failover: {fence: acl, drain_timeout: 30s}\n"})
 	topo := p.Topology
-	rfCreateTopic(t, topo, "east", "orders", 3)
-	rfProduce(t, topo, "east", "orders", 30)
-	rfStartMirror(t, topo, "east", "west")
-	rfWaitMirrored(t, topo, "east", "west")
-	rfHoldGroup(t, topo, "west", "billing", "orders")
+	kfaketest.CreateTopic(t, topo, "east", "orders", 3, nil)
+	kfaketest.Produce(t, topo, "east", "orders", 30)
+	startMirror(t, topo, "east", "west")
+	waitMirrored(t, topo, "east", "west")
+	holdGroup(t, topo, "west", "billing", "orders")
 
-	plan := rfPlan(t, topo, "west")
-	before := rfSnapshots(t, topo, "east", "west")
-	var c rfConfirm
-	err := rfExecute(t, topo, plan, t.TempDir(), &c)
+	plan := planTo(t, topo, "west")
+	before := snapshots(t, topo, "east", "west")
+	var c confirmCounter
+	err := execute(t, topo, plan, t.TempDir(), &c)
 	if err == nil {
 		t.Fatal("the failover ran with group billing active on west")
 	}
@@ -304,8 +304,8 @@ func TestRefusalGroupActiveOnStandby(t *testing.T) {
 	if strings.Contains(msg, "no mirror process") || strings.Contains(msg, "missing on") {
 		t.Errorf("the preflight found other problems than the group (the test setup is wrong): %s", msg)
 	}
-	rfUnchanged(t, topo, before)
-	rfNoStepDone(t, topo, plan.ID)
+	assertUnchanged(t, topo, before)
+	noStepDone(t, topo, plan.ID)
 }
 
 // TestRefusalUnreachableStandby: planning to a cluster that is down, or to
@@ -313,33 +313,33 @@ func TestRefusalGroupActiveOnStandby(t *testing.T) {
 // saved while the standby was up stops at its preflight, naming it, and
 // the reachable cluster is left as it was.
 func TestRefusalUnreachableStandby(t *testing.T) {
-	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: rfMirrorYAML, Extra: "failover: {fence: acl, drain_timeout: 30s}\n"})
+	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: ordersBillingYAML, Extra: "failover: {fence: acl, drain_timeout: 30s}\n"})
 	topo := p.Topology
-	rfSeed(t, topo)
-	rfCreateTopic(t, topo, "west", "orders", 3)
+	seedOrders(t, topo)
+	kfaketest.CreateTopic(t, topo, "west", "orders", 3, nil)
 
 	for _, tc := range []struct{ to, want string }{
 		{"east", "east is already the active"},
 		{"north", "north"},
 	} {
-		_, err := PlanFailover(rfCtx(t, 30*time.Second), topo, tc.to, false, false)
+		_, err := PlanFailover(kfaketest.Ctx(t, 30*time.Second), topo, tc.to, false, false)
 		if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("plan failover to %s: got %v, want a refusal saying %q", tc.to, err, tc.want)
 		}
 	}
-	saved := rfPlan(t, topo, "west")
-	before := rfSnapshots(t, topo, "east")
+	saved := planTo(t, topo, "west")
+	before := snapshots(t, topo, "east")
 	p.West.Close()
 
 	began := time.Now()
-	_, err := PlanFailover(rfCtx(t, 30*time.Second), topo, "west", false, false)
+	_, err := PlanFailover(kfaketest.Ctx(t, 30*time.Second), topo, "west", false, false)
 	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "west") || !strings.Contains(err.Error(), "unreachable") {
 		t.Errorf("plan failover to a stopped west: got %v, want a refusal naming west as unreachable", err)
 	}
 	t.Logf("refused in %v: %v", time.Since(began).Round(time.Millisecond), err)
 
-	var c rfConfirm
-	err = rfExecute(t, topo, saved, t.TempDir(), &c)
+	var c confirmCounter
+	err = execute(t, topo, saved, t.TempDir(), &c)
 	if err == nil {
 		t.Fatal("a plan to a stopped west ran")
 	}
@@ -349,8 +349,8 @@ func TestRefusalUnreachableStandby(t *testing.T) {
 	if !strings.Contains(err.Error(), "check") {
 		t.Errorf("applying the saved plan: %q does not say what to check", err)
 	}
-	rfUnchanged(t, topo, before)
-	rfNoStepDone(t, topo, saved.ID)
+	assertUnchanged(t, topo, before)
+	noStepDone(t, topo, saved.ID)
 }
 
 // TestRefusalDrainTimeout: the drain cannot finish (the end offsets must
@@ -360,24 +360,24 @@ func TestRefusalUnreachableStandby(t *testing.T) {
 // drainParams.Rollback promises), and nothing else changed. The run cannot
 // be resumed into a failover afterwards, and a new plan can be made.
 func TestRefusalDrainTimeout(t *testing.T) {
-	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: rfMirrorYAML, Extra: "failover: {fence: acl, drain_timeout: 2s, quiet_period: 30s}\n"})
+	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: ordersBillingYAML, Extra: "failover: {fence: acl, drain_timeout: 2s, quiet_period: 30s}\n"})
 	topo := p.Topology
-	rfSeed(t, topo)
+	seedOrders(t, topo)
 	unrelated := &sarama.Acl{Principal: "User:ops", Host: "*", Operation: sarama.AclOperationRead, PermissionType: sarama.AclPermissionAllow}
-	if err := rfAdmin(t, rfDial(t, topo, "east")).CreateACL(sarama.Resource{ResourceType: sarama.AclResourceTopic, ResourceName: "orders",
+	if err := kfaketest.Admin(t, kfaketest.Dial(t, topo, "east")).CreateACL(sarama.Resource{ResourceType: sarama.AclResourceTopic, ResourceName: "orders",
 		ResourcePatternType: sarama.AclPatternLiteral}, *unrelated); err != nil {
 		t.Fatal(err)
 	}
-	rfStartMirror(t, topo, "east", "west")
-	rfWaitMirrored(t, topo, "east", "west")
-	rfWaitGroupSynced(t, topo, "west", "billing", 3)
+	startMirror(t, topo, "east", "west")
+	waitMirrored(t, topo, "east", "west")
+	waitGroupSynced(t, topo, "west", "billing", 3)
 
-	plan := rfPlan(t, topo, "west")
-	before := rfSnapshots(t, topo, "east", "west")
+	plan := planTo(t, topo, "west")
+	before := snapshots(t, topo, "east", "west")
 	journal := t.TempDir()
-	var c rfConfirm
+	var c confirmCounter
 	began := time.Now()
-	err := rfExecute(t, topo, plan, journal, &c)
+	err := execute(t, topo, plan, journal, &c)
 	t.Logf("failed after %v: %v", time.Since(began).Round(time.Millisecond), err)
 	if !errors.Is(err, ErrDrainTimeout) {
 		t.Fatalf("got %v; want ErrDrainTimeout", err)
@@ -388,9 +388,9 @@ func TestRefusalDrainTimeout(t *testing.T) {
 		}
 	}
 
-	after := map[string]*rfSnap{}
+	after := map[string]*clusterSnap{}
 	for _, cl := range []string{"east", "west"} {
-		after[cl] = rfSnapshot(t, topo, cl)
+		after[cl] = snapshotOf(t, topo, cl)
 		s := after[cl].State
 		if s.Epoch != 1 || s.Active != "east" || s.Standby != "west" || s.Phase != rolestate.PhaseSteady || s.Run != nil {
 			t.Errorf("%s holds %s; want the starting roles, steady, no run, at epoch 1", cl, after[cl].Roles)
@@ -406,11 +406,11 @@ func TestRefusalDrainTimeout(t *testing.T) {
 			// may remain of it.
 			delete(a.Topics, FenceTopic)
 		}
-		for _, d := range rfDiff(&b, &a) {
+		for _, d := range snapDiff(&b, &a) {
 			t.Errorf("%s changed: %s", cl, d)
 		}
 	}
-	if rec := rfFenceRecord(t, topo, "east"); rec != nil && len(rec.Added) != 0 {
+	if rec := fenceRecordOf(t, topo, "east"); rec != nil && len(rec.Added) != 0 {
 		t.Errorf("east still records fence ACLs after the rollback: %+v", rec.Added)
 	}
 
@@ -421,8 +421,8 @@ func TestRefusalDrainTimeout(t *testing.T) {
 	if !errors.Is(rerr, plans.ErrStalePlan) {
 		t.Errorf("resume after the rollback: got %v, want plans.ErrStalePlan", rerr)
 	}
-	rfUnchanged(t, topo, after)
-	if _, err := PlanFailover(rfCtx(t, 30*time.Second), topo, "west", false, false); err != nil {
+	assertUnchanged(t, topo, after)
+	if _, err := PlanFailover(kfaketest.Ctx(t, 30*time.Second), topo, "west", false, false); err != nil {
 		t.Errorf("a new failover cannot be planned after the rollback: %v", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,7 +18,6 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/internal/kvstore"
@@ -33,18 +33,18 @@ import (
 // step is the only writer of the groups' positions on west), fence none
 // and a short quiet period.
 const (
-	krMirror   = "  topics: {include: [\"orders\", \"refunds\"]}\n  groups: {include: [\"billing\", \"audit\"]}\n  group_sync_interval: 1h"
-	krFailover = "failover: {fence: none, drain_timeout: 60s, quiet_period: 300ms}\n"
-	krCaseTime = 2 * time.Minute
+	resumeMirrorYAML   = "  topics: {include: [\"orders\", \"refunds\"]}\n  groups: {include: [\"billing\", \"audit\"]}\n  group_sync_interval: 1h"
+	resumeFailoverYAML = "failover: {fence: none, drain_timeout: 60s, quiet_period: 300ms}\n"
+	caseTime           = 2 * time.Minute
 )
 
 var (
-	krTopics = map[string]int32{"orders": 3, "refunds": 2}
-	krGroups = []string{"audit", "billing"}
+	resumeTopics = map[string]int32{"orders": 3, "refunds": 2}
+	resumeGroups = []string{"audit", "billing"}
 )
 
-// krCase is one place to kill drctl at, and how to resume.
-type krCase struct {
+// killCase is one place to kill drctl at, and how to resume.
+type killCase struct {
 	step string
 	// event is the boundary the child is killed at: step-started (before
 	// the step's action runs) or step-done (before the next step's guard).
@@ -60,7 +60,7 @@ type krCase struct {
 	recordLost bool
 }
 
-func (c krCase) name() string {
+func (c killCase) name() string {
 	at := "mid-" + c.step
 	switch c.event {
 	case plans.EventStepStarted:
@@ -77,8 +77,8 @@ func (c krCase) name() string {
 	return at + "/other-machine"
 }
 
-// krMidSteps are the steps a case can kill in the middle of.
-var krMidSteps = []string{StepBegin, StepDrain, StepFlip, StepTranslateGroups, StepWipe, StepReseedStart, StepFinish}
+// midSteps are the steps a case can kill in the middle of.
+var midSteps = []string{StepBegin, StepDrain, StepFlip, StepTranslateGroups, StepWipe, StepReseedStart, StepFinish}
 
 // TestKillAndResume proves invariant 7 for a planned failover east ->
 // west: drctl (this test binary in a child process, running the saved
@@ -104,41 +104,41 @@ func TestKillAndResume(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills drctl processes on kfake clusters")
 	}
-	steps := krPlannedSteps(t)
-	var cases []krCase
+	steps := plannedSteps(t)
+	var cases []killCase
 	if os.Getenv("DRCTL_RESUME_ALL") != "" {
 		for _, s := range steps {
 			for _, ev := range []plans.EventType{plans.EventStepStarted, plans.EventStepDone} {
-				cases = append(cases, krCase{step: s, event: ev, sameJournal: true}, krCase{step: s, event: ev})
+				cases = append(cases, killCase{step: s, event: ev, sameJournal: true}, killCase{step: s, event: ev})
 			}
-			cases = append(cases, krCase{step: s, event: plans.EventStepDone, recordLost: true})
+			cases = append(cases, killCase{step: s, event: plans.EventStepDone, recordLost: true})
 		}
-		for _, s := range krMidSteps {
-			cases = append(cases, krCase{step: s, sameJournal: true}, krCase{step: s})
+		for _, s := range midSteps {
+			cases = append(cases, killCase{step: s, sameJournal: true}, killCase{step: s})
 		}
 	} else {
 		for i, s := range steps {
-			cases = append(cases, krCase{step: s, event: plans.EventStepDone, sameJournal: i%2 == 0})
+			cases = append(cases, killCase{step: s, event: plans.EventStepDone, sameJournal: i%2 == 0})
 		}
 		for _, s := range []string{StepFlip, StepTranslateGroups, StepWipe, StepReseedStart} {
-			cases = append(cases, krCase{step: s, event: plans.EventStepDone, recordLost: true})
+			cases = append(cases, killCase{step: s, event: plans.EventStepDone, recordLost: true})
 		}
-		cases = append(cases, krCase{step: StepDrain, sameJournal: true}, krCase{step: StepFlip},
-			krCase{step: StepTranslateGroups}, krCase{step: StepWipe}, krCase{step: StepFinish})
+		cases = append(cases, killCase{step: StepDrain, sameJournal: true}, killCase{step: StepFlip},
+			killCase{step: StepTranslateGroups}, killCase{step: StepWipe}, killCase{step: StepFinish})
 	}
 
 	var baseline string
 	t.Run("uninterrupted", func(t *testing.T) {
-		w := krSetUp(t)
-		child := krStartChild(t, w.pair.Path, w.planPath, t.TempDir(), nil)
-		child.waitExit(t, krCaseTime)
+		w := setUpResume(t)
+		child := startChild(t, w.pair.Path, w.planPath, t.TempDir(), nil)
+		child.waitExit(t, caseTime)
 		t.Logf("the failover ran in %v", time.Since(child.started).Round(time.Millisecond))
 		baseline = w.checkEndState(t)
 	})
 	for _, c := range cases {
 		t.Run(c.name(), func(t *testing.T) {
 			t.Parallel() // each case has clusters of its own
-			w := krSetUp(t)
+			w := setUpResume(t)
 			w.killAndResume(t, c)
 			if shape := w.checkEndState(t); baseline != "" && shape != baseline {
 				t.Errorf("the clusters differ from the uninterrupted run's:\n%s\nuninterrupted:\n%s", shape, baseline)
@@ -147,9 +147,9 @@ func TestKillAndResume(t *testing.T) {
 	}
 }
 
-// krPlannedSteps returns the step names of a planned failover east -> west.
-func krPlannedSteps(t *testing.T) []string {
-	pair := kfaketest.NewPair(t, kfaketest.Options{Mirror: krMirror, Extra: krFailover})
+// plannedSteps returns the step names of a planned failover east -> west.
+func plannedSteps(t *testing.T) []string {
+	pair := kfaketest.NewPair(t, kfaketest.Options{Mirror: resumeMirrorYAML, Extra: resumeFailoverYAML})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	p, err := PlanFailover(ctx, pair.Topology, "west", false, false)
@@ -168,12 +168,12 @@ func krPlannedSteps(t *testing.T) []string {
 	return names
 }
 
-// krWorld is one case's clusters, data and plan.
-type krWorld struct {
+// resumeWorld is one case's clusters, data and plan.
+type resumeWorld struct {
 	pair       *kfaketest.Pair
 	topo       *topology.Topology
 	east, west sarama.Client
-	prod       *krProducer
+	prod       *appProducer
 	// consumed holds, per group, the records it read on east before the
 	// failover (those below its committed positions).
 	consumed map[string]map[string]bool
@@ -184,17 +184,17 @@ type krWorld struct {
 	epoch int64
 }
 
-func krSetUp(t *testing.T) *krWorld {
+func setUpResume(t *testing.T) *resumeWorld {
 	t.Helper()
-	pair := kfaketest.NewPair(t, kfaketest.Options{Mirror: krMirror, Extra: krFailover})
-	w := &krWorld{pair: pair, topo: pair.Topology, consumed: map[string]map[string]bool{}}
-	w.east, w.west = krDial(t, w.topo, "east"), krDial(t, w.topo, "west")
+	pair := kfaketest.NewPair(t, kfaketest.Options{Mirror: resumeMirrorYAML, Extra: resumeFailoverYAML})
+	w := &resumeWorld{pair: pair, topo: pair.Topology, consumed: map[string]map[string]bool{}}
+	w.east, w.west = kfaketest.Dial(t, w.topo, "east"), kfaketest.Dial(t, w.topo, "west")
 	admin, err := sarama.NewClusterAdminFromClient(w.east)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, topic := range krSorted(krTopics) {
-		if err := admin.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: krTopics[topic], ReplicationFactor: 1}, false); err != nil {
+	for _, topic := range slices.Sorted(maps.Keys(resumeTopics)) {
+		if err := admin.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: resumeTopics[topic], ReplicationFactor: 1}, false); err != nil {
 			t.Fatalf("create %s: %v", topic, err)
 		}
 	}
@@ -209,21 +209,21 @@ func krSetUp(t *testing.T) *krWorld {
 		<-stopped
 	})
 
-	w.prod = krNewProducer(t, w.topo.Clusters["east"])
+	w.prod = newProducer(t, w.topo.Clusters["east"])
 	w.prod.send(t, "orders", 30)
 	w.prod.send(t, "refunds", 16)
 	// billing read everything so far, audit half of each partition.
-	for _, g := range krGroups {
+	for _, g := range resumeGroups {
 		w.consumed[g] = map[string]bool{}
 	}
 	rctx, rcancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer rcancel()
-	for _, topic := range krSorted(krTopics) {
-		for part := int32(0); part < krTopics[topic]; part++ {
-			recs := krRead(t, rctx, w.east, topic, part, 0)
+	for _, topic := range slices.Sorted(maps.Keys(resumeTopics)) {
+		for part := int32(0); part < resumeTopics[topic]; part++ {
+			recs := readRecords(t, rctx, w.east, topic, part, 0)
 			at := map[string]int64{"billing": int64(len(recs)), "audit": int64(len(recs) / 2)}
-			for _, g := range krGroups {
-				krCommit(t, w.east, g, topic, part, at[g])
+			for _, g := range resumeGroups {
+				kfaketest.CommitOn(t, w.east, g, topic, map[int32]int64{part: at[g]})
 				for _, r := range recs {
 					if r.Offset < at[g] {
 						w.consumed[g][string(r.Value)] = true
@@ -234,7 +234,7 @@ func krSetUp(t *testing.T) *krWorld {
 	}
 	w.prod.send(t, "orders", 30)
 	w.prod.send(t, "refunds", 16)
-	krWaitMirrored(t, w.topo)
+	waitResumeMirrored(t, w.topo)
 
 	pctx, pcancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer pcancel()
@@ -253,7 +253,7 @@ func krSetUp(t *testing.T) *krWorld {
 	return w
 }
 
-func (w *krWorld) index(t *testing.T, step string) int {
+func (w *resumeWorld) index(t *testing.T, step string) int {
 	t.Helper()
 	for i, s := range w.plan.Steps {
 		if s.Name == step {
@@ -266,43 +266,43 @@ func (w *krWorld) index(t *testing.T, step string) int {
 
 // killAndResume runs the plan in a child, kills it at c, checks that the
 // journal and the clusters' run record say where to resume, and resumes.
-func (w *krWorld) killAndResume(t *testing.T, c krCase) {
+func (w *resumeWorld) killAndResume(t *testing.T, c killCase) {
 	t.Helper()
 	idx := w.index(t, c.step)
 	childDir := t.TempDir()
 	journal := filepath.Join(childDir, w.plan.ID+".jsonl")
 
-	var hold *krPoint             // where the child pauses
-	var held *krHeldRequest       // a request of the child held in a cluster
-	var arm func() *krHeldRequest // holds a request once the child paused
+	var hold *journalPoint      // where the child pauses
+	var held *heldRequest       // a request of the child held in a cluster
+	var arm func() *heldRequest // holds a request once the child paused
 	stopProducing := func() {}
 	switch {
 	case c.event != "":
-		hold = &krPoint{Type: c.event, Index: idx}
+		hold = &journalPoint{Type: c.event, Index: idx}
 	case c.step == StepDrain:
 		// Producers still write (fence none, nothing stops them) while
 		// the drain starts, so it cannot finish; it is killed after it
 		// measured the lag once.
-		hold = &krPoint{Type: plans.EventStepProgress, Index: idx}
+		hold = &journalPoint{Type: plans.EventStepProgress, Index: idx}
 		stopProducing = w.prod.background(t, "orders")
 	case c.step == StepTranslateGroups:
 		// The commit of the first group on west is held: the kill falls
 		// between the two groups' commits.
-		held = krHoldFirst(t, w.pair.West, kmsg.OffsetCommit, false, func(r kmsg.Request) bool {
-			return slices.Contains(krGroups, r.(*kmsg.OffsetCommitRequest).Group)
+		held = holdFirst(t, w.pair.West, kmsg.OffsetCommit, false, func(r kmsg.Request) bool {
+			return slices.Contains(resumeGroups, r.(*kmsg.OffsetCommitRequest).Group)
 		})
 	case c.step == StepWipe:
 		// The deletion of the first topic on east is held: the groups are
 		// gone, both topics still there.
-		held = krHoldFirst(t, w.pair.East, kmsg.DeleteTopics, false, func(kmsg.Request) bool { return true })
+		held = holdFirst(t, w.pair.East, kmsg.DeleteTopics, false, func(kmsg.Request) bool { return true })
 	case slices.Contains([]string{StepBegin, StepFlip, StepReseedStart, StepFinish}, c.step):
 		// The step writes the role state on west, then on east; the
 		// commit of east's transaction is held and then dropped, so east
 		// keeps an open transaction of a dead writer. The child pauses
 		// before the step so that earlier steps' commits pass.
-		hold = &krPoint{Type: plans.EventStepStarted, Index: idx}
-		arm = func() *krHeldRequest {
-			return krHoldFirst(t, w.pair.East, kmsg.EndTxn, true, func(r kmsg.Request) bool {
+		hold = &journalPoint{Type: plans.EventStepStarted, Index: idx}
+		arm = func() *heldRequest {
+			return holdFirst(t, w.pair.East, kmsg.EndTxn, true, func(r kmsg.Request) bool {
 				return r.(*kmsg.EndTxnRequest).TransactionalID == rolestate.TransactionalID(w.topo.Name)
 			})
 		}
@@ -310,19 +310,19 @@ func (w *krWorld) killAndResume(t *testing.T, c krCase) {
 		t.Fatalf("no way to kill in the middle of %s", c.step)
 	}
 
-	child := krStartChild(t, w.pair.Path, w.planPath, childDir, hold)
+	child := startChild(t, w.pair.Path, w.planPath, childDir, hold)
 	if hold != nil {
-		krWaitJournal(t, journal, *hold, child, krCaseTime)
-		child.waitHeld(t, krCaseTime)
+		waitJournal(t, journal, *hold, child, caseTime)
+		child.waitHeld(t, caseTime)
 	}
 	if arm != nil {
 		held = arm()
 		child.release(t)
 	}
 	if held != nil {
-		held.wait(t, child, "the request to hold", krCaseTime)
+		held.wait(t, child, "the request to hold", caseTime)
 	}
-	atKill, err := krJournal(journal)
+	atKill, err := journalEvents(journal)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,8 +336,8 @@ func (w *krWorld) killAndResume(t *testing.T, c krCase) {
 	from, rerun := idx+1, false
 	if c.event != plans.EventStepDone {
 		from, rerun = idx, true
-		if !krHas(atKill, krPoint{plans.EventStepStarted, idx}) || krHas(atKill, krPoint{plans.EventStepDone, idx}) {
-			t.Fatalf("the kill was not inside %s: journal %v", c.step, krEventList(atKill))
+		if !journalHas(atKill, journalPoint{plans.EventStepStarted, idx}) || journalHas(atKill, journalPoint{plans.EventStepDone, idx}) {
+			t.Fatalf("the kill was not inside %s: journal %v", c.step, eventList(atKill))
 		}
 	}
 	for _, ev := range atKill {
@@ -345,7 +345,7 @@ func (w *krWorld) killAndResume(t *testing.T, c krCase) {
 			t.Logf("%s said %q when it was killed", c.step, ev.Message)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), krCaseTime)
+	ctx, cancel := context.WithTimeout(context.Background(), caseTime)
 	defer cancel()
 	if held != nil {
 		w.checkPartial(t, ctx, c.step)
@@ -367,7 +367,7 @@ func (w *krWorld) killAndResume(t *testing.T, c krCase) {
 	case rec == nil && from > 0:
 		t.Fatalf("the clusters do not know run %s, killed at %s", w.plan.ID, c.name())
 	case rec != nil:
-		if next := krLeadingDone(rec.Done); next != from || (rec.Started == next) != rerun || rec.Finished {
+		if next := leadingDone(rec.Done); next != from || (rec.Started == next) != rerun || rec.Finished {
 			t.Errorf("killed at %s: the clusters' run record resumes at step %d (started %d, finished %v), want %d (rerun %v)", c.name(), next, rec.Started, rec.Finished, from, rerun)
 		}
 	}
@@ -428,7 +428,7 @@ func (w *krWorld) killAndResume(t *testing.T, c krCase) {
 	}
 	// The resumed run started where the journal or the record said, not
 	// from the top.
-	evs, err := krJournal(resumed)
+	evs, err := journalEvents(resumed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -444,7 +444,7 @@ func (w *krWorld) killAndResume(t *testing.T, c krCase) {
 }
 
 // checkPartial checks that a mid-step kill left the step half done.
-func (w *krWorld) checkPartial(t *testing.T, ctx context.Context, step string) {
+func (w *resumeWorld) checkPartial(t *testing.T, ctx context.Context, step string) {
 	t.Helper()
 	var state string
 	deadline := time.Now().Add(10 * time.Second)
@@ -463,8 +463,8 @@ func (w *krWorld) checkPartial(t *testing.T, ctx context.Context, step string) {
 			state = fmt.Sprintf("west holds %s (%v), east %s (%v); the step writes %s", west, werr, east, eerr, want.State)
 		case StepTranslateGroups:
 			var moved []string
-			for _, g := range krGroups {
-				if len(krCommitted(t, w.west, g)) > 0 {
+			for _, g := range resumeGroups {
+				if len(committedOf(t, w.west, g)) > 0 {
 					moved = append(moved, g)
 				}
 			}
@@ -474,7 +474,7 @@ func (w *krWorld) checkPartial(t *testing.T, ctx context.Context, step string) {
 			state = fmt.Sprintf("groups with positions on west: %v", moved)
 		case StepWipe:
 			var left []string
-			for _, topic := range krSorted(krTopics) {
+			for _, topic := range slices.Sorted(maps.Keys(resumeTopics)) {
 				if info, err := kafkaread.Topic(ctx, w.east, topic); err == nil && info.Exists {
 					left = append(left, topic)
 				}
@@ -494,7 +494,7 @@ func (w *krWorld) checkPartial(t *testing.T, ctx context.Context, step string) {
 // checkEndState checks the state every finished failover east -> west
 // must leave and returns the shape of both clusters (topics and groups)
 // for comparison with the uninterrupted run.
-func (w *krWorld) checkEndState(t *testing.T) string {
+func (w *resumeWorld) checkEndState(t *testing.T) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -515,17 +515,17 @@ func (w *krWorld) checkEndState(t *testing.T) string {
 
 	// Each group reads on west exactly what it had not read on east.
 	acked := w.prod.values()
-	for _, g := range krGroups {
-		committed := krCommitted(t, w.west, g)
+	for _, g := range resumeGroups {
+		committed := committedOf(t, w.west, g)
 		seen := map[string]int{}
-		for _, topic := range krSorted(krTopics) {
-			for part := int32(0); part < krTopics[topic]; part++ {
+		for _, topic := range slices.Sorted(maps.Keys(resumeTopics)) {
+			for part := int32(0); part < resumeTopics[topic]; part++ {
 				at, ok := committed[fmt.Sprintf("%s/%d", topic, part)]
 				if !ok {
 					t.Errorf("group %s has no position on west for %s/%d", g, topic, part)
 					continue
 				}
-				for _, r := range krRead(t, ctx, w.west, topic, part, at) {
+				for _, r := range readRecords(t, ctx, w.west, topic, part, at) {
 					seen[string(r.Value)]++
 				}
 			}
@@ -549,25 +549,25 @@ func (w *krWorld) checkEndState(t *testing.T) string {
 			sort.Strings(extra)
 			sort.Strings(missing)
 			t.Errorf("group %s on west: %d records read twice %v, %d read again or never produced %v, %d never read %v",
-				g, len(dup), krFirst(dup), len(extra), krFirst(extra), len(missing), krFirst(missing))
+				g, len(dup), firstOf(dup), len(extra), firstOf(extra), len(missing), firstOf(missing))
 		}
 	}
 
 	// West holds every record once; east holds exactly west's records,
 	// partition by partition, in order.
 	onWest := map[string]int{}
-	for _, topic := range krSorted(krTopics) {
-		for part := int32(0); part < krTopics[topic]; part++ {
-			want := krRead(t, ctx, w.west, topic, part, 0)
-			got := krRead(t, ctx, w.east, topic, part, 0)
+	for _, topic := range slices.Sorted(maps.Keys(resumeTopics)) {
+		for part := int32(0); part < resumeTopics[topic]; part++ {
+			want := readRecords(t, ctx, w.west, topic, part, 0)
+			got := readRecords(t, ctx, w.east, topic, part, 0)
 			for _, r := range want {
 				onWest[string(r.Value)]++
 			}
-			if err := krSameRecords(got, want); err != nil {
+			if err := sameRecords(got, want); err != nil {
 				t.Errorf("%s/%d on east is not a copy of west: %v", topic, part, err)
 			}
 		}
-		if n, err := w.east.Partitions(topic); err != nil || len(n) != int(krTopics[topic]) {
+		if n, err := w.east.Partitions(topic); err != nil || len(n) != int(resumeTopics[topic]) {
 			t.Errorf("%s on east: partitions %v, %v", topic, n, err)
 		}
 	}
@@ -599,34 +599,21 @@ func (w *krWorld) checkEndState(t *testing.T) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fmt.Fprintf(&shape, "%s topics %v\n%s groups %v\n", name, krSorted(topics), name, krSorted(groups))
+		fmt.Fprintf(&shape, "%s topics %v\n%s groups %v\n", name, slices.Sorted(maps.Keys(topics)), name, slices.Sorted(maps.Keys(groups)))
 	}
 	return shape.String()
 }
 
-// krDial connects to a cluster of topo for the rest of the test.
-func krDial(t *testing.T, topo *topology.Topology, name string) sarama.Client {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	cl, err := kafkaconn.Dial(ctx, topo.Clusters[name], nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cl.Close() })
-	return cl
-}
-
-// krProducer writes numbered records (value = key = topic-seq) and
+// appProducer writes numbered records (value = key = topic-seq) and
 // remembers what was acknowledged.
-type krProducer struct {
+type appProducer struct {
 	p     sarama.SyncProducer
 	mu    sync.Mutex
 	seq   int
 	acked map[string]bool
 }
 
-func krNewProducer(t *testing.T, c *topology.Cluster) *krProducer {
+func newProducer(t *testing.T, c *topology.Cluster) *appProducer {
 	t.Helper()
 	cfg, err := c.SaramaConfig()
 	if err != nil {
@@ -641,17 +628,17 @@ func krNewProducer(t *testing.T, c *topology.Cluster) *krProducer {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Close() })
-	return &krProducer{p: p, acked: map[string]bool{}}
+	return &appProducer{p: p, acked: map[string]bool{}}
 }
 
-func (p *krProducer) send(t *testing.T, topic string, n int) {
+func (p *appProducer) send(t *testing.T, topic string, n int) {
 	t.Helper()
 	if err := p.trySend(topic, n); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func (p *krProducer) trySend(topic string, n int) error {
+func (p *appProducer) trySend(topic string, n int) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var msgs []*sarama.ProducerMessage
@@ -671,7 +658,7 @@ func (p *krProducer) trySend(topic string, n int) error {
 
 // background writes small batches to topic until the returned function
 // is called; it returns once the producer stopped.
-func (p *krProducer) background(t *testing.T, topic string) (stop func()) {
+func (p *appProducer) background(t *testing.T, topic string) (stop func()) {
 	done, stopped := make(chan struct{}), make(chan error, 1)
 	go func() {
 		for {
@@ -695,7 +682,7 @@ func (p *krProducer) background(t *testing.T, topic string) (stop func()) {
 	})
 }
 
-func (p *krProducer) values() map[string]bool {
+func (p *appProducer) values() map[string]bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	out := make(map[string]bool, len(p.acked))
@@ -705,39 +692,16 @@ func (p *krProducer) values() map[string]bool {
 	return out
 }
 
-// krCommit commits one position of group, as a tool that resets offsets
-// does (no member, generation -1).
-func krCommit(t *testing.T, cl sarama.Client, group, topic string, part int32, offset int64) {
-	t.Helper()
-	coord, err := cl.Coordinator(group)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req := &sarama.OffsetCommitRequest{Version: 7, ConsumerGroup: group, ConsumerGroupGeneration: -1}
-	req.AddBlock(topic, part, offset, 0, "")
-	resp, err := coord.CommitOffset(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, parts := range resp.Errors {
-		for _, kerr := range parts {
-			if kerr != sarama.ErrNoError {
-				t.Fatalf("commit %s %s/%d: %v", group, topic, part, kerr)
-			}
-		}
-	}
-}
-
-// krCommitted returns group's committed positions ("topic/partition" ->
+// committedOf returns group's committed positions ("topic/partition" ->
 // offset) on a cluster; a group unknown there has none.
-func krCommitted(t *testing.T, cl sarama.Client, group string) map[string]int64 {
+func committedOf(t *testing.T, cl sarama.Client, group string) map[string]int64 {
 	t.Helper()
 	admin, err := sarama.NewClusterAdminFromClient(cl)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tps := map[string][]int32{}
-	for topic, n := range krTopics {
+	for topic, n := range resumeTopics {
 		for part := int32(0); part < n; part++ {
 			tps[topic] = append(tps[topic], part)
 		}
@@ -760,8 +724,8 @@ func krCommitted(t *testing.T, cl sarama.Client, group string) map[string]int64 
 	return out
 }
 
-// krRead returns the committed records of a partition from offset from.
-func krRead(t *testing.T, ctx context.Context, cl sarama.Client, topic string, part int32, from int64) []kafkaread.Record {
+// readRecords returns the committed records of a partition from offset from.
+func readRecords(t *testing.T, ctx context.Context, cl sarama.Client, topic string, part int32, from int64) []kafkaread.Record {
 	t.Helper()
 	var out []kafkaread.Record
 	if _, err := kafkaread.ReadCommitted(ctx, cl, topic, part, from, func(r kafkaread.Record) error {
@@ -773,8 +737,8 @@ func krRead(t *testing.T, ctx context.Context, cl sarama.Client, topic string, p
 	return out
 }
 
-// krSameRecords compares keys and values, in order.
-func krSameRecords(got, want []kafkaread.Record) error {
+// sameRecords compares keys and values, in order.
+func sameRecords(got, want []kafkaread.Record) error {
 	for i := range min(len(got), len(want)) {
 		if string(got[i].Key) != string(want[i].Key) || string(got[i].Value) != string(want[i].Value) {
 			return fmt.Errorf("record %d is %s, want %s", i, got[i].Value, want[i].Value)
@@ -786,12 +750,12 @@ func krSameRecords(got, want []kafkaread.Record) error {
 	return nil
 }
 
-// krWaitMirrored waits until east -> west copied everything.
-func krWaitMirrored(t *testing.T, topo *topology.Topology) {
+// waitResumeMirrored waits until east -> west copied everything.
+func waitResumeMirrored(t *testing.T, topo *topology.Topology) {
 	t.Helper()
 	link := mirror.LinkFor(topo, "east", "west")
 	partitions := 0
-	for _, n := range krTopics {
+	for _, n := range resumeTopics {
 		partitions += int(n)
 	}
 	deadline := time.Now().Add(60 * time.Second)
@@ -809,8 +773,8 @@ func krWaitMirrored(t *testing.T, topo *topology.Topology) {
 	}
 }
 
-// krLeadingDone returns the first step not done.
-func krLeadingDone(done []bool) int {
+// leadingDone returns the first step not done.
+func leadingDone(done []bool) int {
 	n := 0
 	for n < len(done) && done[n] {
 		n++
@@ -818,23 +782,14 @@ func krLeadingDone(done []bool) int {
 	return n
 }
 
-func krEventList(evs []plans.Event) []string {
+func eventList(evs []plans.Event) []string {
 	var out []string
 	for _, ev := range evs {
-		out = append(out, krPoint{ev.Type, ev.Index}.String())
+		out = append(out, journalPoint{ev.Type, ev.Index}.String())
 	}
 	return out
 }
 
-func krSorted[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
-func krFirst(s []string) []string {
+func firstOf(s []string) []string {
 	return s[:min(len(s), 5)]
 }

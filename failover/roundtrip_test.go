@@ -279,21 +279,3 @@ func TestRoundTrip(t *testing.T) {
 		t.Errorf("roles after the round trip: %+v", st.Roles)
 	}
 }
-
-// waitMirrored waits until the link has copied everything.
-func waitMirrored(t *testing.T, topo *topology.Topology, source, target string) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		rep, err := mirror.MeasureLag(ctx, topo, mirror.LinkFor(topo, source, target))
-		cancel()
-		if err == nil && rep.Caught() && allMirrored(rep) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s -> %s never caught up: %v %+v", source, target, err, rep)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}

@@ -24,22 +24,22 @@ import (
 // with east active, records why in the run record and the journal, and
 // the run can no longer be resumed.
 func TestAbortBeforeFlip(t *testing.T) {
-	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: rfMirrorYAML, Extra: "failover: {fence: acl, drain_timeout: 2m, quiet_period: 1m}\n"})
+	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: ordersBillingYAML, Extra: "failover: {fence: acl, drain_timeout: 2m, quiet_period: 1m}\n"})
 	topo := p.Topology
-	rfSeed(t, topo)
-	rfStartMirror(t, topo, "east", "west")
-	rfWaitMirrored(t, topo, "east", "west")
-	before := rfSnapshots(t, topo, "east", "west")
-	plan := rfPlan(t, topo, "west")
-	drainAt := sfStep(t, plan, StepDrain)
+	seedOrders(t, topo)
+	startMirror(t, topo, "east", "west")
+	waitMirrored(t, topo, "east", "west")
+	before := snapshots(t, topo, "east", "west")
+	plan := planTo(t, topo, "west")
+	drainAt := stepIndex(t, plan, StepDrain)
 
 	journal := t.TempDir()
 	in := &plans.Interrupts{}
 	done := make(chan error, 1)
 	go func() {
-		done <- Execute(rfCtx(t, 2*time.Minute), topo, plan, RunOptions{JournalDir: journal, Interrupts: in})
+		done <- Execute(kfaketest.Ctx(t, 2*time.Minute), topo, plan, RunOptions{JournalDir: journal, Interrupts: in})
 	}()
-	rfWait(t, 60*time.Second, "the run is draining", func() (bool, string) {
+	kfaketest.Wait(t, 60*time.Second, "the run is draining", func() (bool, string) {
 		st, err := plans.ReadJournal(filepath.Join(journal, plan.ID+".jsonl"))
 		if err != nil {
 			return false, err.Error()
@@ -55,11 +55,11 @@ func TestAbortBeforeFlip(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the drain did not stop at the interrupt")
 	}
-	if acls := rfACLs(t, rfAdmin(t, rfDial(t, topo, "east"))); len(acls) == 0 {
+	if acls := aclsOf(t, kfaketest.Admin(t, kfaketest.Dial(t, topo, "east"))); len(acls) == 0 {
 		t.Fatal("east is not fenced: the test did not stop where it meant to")
 	}
 
-	st := CollectStatus(rfCtx(t, 20*time.Second), topo)
+	st := CollectStatus(kfaketest.Ctx(t, 20*time.Second), topo)
 	if st.Roles.Run == nil || st.Roles.Run.Step != drainAt {
 		t.Errorf("status shows run %+v; want it at step index %d (the drain)", st.Roles.Run, drainAt)
 	}
@@ -70,7 +70,7 @@ func TestAbortBeforeFlip(t *testing.T) {
 		}
 	}
 
-	rep, err := Abort(rfCtx(t, 60*time.Second), topo, "", AbortOptions{Reason: "drill called off", JournalDir: journal})
+	rep, err := Abort(kfaketest.Ctx(t, 60*time.Second), topo, "", AbortOptions{Reason: "drill called off", JournalDir: journal})
 	if err != nil {
 		t.Fatalf("abort: %v", err)
 	}
@@ -78,7 +78,7 @@ func TestAbortBeforeFlip(t *testing.T) {
 	if rep.RunID != plan.ID {
 		t.Errorf("aborted run %s, want %s", rep.RunID, plan.ID)
 	}
-	after := rfSnapshots(t, topo, "east", "west")
+	after := snapshots(t, topo, "east", "west")
 	for _, c := range []string{"east", "west"} {
 		s := after[c].State
 		if s.Active != "east" || s.Standby != "west" || s.Phase != rolestate.PhaseSteady || s.Run != nil {
@@ -93,7 +93,7 @@ func TestAbortBeforeFlip(t *testing.T) {
 			}
 		}
 	}
-	raw, found, err := kvstore.Get(rfCtx(t, 20*time.Second), rfDial(t, topo, "west"), RunsTopic, plan.ID)
+	raw, found, err := kvstore.Get(kfaketest.Ctx(t, 20*time.Second), kfaketest.Dial(t, topo, "west"), RunsTopic, plan.ID)
 	if err != nil || !found {
 		t.Fatalf("run record: %v %v", found, err)
 	}
@@ -111,11 +111,11 @@ func TestAbortBeforeFlip(t *testing.T) {
 	if js.Outcome != plans.OutcomeAborted || !strings.Contains(js.LastError, "drill called off") {
 		t.Errorf("the journal ends %q %q; want aborted with the reason", js.Outcome, js.LastError)
 	}
-	st = CollectStatus(rfCtx(t, 20*time.Second), topo)
+	st = CollectStatus(kfaketest.Ctx(t, 20*time.Second), topo)
 	if strings.Contains(strings.Join(st.Problems, "\n"), plan.ID) {
 		t.Errorf("status still lists the aborted run: %q", st.Problems)
 	}
-	err = Resume(rfCtx(t, 60*time.Second), topo, plan.ID, RunOptions{JournalDir: journal, Yes: true})
+	err = Resume(kfaketest.Ctx(t, 60*time.Second), topo, plan.ID, RunOptions{JournalDir: journal, Yes: true})
 	if err == nil || !strings.Contains(err.Error(), "aborted") {
 		t.Errorf("resume of the aborted run: %v; want a refusal saying it was aborted", err)
 	}
@@ -124,12 +124,12 @@ func TestAbortBeforeFlip(t *testing.T) {
 // TestAbortAfterFlip: once the roles flipped, abort refuses, says to run
 // drctl resume, and changes nothing.
 func TestAbortAfterFlip(t *testing.T) {
-	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: rfMirrorYAML, Extra: "failover: {fence: none, drain_timeout: 30s}\n"})
+	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: ordersBillingYAML, Extra: "failover: {fence: none, drain_timeout: 30s}\n"})
 	topo := p.Topology
-	rfSeed(t, topo)
-	rfCreateTopic(t, topo, "west", "orders", 3)
-	plan := rfPlan(t, topo, "west")
-	flip := sfStep(t, plan, StepFlip)
+	seedOrders(t, topo)
+	kfaketest.CreateTopic(t, topo, "west", "orders", 3, nil)
+	plan := planTo(t, topo, "west")
+	flip := stepIndex(t, plan, StepFlip)
 	var sp stateParams
 	if err := plan.Steps[flip].DecodeParams(&sp); err != nil {
 		t.Fatal(err)
@@ -140,15 +140,15 @@ func TestAbortAfterFlip(t *testing.T) {
 	}
 	raw, _ := json.Marshal(rec)
 	for _, c := range []string{"east", "west"} {
-		if err := kvstore.Put(rfCtx(t, 20*time.Second), rfDial(t, topo, c), RunsTopic, plan.ID, raw); err != nil {
+		if err := kvstore.Put(kfaketest.Ctx(t, 20*time.Second), kfaketest.Dial(t, topo, c), RunsTopic, plan.ID, raw); err != nil {
 			t.Fatal(err)
 		}
 	}
-	rfSetState(t, topo, 0, sp.State, "west", "east")
-	before := rfSnapshots(t, topo, "east", "west")
-	_, err := Abort(rfCtx(t, 60*time.Second), topo, plan.ID, AbortOptions{Reason: "too late", JournalDir: t.TempDir()})
+	setState(t, topo, 0, sp.State, "west", "east")
+	before := snapshots(t, topo, "east", "west")
+	_, err := Abort(kfaketest.Ctx(t, 60*time.Second), topo, plan.ID, AbortOptions{Reason: "too late", JournalDir: t.TempDir()})
 	if !errors.Is(err, ErrPastPointOfNoReturn) || !strings.Contains(err.Error(), "drctl resume "+plan.ID) {
 		t.Fatalf("abort after the flip: got %v, want a refusal naming drctl resume", err)
 	}
-	rfUnchanged(t, topo, before)
+	assertUnchanged(t, topo, before)
 }

@@ -19,9 +19,9 @@ import (
 	"github.com/drctl/drctl/internal/kfaketest"
 )
 
-// sfRefuseOrders makes c refuse every produce to orders (the mirror's data
+// refuseOrders makes c refuse every produce to orders (the mirror's data
 // stays on the source), until c.DropControl().
-func sfRefuseOrders(c *kfake.Cluster) {
+func refuseOrders(c *kfake.Cluster) {
 	c.ControlKey(0, func(req kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()
 		pr := req.(*kmsg.ProduceRequest)
@@ -52,16 +52,16 @@ func sfRefuseOrders(c *kfake.Cluster) {
 // it, naming the 9 lost records; the resumed run reports it in its
 // salvage step, with the count, and ends steady.
 func TestRebuiltClusterFlagged(t *testing.T) {
-	p := kfaketest.NewPair(t, kfaketest.Options{Persist: true, Mirror: rfMirrorYAML, Extra: "failover: {fence: none, drain_timeout: 30s, quiet_period: 300ms}\n"})
+	p := kfaketest.NewPair(t, kfaketest.Options{Persist: true, Mirror: ordersBillingYAML, Extra: "failover: {fence: none, drain_timeout: 30s, quiet_period: 300ms}\n"})
 	topo := p.Topology
-	rfCreateTopic(t, topo, "east", "orders", 1)
-	rfProduce(t, topo, "east", "orders", 20)
-	rfStartMirror(t, topo, "east", "west")
-	rfWaitMirrored(t, topo, "east", "west")
-	sfRefuseOrders(p.West)
-	rfProduce(t, topo, "east", "orders", 9)
-	rfWait(t, 20*time.Second, "the mirror observed the 9 records it cannot copy", func() (bool, string) {
-		rep, err := MeasureRPO(rfCtx(t, 10*time.Second), topo, "east", "west")
+	kfaketest.CreateTopic(t, topo, "east", "orders", 1, nil)
+	kfaketest.Produce(t, topo, "east", "orders", 20)
+	startMirror(t, topo, "east", "west")
+	waitMirrored(t, topo, "east", "west")
+	refuseOrders(p.West)
+	kfaketest.Produce(t, topo, "east", "orders", 9)
+	kfaketest.Wait(t, 20*time.Second, "the mirror observed the 9 records it cannot copy", func() (bool, string) {
+		rep, err := MeasureRPO(kfaketest.Ctx(t, 10*time.Second), topo, "east", "west")
 		if err != nil {
 			return false, err.Error()
 		}
@@ -71,7 +71,7 @@ func TestRebuiltClusterFlagged(t *testing.T) {
 	p.Stop("east")
 	p.West.DropControl()
 
-	plan, err := PlanFailover(rfCtx(t, 30*time.Second), topo, "west", true, false)
+	plan, err := PlanFailover(kfaketest.Ctx(t, 30*time.Second), topo, "west", true, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func TestRebuiltClusterFlagged(t *testing.T) {
 	}
 	t.Cleanup(rebuilt.Close)
 
-	st := CollectStatus(rfCtx(t, 20*time.Second), topo)
+	st := CollectStatus(kfaketest.Ctx(t, 20*time.Second), topo)
 	var east *ClusterStatus
 	for i := range st.Clusters {
 		if st.Clusters[i].Name == "east" {

@@ -20,8 +20,8 @@ import (
 	"github.com/drctl/drctl/topology"
 )
 
-// sfStep returns the index of the first step named name.
-func sfStep(t *testing.T, p *plans.Plan, name string) int {
+// stepIndex returns the index of the first step named name.
+func stepIndex(t *testing.T, p *plans.Plan, name string) int {
 	t.Helper()
 	for i, s := range p.Steps {
 		if s.Name == name {
@@ -32,9 +32,9 @@ func sfStep(t *testing.T, p *plans.Plan, name string) int {
 	return -1
 }
 
-// sfRoundTrip saves p, lets edit change the saved JSON, and loads it again
+// roundTrip saves p, lets edit change the saved JSON, and loads it again
 // as drctl apply would.
-func sfRoundTrip(t *testing.T, p *plans.Plan, edit func(p *plans.Plan)) *plans.Plan {
+func roundTrip(t *testing.T, p *plans.Plan, edit func(p *plans.Plan)) *plans.Plan {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "plan.json")
 	if err := plans.SavePlan(path, p); err != nil {
@@ -54,7 +54,7 @@ func sfRoundTrip(t *testing.T, p *plans.Plan, edit func(p *plans.Plan)) *plans.P
 	return q
 }
 
-func sfSetParams(t *testing.T, p *plans.Plan, i int, v any) {
+func setParams(t *testing.T, p *plans.Plan, i int, v any) {
 	t.Helper()
 	raw, err := json.Marshal(v)
 	if err != nil {
@@ -63,15 +63,15 @@ func sfSetParams(t *testing.T, p *plans.Plan, i int, v any) {
 	p.Steps[i].Params = raw
 }
 
-// sfNoTrace checks that a refused run left nothing: no journal, no run
+// noTrace checks that a refused run left nothing: no journal, no run
 // record in either cluster.
-func sfNoTrace(t *testing.T, topo *topology.Topology, journal, id string) {
+func noTrace(t *testing.T, topo *topology.Topology, journal, id string) {
 	t.Helper()
 	if entries, _ := os.ReadDir(journal); len(entries) > 0 {
 		t.Errorf("the refused run wrote %d journal file(s) in %s (first %s)", len(entries), journal, entries[0].Name())
 	}
 	for _, c := range topo.ClusterNames() {
-		_, found, err := kvstore.Get(rfCtx(t, 20*time.Second), rfDial(t, topo, c), RunsTopic, id)
+		_, found, err := kvstore.Get(kfaketest.Ctx(t, 20*time.Second), kfaketest.Dial(t, topo, c), RunsTopic, id)
 		if err != nil {
 			t.Fatalf("read the run record of %s on %s: %v", id, c, err)
 		}
@@ -86,12 +86,12 @@ func sfNoTrace(t *testing.T, topo *topology.Topology, journal, id string) {
 // anything runs, naming the step and the fix, and nothing changes: no
 // role state, topic, group or ACL moves and no trace of the run is left.
 func TestTamperedPlanRefused(t *testing.T) {
-	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: rfMirrorYAML, Extra: "failover: {fence: none, drain_timeout: 30s, quiet_period: 300ms}\n"})
+	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: ordersBillingYAML, Extra: "failover: {fence: none, drain_timeout: 30s, quiet_period: 300ms}\n"})
 	topo := p.Topology
-	rfSeed(t, topo)
-	rfCreateTopic(t, topo, "west", "orders", 3)
-	plan := rfPlan(t, topo, "west")
-	wipe := sfStep(t, plan, StepWipe)
+	seedOrders(t, topo)
+	kfaketest.CreateTopic(t, topo, "west", "orders", 3, nil)
+	plan := planTo(t, topo, "west")
+	wipe := stepIndex(t, plan, StepWipe)
 
 	cases := []struct {
 		name string
@@ -99,7 +99,7 @@ func TestTamperedPlanRefused(t *testing.T) {
 		want string
 	}{
 		{"wipe params swapped", func(q *plans.Plan) {
-			sfSetParams(t, q, wipe, reseedParams{Stale: "west", Active: "east"})
+			setParams(t, q, wipe, reseedParams{Stale: "west", Active: "east"})
 		}, "step " + strconv.Itoa(wipe+1)},
 		{"title of the wipe changed", func(q *plans.Plan) {
 			q.Steps[wipe].Title = "Tidy up a little"
@@ -126,11 +126,11 @@ func TestTamperedPlanRefused(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			q := sfRoundTrip(t, plan, tc.edit)
-			before := rfSnapshots(t, topo, "east", "west")
+			q := roundTrip(t, plan, tc.edit)
+			before := snapshots(t, topo, "east", "west")
 			journal := t.TempDir()
-			var c rfConfirm
-			err := rfExecute(t, topo, q, journal, &c)
+			var c confirmCounter
+			err := execute(t, topo, q, journal, &c)
 			if err == nil {
 				t.Fatal("the edited plan ran")
 			}
@@ -143,16 +143,16 @@ func TestTamperedPlanRefused(t *testing.T) {
 			if c.n.Load() != 0 {
 				t.Errorf("the refused run asked the operator %d time(s)", c.n.Load())
 			}
-			rfUnchanged(t, topo, before)
-			sfNoTrace(t, topo, journal, q.ID)
+			assertUnchanged(t, topo, before)
+			noTrace(t, topo, journal, q.ID)
 		})
 	}
 
 	// The same holds for a resume: the clusters name the run as in
 	// progress, and the plan they keep (or the journal) was edited.
 	t.Run("resume of an edited run record", func(t *testing.T) {
-		q := sfRoundTrip(t, plan, func(q *plans.Plan) {
-			sfSetParams(t, q, wipe, reseedParams{Stale: "west", Active: "east"})
+		q := roundTrip(t, plan, func(q *plans.Plan) {
+			setParams(t, q, wipe, reseedParams{Stale: "west", Active: "east"})
 		})
 		var in Inputs
 		if err := plan.DecodeInputs(&in); err != nil {
@@ -165,30 +165,30 @@ func TestTamperedPlanRefused(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, c := range []string{"east", "west"} {
-			if err := kvstore.Put(rfCtx(t, 20*time.Second), rfDial(t, topo, c), RunsTopic, q.ID, raw); err != nil {
+			if err := kvstore.Put(kfaketest.Ctx(t, 20*time.Second), kfaketest.Dial(t, topo, c), RunsTopic, q.ID, raw); err != nil {
 				t.Fatal(err)
 			}
 		}
 		s := rolestate.State{Topology: topo.Name, Epoch: in.Epoch + 1, Active: "east", Standby: "west", Phase: rolestate.PhaseFailingOver,
 			Run: &rolestate.Run{ID: q.ID, Kind: rolestate.RunFailover, StartedAt: q.CreatedAt}}
-		rfSetState(t, topo, in.Epoch, s, "west", "east")
-		before := rfSnapshots(t, topo, "east", "west")
-		var c rfConfirm
-		ctx := rfCtx(t, 60*time.Second)
+		setState(t, topo, in.Epoch, s, "west", "east")
+		before := snapshots(t, topo, "east", "west")
+		var c confirmCounter
+		ctx := kfaketest.Ctx(t, 60*time.Second)
 		err = Resume(ctx, topo, q.ID, RunOptions{JournalDir: t.TempDir(), Confirm: c.confirm})
 		if err == nil || !strings.Contains(err.Error(), "the plan was changed after it was made") {
 			t.Fatalf("resume of an edited run: got %v, want a refusal", err)
 		}
-		rfUnchanged(t, topo, before)
+		assertUnchanged(t, topo, before)
 	})
 }
 
-// sfSameClusterPair returns a topology whose east and west both name the
+// sameClusterPair returns a topology whose east and west both name the
 // one cluster of a kfake pair's east.
-func sfSameClusterPair(t *testing.T, extra string) (*kfaketest.Pair, *topology.Topology) {
+func sameClusterPair(t *testing.T, extra string) (*kfaketest.Pair, *topology.Topology) {
 	t.Helper()
-	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: rfMirrorYAML, Extra: extra})
-	o := kfaketest.Options{Mirror: rfMirrorYAML, Extra: extra}
+	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: ordersBillingYAML, Extra: extra})
+	o := kfaketest.Options{Mirror: ordersBillingYAML, Extra: extra}
 	path := filepath.Join(t.TempDir(), "drctl.yaml")
 	if err := os.WriteFile(path, []byte(kfaketest.TopologyYAML("test", p.East.ListenAddrs(), p.East.ListenAddrs(), o)), 0o600); err != nil {
 		t.Fatal(err)
@@ -204,16 +204,20 @@ func sfSameClusterPair(t *testing.T, extra string) (*kfaketest.Pair, *topology.T
 // brokers, every plan (planned and unplanned failover, failback, reseed)
 // is refused naming the cluster id, and nothing changes.
 func TestOneClusterTwoNamesRefused(t *testing.T) {
-	_, topo := sfSameClusterPair(t, "failover: {fence: none, drain_timeout: 30s}\n")
-	rfSeed(t, topo)
-	before := rfSnapshots(t, topo, "east")
+	_, topo := sameClusterPair(t, "failover: {fence: none, drain_timeout: 30s}\n")
+	seedOrders(t, topo)
+	before := snapshots(t, topo, "east")
 	for _, tc := range []struct {
 		name string
 		plan func() (*plans.Plan, error)
 	}{
-		{"planned", func() (*plans.Plan, error) { return PlanFailover(rfCtx(t, 30*time.Second), topo, "west", false, false) }},
-		{"unplanned", func() (*plans.Plan, error) { return PlanFailover(rfCtx(t, 30*time.Second), topo, "west", true, false) }},
-		{"reseed", func() (*plans.Plan, error) { return PlanReseed(rfCtx(t, 30*time.Second), topo, "west") }},
+		{"planned", func() (*plans.Plan, error) {
+			return PlanFailover(kfaketest.Ctx(t, 30*time.Second), topo, "west", false, false)
+		}},
+		{"unplanned", func() (*plans.Plan, error) {
+			return PlanFailover(kfaketest.Ctx(t, 30*time.Second), topo, "west", true, false)
+		}},
+		{"reseed", func() (*plans.Plan, error) { return PlanReseed(kfaketest.Ctx(t, 30*time.Second), topo, "west") }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := tc.plan()
@@ -227,7 +231,7 @@ func TestOneClusterTwoNamesRefused(t *testing.T) {
 			}
 		})
 	}
-	rfUnchanged(t, topo, before)
+	assertUnchanged(t, topo, before)
 }
 
 // TestOneClusterTwoNamesRecorded: the old active does not answer, and the
@@ -235,19 +239,19 @@ func TestOneClusterTwoNamesRefused(t *testing.T) {
 // an unplanned failover is refused, and so is a saved plan whose preflight
 // finds it so, with nothing changed.
 func TestOneClusterTwoNamesRecorded(t *testing.T) {
-	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: rfMirrorYAML, Extra: "failover: {fence: none, drain_timeout: 30s}\n"})
+	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: ordersBillingYAML, Extra: "failover: {fence: none, drain_timeout: 30s}\n"})
 	topo := p.Topology
-	rfCreateTopic(t, topo, "west", "orders", 3)
+	kfaketest.CreateTopic(t, topo, "west", "orders", 3, nil)
 	s := rolestate.State{Topology: topo.Name, Epoch: 1, Active: "east", Standby: "west", Phase: rolestate.PhaseSteady,
 		ClusterIDs: map[string]string{"east": "kfake-west", "west": "kfake-west"}}
-	rfSetState(t, topo, 0, s, "west")
+	setState(t, topo, 0, s, "west")
 	p.Stop("east")
-	before := rfSnapshots(t, topo, "west")
-	_, err := PlanFailover(rfCtx(t, 30*time.Second), topo, "west", true, false)
+	before := snapshots(t, topo, "west")
+	_, err := PlanFailover(kfaketest.Ctx(t, 30*time.Second), topo, "west", true, false)
 	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "one cluster") || !strings.Contains(err.Error(), "recorded") {
 		t.Fatalf("got %v, want a refusal naming one cluster under two names, as recorded", err)
 	}
-	rfUnchanged(t, topo, before)
+	assertUnchanged(t, topo, before)
 
 	// The preflight of a plan made from other recorded ids finds it too.
 	plan := plans.New("failover-recorded", string(rolestate.RunFailover))
@@ -260,11 +264,11 @@ func TestOneClusterTwoNamesRecorded(t *testing.T) {
 		t.Fatal(err)
 	}
 	journal := t.TempDir()
-	var c rfConfirm
-	err = rfExecute(t, topo, plan, journal, &c)
+	var c confirmCounter
+	err = execute(t, topo, plan, journal, &c)
 	var serr *plans.StepError
 	if !errors.As(err, &serr) || serr.Name != StepPreflight || !strings.Contains(err.Error(), "one cluster") {
 		t.Fatalf("got %v, want the preflight to refuse one cluster under two names", err)
 	}
-	rfUnchanged(t, topo, before)
+	assertUnchanged(t, topo, before)
 }

@@ -20,9 +20,9 @@ import (
 	"github.com/drctl/drctl/topology"
 )
 
-// sfProduceHeaders writes one record per header set to partition 0 of
+// produceHeaders writes one record per header set to partition 0 of
 // topic on cluster (a nil set: no headers).
-func sfProduceHeaders(t *testing.T, topo *topology.Topology, cluster, topic string, sets ...[]sarama.RecordHeader) {
+func produceHeaders(t *testing.T, topo *topology.Topology, cluster, topic string, sets ...[]sarama.RecordHeader) {
 	t.Helper()
 	cfg, err := topo.Clusters[cluster].SaramaConfig()
 	if err != nil {
@@ -43,7 +43,7 @@ func sfProduceHeaders(t *testing.T, topo *topology.Topology, cluster, topic stri
 	}
 }
 
-func sfHeader(k, v string) sarama.RecordHeader {
+func headerOf(k, v string) sarama.RecordHeader {
 	return sarama.RecordHeader{Key: []byte(k), Value: []byte(v)}
 }
 
@@ -51,13 +51,13 @@ func sfHeader(k, v string) sarama.RecordHeader {
 // standby is refused, says why and how to force it, and leaves no trace
 // (no phase change, no run record, no quarantine topic on east).
 func TestReseedOfHealthyStandbyRefused(t *testing.T) {
-	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: rfMirrorYAML, Extra: "failover: {fence: none, drain_timeout: 30s}\n"})
+	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: ordersBillingYAML, Extra: "failover: {fence: none, drain_timeout: 30s}\n"})
 	topo := p.Topology
-	rfSeed(t, topo)
-	rfStartMirror(t, topo, "east", "west")
-	rfWaitMirrored(t, topo, "east", "west")
-	before := rfSnapshots(t, topo, "east", "west")
-	_, err := PlanReseed(rfCtx(t, 30*time.Second), topo, "west")
+	seedOrders(t, topo)
+	startMirror(t, topo, "east", "west")
+	waitMirrored(t, topo, "east", "west")
+	before := snapshots(t, topo, "east", "west")
+	_, err := PlanReseed(kfaketest.Ctx(t, 30*time.Second), topo, "west")
 	if !errors.Is(err, ErrRefused) {
 		t.Fatalf("reseed of the healthy standby: got %v, want a refusal", err)
 	}
@@ -66,14 +66,14 @@ func TestReseedOfHealthyStandbyRefused(t *testing.T) {
 			t.Errorf("message %q does not contain %q", err, want)
 		}
 	}
-	after := rfUnchanged(t, topo, before)
+	after := assertUnchanged(t, topo, before)
 	if _, ok := after["east"].Topics["orders"+topo.Failover.SalvageTopicSuffix]; ok {
 		t.Errorf("east has a quarantine topic after the refusal")
 	}
 
 	// Forced, the salvage copies nothing: every record on west came from
 	// east, the cluster it would salvage into.
-	rep, err := Salvage(rfCtx(t, 60*time.Second), topo, "west", "east")
+	rep, err := Salvage(kfaketest.Ctx(t, 60*time.Second), topo, "west", "east")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,24 +90,24 @@ func TestReseedOfHealthyStandbyRefused(t *testing.T) {
 // mirrored from a third cluster (both salvaged, their headers as they
 // were, plus drctl's salvage headers).
 func TestSalvageKeepsProvenance(t *testing.T) {
-	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: rfMirrorYAML, Extra: "failover: {fence: none, drain_timeout: 30s}\n"})
+	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: ordersBillingYAML, Extra: "failover: {fence: none, drain_timeout: 30s}\n"})
 	topo := p.Topology
-	rfCreateTopic(t, topo, "west", "orders", 1)
+	kfaketest.CreateTopic(t, topo, "west", "orders", 1, nil)
 	var off [8]byte
 	binary.BigEndian.PutUint64(off[:], 41)
-	sfProduceHeaders(t, topo, "west", "orders",
-		[]sarama.RecordHeader{sfHeader(mirror.HeaderOrigin, "kfake-east"), {Key: []byte(mirror.HeaderSourceOffset), Value: off[:]}},
-		[]sarama.RecordHeader{sfHeader("app", "1")},
-		[]sarama.RecordHeader{sfHeader(mirror.HeaderOrigin, "kfake-north"), {Key: []byte(mirror.HeaderSourceOffset), Value: off[:]}},
+	produceHeaders(t, topo, "west", "orders",
+		[]sarama.RecordHeader{headerOf(mirror.HeaderOrigin, "kfake-east"), {Key: []byte(mirror.HeaderSourceOffset), Value: off[:]}},
+		[]sarama.RecordHeader{headerOf("app", "1")},
+		[]sarama.RecordHeader{headerOf(mirror.HeaderOrigin, "kfake-north"), {Key: []byte(mirror.HeaderSourceOffset), Value: off[:]}},
 	)
-	rep, err := Salvage(rfCtx(t, 60*time.Second), topo, "west", "east")
+	rep, err := Salvage(kfaketest.Ctx(t, 60*time.Second), topo, "west", "east")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rep.Records != 2 {
 		t.Errorf("salvaged %d record(s), want 2 (the application's and the third cluster's)", rep.Records)
 	}
-	recs, err := readCommitted(rfDial(t, topo, "east"), "orders"+topo.Failover.SalvageTopicSuffix, 0)
+	recs, err := readCommitted(kfaketest.Dial(t, topo, "east"), "orders"+topo.Failover.SalvageTopicSuffix, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,10 +140,10 @@ func TestSalvageKeepsProvenance(t *testing.T) {
 		}
 	}
 	// Idempotent: a second salvage adds nothing.
-	if _, err := Salvage(rfCtx(t, 60*time.Second), topo, "west", "east"); err != nil {
+	if _, err := Salvage(kfaketest.Ctx(t, 60*time.Second), topo, "west", "east"); err != nil {
 		t.Fatal(err)
 	}
-	if recs, _ := readCommitted(rfDial(t, topo, "east"), "orders"+topo.Failover.SalvageTopicSuffix, 0); len(recs) != 2 {
+	if recs, _ := readCommitted(kfaketest.Dial(t, topo, "east"), "orders"+topo.Failover.SalvageTopicSuffix, 0); len(recs) != 2 {
 		t.Errorf("after a second salvage the quarantine topic holds %d record(s), want 2", len(recs))
 	}
 }
@@ -153,38 +153,38 @@ func TestSalvageKeepsProvenance(t *testing.T) {
 // it was down), naming the flag that forces it; nothing changes. Forced,
 // the plan fences the old active before the flip.
 func TestUnplannedWithLiveActiveRefused(t *testing.T) {
-	p := kfaketest.NewPair(t, kfaketest.Options{Persist: true, Mirror: rfMirrorYAML, Extra: "failover: {fence: acl, drain_timeout: 30s}\n"})
+	p := kfaketest.NewPair(t, kfaketest.Options{Persist: true, Mirror: ordersBillingYAML, Extra: "failover: {fence: acl, drain_timeout: 30s}\n"})
 	topo := p.Topology
-	rfSeed(t, topo)
-	rfCreateTopic(t, topo, "west", "orders", 3)
-	before := rfSnapshots(t, topo, "east", "west")
-	_, err := PlanFailover(rfCtx(t, 30*time.Second), topo, "west", true, false)
+	seedOrders(t, topo)
+	kfaketest.CreateTopic(t, topo, "west", "orders", 3, nil)
+	before := snapshots(t, topo, "east", "west")
+	_, err := PlanFailover(kfaketest.Ctx(t, 30*time.Second), topo, "west", true, false)
 	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "answers") || !strings.Contains(err.Error(), "--force-unplanned") {
 		t.Fatalf("unplanned failover of a live active: got %v, want a refusal naming --force-unplanned", err)
 	}
-	rfUnchanged(t, topo, before)
+	assertUnchanged(t, topo, before)
 
 	p.Stop("east")
-	saved, err := PlanFailover(rfCtx(t, 30*time.Second), topo, "west", true, false)
+	saved, err := PlanFailover(kfaketest.Ctx(t, 30*time.Second), topo, "west", true, false)
 	if err != nil {
 		t.Fatalf("unplanned failover with east down: %v", err)
 	}
 	p.Restart(t, "east")
-	var c rfConfirm
+	var c confirmCounter
 	journal := t.TempDir()
-	err = rfExecute(t, topo, saved, journal, &c)
+	err = execute(t, topo, saved, journal, &c)
 	var serr *plans.StepError
 	if !errors.As(err, &serr) || serr.Name != StepPreflight || !strings.Contains(err.Error(), "answers") {
 		t.Fatalf("applying the plan saved while east was down: got %v, want the preflight to refuse", err)
 	}
-	rfUnchanged(t, topo, before)
-	rfNoStepDone(t, topo, saved.ID)
+	assertUnchanged(t, topo, before)
+	noStepDone(t, topo, saved.ID)
 
-	forced, err := PlanFailoverWith(rfCtx(t, 30*time.Second), topo, FailoverRequest{To: "west", Unplanned: true, ForceUnplanned: true})
+	forced, err := PlanFailoverWith(kfaketest.Ctx(t, 30*time.Second), topo, FailoverRequest{To: "west", Unplanned: true, ForceUnplanned: true})
 	if err != nil {
 		t.Fatalf("forced: %v", err)
 	}
-	fence, flip := sfStep(t, forced, StepFenceActive), sfStep(t, forced, StepFlip)
+	fence, flip := stepIndex(t, forced, StepFenceActive), stepIndex(t, forced, StepFlip)
 	if fence > flip {
 		t.Errorf("the forced plan fences east at step %d, after the flip at %d", fence+1, flip+1)
 	}
@@ -199,25 +199,25 @@ func TestUnplannedWithLiveActiveRefused(t *testing.T) {
 // old link east->west once mirrored. A later salvage of east (before the
 // next wipe) saves all 5: the wipe forgot the old link's progress.
 func TestSalvageAfterWipe(t *testing.T) {
-	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: rfMirrorYAML, Extra: "failover: {fence: none, drain_timeout: 30s}\n"})
+	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: ordersBillingYAML, Extra: "failover: {fence: none, drain_timeout: 30s}\n"})
 	topo := p.Topology
-	rfCreateTopic(t, topo, "east", "orders", 1)
-	rfProduce(t, topo, "east", "orders", 20)
+	kfaketest.CreateTopic(t, topo, "east", "orders", 1, nil)
+	kfaketest.Produce(t, topo, "east", "orders", 20)
 	ctx, cancel := context.WithCancel(context.Background())
 	d := mirror.NewDaemon(topo, mirror.DaemonOptions{StatePoll: 200 * time.Millisecond,
 		Engine: mirror.Options{Shards: 1, IdleCheck: 100 * time.Millisecond, TopicSyncInterval: 200 * time.Millisecond}})
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
-	rfWaitMirrored(t, topo, "east", "west")
+	waitMirrored(t, topo, "east", "west")
 	cancel()
 	<-done
 
-	if _, err := Wipe(rfCtx(t, 60*time.Second), topo, "east", "west"); err != nil {
+	if _, err := Wipe(kfaketest.Ctx(t, 60*time.Second), topo, "east", "west"); err != nil {
 		t.Fatal(err)
 	}
-	rfCreateTopic(t, topo, "east", "orders", 1)
-	rfProduce(t, topo, "east", "orders", 5)
-	rep, err := Salvage(rfCtx(t, 60*time.Second), topo, "east", "west")
+	kfaketest.CreateTopic(t, topo, "east", "orders", 1, nil)
+	kfaketest.Produce(t, topo, "east", "orders", 5)
+	rep, err := Salvage(kfaketest.Ctx(t, 60*time.Second), topo, "east", "west")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,9 +20,9 @@ import (
 // that does not run, stops the run within seconds; the step is left to
 // run again on resume.
 func TestInterruptStopsLongWait(t *testing.T) {
-	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: rfMirrorYAML, Extra: "failover: {fence: none, drain_timeout: 30s}\n"})
+	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: ordersBillingYAML, Extra: "failover: {fence: none, drain_timeout: 30s}\n"})
 	topo := p.Topology
-	rfCreateTopic(t, topo, "east", "orders", 1)
+	kfaketest.CreateTopic(t, topo, "east", "orders", 1, nil)
 	plan := plans.New("wait-test", "reseed")
 	if err := plan.Add(plans.StepSpec{Name: StepWaitReseeded, Title: "Wait until west has caught up with east",
 		Params: waitParams{Source: "east", Target: "west", Timeout: ReseedTimeout.String()}}); err != nil {
@@ -71,7 +71,7 @@ func TestInterruptStopsLongWait(t *testing.T) {
 // TestStatusUnknownWhenNothingAnswers: with both clusters down, the roles
 // are "unknown", not the topology file's home roles.
 func TestStatusUnknownWhenNothingAnswers(t *testing.T) {
-	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: rfMirrorYAML})
+	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: ordersBillingYAML})
 	p.Stop("east")
 	p.Stop("west")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -96,7 +96,7 @@ func TestStatusUnknownWhenNothingAnswers(t *testing.T) {
 // TestFenceNoneConfirmedByYes: with fence none, --yes answers the
 // question, and the step says so in those words.
 func TestFenceNoneConfirmedByYes(t *testing.T) {
-	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: rfMirrorYAML, Extra: "failover: {fence: none, drain_timeout: 30s}\n"})
+	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: ordersBillingYAML, Extra: "failover: {fence: none, drain_timeout: 30s}\n"})
 	res, err := fenceCluster(context.Background(), p.Topology, "east", nil, true)
 	if err != nil || !strings.Contains(res.Summary, "confirmed by --yes") {
 		t.Errorf("fence none with --yes: %q %v; want it confirmed by --yes", res.Summary, err)

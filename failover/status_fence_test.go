@@ -30,8 +30,8 @@ func TestStatusFencedOnKfake(t *testing.T) {
 		Extra:  "failover: {fence: acl, producer_principals: [\"User:app\"]}\n",
 	})
 	topo := p.Topology
-	rfCreateTopic(t, topo, "east", "orders", 1)
-	ctx := rfCtx(t, 60*time.Second)
+	kfaketest.CreateTopic(t, topo, "east", "orders", 1, nil)
+	ctx := kfaketest.Ctx(t, 60*time.Second)
 	fenced := func() map[string]string {
 		st, _ := CollectStatusLag(ctx, topo)
 		out := map[string]string{}

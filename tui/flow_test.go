@@ -2,7 +2,6 @@ package tui
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -16,8 +15,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/drctl/drctl/failover"
-	"github.com/drctl/drctl/internal/kafkaconn"
-	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/mirror"
 	"github.com/drctl/drctl/topology"
@@ -26,98 +23,14 @@ import (
 // This file drives the console as an operator would, on two kfake
 // clusters: real Kafka wire protocol, the real mirror, the real executor.
 
-func dialCluster(t *testing.T, c *topology.Cluster) sarama.Client {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	cl, err := kafkaconn.Dial(ctx, c, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cl.Close() })
-	return cl
-}
-
-// seed creates topic with parts partitions on cl, writes n records per
-// partition whose values are "partition/i", and commits group at offset
-// at in every partition.
-func seed(t *testing.T, c *topology.Cluster, cl sarama.Client, topic string, parts int32, n int, group string, at int64) {
-	t.Helper()
-	admin, err := sarama.NewClusterAdminFromClient(cl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := admin.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: parts, ReplicationFactor: 1}, false); err != nil {
-		t.Fatal(err)
-	}
-	cfg, _ := c.SaramaConfig()
-	cfg.Producer.Return.Successes = true
-	cfg.Producer.Partitioner = sarama.NewManualPartitioner
-	prod, err := sarama.NewSyncProducer(c.Bootstrap, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
-	var msgs []*sarama.ProducerMessage
-	for p := range parts {
-		for i := range n {
-			msgs = append(msgs, &sarama.ProducerMessage{Topic: topic, Partition: p, Value: sarama.StringEncoder(fmt.Sprintf("%d/%d", p, i))})
-		}
-	}
-	if err := prod.SendMessages(msgs); err != nil {
-		t.Fatal(err)
-	}
-	coord, err := cl.Coordinator(group)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req := &sarama.OffsetCommitRequest{Version: 7, ConsumerGroup: group, ConsumerGroupGeneration: -1}
-	for p := range parts {
-		req.AddBlock(topic, p, at, 0, "")
-	}
-	if _, err := coord.CommitOffset(req); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// committed is group's committed offset of topic/part on cl (-1: none).
-func committed(t *testing.T, cl sarama.Client, group, topic string, part int32) int64 {
-	t.Helper()
-	if err := cl.RefreshCoordinator(group); err != nil {
-		t.Fatal(err)
-	}
-	coord, err := cl.Coordinator(group)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req := &sarama.OffsetFetchRequest{Version: 7, ConsumerGroup: group}
-	req.AddPartition(topic, part)
-	resp, err := coord.FetchOffset(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if b := resp.GetBlock(topic, part); b != nil && b.Err == sarama.ErrNoError {
-		return b.Offset
-	}
-	return -1
-}
-
-// valueAt is the value of the first committed record at or after offset.
+// valueAt is the value of the first committed record of topic/part on cl
+// at or after offset ("" when there is none).
 func valueAt(t *testing.T, cl sarama.Client, topic string, part int32, offset int64) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	var v string
-	_, err := kafkaread.ReadCommitted(ctx, cl, topic, part, offset, func(r kafkaread.Record) error {
-		if v == "" {
-			v = string(r.Value)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
+	if recs := kfaketest.Records(t, cl, topic, part, offset); len(recs) > 0 {
+		return string(recs[0].Value)
 	}
-	return v
+	return ""
 }
 
 // waitScreen waits until the console has drawn text.
@@ -148,8 +61,7 @@ func TestFailoverThroughKeys(t *testing.T) {
 		Extra:  "failover: {fence: none, drain_timeout: 30s, quiet_period: 300ms}\n",
 	})
 	topo := p.Topology
-	east := dialCluster(t, topo.Clusters["east"])
-	seed(t, topo.Clusters["east"], east, "orders", 3, 10, "billing", 4)
+	kfaketest.Seed(t, topo, "east", "orders", 3, 10, "billing", 4)
 	runMirror(t, topo)
 
 	m := New(Options{Topology: topo, Interval: 300 * time.Millisecond, Timeout: 10 * time.Second, JournalDir: t.TempDir()})
@@ -180,9 +92,9 @@ func TestFailoverThroughKeys(t *testing.T) {
 	if st.Roles.Active != "west" || st.Roles.Standby != "east" || st.Roles.Phase != "steady" {
 		t.Fatalf("roles after the failover: %+v", st.Roles)
 	}
-	west := dialCluster(t, topo.Clusters["west"])
+	west := kfaketest.Dial(t, topo, "west")
 	for part := range int32(3) {
-		at := committed(t, west, "billing", "orders", part)
+		at := kfaketest.Committed(t, west, "billing", "orders", part)
 		if at < 0 {
 			t.Fatalf("billing has no position on west in orders/%d", part)
 		}
@@ -262,8 +174,8 @@ func TestOffsetsSyncThroughKeys(t *testing.T) {
 		Mirror: "  topics: {include: [\"orders\"]}\n  groups: {include: [\"billing\"]}\n  group_sync_interval: 1h",
 	})
 	topo := p.Topology
-	east := dialCluster(t, topo.Clusters["east"])
-	seed(t, topo.Clusters["east"], east, "orders", 3, 10, "billing", 4)
+	east := kfaketest.Dial(t, topo, "east")
+	kfaketest.Seed(t, topo, "east", "orders", 3, 10, "billing", 4)
 	runMirror(t, topo)
 
 	m := New(Options{Topology: topo, Interval: 300 * time.Millisecond, Timeout: 10 * time.Second, JournalDir: t.TempDir()})
@@ -291,9 +203,9 @@ func TestOffsetsSyncThroughKeys(t *testing.T) {
 	tm.Send(key("q"))
 	tm.WaitFinished(t, teatest.WithFinalTimeout(10*time.Second))
 
-	west := dialCluster(t, topo.Clusters["west"])
+	west := kfaketest.Dial(t, topo, "west")
 	for part := range int32(3) {
-		at := committed(t, west, "billing", "orders", part)
+		at := kfaketest.Committed(t, west, "billing", "orders", part)
 		if got, want := valueAt(t, west, "orders", part, at), strconv.Itoa(int(part))+"/7"; got != want {
 			t.Errorf("after s, billing on west reads orders/%d offset %d next, record %q; on east it reads %q next", part, at, got, want)
 		}

@@ -17,8 +17,7 @@ import (
 func TestLogBytesOnKfake(t *testing.T) {
 	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: "  topics: {include: [\"orders\"]}"})
 	topo := p.Topology
-	east := dialCluster(t, topo.Clusters["east"])
-	seed(t, topo.Clusters["east"], east, "orders", 3, 10, "billing", 0)
+	kfaketest.Seed(t, topo, "east", "orders", 3, 10, "billing", 0)
 	runMirror(t, topo)
 
 	// caught waits for a refresh in which the mirror copied everything.

@@ -27,7 +27,7 @@ func TestScale(t *testing.T) {
 	p := kfaketest.NewPair(t, kfaketest.Options{})
 	topo := p.Topology
 	for _, name := range []string{"east", "west"} {
-		cl := dialCluster(t, topo.Clusters[name])
+		cl := kfaketest.Dial(t, topo, name)
 		admin, err := sarama.NewClusterAdminFromClient(cl)
 		if err != nil {
 			t.Fatal(err)
@@ -38,7 +38,7 @@ func TestScale(t *testing.T) {
 			}
 		}
 	}
-	east := dialCluster(t, topo.Clusters["east"])
+	east := kfaketest.Dial(t, topo, "east")
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 16)
 	for g := range groups {

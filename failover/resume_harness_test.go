@@ -29,25 +29,25 @@ import (
 // tests SIGKILL it). It is this package's only TestMain: other test files
 // must not add one.
 const (
-	krEnvPlan     = "DRCTL_FAILOVER_CHILD_PLAN"     // plan file: run it
-	krEnvTopology = "DRCTL_FAILOVER_CHILD_TOPOLOGY" // topology file
-	krEnvJournal  = "DRCTL_FAILOVER_CHILD_JOURNAL"  // journal directory
-	krEnvHold     = "DRCTL_FAILOVER_CHILD_HOLD"     // "<event type>/<step index>", or empty
+	envPlan     = "DRCTL_FAILOVER_CHILD_PLAN"     // plan file: run it
+	envTopology = "DRCTL_FAILOVER_CHILD_TOPOLOGY" // topology file
+	envJournal  = "DRCTL_FAILOVER_CHILD_JOURNAL"  // journal directory
+	envHold     = "DRCTL_FAILOVER_CHILD_HOLD"     // "<event type>/<step index>", or empty
 )
 
 func TestMain(m *testing.M) {
-	if path := os.Getenv(krEnvPlan); path != "" {
-		os.Exit(krRunPlan(path))
+	if path := os.Getenv(envPlan); path != "" {
+		os.Exit(runPlan(path))
 	}
 	os.Exit(m.Run())
 }
 
-// krRunPlan is the child: what `drctl apply plan.json --yes` does, with a
+// runPlan is the child: what `drctl apply plan.json --yes` does, with a
 // journal directory of the parent's choosing. It says "held TYPE INDEX"
 // on stdout when the hold event reached every hook, and then waits for a
 // line on stdin (or for its SIGKILL).
-func krRunPlan(path string) int {
-	topo, err := topology.Load(os.Getenv(krEnvTopology))
+func runPlan(path string) int {
+	topo, err := topology.Load(os.Getenv(envTopology))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
@@ -57,64 +57,64 @@ func krRunPlan(path string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	hold, err := krParseHold(os.Getenv(krEnvHold))
+	hold, err := parseHold(os.Getenv(envHold))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	events := &krHoldingStream{hold: hold, stdin: bufio.NewReader(os.Stdin)}
+	events := &holdingStream{hold: hold, stdin: bufio.NewReader(os.Stdin)}
 	yes := func(string) error { return nil }
-	if err := Execute(context.Background(), topo, p, RunOptions{JournalDir: os.Getenv(krEnvJournal), JSON: events, Confirm: yes}); err != nil {
+	if err := Execute(context.Background(), topo, p, RunOptions{JournalDir: os.Getenv(envJournal), JSON: events, Confirm: yes}); err != nil {
 		fmt.Fprintln(os.Stderr, "execute:", err)
 		return 1
 	}
 	return 0
 }
 
-// krPoint names one event of a run: a type and a step index.
-type krPoint struct {
+// journalPoint names one event of a run: a type and a step index.
+type journalPoint struct {
 	Type  plans.EventType
 	Index int
 }
 
-func (p krPoint) String() string { return fmt.Sprintf("%s/%d", p.Type, p.Index) }
+func (p journalPoint) String() string { return fmt.Sprintf("%s/%d", p.Type, p.Index) }
 
-func krParseHold(s string) (*krPoint, error) {
+func parseHold(s string) (*journalPoint, error) {
 	if s == "" {
 		return nil, nil
 	}
 	typ, idx, ok := strings.Cut(s, "/")
 	n, err := strconv.Atoi(idx)
 	if !ok || err != nil {
-		return nil, fmt.Errorf("bad %s %q: want TYPE/INDEX", krEnvHold, s)
+		return nil, fmt.Errorf("bad %s %q: want TYPE/INDEX", envHold, s)
 	}
-	return &krPoint{Type: plans.EventType(typ), Index: n}, nil
+	return &journalPoint{Type: plans.EventType(typ), Index: n}, nil
 }
 
-// krHoldingStream is the child's JSON event stream. The executor calls it
+// holdingStream is the child's JSON event stream. The executor calls it
 // after the required hooks (the journal and the clusters' run record), so
 // when it holds, the event is recorded everywhere and nothing else has
 // happened yet: a kill then lands exactly on that event.
-type krHoldingStream struct {
-	hold  *krPoint
+type holdingStream struct {
+	hold  *journalPoint
 	stdin *bufio.Reader
 }
 
-func (s *krHoldingStream) Write(line []byte) (int, error) {
+func (s *holdingStream) Write(line []byte) (int, error) {
 	var ev plans.Event
 	if s.hold == nil || json.Unmarshal(line, &ev) != nil || ev.Type != s.hold.Type || ev.Index != s.hold.Index {
 		return len(line), nil
 	}
 	s.hold = nil
-	fmt.Printf("held %s\n", krPoint{ev.Type, ev.Index})
+	fmt.Printf("held %s\n", journalPoint{ev.Type, ev.Index})
 	if _, err := s.stdin.ReadString('\n'); err != nil {
 		os.Exit(3) // the parent is gone
 	}
 	return len(line), nil
 }
 
-// krChild is a drctl process running a plan.
-type krChild struct {
+// runChild is a drctl process running a plan.
+type runChild struct {
 	cmd     *exec.Cmd
 	stdin   io.WriteCloser
 	stderr  bytes.Buffer // read only after done
@@ -123,15 +123,15 @@ type krChild struct {
 	started time.Time
 }
 
-// krStartChild runs plan file planPath in a child process journaling into
+// startChild runs plan file planPath in a child process journaling into
 // journalDir; hold (nil: none) is where it pauses.
-func krStartChild(t *testing.T, topoPath, planPath, journalDir string, hold *krPoint) *krChild {
+func startChild(t *testing.T, topoPath, planPath, journalDir string, hold *journalPoint) *runChild {
 	t.Helper()
-	c := &krChild{held: make(chan string, 1), done: make(chan struct{})}
+	c := &runChild{held: make(chan string, 1), done: make(chan struct{})}
 	c.cmd = exec.Command(os.Args[0], "-test.run=^$")
-	env := []string{krEnvPlan + "=" + planPath, krEnvTopology + "=" + topoPath, krEnvJournal + "=" + journalDir}
+	env := []string{envPlan + "=" + planPath, envTopology + "=" + topoPath, envJournal + "=" + journalDir}
 	if hold != nil {
-		env = append(env, krEnvHold+"="+hold.String())
+		env = append(env, envHold+"="+hold.String())
 	}
 	c.cmd.Env = append(os.Environ(), env...)
 	c.cmd.Stderr = &c.stderr
@@ -163,7 +163,7 @@ func krStartChild(t *testing.T, topoPath, planPath, journalDir string, hold *krP
 }
 
 // release lets a held child go on.
-func (c *krChild) release(t *testing.T) {
+func (c *runChild) release(t *testing.T) {
 	t.Helper()
 	if _, err := io.WriteString(c.stdin, "go\n"); err != nil {
 		t.Fatalf("release the drctl child: %v", err)
@@ -171,18 +171,18 @@ func (c *krChild) release(t *testing.T) {
 }
 
 // kill SIGKILLs the child and waits until it is gone.
-func (c *krChild) kill() {
+func (c *runChild) kill() {
 	_ = c.cmd.Process.Signal(syscall.SIGKILL)
 	<-c.done
 }
 
 // exited describes how the child ended; call it after done.
-func (c *krChild) exited() string {
+func (c *runChild) exited() string {
 	return fmt.Sprintf("%v; stderr:\n%s", c.cmd.ProcessState, c.stderr.String())
 }
 
 // waitHeld waits until the child holds at its hold event.
-func (c *krChild) waitHeld(t *testing.T, timeout time.Duration) string {
+func (c *runChild) waitHeld(t *testing.T, timeout time.Duration) string {
 	t.Helper()
 	select {
 	case h := <-c.held:
@@ -196,7 +196,7 @@ func (c *krChild) waitHeld(t *testing.T, timeout time.Duration) string {
 }
 
 // waitExit waits for the child to end and fails unless it succeeded.
-func (c *krChild) waitExit(t *testing.T, timeout time.Duration) {
+func (c *runChild) waitExit(t *testing.T, timeout time.Duration) {
 	t.Helper()
 	select {
 	case <-c.done:
@@ -208,9 +208,9 @@ func (c *krChild) waitExit(t *testing.T, timeout time.Duration) {
 	}
 }
 
-// krJournal reads the complete lines of a journal file (a line being
+// journalEvents reads the complete lines of a journal file (a line being
 // written is left for the next read).
-func krJournal(path string) ([]plans.Event, error) {
+func journalEvents(path string) ([]plans.Event, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -230,8 +230,8 @@ func krJournal(path string) ([]plans.Event, error) {
 	}
 }
 
-// krHas reports whether evs holds an event at p.
-func krHas(evs []plans.Event, p krPoint) bool {
+// journalHas reports whether evs holds an event at p.
+func journalHas(evs []plans.Event, p journalPoint) bool {
 	for _, ev := range evs {
 		if ev.Type == p.Type && ev.Index == p.Index {
 			return true
@@ -240,14 +240,14 @@ func krHas(evs []plans.Event, p krPoint) bool {
 	return false
 }
 
-// krWaitJournal polls the journal at path until it holds an event at p,
+// waitJournal polls the journal at path until it holds an event at p,
 // and returns its events.
-func krWaitJournal(t *testing.T, path string, p krPoint, c *krChild, timeout time.Duration) []plans.Event {
+func waitJournal(t *testing.T, path string, p journalPoint, c *runChild, timeout time.Duration) []plans.Event {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
-		evs, err := krJournal(path)
-		if err == nil && krHas(evs, p) {
+		evs, err := journalEvents(path)
+		if err == nil && journalHas(evs, p) {
 			return evs
 		}
 		select {
@@ -262,18 +262,18 @@ func krWaitJournal(t *testing.T, path string, p krPoint, c *krChild, timeout tim
 	}
 }
 
-// krHeldRequest is a request to a kfake cluster that is held until release.
-type krHeldRequest struct {
+// heldRequest is a request to a kfake cluster that is held until release.
+type heldRequest struct {
 	caught  chan struct{}
 	release func()
 }
 
-// krHoldFirst holds the first request with key to cluster c that match
+// holdFirst holds the first request with key to cluster c that match
 // accepts, until release; then the cluster handles it as usual (even when
 // its sender is dead by then), or, with drop, closes its connection
 // without handling it. Other requests pass.
-func krHoldFirst(t *testing.T, c *kfake.Cluster, key kmsg.Key, drop bool, match func(kmsg.Request) bool) *krHeldRequest {
-	h := &krHeldRequest{caught: make(chan struct{})}
+func holdFirst(t *testing.T, c *kfake.Cluster, key kmsg.Key, drop bool, match func(kmsg.Request) bool) *heldRequest {
+	h := &heldRequest{caught: make(chan struct{})}
 	released := make(chan struct{})
 	h.release = sync.OnceFunc(func() { close(released) })
 	t.Cleanup(h.release)
@@ -294,7 +294,7 @@ func krHoldFirst(t *testing.T, c *kfake.Cluster, key kmsg.Key, drop bool, match 
 }
 
 // wait waits until the request is held.
-func (h *krHeldRequest) wait(t *testing.T, c *krChild, what string, timeout time.Duration) {
+func (h *heldRequest) wait(t *testing.T, c *runChild, what string, timeout time.Duration) {
 	t.Helper()
 	select {
 	case <-h.caught:
