@@ -58,7 +58,7 @@ FUZZ_TARGETS = \
 	./internal/aclfence:FuzzDecodeFenceRecord \
 	./failover:FuzzDecodeRunRecord \
 	./mirror:FuzzDecodeObservedRecord \
-	./mirror:FuzzDecodeGroupSnapshot \
+	./mirror/groupsync:FuzzDecodeGroupSnapshot \
 	./mirror:FuzzDecodeTopicRecord
 
 fuzz:

@@ -20,6 +20,7 @@ import (
 
 	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/mirror/groupsync"
 )
 
 // TestOffsetsVersusMirrorMaker2RealKafka measures, on real Kafka and on the
@@ -156,7 +157,7 @@ func TestOffsetsVersusMirrorMaker2RealKafka(t *testing.T) {
 		if !rep.Caught() {
 			return fmt.Errorf("%d records behind", rep.TotalRecords)
 		}
-		st, err := mirror.GroupSyncState(ctx, ot.topo, ot.link())
+		st, err := groupsync.ReadStatus(ctx, ot.topo, ot.link())
 		if err != nil {
 			return err
 		}

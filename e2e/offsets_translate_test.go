@@ -26,6 +26,7 @@ import (
 
 	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/mirror/groupsync"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -430,7 +431,7 @@ func TestOffsetsTranslateRealKafka(t *testing.T) {
 	if res.code != 0 {
 		t.Fatalf("offsets translate: exit %d: %s", res.code, res.stderr)
 	}
-	var rep mirror.TranslationReport
+	var rep groupsync.TranslationReport
 	if err := json.Unmarshal([]byte(res.stdout), &rep); err != nil {
 		t.Fatalf("offsets translate -o json: %v\n%s", err, res.stdout)
 	}

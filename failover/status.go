@@ -16,6 +16,7 @@ import (
 	"github.com/drctl/drctl/internal/kvstore"
 	"github.com/drctl/drctl/internal/rolestate"
 	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/mirror/groupsync"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -114,7 +115,7 @@ type GroupStatus struct {
 	Standby GroupSide `json:"standby" yaml:"standby"`
 	// Sync says whether the standby holds the translated position of the
 	// group and how old it is (absent when the mirror never synced it).
-	Sync *mirror.GroupSyncStatus `json:"sync,omitempty" yaml:"sync,omitempty"`
+	Sync *groupsync.Status `json:"sync,omitempty" yaml:"sync,omitempty"`
 }
 
 // GroupSide is a group on one cluster; State is Kafka's word (Empty,
@@ -200,7 +201,7 @@ func CollectStatusLag(ctx context.Context, topo *topology.Topology) (*Status, *m
 		link := mirror.LinkFor(topo, st.Roles.Active, st.Roles.Standby)
 		ls, rep := mirror.DescribeLinkLag(ctx, topo, link)
 		st.Mirror, lag = &ls, rep
-		if syncs, err := mirror.GroupSyncStatusFrom(ctx, clients[st.Roles.Standby], topo, link); err == nil {
+		if syncs, err := groupsync.StatusFrom(ctx, clients[st.Roles.Standby], topo, link); err == nil {
 			for i := range st.Groups {
 				if gs, ok := syncs[st.Groups[i].Name]; ok {
 					st.Groups[i].Sync = &gs

@@ -13,6 +13,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/mirror/groupsync"
 	"github.com/drctl/drctl/plans"
 	"github.com/drctl/drctl/topology"
 )
@@ -383,12 +384,12 @@ func endsKey(rep *mirror.LagReport) string {
 
 func translateGroups(ctx context.Context, topo *topology.Topology, p translateParams) (plans.Result, error) {
 	link := mirror.LinkFor(topo, p.Source, p.Target)
-	rep, err := mirror.TranslateGroups(ctx, topo, link, mirror.TranslateOptions{FromSnapshot: p.FromSnapshot})
+	rep, err := groupsync.Translate(ctx, topo, link, groupsync.TranslateOptions{FromSnapshot: p.FromSnapshot})
 	if err != nil {
 		return plans.Result{}, fmt.Errorf("translate groups over %s: %w", link, err)
 	}
-	planned := mirror.PlanGroupSync(rep)
-	applied, err := mirror.ApplyGroupSync(ctx, topo, link, planned)
+	planned := groupsync.PlanSync(rep)
+	applied, err := groupsync.Apply(ctx, topo, link, planned)
 	if err != nil {
 		return plans.Result{}, fmt.Errorf("commit translated positions on %s: %w", p.Target, err)
 	}

@@ -244,7 +244,7 @@ func (e *Engine) runOnce(ctx context.Context) error {
 	}()
 	go func() {
 		defer wg.Done()
-		e.syncGroupsLoop(runCtx, src, dst)
+		e.syncGroups(runCtx, src, dst)
 	}()
 	err = e.work(runCtx)
 	cancel()
@@ -289,7 +289,7 @@ func (e *Engine) publish(ready map[string]readyTopic, troubles map[string]string
 		limits[topic] = rt.MaxMessageBytes
 		for p := int32(0); p < rt.Partitions; p++ {
 			s := ShardOf(topic, p, e.opts.Shards)
-			by[s] = append(by[s], TopicPartition{topic, p})
+			by[s] = append(by[s], TopicPartition{Topic: topic, Partition: p})
 		}
 	}
 	for _, tps := range by {

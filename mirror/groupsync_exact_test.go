@@ -15,6 +15,7 @@ import (
 
 	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/internal/kfaketest"
+	"github.com/drctl/drctl/mirror/groupsync"
 	"github.com/drctl/drctl/offsettranslate"
 	"github.com/drctl/drctl/topology"
 )
@@ -169,7 +170,7 @@ func startEngine(t *testing.T, topo *topology.Topology, opts Options) (*Engine, 
 // DeleteRecords. The mirror copies them, then random committed positions
 // (records, holes, the ends, past the end, before the log start, -1,
 // none) are committed for many groups on the source. For every one,
-// TranslateGroups' target offset is where a read_committed consumer on
+// groupsync.Translate's target offset is where a read_committed consumer on
 // the target reads exactly the records the source group had not consumed
 // yet (by content and provenance): zero duplicates, zero missing. The
 // mirror's continuous group sync then commits the same positions on the
@@ -282,7 +283,7 @@ func testGroupTranslationIsExact(t *testing.T, seed uint64) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			sp := &sourcePartition{tp: TopicPartition{topic, part}, records: committed(t, src, topic, part), start: ends.Start, end: ends.Stable}
+			sp := &sourcePartition{tp: TopicPartition{Topic: topic, Partition: part}, records: committed(t, src, topic, part), start: ends.Start, end: ends.Stable}
 			holes += int(sp.end-sp.start) - len(sp.records)
 			parts = append(parts, sp)
 		}
@@ -307,11 +308,11 @@ func testGroupTranslationIsExact(t *testing.T, seed uint64) {
 		commitSource(t, src, name, offs)
 		want[name] = offs
 	}
-	commitSource(t, src, "g-excluded", map[TopicPartition]int64{{"plain", 0}: 3})
-	commitSource(t, src, "_drctl.fake", map[TopicPartition]int64{{"plain", 0}: 3})
+	commitSource(t, src, "g-excluded", map[TopicPartition]int64{{Topic: "plain", Partition: 0}: 3})
+	commitSource(t, src, "_drctl.fake", map[TopicPartition]int64{{Topic: "plain", Partition: 0}: 3})
 	committedAt := time.Now()
 
-	rep, err := TranslateGroups(ctx, p.Topology, link, TranslateOptions{})
+	rep, err := groupsync.Translate(ctx, p.Topology, link, groupsync.TranslateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,9 +333,9 @@ func testGroupTranslationIsExact(t *testing.T, seed uint64) {
 		if gt.Error != "" {
 			t.Fatalf("group %s: %s", gt.Group, gt.Error)
 		}
-		translated := map[TopicPartition]GroupPartition{}
+		translated := map[TopicPartition]groupsync.GroupPartition{}
 		for _, gp := range gt.Partitions {
-			translated[TopicPartition{gp.Topic, gp.Partition}] = gp
+			translated[TopicPartition{Topic: gp.Topic, Partition: gp.Partition}] = gp
 		}
 		for _, sp := range parts {
 			pos, committedHere := want[gt.Group][sp.tp]
@@ -384,12 +385,12 @@ func testGroupTranslationIsExact(t *testing.T, seed uint64) {
 	// The continuous sync commits the same positions on the standby.
 	waitFor(t, 10*time.Second, "the group sync committed every translated position", func() error {
 		for _, gt := range rep.Groups {
-			now, err := fetchCommitted(ctx, dst, gt.Group, false)
+			now, err := groupsync.FetchCommitted(ctx, dst, gt.Group, false)
 			if err != nil {
 				return err
 			}
 			for _, gp := range gt.Partitions {
-				if c := now[TopicPartition{gp.Topic, gp.Partition}]; c.Offset != gp.Target || c.Metadata != "m-"+gt.Group {
+				if c := now[TopicPartition{Topic: gp.Topic, Partition: gp.Partition}]; c.Offset != gp.Target || c.Metadata != "m-"+gt.Group {
 					return fmt.Errorf("%s %s/%d: standby at %d (%q), want %d", gt.Group, gp.Topic, gp.Partition, c.Offset, c.Metadata, gp.Target)
 				}
 			}
@@ -402,7 +403,7 @@ func testGroupTranslationIsExact(t *testing.T, seed uint64) {
 	t.Logf("the group sync committed %d groups on the standby %v after the source commits (interval %v)",
 		groups, time.Since(committedAt).Round(time.Millisecond), p.Topology.Mirror.GroupSyncInterval)
 	for _, g := range []string{"g-excluded", "_drctl.fake"} {
-		if now, err := fetchCommitted(ctx, dst, g, false); err != nil || len(now) != 0 {
+		if now, err := groupsync.FetchCommitted(ctx, dst, g, false); err != nil || len(now) != 0 {
 			t.Errorf("group %s is not selected but has offsets %v on the standby (%v)", g, now, err)
 		}
 	}
@@ -411,7 +412,7 @@ func testGroupTranslationIsExact(t *testing.T, seed uint64) {
 	}
 
 	// A second, one-shot sync finds nothing to do.
-	plan := PlanGroupSync(mustTranslate(t, ctx, p.Topology, link, TranslateOptions{}))
+	plan := groupsync.PlanSync(mustTranslate(t, ctx, p.Topology, link, groupsync.TranslateOptions{}))
 	if n := plan.Changes(); n != 0 {
 		t.Errorf("a synced standby still has %d changes: %+v", n, plan.Groups)
 	}
@@ -419,7 +420,7 @@ func testGroupTranslationIsExact(t *testing.T, seed uint64) {
 	// The snapshot holds the source positions; translating from it gives
 	// the same targets, with the source out of the picture.
 	waitFor(t, 5*time.Second, "the snapshot holds every group", func() error {
-		snaps, err := LoadGroupSnapshot(ctx, dst, link)
+		snaps, err := groupsync.LoadSnapshot(ctx, dst, link)
 		if err != nil {
 			return err
 		}
@@ -433,7 +434,7 @@ func testGroupTranslationIsExact(t *testing.T, seed uint64) {
 			}
 			n := 0
 			for _, o := range s.Offsets {
-				if want[name][TopicPartition{o.Topic, o.Partition}] != o.Offset {
+				if want[name][TopicPartition{Topic: o.Topic, Partition: o.Partition}] != o.Offset {
 					return fmt.Errorf("snapshot of %s: %s/%d at %d", name, o.Topic, o.Partition, o.Offset)
 				}
 				n++
@@ -447,7 +448,7 @@ func testGroupTranslationIsExact(t *testing.T, seed uint64) {
 		}
 		return nil
 	})
-	fromSnap := mustTranslate(t, ctx, p.Topology, link, TranslateOptions{FromSnapshot: true, Groups: names[:5]})
+	fromSnap := mustTranslate(t, ctx, p.Topology, link, groupsync.TranslateOptions{FromSnapshot: true, Groups: names[:5]})
 	for i, gt := range fromSnap.Groups {
 		live := rep.Groups[i]
 		if !gt.FromSnapshot || len(gt.Partitions) != len(live.Partitions) {
@@ -459,7 +460,7 @@ func testGroupTranslationIsExact(t *testing.T, seed uint64) {
 			}
 		}
 	}
-	st, err := GroupSyncState(ctx, p.Topology, link)
+	st, err := groupsync.ReadStatus(ctx, p.Topology, link)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -480,12 +481,12 @@ func testGroupTranslationIsExact(t *testing.T, seed uint64) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		follow[TopicPartition{"plain", part}] = lso
+		follow[TopicPartition{Topic: "plain", Partition: part}] = lso
 	}
 	commitSource(t, src, "g-00", follow)
 	moved := time.Now()
 	waitFor(t, 10*time.Second, "g-00 at the target's end of plain", func() error {
-		now, err := fetchCommitted(ctx, dst, "g-00", false)
+		now, err := groupsync.FetchCommitted(ctx, dst, "g-00", false)
 		if err != nil {
 			return err
 		}
@@ -497,10 +498,10 @@ func testGroupTranslationIsExact(t *testing.T, seed uint64) {
 				return err
 			}
 			last := recs[len(recs)-1]
-			if got := sourceOffset(last); got != follow[TopicPartition{"plain", part}]-1 {
+			if got := sourceOffset(last); got != follow[TopicPartition{Topic: "plain", Partition: part}]-1 {
 				return fmt.Errorf("plain/%d: the target's last record is a copy of source offset %d; not caught up", part, got)
 			}
-			if got := now[TopicPartition{"plain", part}].Offset; got != last.Offset+1 {
+			if got := now[TopicPartition{Topic: "plain", Partition: part}].Offset; got != last.Offset+1 {
 				return fmt.Errorf("plain/%d: standby at %d, want %d (after the last copied record)", part, got, last.Offset+1)
 			}
 		}
@@ -520,9 +521,9 @@ func positiveOffsets(m map[TopicPartition]int64) int {
 	return n
 }
 
-func mustTranslate(t *testing.T, ctx context.Context, topo *topology.Topology, link Link, opts TranslateOptions) *TranslationReport {
+func mustTranslate(t *testing.T, ctx context.Context, topo *topology.Topology, link Link, opts groupsync.TranslateOptions) *groupsync.TranslationReport {
 	t.Helper()
-	rep, err := TranslateGroups(ctx, topo, link, opts)
+	rep, err := groupsync.Translate(ctx, topo, link, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -559,7 +560,7 @@ func TestGroupSyncNeverTouchesActiveGroups(t *testing.T) {
 	t.Logf("mirrored after %v", time.Since(start).Round(time.Millisecond))
 	// The standby's group has its own offset and a member.
 	const group = "g-busy"
-	orders0 := TopicPartition{"orders", 0}
+	orders0 := TopicPartition{Topic: "orders", Partition: 0}
 	commitSource(t, dst, group, map[TopicPartition]int64{orders0: 5})
 	member := joinGroup(t, west, group, "orders")
 	t.Logf("member joined after %v", time.Since(start).Round(time.Millisecond))
@@ -574,37 +575,37 @@ func TestGroupSyncNeverTouchesActiveGroups(t *testing.T) {
 		}
 		return nil
 	})
-	if now, err := fetchCommitted(ctx, dst, group, false); err != nil || now[orders0].Offset != 5 || len(now) != 1 {
+	if now, err := groupsync.FetchCommitted(ctx, dst, group, false); err != nil || now[orders0].Offset != 5 || len(now) != 1 {
 		t.Fatalf("the active group's offsets on the standby changed: %v (%v)", now, err)
 	}
-	rep := mustTranslate(t, ctx, p.Topology, link, TranslateOptions{Groups: []string{group}})
-	plan := PlanGroupSync(rep)
-	if g := plan.Groups[0]; g.Action != SyncSkippedActive || !strings.Contains(g.Reason, "has 1 members on the standby west") || len(g.Changes) != 0 {
+	rep := mustTranslate(t, ctx, p.Topology, link, groupsync.TranslateOptions{Groups: []string{group}})
+	plan := groupsync.PlanSync(rep)
+	if g := plan.Groups[0]; g.Action != groupsync.SyncSkippedActive || !strings.Contains(g.Reason, "has 1 members on the standby west") || len(g.Changes) != 0 {
 		t.Fatalf("plan for the active group: %+v", g)
 	}
 	// Even a plan made while the group was empty is not applied once it
 	// has members.
 	forced := *plan
-	forced.Groups = []GroupSync{{Group: group, Action: SyncCommit, Changes: []OffsetChange{{Topic: "orders", Partition: 0, Before: 5, After: 40}}}}
-	res, err := ApplyGroupSync(ctx, p.Topology, link, &forced)
+	forced.Groups = []groupsync.Group{{Group: group, Action: groupsync.SyncCommit, Changes: []groupsync.OffsetChange{{Topic: "orders", Partition: 0, Before: 5, After: 40}}}}
+	res, err := groupsync.Apply(ctx, p.Topology, link, &forced)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g := res.Groups[0]; g.Action != SyncSkippedActive || g.Committed || !strings.Contains(g.Reason, "joined after the plan") {
+	if g := res.Groups[0]; g.Action != groupsync.SyncSkippedActive || g.Committed || !strings.Contains(g.Reason, "joined after the plan") {
 		t.Fatalf("apply to an active group: %+v", g)
 	}
 	// And Kafka itself refuses an admin commit for it.
-	if err := commitOffsets(ctx, dst, group, forced.Groups[0].Changes); !errors.Is(err, ErrGroupActive) {
-		t.Fatalf("admin commit for an active group: %v, want ErrGroupActive", err)
+	if err := groupsync.CommitOffsets(ctx, dst, group, forced.Groups[0].Changes); !errors.Is(err, groupsync.ErrGroupActive) {
+		t.Fatalf("admin commit for an active group: %v, want groupsync.ErrGroupActive", err)
 	}
-	if now, _ := fetchCommitted(ctx, dst, group, false); now[orders0].Offset != 5 {
+	if now, _ := groupsync.FetchCommitted(ctx, dst, group, false); now[orders0].Offset != 5 {
 		t.Fatalf("the active group moved to %d", now[orders0].Offset)
 	}
-	st, err := GroupSyncState(ctx, p.Topology, link)
+	st, err := groupsync.ReadStatus(ctx, p.Topology, link)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := st[group]; s.InSync || s.LastAction != SyncSkippedActive || !strings.Contains(s.Reason, "members") {
+	if s := st[group]; s.InSync || s.LastAction != groupsync.SyncSkippedActive || !strings.Contains(s.Reason, "members") {
 		t.Errorf("status of the active group: %+v", s)
 	}
 
@@ -613,7 +614,7 @@ func TestGroupSyncNeverTouchesActiveGroups(t *testing.T) {
 	left := time.Now()
 	member.Close()
 	waitFor(t, 10*time.Second, "the group synced once its member left", func() error {
-		now, err := fetchCommitted(ctx, dst, group, false)
+		now, err := groupsync.FetchCommitted(ctx, dst, group, false)
 		if err != nil {
 			return err
 		}
@@ -624,16 +625,16 @@ func TestGroupSyncNeverTouchesActiveGroups(t *testing.T) {
 	})
 	t.Logf("synced %v after the member left (interval %v)", time.Since(left).Round(time.Millisecond), p.Topology.Mirror.GroupSyncInterval)
 	// A stale plan: the standby moved between plan and apply.
-	stale := GroupSyncPlan{Link: link.String(), Groups: []GroupSync{{Group: group, Action: SyncCommit,
-		Changes: []OffsetChange{{Topic: "orders", Partition: 0, Before: 5, After: 7}}}}}
-	res, err = ApplyGroupSync(ctx, p.Topology, link, &stale)
+	stale := groupsync.Plan{Link: link.String(), Groups: []groupsync.Group{{Group: group, Action: groupsync.SyncCommit,
+		Changes: []groupsync.OffsetChange{{Topic: "orders", Partition: 0, Before: 5, After: 7}}}}}
+	res, err = groupsync.Apply(ctx, p.Topology, link, &stale)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g := res.Groups[0]; g.Action != SyncStale || g.Committed {
+	if g := res.Groups[0]; g.Action != groupsync.SyncStale || g.Committed {
 		t.Errorf("stale plan: %+v", g)
 	}
-	if now, _ := fetchCommitted(ctx, dst, group, false); now[orders0].Offset != 40 {
+	if now, _ := groupsync.FetchCommitted(ctx, dst, group, false); now[orders0].Offset != 40 {
 		t.Errorf("a stale plan moved the group to %d", now[orders0].Offset)
 	}
 }

@@ -39,7 +39,7 @@ func (e *Engine) measureLink(ctx context.Context, src, dst sarama.Client) {
 	e.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	ends, err := stableOffsets(ctx, src, tps)
+	ends, err := kafkaread.StableOffsets(ctx, src, tps)
 	if err != nil {
 		e.log.Warn("cannot measure the link's lag: source ends", "err", err)
 		return
@@ -49,7 +49,7 @@ func (e *Engine) measureLink(ctx context.Context, src, dst sarama.Client) {
 		e.log.Warn("cannot measure the link's lag: progress", "err", err)
 		return
 	}
-	starts, err := startOffsets(ctx, src, tps)
+	starts, err := kafkaread.StartOffsets(ctx, src, tps)
 	if err != nil {
 		e.log.Warn("cannot measure the link's lag: source starts", "err", err)
 		return

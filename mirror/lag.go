@@ -84,11 +84,11 @@ func MeasureLag(ctx context.Context, topo *topology.Topology, link Link) (*LagRe
 	if err != nil {
 		return nil, fmt.Errorf("target %s: progress of %s: %w", link.Target, link, err)
 	}
-	stable, err := stableOffsets(ctx, src, tps)
+	stable, err := kafkaread.StableOffsets(ctx, src, tps)
 	if err != nil {
 		return nil, fmt.Errorf("source %s: end offsets: %w", link.Source, err)
 	}
-	starts, err := startOffsets(ctx, src, tps)
+	starts, err := kafkaread.StartOffsets(ctx, src, tps)
 	if err != nil {
 		return nil, fmt.Errorf("source %s: start offsets: %w", link.Source, err)
 	}
@@ -165,7 +165,7 @@ func selectedPartitions(client sarama.Client, sel topology.Selection) ([]TopicPa
 			return nil, fmt.Errorf("%s: %w", t, err)
 		}
 		for _, p := range parts {
-			out = append(out, TopicPartition{t, p})
+			out = append(out, TopicPartition{Topic: t, Partition: p})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -185,7 +185,7 @@ func addTroubles(ctx context.Context, src, dst sarama.Client, topo *topology.Top
 	if ends, err := readEnds(ctx, dst, link); err == nil {
 		rep.Reset = ends.reset
 		for i, p := range rep.Partitions {
-			if msg, ok := ends.errors[TopicPartition{p.Topic, p.Partition}]; ok && p.Error == "" {
+			if msg, ok := ends.errors[TopicPartition{Topic: p.Topic, Partition: p.Partition}]; ok && p.Error == "" {
 				rep.Partitions[i].Error = msg
 			}
 		}

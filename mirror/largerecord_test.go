@@ -152,7 +152,7 @@ func TestBlockedPartitionEndsStayRecorded(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		o, ok := seen[TopicPartition{"refused", 0}]
+		o, ok := seen[TopicPartition{Topic: "refused", Partition: 0}]
 		if !ok || o.End != 22 || o.Mirrored != 5 {
 			return fmt.Errorf("refused/0 observed %+v (found %v), want end 22, mirrored 5", o, ok)
 		}

@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/drctl/drctl/internal/rolestate"
+	"github.com/drctl/drctl/mirror/groupsync"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -24,7 +25,7 @@ type Metrics struct {
 	ShardsOwned  *prometheus.GaugeVec
 	CommitTime   *prometheus.HistogramVec
 	Latency      *prometheus.HistogramVec
-	GroupSync    *GroupSyncMetrics
+	GroupSync    *groupsync.Metrics
 	Safety       *SafetyMetrics
 
 	// Roles are the live role state as the daemon last read it.
@@ -87,7 +88,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		reg.MustRegister(m.Records, m.Bytes, m.Skipped, m.Lost, m.Transactions, m.Errors, m.LagRecords, m.LagSeconds, m.ShardsOwned, m.CommitTime, m.Latency,
 			m.Roles.Epoch, m.Roles.Phase, m.Roles.Active, m.Roles.Reachable, m.Roles.Stale, m.Roles.Fenced)
 	}
-	m.GroupSync = newGroupSyncMetrics(reg)
+	m.GroupSync = groupsync.NewMetrics(reg)
 	m.Safety = newSafetyMetrics(reg)
 	return m
 }

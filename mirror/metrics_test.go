@@ -54,7 +54,7 @@ func TestLagClock(t *testing.T) {
 	c.now = func() time.Time { return now }
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c)
-	p0, p1 := TopicPartition{"orders", 0}, TopicPartition{"orders", 1}
+	p0, p1 := TopicPartition{Topic: "orders", Partition: 0}, TopicPartition{Topic: "orders", Partition: 1}
 	const k0, k1 = "link=east->west,partition=0,topic=orders", "link=east->west,partition=1,topic=orders"
 	steps := []struct {
 		name string

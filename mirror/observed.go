@@ -15,12 +15,6 @@ import (
 	"github.com/drctl/drctl/internal/kafkaread"
 )
 
-// EndsTopic is the compacted internal topic on the target in which each
-// shard records, about once a second, the source end offsets it last saw
-// and how far it had mirrored: after an unplanned failover it is what the
-// recovery point (RPO) is computed from, the source being gone.
-func (l Link) EndsTopic() string { return l.prefix() + ".ends" }
-
 // Observed is what a shard last saw of one source partition.
 type Observed struct {
 	Topic     string `json:"topic"`
@@ -110,7 +104,7 @@ func (s *shard) refreshStable(ctx context.Context) (map[TopicPartition]int64, er
 			}
 		}
 	}
-	stable, err := stableOffsets(ctx, s.srcCl, tps)
+	stable, err := kafkaread.StableOffsets(ctx, s.srcCl, tps)
 	if err != nil {
 		return nil, err
 	}
@@ -167,7 +161,7 @@ func readEnds(ctx context.Context, dst sarama.Client, link Link) (endsView, erro
 		for name, msg := range rec.Errors {
 			if i := strings.LastIndexByte(name, '/'); i > 0 {
 				if p, err := strconv.Atoi(name[i+1:]); err == nil {
-					v.errors[TopicPartition{name[:i], int32(p)}] = msg
+					v.errors[TopicPartition{Topic: name[:i], Partition: int32(p)}] = msg
 				}
 			}
 		}
@@ -175,7 +169,7 @@ func readEnds(ctx context.Context, dst sarama.Client, link Link) (endsView, erro
 			v.reset = rec.Reset
 		}
 		for _, o := range rec.Partitions {
-			tp := TopicPartition{o.Topic, o.Partition}
+			tp := TopicPartition{Topic: o.Topic, Partition: o.Partition}
 			if old, ok := out[tp]; !ok || o.ObservedAtMs > old.ObservedAtMs {
 				out[tp] = o
 			}

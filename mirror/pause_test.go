@@ -72,7 +72,7 @@ func TestDaemonHonoursPause(t *testing.T) {
 			}
 			end := int64(0)
 			for part := int32(0); part < 2; part++ {
-				o := seen[TopicPartition{"orders", part}]
+				o := seen[TopicPartition{Topic: "orders", Partition: part}]
 				if o.Paused != id {
 					return fmt.Errorf("partition %d observed under pause %q", part, o.Paused)
 				}

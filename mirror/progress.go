@@ -2,7 +2,6 @@ package mirror
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -78,7 +78,7 @@ func readProgressFull(ctx context.Context, dst sarama.Client, group string, tps 
 		if err == nil {
 			return out, nil
 		}
-		if !retriableProgress(err) || attempt >= 40 {
+		if !kafkaread.RetriableCoordinator(err) || attempt >= 40 {
 			return nil, err
 		}
 		_ = dst.RefreshCoordinator(group)
@@ -117,19 +117,6 @@ func collectProgress(resp *sarama.OffsetFetchResponse, tps []TopicPartition, out
 	return nil
 }
 
-func retriableProgress(err error) bool {
-	var kerr sarama.KError
-	if errors.As(err, &kerr) {
-		switch kerr {
-		case sarama.ErrUnstableOffsetCommit, sarama.ErrNotCoordinatorForConsumer, sarama.ErrConsumerCoordinatorNotAvailable,
-			sarama.ErrOffsetsLoadInProgress, sarama.ErrRequestTimedOut:
-			return true
-		}
-		return false
-	}
-	return true // network errors
-}
-
 // commitProgress commits progress outside a transaction (at-least-once),
 // as a group with no members does.
 func commitProgress(ctx context.Context, dst sarama.Client, group string, offsets map[string][]*sarama.PartitionOffsetMetadata) error {
@@ -160,7 +147,7 @@ func commitProgress(ctx context.Context, dst sarama.Client, group string, offset
 		if err == nil {
 			return nil
 		}
-		if !retriableProgress(err) || attempt >= 20 {
+		if !kafkaread.RetriableCoordinator(err) || attempt >= 20 {
 			return err
 		}
 		_ = dst.RefreshCoordinator(group)
@@ -170,55 +157,6 @@ func commitProgress(ctx context.Context, dst sarama.Client, group string, offset
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-}
-
-// stableOffsets asks the leaders for the last stable offset of each
-// partition (the read_committed end), one request per broker.
-func stableOffsets(ctx context.Context, client sarama.Client, tps []TopicPartition) (map[TopicPartition]int64, error) {
-	return listOffsets(ctx, client, tps, sarama.OffsetNewest)
-}
-
-// startOffsets asks the leaders for the log start offset of each partition.
-func startOffsets(ctx context.Context, client sarama.Client, tps []TopicPartition) (map[TopicPartition]int64, error) {
-	return listOffsets(ctx, client, tps, sarama.OffsetOldest)
-}
-
-func listOffsets(ctx context.Context, client sarama.Client, tps []TopicPartition, at int64) (map[TopicPartition]int64, error) {
-	byBroker := map[*sarama.Broker]*sarama.OffsetRequest{}
-	for _, tp := range tps {
-		b, err := client.Leader(tp.Topic, tp.Partition)
-		if err != nil {
-			_ = client.RefreshMetadata(tp.Topic)
-			if b, err = client.Leader(tp.Topic, tp.Partition); err != nil {
-				return nil, fmt.Errorf("%s: leader: %w", tp, err)
-			}
-		}
-		req, ok := byBroker[b]
-		if !ok {
-			req = &sarama.OffsetRequest{Version: 4, IsolationLevel: sarama.ReadCommitted}
-			byBroker[b] = req
-		}
-		req.AddBlock(tp.Topic, tp.Partition, at, 1)
-	}
-	out := make(map[TopicPartition]int64, len(tps))
-	for b, req := range byBroker {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		resp, err := b.GetAvailableOffsets(req)
-		if err != nil {
-			return nil, fmt.Errorf("list offsets on broker %d: %w", b.ID(), err)
-		}
-		for topic, parts := range resp.Blocks {
-			for p, blk := range parts {
-				if blk.Err != sarama.ErrNoError {
-					return nil, fmt.Errorf("%s/%d: %w", topic, p, blk.Err)
-				}
-				out[TopicPartition{topic, p}] = blk.Offset
-			}
-		}
-	}
-	return out, nil
 }
 
 // ReadProgress returns the link's committed progress (the next source

@@ -9,6 +9,7 @@ import (
 
 	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/internal/rolestate"
+	"github.com/drctl/drctl/mirror/groupsync"
 )
 
 // TestOldEpochOfSameDirectionIsRetired (#8 known race): after a failover
@@ -81,7 +82,7 @@ func TestRPOSecondsSurviveRestart(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			o := obs[TopicPartition{"orders", 0}]
+			o := obs[TopicPartition{Topic: "orders", Partition: 0}]
 			if o.ObservedAtMs < since || o.Mirrored != 10 {
 				return errors.New("not yet")
 			}
@@ -109,12 +110,12 @@ func TestHungGroupSyncCannotCommitAfterFence(t *testing.T) {
 	e, _ := startEngine(t, p.Topology, Options{Epoch: -1, Shards: 1, TopicSyncInterval: 200 * time.Millisecond, IdleCheck: 100 * time.Millisecond})
 	waitCopied(t, src, dst, "orders", "kfake-east")
 	const group = "g-hung"
-	orders0 := TopicPartition{"orders", 0}
+	orders0 := TopicPartition{Topic: "orders", Partition: 0}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	committedAt := func() int64 {
 		t.Helper()
-		now, err := fetchCommitted(ctx, dst, group, false)
+		now, err := groupsync.FetchCommitted(ctx, dst, group, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -125,10 +126,10 @@ func TestHungGroupSyncCannotCommitAfterFence(t *testing.T) {
 	}
 
 	commitSource(t, src, group, map[TopicPartition]int64{orders0: 10})
-	g := newGroupSyncer(e, src, dst)
-	defer g.close()
+	g := groupsync.NewSyncer(e.groupSyncConfig(src, dst))
+	defer g.Close()
 	waitFor(t, 20*time.Second, "the group synced", func() error {
-		if _, err := g.round(ctx); err != nil {
+		if _, err := g.Round(ctx); err != nil {
 			return err
 		}
 		if at := committedAt(); at != 10 {
@@ -143,7 +144,7 @@ func TestHungGroupSyncCannotCommitAfterFence(t *testing.T) {
 		t.Fatal(err)
 	}
 	commitSource(t, src, group, map[TopicPartition]int64{orders0: 30})
-	_, _ = g.round(ctx)
+	_, _ = g.Round(ctx)
 	if at := committedAt(); at != 10 {
 		t.Fatalf("the fenced group sync committed %d on the standby after the failover's fence", at)
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -147,7 +146,7 @@ func (s *shard) open(ctx context.Context) error {
 	s.prodLimit = e.shardLimit(s.id)
 	s.prod, err = e.newProducer(s.id, s.prodLimit)
 	if err != nil {
-		if isFenced(err) {
+		if kafkaread.IsFenced(err) {
 			return fmt.Errorf("shard %d: %w: %v", s.id, ErrFenced, err)
 		}
 		return fmt.Errorf("shard %d: open producer on %s: %w", s.id, e.link.Target, err)
@@ -275,8 +274,8 @@ func (s *shard) refreshPartitions(ctx context.Context) error {
 	// The source ends of every added partition, in one request per broker
 	// and kind: a shard of thousands of partitions starts them all at once
 	// rather than one round trip after another.
-	starts, serr := startOffsets(ctx, s.srcCl, added)
-	stables, lerr := stableOffsets(ctx, s.srcCl, added)
+	starts, serr := kafkaread.StartOffsets(ctx, s.srcCl, added)
+	stables, lerr := kafkaread.StableOffsets(ctx, s.srcCl, added)
 	parts := make([]*partState, len(added))
 	errs := make([]error, len(added))
 	sem := make(chan struct{}, startParallel)
@@ -419,7 +418,7 @@ func (s *shard) stopPartition(p *partState) {
 // refusal is the partition's own (see partitionScoped) the partition is
 // blocked first, so that the shard restarts without it.
 func (s *shard) produceFailed(perr *sarama.ProducerError) error {
-	tp := TopicPartition{perr.Msg.Topic, perr.Msg.Partition}
+	tp := TopicPartition{Topic: perr.Msg.Topic, Partition: perr.Msg.Partition}
 	if md, ok := perr.Msg.Metadata.(txnMeta); ok && md.tp.Topic != "" && partitionScoped(perr.Err) {
 		known := partState{next: -1, stable: -1}
 		if p, ok := s.parts[tp]; ok {
@@ -438,7 +437,7 @@ func (s *shard) fail(err error) error {
 		_ = s.prod.AbortTxn()
 	}
 	s.e.metrics.Transactions.WithLabelValues(link, "aborted").Inc()
-	if isFenced(err) {
+	if kafkaread.IsFenced(err) {
 		s.e.metrics.Errors.WithLabelValues(link, "fenced").Inc()
 		return fmt.Errorf("%w: %v", ErrFenced, err)
 	}
@@ -544,24 +543,4 @@ func sortPairs(ps []offsettranslate.Pair) {
 			ps[j], ps[j-1] = ps[j-1], ps[j]
 		}
 	}
-}
-
-func isFenced(err error) bool {
-	if err == nil {
-		return false
-	}
-	if errors.Is(err, sarama.ErrProducerFenced) || errors.Is(err, sarama.ErrInvalidProducerEpoch) || errors.Is(err, sarama.ErrTransactionalIDAuthorizationFailed) {
-		return true
-	}
-	msg := err.Error()
-	return containsAny(msg, "fenced", "ProducerFenced", "Unknown error", "transaction is not ready", "invalid producer epoch")
-}
-
-func containsAny(s string, subs ...string) bool {
-	for _, sub := range subs {
-		if strings.Contains(s, sub) {
-			return true
-		}
-	}
-	return false
 }

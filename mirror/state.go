@@ -79,7 +79,7 @@ func DescribeLinkLag(ctx context.Context, topo *topology.Topology, link Link) (L
 			if ls.PartitionErrors == nil {
 				ls.PartitionErrors = map[string]string{}
 			}
-			ls.PartitionErrors[TopicPartition{p.Topic, p.Partition}.String()] = p.Error
+			ls.PartitionErrors[TopicPartition{Topic: p.Topic, Partition: p.Partition}.String()] = p.Error
 		}
 	}
 	return ls, rep

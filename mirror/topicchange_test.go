@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/drctl/drctl/internal/kfaketest"
+	"github.com/drctl/drctl/mirror/groupsync"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -281,8 +282,8 @@ func TestTopicRecreatedOnActive(t *testing.T) {
 	waitCopied(t, src, dst, "orders", "kfake-east")
 	// The offset map still holds the old incarnation's entries: a group on
 	// the new one is never translated to a wrong offset (unmapped at worst).
-	commitSource(t, src, "g-new", map[TopicPartition]int64{{"orders", 0}: 25})
-	rep := mustTranslate(t, ctx, p.Topology, link, TranslateOptions{Groups: []string{"g-new"}})
+	commitSource(t, src, "g-new", map[TopicPartition]int64{{Topic: "orders", Partition: 0}: 25})
+	rep := mustTranslate(t, ctx, p.Topology, link, groupsync.TranslateOptions{Groups: []string{"g-new"}})
 	for _, gp := range rep.Groups[0].Partitions {
 		if gp.Exact && gp.Target != 25 {
 			t.Errorf("g-new on the new orders translated to %d (%s), want 25 or unmapped", gp.Target, gp.Status)

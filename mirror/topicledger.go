@@ -14,13 +14,6 @@ import (
 	"github.com/drctl/drctl/topology"
 )
 
-// TopicsTopic is the compacted internal topic on the target in which the
-// link records, per mirrored topic, which source incarnation (topic id) its
-// copy holds and whether drctl created the target topic. It is what lets
-// the mirror tell a topic deleted or recreated on the source from one it
-// never saw, across restarts and processes.
-func (l Link) TopicsTopic() string { return l.prefix() + ".topics" }
-
 // TopicRecord is the link's record of one mirrored topic.
 type TopicRecord struct {
 	Topic string `json:"topic"`

@@ -98,7 +98,7 @@ func (s *shard) window() time.Duration {
 func (t *txn) take(m *sarama.ConsumerMessage) *sarama.ProducerMessage {
 	s := t.s
 	t.pulled += heldBytes(m)
-	tp := TopicPartition{m.Topic, m.Partition}
+	tp := TopicPartition{Topic: m.Topic, Partition: m.Partition}
 	p, ok := s.parts[tp]
 	if !ok || m.Offset < p.next {
 		return nil

@@ -9,6 +9,7 @@ import (
 	"github.com/drctl/drctl/drill"
 	"github.com/drctl/drctl/failover"
 	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/mirror/groupsync"
 	"github.com/drctl/drctl/plans"
 	"github.com/drctl/drctl/topology"
 )
@@ -21,7 +22,7 @@ type tickMsg struct{ id int }
 
 type translationMsg struct {
 	group string
-	rep   *mirror.TranslationReport
+	rep   *groupsync.TranslationReport
 	err   error
 }
 
@@ -41,13 +42,13 @@ type resumeIDMsg struct {
 type syncPlanMsg struct {
 	group string
 	link  mirror.Link
-	plan  *mirror.GroupSyncPlan
+	plan  *groupsync.Plan
 	err   error
 }
 
 type syncDoneMsg struct {
 	group  string
-	result *mirror.GroupSyncPlan
+	result *groupsync.Plan
 	err    error
 }
 
@@ -73,7 +74,7 @@ func (m *Model) translateCmd(group string) tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
-		rep, err := mirror.TranslateGroups(ctx, topo, link, mirror.TranslateOptions{Groups: []string{group}})
+		rep, err := groupsync.Translate(ctx, topo, link, groupsync.TranslateOptions{Groups: []string{group}})
 		return translationMsg{group: group, rep: rep, err: err}
 	}
 }
@@ -108,20 +109,20 @@ func (m *Model) syncPlanCmd(group string) tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
-		rep, err := mirror.TranslateGroups(ctx, topo, link, mirror.TranslateOptions{Groups: []string{group}})
+		rep, err := groupsync.Translate(ctx, topo, link, groupsync.TranslateOptions{Groups: []string{group}})
 		if err != nil {
 			return syncPlanMsg{group: group, link: link, err: err}
 		}
-		return syncPlanMsg{group: group, link: link, plan: mirror.PlanGroupSync(rep)}
+		return syncPlanMsg{group: group, link: link, plan: groupsync.PlanSync(rep)}
 	}
 }
 
-func (m *Model) syncApplyCmd(group string, link mirror.Link, plan *mirror.GroupSyncPlan) tea.Cmd {
+func (m *Model) syncApplyCmd(group string, link mirror.Link, plan *groupsync.Plan) tea.Cmd {
 	topo, timeout := m.opts.Topology, m.opts.Timeout
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
-		res, err := mirror.ApplyGroupSync(ctx, topo, link, plan)
+		res, err := groupsync.Apply(ctx, topo, link, plan)
 		return syncDoneMsg{group: group, result: res, err: err}
 	}
 }

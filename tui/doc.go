@@ -4,7 +4,7 @@
 //
 // It is a front-end only. Everything it shows comes from the functions the
 // CLI calls (failover.CollectStatus for `drctl status`, mirror.MeasureLag for
-// `drctl mirror lag`, mirror.TranslateGroups for `drctl offsets translate`,
+// `drctl mirror lag`, groupsync.Translate for `drctl offsets translate`,
 // failover.PlanFailover for `drctl plan failover`), and every run goes
 // through failover.Execute: the console is one more plans.Hook on the same
 // executor, next to the journal and the cluster-side run store.

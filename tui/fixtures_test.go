@@ -13,6 +13,7 @@ import (
 	"github.com/drctl/drctl/failover"
 	"github.com/drctl/drctl/internal/rolestate"
 	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/mirror/groupsync"
 	"github.com/drctl/drctl/plans"
 	"github.com/drctl/drctl/topology"
 )
@@ -46,8 +47,8 @@ func cluster(name, role string, epoch int64) failover.ClusterStatus {
 		ClusterInfo: failover.ClusterInfo{ClusterID: "id-" + name, Brokers: []failover.Broker{{ID: 1}, {ID: 2}, {ID: 3}}, Controller: 1, KafkaVersion: "4.1"}}
 }
 
-func synced(g string, age float64) *mirror.GroupSyncStatus {
-	return &mirror.GroupSyncStatus{Group: g, InSync: true, BehindSeconds: age, LastAction: "commit"}
+func synced(g string, age float64) *groupsync.Status {
+	return &groupsync.Status{Group: g, InSync: true, BehindSeconds: age, LastAction: "commit"}
 }
 
 // steadyStatus: east active, west standby, mirror caught up, groups in sync.
@@ -109,7 +110,7 @@ func scenarioSteady() *Snapshot {
 func scenarioLagging() *Snapshot {
 	st := steadyStatus()
 	st.Mirror.LagRecords, st.Mirror.LagSeconds = 12345, 41.2
-	st.Groups[1].Sync = &mirror.GroupSyncStatus{Group: "billing", BehindSeconds: 65, Reason: "the standby moved since the last round"}
+	st.Groups[1].Sync = &groupsync.Status{Group: "billing", BehindSeconds: 65, Reason: "the standby moved since the last round"}
 	st.Problems = append(st.Problems, "group billing is not in sync on west: the standby moved since the last round")
 	return snapshotOf(st, lagReport(st, map[string]int64{"orders": 12000, "payments.eu": 345}, t0))
 }

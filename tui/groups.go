@@ -3,7 +3,7 @@ package tui
 import (
 	"fmt"
 
-	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/mirror/groupsync"
 )
 
 // groupsView is view 3: every selected group on both sides and its sync;
@@ -14,7 +14,7 @@ type groupsView struct {
 	open  string
 	// translation of the open group; err when it failed; loading while
 	// the command runs.
-	tr      *mirror.GroupTranslation
+	tr      *groupsync.GroupTranslation
 	trErr   string
 	loading bool
 	snap    *Snapshot

@@ -13,6 +13,7 @@ import (
 
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/mirror/groupsync"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -58,9 +59,9 @@ func checkGroups(topo *topology.Topology, groups []string, sync bool) error {
 		switch {
 		case g == "":
 			return withCode(exitBadInput, errors.New("--group needs a name"))
-		case strings.HasPrefix(g, mirror.InternalGroupPrefix):
-			return withCode(exitBadInput, fmt.Errorf("group %s is drctl's own (its name starts with %s); it is never translated", g, mirror.InternalGroupPrefix))
-		case sync && !mirror.SelectedGroup(topo, g):
+		case strings.HasPrefix(g, groupsync.InternalGroupPrefix):
+			return withCode(exitBadInput, fmt.Errorf("group %s is drctl's own (its name starts with %s); it is never translated", g, groupsync.InternalGroupPrefix))
+		case sync && !groupsync.SelectedGroup(topo, g):
 			return withCode(exitBadInput, fmt.Errorf("group %s is not selected by mirror.groups in %s; add it to mirror.groups.include (or remove it from exclude) to sync it", g, topo.Path))
 		}
 	}
@@ -68,12 +69,12 @@ func checkGroups(topo *topology.Topology, groups []string, sync bool) error {
 }
 
 // translateCmd resolves the live link and translates the flags' groups.
-func translateCmd(ctx context.Context, c *cli.Context, topo *topology.Topology) (*mirror.TranslationReport, mirror.Link, error) {
+func translateCmd(ctx context.Context, c *cli.Context, topo *topology.Topology) (*groupsync.TranslationReport, mirror.Link, error) {
 	link, err := liveLink(ctx, topo)
 	if err != nil {
 		return nil, link, err
 	}
-	rep, err := mirror.TranslateGroups(ctx, topo, link, mirror.TranslateOptions{Groups: c.StringSlice("group"), FromSnapshot: c.Bool("from-snapshot")})
+	rep, err := groupsync.Translate(ctx, topo, link, groupsync.TranslateOptions{Groups: c.StringSlice("group"), FromSnapshot: c.Bool("from-snapshot")})
 	switch {
 	case err == nil:
 		return rep, link, nil
@@ -118,7 +119,7 @@ func offsetsTranslate(c *cli.Context) error {
 	return nil
 }
 
-func translationTables(w io.Writer, rep *mirror.TranslationReport) error {
+func translationTables(w io.Writer, rep *groupsync.TranslationReport) error {
 	fmt.Fprintf(w, "link %s, translated at %s\n", rep.Link, rep.TranslatedAt.Format(time.RFC3339))
 	if len(rep.Groups) == 0 {
 		fmt.Fprintf(w, "no selected group has committed offsets on %s\n", rep.Source)
@@ -167,7 +168,7 @@ func plural(n int, what string) string {
 	return fmt.Sprintf("%d %ss", n, what)
 }
 
-func standbyState(s mirror.StandbyGroup) string {
+func standbyState(s groupsync.StandbyGroup) string {
 	if !s.Exists {
 		return "absent"
 	}
@@ -199,7 +200,7 @@ func offsetsSync(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	plan := mirror.PlanGroupSync(rep)
+	plan := groupsync.PlanSync(rep)
 	if n := plan.Changes(); n > 0 && !cf.Given() {
 		out := c.App.Writer
 		if outputFormat(c) != "table" {
@@ -217,7 +218,7 @@ func offsetsSync(c *cli.Context) error {
 		// Apply gets its own time: the question may have waited long.
 		actx, acancel := context.WithTimeout(c.Context, c.Duration("timeout"))
 		defer acancel()
-		if result, err = mirror.ApplyGroupSync(actx, topo, link, plan); err != nil {
+		if result, err = groupsync.Apply(actx, topo, link, plan); err != nil {
 			if errors.Is(err, kafkaconn.ErrUnreachable) {
 				return withCode(exitUnreachable, fmt.Errorf("%w; nothing was committed", err))
 			}
@@ -240,7 +241,7 @@ func offsetsSync(c *cli.Context) error {
 
 // syncTable prints a plan (done false: what it would change) or its
 // result, one row per change.
-func syncTable(w io.Writer, p *mirror.GroupSyncPlan, done bool) error {
+func syncTable(w io.Writer, p *groupsync.Plan, done bool) error {
 	verb := "changes"
 	if done {
 		verb = "result"
@@ -253,22 +254,22 @@ func syncTable(w io.Writer, p *mirror.GroupSyncPlan, done bool) error {
 	t := newTable(w, "group", "action", "topic", "partition", "before", "after", "status")
 	for _, g := range p.Groups {
 		action := string(g.Action)
-		if g.Action == mirror.SyncCommit {
+		if g.Action == groupsync.SyncCommit {
 			action = "will commit"
 			if done {
 				action = "committed"
 			}
 		}
-		if len(g.Changes) == 0 || g.Action != mirror.SyncCommit {
+		if len(g.Changes) == 0 || g.Action != groupsync.SyncCommit {
 			note := "-"
 			switch g.Action {
-			case mirror.SyncSkippedActive:
+			case groupsync.SyncSkippedActive:
 				note = "members on the standby: not changed"
-			case mirror.SyncStale:
+			case groupsync.SyncStale:
 				note = "moved since the plan: not changed"
-			case mirror.SyncFailed:
+			case groupsync.SyncFailed:
 				note = "failed (see below)"
-			case mirror.SyncInSync:
+			case groupsync.SyncInSync:
 				note = fmt.Sprintf("%d partitions already there", g.Unchanged)
 			}
 			if err := t.Append(g.Group, action, "-", "-", "-", "-", note); err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/mirror/groupsync"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -186,7 +187,7 @@ func TestOffsetsCommands(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("translate: exit %d: %s", code, stderr)
 	}
-	var rep mirror.TranslationReport
+	var rep groupsync.TranslationReport
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("translate -o json: %v\n%s", err, out)
 	}
@@ -239,11 +240,11 @@ func TestOffsetsCommands(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("sync: exit %d: %s\n%s", code, stderr, out)
 	}
-	var res mirror.GroupSyncPlan
+	var res groupsync.Plan
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("sync -o json: %v\n%s", err, out)
 	}
-	if g := res.Groups[0]; g.Action != mirror.SyncCommit || !g.Committed || len(g.Changes) != 2 || g.Changes[0].Before != -1 || g.Changes[0].After != targets[0] {
+	if g := res.Groups[0]; g.Action != groupsync.SyncCommit || !g.Committed || len(g.Changes) != 2 || g.Changes[0].Before != -1 || g.Changes[0].After != targets[0] {
 		t.Fatalf("sync result: %+v", res.Groups)
 	}
 	if got := env.standbyOffsets(t, "app-one"); got[0] != targets[0] || got[1] != targets[1] {

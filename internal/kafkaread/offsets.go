@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/IBM/sarama"
+
+	"github.com/drctl/drctl/topology"
 )
 
 // Ends are the offsets that bound a partition's log.
@@ -116,4 +118,55 @@ func withLeader(ctx context.Context, client sarama.Client, topic string, partiti
 		}
 	}
 	return fmt.Errorf("gave up after %d attempts: %w", maxAttempts, err)
+}
+
+// StableOffsets asks the leaders for the last stable offset of each
+// partition (the read_committed end), one request per broker. Any
+// partition it cannot measure makes the whole call fail.
+func StableOffsets(ctx context.Context, client sarama.Client, tps []topology.TopicPartition) (map[topology.TopicPartition]int64, error) {
+	return listOffsets(ctx, client, tps, sarama.OffsetNewest)
+}
+
+// StartOffsets asks the leaders for the log start offset of each partition,
+// one request per broker.
+func StartOffsets(ctx context.Context, client sarama.Client, tps []topology.TopicPartition) (map[topology.TopicPartition]int64, error) {
+	return listOffsets(ctx, client, tps, sarama.OffsetOldest)
+}
+
+func listOffsets(ctx context.Context, client sarama.Client, tps []topology.TopicPartition, at int64) (map[topology.TopicPartition]int64, error) {
+	byBroker := map[*sarama.Broker]*sarama.OffsetRequest{}
+	for _, tp := range tps {
+		b, err := client.Leader(tp.Topic, tp.Partition)
+		if err != nil {
+			_ = client.RefreshMetadata(tp.Topic)
+			if b, err = client.Leader(tp.Topic, tp.Partition); err != nil {
+				return nil, fmt.Errorf("%s: leader: %w", tp, err)
+			}
+		}
+		req, ok := byBroker[b]
+		if !ok {
+			req = &sarama.OffsetRequest{Version: 4, IsolationLevel: sarama.ReadCommitted}
+			byBroker[b] = req
+		}
+		req.AddBlock(tp.Topic, tp.Partition, at, 1)
+	}
+	out := make(map[topology.TopicPartition]int64, len(tps))
+	for b, req := range byBroker {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		resp, err := b.GetAvailableOffsets(req)
+		if err != nil {
+			return nil, fmt.Errorf("list offsets on broker %d: %w", b.ID(), err)
+		}
+		for topic, parts := range resp.Blocks {
+			for p, blk := range parts {
+				if blk.Err != sarama.ErrNoError {
+					return nil, fmt.Errorf("%s/%d: %w", topic, p, blk.Err)
+				}
+				out[topology.TopicPartition{Topic: topic, Partition: p}] = blk.Offset
+			}
+		}
+	}
+	return out, nil
 }

@@ -1,6 +1,7 @@
-package mirror
+package groupsync
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,29 +17,19 @@ import (
 	"github.com/drctl/drctl/topology"
 )
 
-// GroupsTopic is the compacted internal topic on the target that holds the
-// link's snapshot of the source groups' committed offsets: one record per
-// group (key = the group name, value = a JSON GroupSnapshot), rewritten by
-// every round of the mirror's group sync, and a tombstone when a group
-// disappears from the source. It lets a failover translate the last known
-// positions when the source is gone.
-//
-//	Link{"payments", "east", "west"}.GroupsTopic() == "_drctl.payments.east-west.groups"
-func (l Link) GroupsTopic() string { return l.prefix() + ".groups" }
-
-// snapshotVersion is the Version of the GroupSnapshot records this build
+// snapshotVersion is the Version of the Snapshot records this build
 // writes; a reader refuses newer ones rather than misread them.
 const snapshotVersion = 1
 
-// ErrSnapshotVersion is wrapped by LoadGroupSnapshot's error for a record a
+// ErrSnapshotVersion is wrapped by LoadSnapshot's error for a record a
 // newer drctl wrote.
 var ErrSnapshotVersion = errors.New("group snapshot written by a newer drctl")
 
-// GroupSnapshot is what the standby knows of one source group: its
+// Snapshot is what the standby knows of one source group: its
 // committed source offsets as the mirror last observed them, their
 // translation, and what the sync did with them. The JSON field names are a
 // stable schema.
-type GroupSnapshot struct {
+type Snapshot struct {
 	Version int    `json:"version"`
 	Group   string `json:"group"`
 	// Source is the cluster the offsets were read from.
@@ -71,10 +62,10 @@ type SnapshotOffset struct {
 }
 
 // positions turns the snapshot back into committed source positions.
-func (s GroupSnapshot) positions() groupPositions {
-	pos := groupPositions{group: s.Group, offsets: map[TopicPartition]committedOffset{}, observedAt: s.ObservedAt, fromSnapshot: true}
+func (s Snapshot) positions() groupPositions {
+	pos := groupPositions{group: s.Group, offsets: map[topology.TopicPartition]CommittedOffset{}, observedAt: s.ObservedAt, fromSnapshot: true}
 	for _, o := range s.Offsets {
-		pos.offsets[TopicPartition{o.Topic, o.Partition}] = committedOffset{Offset: o.Offset, Metadata: o.Metadata}
+		pos.offsets[topology.TopicPartition{Topic: o.Topic, Partition: o.Partition}] = CommittedOffset{Offset: o.Offset, Metadata: o.Metadata}
 	}
 	return pos
 }
@@ -82,12 +73,12 @@ func (s GroupSnapshot) positions() groupPositions {
 // newSnapshot records a round's translation of one group and the sync's
 // outcome; prev is the group's previous snapshot (its SyncedAt carries over
 // when this round did not sync).
-func newSnapshot(source string, gt GroupTranslation, pos groupPositions, gs GroupSync, prev *time.Time) GroupSnapshot {
-	s := GroupSnapshot{Version: snapshotVersion, Group: gt.Group, Source: source, ObservedAt: gt.ObservedAt.UTC(),
+func newSnapshot(source string, gt GroupTranslation, pos groupPositions, gs Group, prev *time.Time) Snapshot {
+	s := Snapshot{Version: snapshotVersion, Group: gt.Group, Source: source, ObservedAt: gt.ObservedAt.UTC(),
 		Offsets: []SnapshotOffset{}, Action: gs.Action, Reason: gs.Reason, SyncedAt: prev}
-	translated := map[TopicPartition]GroupPartition{}
+	translated := map[topology.TopicPartition]GroupPartition{}
 	for _, p := range gt.Partitions {
-		translated[TopicPartition{p.Topic, p.Partition}] = p
+		translated[topology.TopicPartition{Topic: p.Topic, Partition: p.Partition}] = p
 	}
 	for tp, c := range pos.offsets {
 		if c.Offset < 0 {
@@ -100,7 +91,7 @@ func newSnapshot(source string, gt GroupTranslation, pos groupPositions, gs Grou
 		s.Offsets = append(s.Offsets, o)
 	}
 	slices.SortFunc(s.Offsets, func(a, b SnapshotOffset) int {
-		return compareTopicPartition(TopicPartition{a.Topic, a.Partition}, TopicPartition{b.Topic, b.Partition})
+		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
 	})
 	if gs.Synced() {
 		at := s.ObservedAt
@@ -109,23 +100,9 @@ func newSnapshot(source string, gt GroupTranslation, pos groupPositions, gs Grou
 	return s
 }
 
-func compareTopicPartition(a, b TopicPartition) int {
-	switch {
-	case a.Topic < b.Topic:
-		return -1
-	case a.Topic > b.Topic:
-		return 1
-	case a.Partition < b.Partition:
-		return -1
-	case a.Partition > b.Partition:
-		return 1
-	}
-	return 0
-}
-
 // ensureGroupsTopic creates the link's snapshot topic on the target when it
 // is missing: compacted, one partition.
-func ensureGroupsTopic(ctx context.Context, dst sarama.Client, link Link) error {
+func ensureGroupsTopic(ctx context.Context, dst sarama.Client, link topology.Link) error {
 	info, err := kafkaread.Topic(ctx, dst, link.GroupsTopic())
 	if err != nil {
 		return fmt.Errorf("target %s: %w", link.Target, err)
@@ -138,9 +115,10 @@ func ensureGroupsTopic(ctx context.Context, dst sarama.Client, link Link) error 
 		return fmt.Errorf("target %s: admin: %w", link.Target, err)
 	}
 	// The admin shares dst; closing it would close dst.
+	compact := "compact"
 	rf := int16(max(1, min(3, len(info.Brokers))))
 	detail := &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: rf,
-		ConfigEntries: map[string]*string{"cleanup.policy": ptr("compact")}}
+		ConfigEntries: map[string]*string{"cleanup.policy": &compact}}
 	_, err = kafkaread.Await(ctx, func() (struct{}, error) { return struct{}{}, admin.CreateTopic(link.GroupsTopic(), detail, false) })
 	if err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {
 		return fmt.Errorf("target %s: create %s: %w", link.Target, link.GroupsTopic(), err)
@@ -160,7 +138,7 @@ func newSnapshotProducer(c *topology.Cluster) (sarama.SyncProducer, error) {
 
 // writeSnapshots writes one record per snapshot and a tombstone per name in
 // gone to the link's snapshot topic.
-func writeSnapshots(ctx context.Context, p sarama.SyncProducer, link Link, snaps []GroupSnapshot, gone []string) error {
+func writeSnapshots(ctx context.Context, p sarama.SyncProducer, link topology.Link, snaps []Snapshot, gone []string) error {
 	msgs := make([]*sarama.ProducerMessage, 0, len(snaps)+len(gone))
 	for _, s := range snaps {
 		v, err := json.Marshal(s)
@@ -181,17 +159,17 @@ func writeSnapshots(ctx context.Context, p sarama.SyncProducer, link Link, snaps
 	return nil
 }
 
-// LoadGroupSnapshot reads the link's snapshot of the source groups from the
+// LoadSnapshot reads the link's snapshot of the source groups from the
 // target cluster behind client (see GroupsTopic): the latest record of every
 // group that has not been deleted since. It needs nothing from the source,
 // so an unplanned failover can translate the last positions the mirror saw
-// (GroupSnapshot.ObservedAt says how old they are).
+// (Snapshot.ObservedAt says how old they are).
 //
 // A missing topic (the mirror's group sync never ran on this target) is an
 // error wrapping sarama.ErrUnknownTopicOrPartition; the topic is never
 // created. A record that does not decode is an error naming its offset; one
 // written by a newer drctl wraps ErrSnapshotVersion.
-func LoadGroupSnapshot(ctx context.Context, client sarama.Client, link Link) (map[string]GroupSnapshot, error) {
+func LoadSnapshot(ctx context.Context, client sarama.Client, link topology.Link) (map[string]Snapshot, error) {
 	topic := link.GroupsTopic()
 	info, err := kafkaread.Topic(ctx, client, topic)
 	if err != nil {
@@ -200,7 +178,7 @@ func LoadGroupSnapshot(ctx context.Context, client sarama.Client, link Link) (ma
 	if !info.Exists {
 		return nil, fmt.Errorf("read group snapshot: topic %s on %s: %w", topic, link.Target, sarama.ErrUnknownTopicOrPartition)
 	}
-	out := map[string]GroupSnapshot{}
+	out := map[string]Snapshot{}
 	for p := int32(0); p < int32(info.Partitions); p++ {
 		_, err := kafkaread.ReadCommitted(ctx, client, topic, p, 0, func(r kafkaread.Record) error {
 			group := string(r.Key)
@@ -225,16 +203,16 @@ func LoadGroupSnapshot(ctx context.Context, client sarama.Client, link Link) (ma
 // decodeSnapshot decodes the record of a group's snapshot stored under the
 // key group. One written by a newer drctl is an error wrapping
 // ErrSnapshotVersion.
-func decodeSnapshot(group string, raw []byte) (GroupSnapshot, error) {
-	var s GroupSnapshot
+func decodeSnapshot(group string, raw []byte) (Snapshot, error) {
+	var s Snapshot
 	if err := json.Unmarshal(raw, &s); err != nil {
-		return GroupSnapshot{}, err
+		return Snapshot{}, err
 	}
 	if s.Version > snapshotVersion {
-		return GroupSnapshot{}, fmt.Errorf("%w: version %d (this build reads %d; upgrade drctl)", ErrSnapshotVersion, s.Version, snapshotVersion)
+		return Snapshot{}, fmt.Errorf("%w: version %d (this build reads %d; upgrade drctl)", ErrSnapshotVersion, s.Version, snapshotVersion)
 	}
 	if s.Group != group {
-		return GroupSnapshot{}, fmt.Errorf("record of group %q under key %q", s.Group, group)
+		return Snapshot{}, fmt.Errorf("record of group %q under key %q", s.Group, group)
 	}
 	return s, nil
 }

@@ -1,4 +1,4 @@
-package mirror
+package groupsync
 
 import (
 	"strings"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/drctl/drctl/offsettranslate"
+	"github.com/drctl/drctl/topology"
 )
 
 // mapOf builds an offset map index from entries of one partition each.
@@ -23,8 +24,10 @@ func TestTranslateGroup(t *testing.T) {
 	x := mapOf(t, offsettranslate.Entry{Topic: "orders", Partition: 0,
 		Runs: []offsettranslate.Run{{Source: 0, Target: 0, Count: 3}, {Source: 7, Target: 3, Count: 1}}, SourceNext: 8},
 		offsettranslate.Entry{Topic: "late", Partition: 0, Runs: []offsettranslate.Run{{Source: 50, Target: 0, Count: 10}}, SourceNext: 60})
-	tp := func(topic string, p int32) TopicPartition { return TopicPartition{topic, p} }
-	pos := groupPositions{group: "billing", observedAt: time.Unix(100, 0), offsets: map[TopicPartition]committedOffset{
+	tp := func(topic string, p int32) topology.TopicPartition {
+		return topology.TopicPartition{Topic: topic, Partition: p}
+	}
+	pos := groupPositions{group: "billing", observedAt: time.Unix(100, 0), offsets: map[topology.TopicPartition]CommittedOffset{
 		tp("orders", 0):   {Offset: 4, Metadata: "m"}, // a hole: next record 7
 		tp("orders", 1):   {Offset: 3},                // nothing mirrored
 		tp("orders", 2):   {Offset: -1},               // no offset: left out
@@ -35,8 +38,8 @@ func TestTranslateGroup(t *testing.T) {
 		tp("_drctl.x", 0): {Offset: 1}, // internal: never mirrored
 	}}
 	mirrored := func(topic string) bool { return topic == "orders" || topic == "late" }
-	standby := map[TopicPartition]committedOffset{tp("orders", 0): {Offset: 3}, tp("late", 0): {Offset: -1}}
-	ends := map[TopicPartition]int64{tp("orders", 0): 5}
+	standby := map[topology.TopicPartition]CommittedOffset{tp("orders", 0): {Offset: 3}, tp("late", 0): {Offset: -1}}
+	ends := map[topology.TopicPartition]int64{tp("orders", 0): 5}
 	gt := translateGroup(pos, x, mirrored, StandbyGroup{Exists: true, State: "Empty"}, standby, ends)
 	want := []GroupPartition{
 		{Topic: "late", Partition: 0, SourceCommitted: 12, Target: 0, Status: offsettranslate.BeforeStart, TargetEnd: -1, StandbyCommitted: -1},
@@ -56,11 +59,11 @@ func TestTranslateGroup(t *testing.T) {
 		t.Errorf("unmirrored %v", gt.Unmirrored)
 	}
 	// Past the mirrored end: clamped, exact up to the mirror's read position.
-	pos.offsets = map[TopicPartition]committedOffset{tp("orders", 0): {Offset: 8}}
+	pos.offsets = map[topology.TopicPartition]CommittedOffset{tp("orders", 0): {Offset: 8}}
 	if gp := translateGroup(pos, x, mirrored, StandbyGroup{}, nil, nil).Partitions[0]; gp.Target != 4 || gp.Status != offsettranslate.ClampedToEnd || !gp.Exact {
 		t.Errorf("at the read position: %+v", gp)
 	}
-	pos.offsets = map[TopicPartition]committedOffset{tp("orders", 0): {Offset: 9}}
+	pos.offsets = map[topology.TopicPartition]CommittedOffset{tp("orders", 0): {Offset: 9}}
 	if gp := translateGroup(pos, x, mirrored, StandbyGroup{}, nil, nil).Partitions[0]; gp.Target != 4 || gp.Status != offsettranslate.ClampedToEnd || gp.Exact {
 		t.Errorf("ahead of the mirror: %+v", gp)
 	}
@@ -85,8 +88,8 @@ func TestStandbyGroupActive(t *testing.T) {
 	}
 }
 
-// TestPlanGroupSync walks PlanGroupSync's rules, one row each.
-func TestPlanGroupSync(t *testing.T) {
+// TestPlanSync walks PlanSync's rules, one row each.
+func TestPlanSync(t *testing.T) {
 	exact := offsettranslate.Exact
 	part := func(topic string, source, target, standby int64, st offsettranslate.Status) GroupPartition {
 		return GroupPartition{Topic: topic, SourceCommitted: source, Target: target, Status: st, Exact: st == exact, TargetEnd: -1, StandbyCommitted: standby}
@@ -121,7 +124,7 @@ func TestPlanGroupSync(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			p := PlanGroupSync(&TranslationReport{Link: "east->west", Source: "east", Target: "west", Groups: []GroupTranslation{c.gt}})
+			p := PlanSync(&TranslationReport{Link: "east->west", Source: "east", Target: "west", Groups: []GroupTranslation{c.gt}})
 			g := p.Groups[0]
 			if g.Action != c.action || !strings.Contains(g.Reason, c.reason) {
 				t.Fatalf("action %s (%s), want %s (%s)", g.Action, g.Reason, c.action, c.reason)
@@ -144,12 +147,12 @@ func TestPlanGroupSync(t *testing.T) {
 func TestSyncStatus(t *testing.T) {
 	now := time.Unix(1000, 0)
 	synced := now.Add(-3 * time.Second)
-	snap := GroupSnapshot{Group: "g", ObservedAt: synced, SyncedAt: &synced, Action: SyncCommit, Offsets: []SnapshotOffset{
+	snap := Snapshot{Group: "g", ObservedAt: synced, SyncedAt: &synced, Action: SyncCommit, Offsets: []SnapshotOffset{
 		{Topic: "a", Partition: 0, Offset: 10, Target: 7, Status: offsettranslate.Exact},
 		{Topic: "a", Partition: 1, Offset: 3, Target: -1, Status: offsettranslate.Unmapped},
 	}}
-	at := func(off int64) map[TopicPartition]committedOffset {
-		return map[TopicPartition]committedOffset{{"a", 0}: {Offset: off}}
+	at := func(off int64) map[topology.TopicPartition]CommittedOffset {
+		return map[topology.TopicPartition]CommittedOffset{{Topic: "a", Partition: 0}: {Offset: off}}
 	}
 	if st := syncStatus(snap, at(7), now); !st.InSync || st.BehindSeconds != 3 || st.Reason != "" {
 		t.Errorf("synced group: %+v", st)
@@ -165,7 +168,7 @@ func TestSyncStatus(t *testing.T) {
 	if st := syncStatus(skipped, at(7), now); st.InSync || st.Reason != "has 1 members" || st.BehindSeconds != 3 {
 		t.Errorf("skipped group: %+v", st)
 	}
-	never := GroupSnapshot{Group: "g", Action: SyncNothing}
+	never := Snapshot{Group: "g", Action: SyncNothing}
 	if st := syncStatus(never, nil, now); !st.InSync || st.BehindSeconds != -1 {
 		t.Errorf("group with nothing to sync: %+v", st)
 	}
@@ -174,11 +177,11 @@ func TestSyncStatus(t *testing.T) {
 func TestNewSnapshotCarriesSyncedAt(t *testing.T) {
 	obs := time.Unix(500, 0).UTC()
 	prev := time.Unix(400, 0).UTC()
-	pos := groupPositions{group: "g", observedAt: obs, offsets: map[TopicPartition]committedOffset{
-		{"b", 1}: {Offset: 4}, {"a", 0}: {Offset: 9, Metadata: "x"}, {"c", 0}: {Offset: -1}}}
+	pos := groupPositions{group: "g", observedAt: obs, offsets: map[topology.TopicPartition]CommittedOffset{
+		{Topic: "b", Partition: 1}: {Offset: 4}, {Topic: "a", Partition: 0}: {Offset: 9, Metadata: "x"}, {Topic: "c", Partition: 0}: {Offset: -1}}}
 	gt := GroupTranslation{Group: "g", ObservedAt: obs, Partitions: []GroupPartition{
 		{Topic: "a", Partition: 0, SourceCommitted: 9, Target: 6, Status: offsettranslate.Exact}}}
-	s := newSnapshot("east", gt, pos, GroupSync{Action: SyncSkippedActive, Reason: "r"}, &prev)
+	s := newSnapshot("east", gt, pos, Group{Action: SyncSkippedActive, Reason: "r"}, &prev)
 	if s.SyncedAt == nil || !s.SyncedAt.Equal(prev) || s.Action != SyncSkippedActive {
 		t.Errorf("skipped round: SyncedAt %v, action %s", s.SyncedAt, s.Action)
 	}
@@ -186,11 +189,11 @@ func TestNewSnapshotCarriesSyncedAt(t *testing.T) {
 	if len(s.Offsets) != 2 || s.Offsets[0] != want[0] || s.Offsets[1] != want[1] {
 		t.Errorf("offsets %+v, want %+v", s.Offsets, want)
 	}
-	s = newSnapshot("east", gt, pos, GroupSync{Action: SyncCommit, Committed: true}, &prev)
+	s = newSnapshot("east", gt, pos, Group{Action: SyncCommit, Committed: true}, &prev)
 	if s.SyncedAt == nil || !s.SyncedAt.Equal(obs) {
 		t.Errorf("committed round: SyncedAt %v, want %v", s.SyncedAt, obs)
 	}
-	s = newSnapshot("east", gt, pos, GroupSync{Action: SyncFailed}, nil)
+	s = newSnapshot("east", gt, pos, Group{Action: SyncFailed}, nil)
 	if s.SyncedAt != nil {
 		t.Errorf("failed first round: SyncedAt %v", s.SyncedAt)
 	}
@@ -198,13 +201,13 @@ func TestNewSnapshotCarriesSyncedAt(t *testing.T) {
 
 func TestMovedSincePlan(t *testing.T) {
 	changes := []OffsetChange{{Topic: "a", Partition: 0, Before: -1, After: 7}, {Topic: "a", Partition: 1, Before: 3, After: 5}}
-	at := func(p0, p1 int64) map[TopicPartition]committedOffset {
-		m := map[TopicPartition]committedOffset{}
+	at := func(p0, p1 int64) map[topology.TopicPartition]CommittedOffset {
+		m := map[topology.TopicPartition]CommittedOffset{}
 		if p0 >= 0 {
-			m[TopicPartition{"a", 0}] = committedOffset{Offset: p0}
+			m[topology.TopicPartition{Topic: "a", Partition: 0}] = CommittedOffset{Offset: p0}
 		}
 		if p1 >= 0 {
-			m[TopicPartition{"a", 1}] = committedOffset{Offset: p1}
+			m[topology.TopicPartition{Topic: "a", Partition: 1}] = CommittedOffset{Offset: p1}
 		}
 		return m
 	}

@@ -1,10 +1,10 @@
-package mirror
+package groupsync
 
 import "github.com/prometheus/client_golang/prometheus"
 
-// GroupSyncMetrics are the series of the mirror's continuous group sync
+// Metrics are the series of the mirror's continuous group sync
 // (prefix drctl_group_sync_). Link and group are labels.
-type GroupSyncMetrics struct {
+type Metrics struct {
 	// Rounds counts sync rounds by outcome: ok, error, or paused (this
 	// process does not own shard 0, or the role state does not allow the
 	// link to write).
@@ -21,10 +21,10 @@ type GroupSyncMetrics struct {
 	RoundTime *prometheus.HistogramVec
 }
 
-// newGroupSyncMetrics creates the series and registers them with reg (nil:
+// NewMetrics creates the series and registers them with reg (nil:
 // not registered, as in tests).
-func newGroupSyncMetrics(reg prometheus.Registerer) *GroupSyncMetrics {
-	m := &GroupSyncMetrics{
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
 		Rounds: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "drctl_group_sync_rounds_total",
 			Help: "Group sync rounds by outcome (ok, error, paused)."}, []string{"link", "outcome"}),
 		CommittedPartitions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "drctl_group_sync_committed_partitions_total",

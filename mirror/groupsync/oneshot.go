@@ -1,4 +1,4 @@
-package mirror
+package groupsync
 
 import (
 	"context"
@@ -22,19 +22,19 @@ var ErrInternalGroup = errors.New("drctl's own consumer group")
 // topology's mirror.groups selects it and it is not one of drctl's own.
 func SelectedGroup(topo *topology.Topology, group string) bool { return selectedGroup(topo, group) }
 
-// TranslateOptions choose what TranslateGroups translates.
+// TranslateOptions choose what Translate translates.
 type TranslateOptions struct {
 	// Groups names the groups to translate. Empty: every group of the
 	// source that the topology selects (SelectedGroup), or, with
 	// FromSnapshot, every group of the snapshot.
 	Groups []string
 	// FromSnapshot takes the source positions from the standby's snapshot
-	// (LoadGroupSnapshot) instead of the source, which then need not be
+	// (LoadSnapshot) instead of the source, which then need not be
 	// reachable: for an unplanned failover.
 	FromSnapshot bool
 }
 
-// TranslateGroups translates the committed source positions of consumer
+// Translate translates the committed source positions of consumer
 // groups over link, once: it reads the positions from the source (stable
 // offsets only) or from the snapshot, loads the whole offset map from the
 // target (offsettranslate.Load), and reads each group's state and
@@ -47,7 +47,7 @@ type TranslateOptions struct {
 // inconsistent partitions is not an error: those partitions translate as
 // unmapped and the report's Problems say so. Trouble with one group is in
 // that group's Error.
-func TranslateGroups(ctx context.Context, topo *topology.Topology, link Link, opts TranslateOptions) (*TranslationReport, error) {
+func Translate(ctx context.Context, topo *topology.Topology, link topology.Link, opts TranslateOptions) (*TranslationReport, error) {
 	for _, g := range opts.Groups {
 		if len(g) >= len(InternalGroupPrefix) && g[:len(InternalGroupPrefix)] == InternalGroupPrefix {
 			return nil, fmt.Errorf("group %s: %w: it is never translated", g, ErrInternalGroup)
@@ -65,7 +65,7 @@ func TranslateGroups(ctx context.Context, topo *topology.Topology, link Link, op
 	var positions []groupPositions
 	readErrs := map[string]error{}
 	if opts.FromSnapshot {
-		snaps, err := LoadGroupSnapshot(ctx, dst, link)
+		snaps, err := LoadSnapshot(ctx, dst, link)
 		if err != nil {
 			return nil, fmt.Errorf("target %s: %w", link.Target, err)
 		}
@@ -130,7 +130,7 @@ func readPositions(ctx context.Context, src sarama.Client, groups []string) ([]g
 	errs := map[string]error{}
 	for _, g := range groups {
 		at := time.Now().UTC()
-		offs, err := fetchCommitted(ctx, src, g, true)
+		offs, err := FetchCommitted(ctx, src, g, true)
 		if err != nil {
 			errs[g] = fmt.Errorf("source: %w", err)
 		}
@@ -144,7 +144,7 @@ func readPositions(ctx context.Context, src sarama.Client, groups []string) ([]g
 // measures the target partitions' last stable offsets. Only a failure to
 // describe the groups at all is an error; the rest is per group.
 func translateAll(ctx context.Context, dst sarama.Client, admin sarama.ClusterAdmin, x translator, topo *topology.Topology,
-	link Link, positions []groupPositions, readErrs map[string]error, ends bool) ([]GroupTranslation, error) {
+	link topology.Link, positions []groupPositions, readErrs map[string]error, ends bool) ([]GroupTranslation, error) {
 	names := make([]string, 0, len(positions))
 	for _, p := range positions {
 		names = append(names, p.group)
@@ -153,10 +153,10 @@ func translateAll(ctx context.Context, dst sarama.Client, admin sarama.ClusterAd
 	if err != nil {
 		return nil, fmt.Errorf("target %s: %w", link.Target, err)
 	}
-	var targetEnds map[TopicPartition]int64
+	var targetEnds map[topology.TopicPartition]int64
 	if ends {
-		seen := map[TopicPartition]bool{}
-		var tps []TopicPartition
+		seen := map[topology.TopicPartition]bool{}
+		var tps []topology.TopicPartition
 		mirrored := mirroredTopics(topo)
 		for _, p := range positions {
 			for tp := range p.offsets {
@@ -175,7 +175,7 @@ func translateAll(ctx context.Context, dst sarama.Client, admin sarama.ClusterAd
 				Standby: states[p.group], Partitions: []GroupPartition{}, Error: err.Error()})
 			continue
 		}
-		standby, err := fetchCommitted(ctx, dst, p.group, false)
+		standby, err := FetchCommitted(ctx, dst, p.group, false)
 		if err != nil {
 			out = append(out, GroupTranslation{Group: p.group, ObservedAt: p.observedAt, FromSnapshot: p.fromSnapshot,
 				Standby: states[p.group], Partitions: []GroupPartition{}, Error: fmt.Sprintf("target %s: %v", link.Target, err)})
@@ -186,7 +186,7 @@ func translateAll(ctx context.Context, dst sarama.Client, admin sarama.ClusterAd
 	return out, nil
 }
 
-// ApplyGroupSync commits plan's changes on the link's standby and returns
+// Apply commits plan's changes on the link's standby and returns
 // the plan with the outcome of each group. It commits exactly the planned
 // offsets, group by group, and only when nothing moved under the plan: a
 // group that has members on the standby now is skipped (SyncSkippedActive;
@@ -198,7 +198,7 @@ func translateAll(ctx context.Context, dst sarama.Client, admin sarama.ClusterAd
 //
 // The error is non-nil only when the target cannot be reached or its
 // groups cannot be described; nothing was committed then.
-func ApplyGroupSync(ctx context.Context, topo *topology.Topology, link Link, plan *GroupSyncPlan) (*GroupSyncPlan, error) {
+func Apply(ctx context.Context, topo *topology.Topology, link topology.Link, plan *Plan) (*Plan, error) {
 	dstCluster := topo.Clusters[link.Target]
 	if dstCluster == nil {
 		return nil, fmt.Errorf("no cluster %q in topology %s", link.Target, topo.Name)
@@ -236,7 +236,7 @@ func ApplyGroupSync(ctx context.Context, topo *topology.Topology, link Link, pla
 			g.Action, g.Reason = SyncSkippedActive, activeReason(g.Group, link.Target, st)+" (it joined after the plan was made)"
 			continue
 		}
-		now, err := fetchCommitted(ctx, dst, g.Group, false)
+		now, err := FetchCommitted(ctx, dst, g.Group, false)
 		if err != nil {
 			g.Action, g.Reason = SyncFailed, fmt.Sprintf("target %s: %v", link.Target, err)
 			continue
@@ -251,12 +251,12 @@ func ApplyGroupSync(ctx context.Context, topo *topology.Topology, link Link, pla
 }
 
 // applyGroup commits g's changes and records the outcome in g.
-func applyGroup(ctx context.Context, dst sarama.Client, link Link, g *GroupSync) {
-	applyGroupWith(link, g, commitOffsets(ctx, dst, g.Group, g.Changes))
+func applyGroup(ctx context.Context, dst sarama.Client, link topology.Link, g *Group) {
+	applyGroupWith(link, g, CommitOffsets(ctx, dst, g.Group, g.Changes))
 }
 
 // applyGroupWith records in g the outcome err of committing its changes.
-func applyGroupWith(link Link, g *GroupSync, err error) {
+func applyGroupWith(link topology.Link, g *Group, err error) {
 	switch {
 	case err == nil:
 		g.Committed = true
@@ -271,10 +271,10 @@ func applyGroupWith(link Link, g *GroupSync, err error) {
 // standby holds at neither the plan's Before nor its After (someone else,
 // such as the mirror's own group sync, may already have committed After),
 // or returns "".
-func movedSincePlan(changes []OffsetChange, now map[TopicPartition]committedOffset) string {
+func movedSincePlan(changes []OffsetChange, now map[topology.TopicPartition]CommittedOffset) string {
 	for _, c := range changes {
 		cur := int64(-1)
-		if o, ok := now[TopicPartition{c.Topic, c.Partition}]; ok {
+		if o, ok := now[topology.TopicPartition{Topic: c.Topic, Partition: c.Partition}]; ok {
 			cur = o.Offset
 		}
 		if cur != c.Before && cur != c.After {

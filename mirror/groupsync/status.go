@@ -1,4 +1,4 @@
-package mirror
+package groupsync
 
 import (
 	"context"
@@ -11,11 +11,11 @@ import (
 	"github.com/drctl/drctl/topology"
 )
 
-// GroupSyncStatus is where one group's sync stands on the standby, for
+// Status is where one group's sync stands on the standby, for
 // drctl status. It is computed from the standby alone (the snapshot and
 // the standby's committed offsets), so it is available when the source is
 // gone, and costs no read of the offset map.
-type GroupSyncStatus struct {
+type Status struct {
 	Group string `json:"group" yaml:"group"`
 	// InSync is true when the last sync round left the standby holding the
 	// translation of the source offsets it observed, and the standby's
@@ -38,9 +38,9 @@ type GroupSyncStatus struct {
 	Reason string `json:"reason,omitempty" yaml:"reason,omitempty"`
 }
 
-// GroupSyncState returns the sync status of every selected group in the
-// link's snapshot (see GroupSyncStatusFrom), dialling the target.
-func GroupSyncState(ctx context.Context, topo *topology.Topology, link Link) (map[string]GroupSyncStatus, error) {
+// ReadStatus returns the sync status of every selected group in the
+// link's snapshot (see StatusFrom), dialling the target.
+func ReadStatus(ctx context.Context, topo *topology.Topology, link topology.Link) (map[string]Status, error) {
 	c := topo.Clusters[link.Target]
 	if c == nil {
 		return nil, fmt.Errorf("no cluster %q in topology %s", link.Target, topo.Name)
@@ -50,28 +50,28 @@ func GroupSyncState(ctx context.Context, topo *topology.Topology, link Link) (ma
 		return nil, err
 	}
 	defer dst.Close()
-	return GroupSyncStatusFrom(ctx, dst, topo, link)
+	return StatusFrom(ctx, dst, topo, link)
 }
 
-// GroupSyncStatusFrom returns, keyed by group, the sync status of every
+// StatusFrom returns, keyed by group, the sync status of every
 // group of the link's snapshot that topo selects, reading only the target
 // through dst (a client of link.Target; it is not closed). Groups the
 // snapshot does not hold are absent: the mirror never saw them committed on
 // the source. A link whose group sync never ran (no snapshot topic) is an
 // error wrapping sarama.ErrUnknownTopicOrPartition. A group whose standby
 // offsets cannot be read is reported not in sync, with the reason.
-func GroupSyncStatusFrom(ctx context.Context, dst sarama.Client, topo *topology.Topology, link Link) (map[string]GroupSyncStatus, error) {
-	snaps, err := LoadGroupSnapshot(ctx, dst, link)
+func StatusFrom(ctx context.Context, dst sarama.Client, topo *topology.Topology, link topology.Link) (map[string]Status, error) {
+	snaps, err := LoadSnapshot(ctx, dst, link)
 	if err != nil {
 		return nil, err
 	}
 	now := time.Now()
-	out := map[string]GroupSyncStatus{}
+	out := map[string]Status{}
 	for name, s := range snaps {
 		if !selectedGroup(topo, name) {
 			continue
 		}
-		standby, err := fetchCommitted(ctx, dst, name, false)
+		standby, err := FetchCommitted(ctx, dst, name, false)
 		if err != nil {
 			st := syncStatus(s, nil, now)
 			st.InSync, st.Reason = false, fmt.Sprintf("cannot read its offsets on %s: %v", link.Target, err)
@@ -91,8 +91,8 @@ func GroupSyncStatusFrom(ctx context.Context, dst sarama.Client, topo *topology.
 //  2. a translated partition whose standby offset differs from the
 //     translation means not in sync (something else moved it since);
 //  3. otherwise the group is in sync (also with nothing to sync).
-func syncStatus(s GroupSnapshot, standby map[TopicPartition]committedOffset, now time.Time) GroupSyncStatus {
-	st := GroupSyncStatus{Group: s.Group, ObservedAt: s.ObservedAt, SyncedAt: s.SyncedAt, LastAction: s.Action, BehindSeconds: -1}
+func syncStatus(s Snapshot, standby map[topology.TopicPartition]CommittedOffset, now time.Time) Status {
+	st := Status{Group: s.Group, ObservedAt: s.ObservedAt, SyncedAt: s.SyncedAt, LastAction: s.Action, BehindSeconds: -1}
 	if s.SyncedAt != nil {
 		st.BehindSeconds = max(now.Sub(*s.SyncedAt).Seconds(), 0)
 	}
@@ -110,7 +110,7 @@ func syncStatus(s GroupSnapshot, standby map[TopicPartition]committedOffset, now
 			continue
 		}
 		cur := int64(-1)
-		if c, ok := standby[TopicPartition{o.Topic, o.Partition}]; ok {
+		if c, ok := standby[topology.TopicPartition{Topic: o.Topic, Partition: o.Partition}]; ok {
 			cur = c.Offset
 		}
 		if cur != o.Target {

@@ -1,4 +1,4 @@
-package mirror
+package groupsync
 
 import (
 	"context"
@@ -28,7 +28,7 @@ func withCoordinator(ctx context.Context, client sarama.Client, group string, op
 		if err == nil {
 			err = op(coord)
 		}
-		if err == nil || ctx.Err() != nil || errors.Is(err, ErrGroupActive) || !retriableProgress(err) || attempt >= 30 {
+		if err == nil || ctx.Err() != nil || errors.Is(err, ErrGroupActive) || !kafkaread.RetriableCoordinator(err) || attempt >= 30 {
 			return err
 		}
 		_ = client.RefreshCoordinator(group)
@@ -40,15 +40,15 @@ func withCoordinator(ctx context.Context, client sarama.Client, group string, op
 	}
 }
 
-// fetchCommitted returns every offset group has committed on the cluster
+// FetchCommitted returns every offset group has committed on the cluster
 // behind client, with its metadata. A group that does not exist has none:
 // real Kafka answers an empty list, kfake GROUP_ID_NOT_FOUND. Offsets of
 // -1 ("no offset") are left out. With stable set, offsets committed by a
 // transaction still being decided are waited for (KIP-447's
 // require_stable), so a position an aborted transaction would have moved is
 // never returned.
-func fetchCommitted(ctx context.Context, client sarama.Client, group string, stable bool) (map[TopicPartition]committedOffset, error) {
-	var out map[TopicPartition]committedOffset
+func FetchCommitted(ctx context.Context, client sarama.Client, group string, stable bool) (map[topology.TopicPartition]CommittedOffset, error) {
+	var out map[topology.TopicPartition]CommittedOffset
 	err := withCoordinator(ctx, client, group, func(b *sarama.Broker) error {
 		// No partitions named: the coordinator returns all of the group's.
 		req := &sarama.OffsetFetchRequest{Version: 7, ConsumerGroup: group, RequireStable: stable}
@@ -59,12 +59,12 @@ func fetchCommitted(ctx context.Context, client sarama.Client, group string, sta
 		switch {
 		case errors.Is(resp.Err, sarama.ErrNoError):
 		case errors.Is(resp.Err, sarama.ErrGroupIDNotFound):
-			out = map[TopicPartition]committedOffset{}
+			out = map[topology.TopicPartition]CommittedOffset{}
 			return nil
 		default:
 			return resp.Err
 		}
-		got := map[TopicPartition]committedOffset{}
+		got := map[topology.TopicPartition]CommittedOffset{}
 		for topic, parts := range resp.Blocks {
 			for p, blk := range parts {
 				switch {
@@ -75,7 +75,7 @@ func fetchCommitted(ctx context.Context, client sarama.Client, group string, sta
 					return fmt.Errorf("%s/%d: %w", topic, p, blk.Err)
 				}
 				if blk.Offset >= 0 {
-					got[TopicPartition{topic, p}] = committedOffset{Offset: blk.Offset, Metadata: blk.Metadata}
+					got[topology.TopicPartition{Topic: topic, Partition: p}] = CommittedOffset{Offset: blk.Offset, Metadata: blk.Metadata}
 				}
 			}
 		}
@@ -144,14 +144,14 @@ var memberErrors = []sarama.KError{
 	sarama.KError(113), // STALE_MEMBER_EPOCH (KIP-848)
 }
 
-// commitOffsets commits changes for group as an admin tool does: no member
+// CommitOffsets commits changes for group as an admin tool does: no member
 // id and generation -1, which a coordinator accepts only while the group
 // has no members. A refusal because members joined is an error wrapping
 // ErrGroupActive; other per-partition errors are joined, each naming its
 // partition. Leader epochs are committed as unknown (-1), so consumers
 // skip the truncation check that an epoch from the other cluster would
 // trip.
-func commitOffsets(ctx context.Context, client sarama.Client, group string, changes []OffsetChange) error {
+func CommitOffsets(ctx context.Context, client sarama.Client, group string, changes []OffsetChange) error {
 	if len(changes) == 0 {
 		return nil
 	}
@@ -171,7 +171,7 @@ func commitOffsets(ctx context.Context, client sarama.Client, group string, chan
 				case errors.Is(kerr, sarama.ErrNoError):
 				case slices.Contains(memberErrors, kerr):
 					return fmt.Errorf("%w: the coordinator refused the commit: %v", ErrGroupActive, kerr)
-				case retriableProgress(kerr):
+				case kafkaread.RetriableCoordinator(kerr):
 					return kerr // the whole request is retried
 				default:
 					errs = append(errs, fmt.Errorf("%s/%d: %w", topic, p, kerr))
@@ -188,15 +188,15 @@ func commitOffsets(ctx context.Context, client sarama.Client, group string, chan
 
 // stableEnds returns the last stable offset of each partition that exists
 // on the cluster; partitions it cannot measure are absent.
-func stableEnds(ctx context.Context, client sarama.Client, tps []TopicPartition) map[TopicPartition]int64 {
+func stableEnds(ctx context.Context, client sarama.Client, tps []topology.TopicPartition) map[topology.TopicPartition]int64 {
 	if len(tps) == 0 {
-		return map[TopicPartition]int64{}
+		return map[topology.TopicPartition]int64{}
 	}
-	if ends, err := stableOffsets(ctx, client, tps); err == nil {
+	if ends, err := kafkaread.StableOffsets(ctx, client, tps); err == nil {
 		return ends
 	}
 	// Some partition is missing or leaderless: measure one by one.
-	out := map[TopicPartition]int64{}
+	out := map[topology.TopicPartition]int64{}
 	for _, tp := range tps {
 		if lso, err := kafkaread.LastStableOffset(ctx, client, tp.Topic, tp.Partition); err == nil {
 			out[tp] = lso

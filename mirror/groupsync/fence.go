@@ -1,4 +1,4 @@
-package mirror
+package groupsync
 
 import (
 	"errors"
@@ -7,16 +7,14 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/topology"
 )
 
-// GroupsTransactionalID names the transactional id through which the
-// link's continuous group sync commits group offsets on the target.
-// FenceLink initialises it with the shards' ids, so a group sync that hung
-// across a failover can never commit an older translation afterwards.
-func (l Link) GroupsTransactionalID() string {
-	return fmt.Sprintf("drctl.%s.%s-%s.groups", l.Topology, l.Source, l.Target)
-}
+// ErrFenced is wrapped by the errors of a group sync whose groups
+// transactional id was initialised by another process since it opened it
+// (a failover fenced the link): it must not commit again.
+var ErrFenced = errors.New("group sync fenced")
 
 // fencedCommitter commits group offsets on the target, each group in a
 // transaction of the link's groups transactional id (#8 known race: plain
@@ -29,9 +27,10 @@ func (l Link) GroupsTransactionalID() string {
 // group with members, where it refuses a plain one: the group sync only
 // commits groups it found without members in the same round.
 type fencedCommitter struct {
-	cl   *topology.Cluster
-	link Link
-	prod sarama.SyncProducer
+	cl     *topology.Cluster
+	link   topology.Link
+	config func(*sarama.Config) // the mirror's transactional producer settings
+	prod   sarama.SyncProducer
 }
 
 func (f *fencedCommitter) open() error {
@@ -42,12 +41,12 @@ func (f *fencedCommitter) open() error {
 	if err != nil {
 		return err
 	}
-	producerConfig(cfg)
+	f.config(cfg)
 	cfg.Producer.Transaction.ID = f.link.GroupsTransactionalID()
 	cfg.Producer.Transaction.Timeout = 60 * time.Second
 	p, err := sarama.NewSyncProducer(f.cl.Bootstrap, cfg)
 	if err != nil {
-		if isFenced(err) {
+		if kafkaread.IsFenced(err) {
 			return fmt.Errorf("group sync: %w: %v", ErrFenced, err)
 		}
 		return fmt.Errorf("group sync: initialise %s on %s: %w", f.link.GroupsTransactionalID(), f.link.Target, err)
@@ -93,7 +92,7 @@ func (f *fencedCommitter) commit(group string, changes []OffsetChange) (err erro
 				return fmt.Errorf("commit offsets of group %s: %w: the coordinator refused the commit: %v", group, ErrGroupActive, err)
 			}
 		}
-		if isFenced(err) {
+		if kafkaread.IsFenced(err) {
 			return fmt.Errorf("commit offsets of group %s: %s: %w: %v", group, step, ErrFenced, err)
 		}
 		return fmt.Errorf("commit offsets of group %s: %s: %w", group, step, err)

@@ -1,36 +1,59 @@
-package mirror
+package groupsync
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/drctl/drctl/internal/rolestate"
 	"github.com/drctl/drctl/offsettranslate"
+	"github.com/drctl/drctl/topology"
 )
 
-// groupSyncShard is the shard whose owner runs the link's group sync: one
-// process of the link syncs groups, and the worker group moves the duty
-// with the shard when that process dies.
-const groupSyncShard int32 = 0
+// Config is what the continuous group sync of one link needs from the
+// mirror process that hosts it.
+type Config struct {
+	Topology *topology.Topology
+	Link     topology.Link
+	// Source and Target are clients of the link's clusters (the hosting
+	// engine's); the sync never closes them.
+	Source, Target sarama.Client
+	// Leading reports whether this process runs the link's group sync now
+	// (the mirror: it owns shard 0, so exactly one process of the link
+	// syncs, and the duty moves with the shard). nil: always.
+	Leading func() bool
+	// Allowed, when set, is asked before every round whether the role
+	// state on the target still lets the link write; once it says no, the
+	// sync retires for good. nil: no role check.
+	Allowed func(rolestate.State) bool
+	// ProducerConfig applies the mirror's transactional producer settings
+	// to the config of the producer that commits the groups' offsets.
+	ProducerConfig func(*sarama.Config)
+	Metrics        *Metrics
+	// Errors counts errors by link and kind ("group-sync", "offset-map"):
+	// the mirror's drctl_mirror_errors_total.
+	Errors *prometheus.CounterVec
+	Log    *slog.Logger
+}
 
-// syncGroupsLoop runs the link's continuous group sync until ctx ends:
-// every topo.Mirror.GroupSyncInterval, while this process owns shard 0
-// and the role state on the target still allows the link, one round
-// (groupSyncer.round). src and dst are the engine's clients; the loop does
-// not close them.
-func (e *Engine) syncGroupsLoop(ctx context.Context, src, dst sarama.Client) {
-	interval := e.topo.Mirror.GroupSyncInterval
+// Run runs the link's continuous group sync until ctx ends: every
+// Topology.Mirror.GroupSyncInterval, while cfg.Leading says so, one round
+// (Syncer.Round). A failed round is counted and logged; the next one
+// starts afresh.
+func Run(ctx context.Context, cfg Config) {
+	interval := cfg.Topology.Mirror.GroupSyncInterval
 	if interval <= 0 {
 		interval = 5 * time.Second
 	}
-	g := newGroupSyncer(e, src, dst)
-	defer g.close()
-	m, link := e.metrics.GroupSync, e.link.String()
+	g := NewSyncer(cfg)
+	defer g.Close()
+	m, link := cfg.Metrics, cfg.Link.String()
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -39,7 +62,7 @@ func (e *Engine) syncGroupsLoop(ctx context.Context, src, dst sarama.Client) {
 			return
 		case <-t.C:
 		}
-		if !slices.Contains(e.OwnedShards(), groupSyncShard) {
+		if cfg.Leading != nil && !cfg.Leading() {
 			m.Rounds.WithLabelValues(link, "paused").Inc()
 			continue
 		}
@@ -47,13 +70,13 @@ func (e *Engine) syncGroupsLoop(ctx context.Context, src, dst sarama.Client) {
 		// A round must not outlive a few intervals: a hung cluster would
 		// otherwise stall the sync silently.
 		rctx, cancel := context.WithTimeout(ctx, max(4*interval, 30*time.Second))
-		paused, err := g.round(rctx)
+		paused, err := g.Round(rctx)
 		cancel()
 		switch {
 		case err != nil && ctx.Err() == nil:
 			m.Rounds.WithLabelValues(link, "error").Inc()
-			e.metrics.Errors.WithLabelValues(link, "group-sync").Inc()
-			e.log.Warn("group sync round failed", "err", err)
+			cfg.Errors.WithLabelValues(link, "group-sync").Inc()
+			cfg.Log.Warn("group sync round failed", "err", err)
 		case paused:
 			m.Rounds.WithLabelValues(link, "paused").Inc()
 		case err == nil:
@@ -63,15 +86,15 @@ func (e *Engine) syncGroupsLoop(ctx context.Context, src, dst sarama.Client) {
 	}
 }
 
-// groupSyncer is the state of a link's group sync between rounds.
-type groupSyncer struct {
-	e        *Engine
+// Syncer is the state of a link's group sync between rounds.
+type Syncer struct {
+	cfg      Config
 	src, dst sarama.Client
 	srcAdmin sarama.ClusterAdmin
 	dstAdmin sarama.ClusterAdmin
 	follower *offsettranslate.Follower
 	prod     sarama.SyncProducer
-	// fence commits the groups' offsets, fenced by FenceLink.
+	// fence commits the groups' offsets, fenced by a link's fence.
 	fence *fencedCommitter
 	// retired: the role state no longer allows the link; the groups
 	// transactional id is not initialised again (that would fence the
@@ -86,12 +109,15 @@ type groupSyncer struct {
 	skipping map[string]bool
 }
 
-func newGroupSyncer(e *Engine, src, dst sarama.Client) *groupSyncer {
-	return &groupSyncer{e: e, src: src, dst: dst, synced: map[string]*time.Time{}, known: map[string]bool{}, skipping: map[string]bool{},
-		fence: &fencedCommitter{cl: e.dstCluster, link: e.link}}
+// NewSyncer returns the group sync of cfg.Link, ready for its first round.
+// Close it when done.
+func NewSyncer(cfg Config) *Syncer {
+	return &Syncer{cfg: cfg, src: cfg.Source, dst: cfg.Target, synced: map[string]*time.Time{}, known: map[string]bool{}, skipping: map[string]bool{},
+		fence: &fencedCommitter{cl: cfg.Topology.Clusters[cfg.Link.Target], link: cfg.Link, config: cfg.ProducerConfig}}
 }
 
-func (g *groupSyncer) close() {
+// Close aborts an open transaction and closes the sync's producers.
+func (g *Syncer) Close() {
 	if g.prod != nil {
 		_ = g.prod.Close()
 	}
@@ -103,21 +129,21 @@ func (g *groupSyncer) close() {
 // round runs one sync round:
 //
 //  1. check on the target that the role state still allows the link
-//     (Options.Allowed; paused otherwise: a retired link must not move
+//     (Config.Allowed; paused otherwise: a retired link must not move
 //     the groups of a cluster that is active now);
 //  2. read the selected groups' committed offsets on the source (stable
 //     offsets only);
 //  3. bring the offset map up to date (after step 2, so the map is at
 //     least as fresh as the positions);
 //  4. translate, read the groups' states and offsets on the standby, and
-//     plan (PlanGroupSync);
+//     plan (PlanSync);
 //  5. commit the changes of every group that has no members on the
 //     standby;
 //  6. write the snapshot of each group read, and a tombstone for each
 //     group that left the source.
-func (g *groupSyncer) round(ctx context.Context) (paused bool, err error) {
-	e := g.e
-	link := e.link
+func (g *Syncer) Round(ctx context.Context) (paused bool, err error) {
+	cfg := g.cfg
+	link := cfg.Link
 	if g.retired {
 		return true, nil
 	}
@@ -127,12 +153,12 @@ func (g *groupSyncer) round(ctx context.Context) (paused bool, err error) {
 	if err := g.fence.open(); err != nil {
 		return false, err
 	}
-	if e.opts.Epoch >= 0 {
+	if cfg.Allowed != nil {
 		st, found, err := rolestate.Read(ctx, g.dst, link.Topology)
 		if err != nil {
 			return false, fmt.Errorf("read role state on %s: %w", link.Target, err)
 		}
-		if found && !e.opts.Allowed(st) {
+		if found && !cfg.Allowed(st) {
 			g.retired = true
 			g.fence.close()
 			return true, nil
@@ -141,7 +167,7 @@ func (g *groupSyncer) round(ctx context.Context) (paused bool, err error) {
 	if err := g.init(ctx); err != nil {
 		return false, err
 	}
-	names, err := listGroups(ctx, g.srcAdmin, e.topo)
+	names, err := listGroups(ctx, g.srcAdmin, cfg.Topology)
 	if err != nil {
 		return false, fmt.Errorf("source %s: %w", link.Source, err)
 	}
@@ -149,21 +175,21 @@ func (g *groupSyncer) round(ctx context.Context) (paused bool, err error) {
 	if err := g.poll(ctx); err != nil {
 		return false, err
 	}
-	translations, err := translateAll(ctx, g.dst, g.dstAdmin, g.follower.Index(), e.topo, link, positions, readErrs, false)
+	translations, err := translateAll(ctx, g.dst, g.dstAdmin, g.follower.Index(), cfg.Topology, link, positions, readErrs, false)
 	if err != nil {
 		return false, err
 	}
 	g.prune(positions)
-	plan := PlanGroupSync(&TranslationReport{Link: link.String(), Source: link.Source, Target: link.Target, Groups: translations})
-	m, l := e.metrics.GroupSync, link.String()
-	snaps := make([]GroupSnapshot, 0, len(plan.Groups))
+	plan := PlanSync(&TranslationReport{Link: link.String(), Source: link.Source, Target: link.Target, Groups: translations})
+	m, l := cfg.Metrics, link.String()
+	snaps := make([]Snapshot, 0, len(plan.Groups))
 	for i := range plan.Groups {
 		gs := &plan.Groups[i]
 		if gs.Action == SyncCommit {
 			applyGroupWith(link, gs, g.fence.commit(gs.Group, gs.Changes))
 			if gs.Committed {
 				m.CommittedPartitions.WithLabelValues(l, gs.Group).Add(float64(len(gs.Changes)))
-				e.log.Debug("group synced", "group", gs.Group, "partitions", len(gs.Changes))
+				cfg.Log.Debug("group synced", "group", gs.Group, "partitions", len(gs.Changes))
 			}
 		}
 		g.report(gs)
@@ -204,22 +230,22 @@ func (g *groupSyncer) round(ctx context.Context) (paused bool, err error) {
 
 // report counts and logs what happened to one group, logging only changes
 // of the skipped-active condition.
-func (g *groupSyncer) report(gs *GroupSync) {
-	e := g.e
+func (g *Syncer) report(gs *Group) {
+	cfg := g.cfg
 	switch gs.Action {
 	case SyncSkippedActive:
-		e.metrics.GroupSync.SkippedActive.WithLabelValues(e.link.String(), gs.Group).Inc()
+		cfg.Metrics.SkippedActive.WithLabelValues(cfg.Link.String(), gs.Group).Inc()
 		if !g.skipping[gs.Group] {
-			e.log.Warn("group sync skips a group that is active on the standby", "group", gs.Group, "reason", gs.Reason)
+			cfg.Log.Warn("group sync skips a group that is active on the standby", "group", gs.Group, "reason", gs.Reason)
 		}
 		g.skipping[gs.Group] = true
 		return
 	case SyncFailed:
-		e.metrics.Errors.WithLabelValues(e.link.String(), "group-sync").Inc()
-		e.log.Warn("group sync failed for a group", "group", gs.Group, "reason", gs.Reason)
+		cfg.Errors.WithLabelValues(cfg.Link.String(), "group-sync").Inc()
+		cfg.Log.Warn("group sync failed for a group", "group", gs.Group, "reason", gs.Reason)
 	}
 	if g.skipping[gs.Group] {
-		e.log.Info("group sync resumes for a group no longer active on the standby", "group", gs.Group)
+		cfg.Log.Info("group sync resumes for a group no longer active on the standby", "group", gs.Group)
 		delete(g.skipping, gs.Group)
 	}
 }
@@ -227,11 +253,11 @@ func (g *groupSyncer) report(gs *GroupSync) {
 // init prepares the first round: admins, the snapshot topic and producer,
 // and what the last snapshot says (so SyncedAt survives a restart and
 // groups deleted while no process ran still get their tombstone).
-func (g *groupSyncer) init(ctx context.Context) error {
+func (g *Syncer) init(ctx context.Context) error {
 	if g.ready {
 		return nil
 	}
-	link := g.e.link
+	link := g.cfg.Link
 	var err error
 	if g.srcAdmin == nil {
 		if g.srcAdmin, err = sarama.NewClusterAdminFromClient(g.src); err != nil {
@@ -247,11 +273,11 @@ func (g *groupSyncer) init(ctx context.Context) error {
 		return err
 	}
 	if g.prod == nil {
-		if g.prod, err = newSnapshotProducer(g.e.dstCluster); err != nil {
+		if g.prod, err = newSnapshotProducer(g.cfg.Topology.Clusters[link.Target]); err != nil {
 			return err
 		}
 	}
-	snaps, err := LoadGroupSnapshot(ctx, g.dst, link)
+	snaps, err := LoadSnapshot(ctx, g.dst, link)
 	if err != nil {
 		return fmt.Errorf("target %s: %w", link.Target, err)
 	}
@@ -268,20 +294,20 @@ func (g *groupSyncer) init(ctx context.Context) error {
 // the map truncated under it, or inconsistent, is replaced by a fresh one,
 // which reads the map in order from its start; partitions still
 // inconsistent then translate as unmapped (and so are never committed).
-func (g *groupSyncer) poll(ctx context.Context) error {
+func (g *Syncer) poll(ctx context.Context) error {
 	err := g.follower.Poll(ctx, g.dst)
 	if errors.Is(err, offsettranslate.ErrTruncated) || errors.Is(err, offsettranslate.ErrInconsistent) {
-		g.e.log.Warn("re-reading the offset map", "reason", err)
-		g.follower = offsettranslate.NewFollower(g.e.link.OffsetsTopic())
+		g.cfg.Log.Warn("re-reading the offset map", "reason", err)
+		g.follower = offsettranslate.NewFollower(g.cfg.Link.OffsetsTopic())
 		err = g.follower.Poll(ctx, g.dst)
 		if errors.Is(err, offsettranslate.ErrInconsistent) {
-			g.e.metrics.Errors.WithLabelValues(g.e.link.String(), "offset-map").Inc()
-			g.e.log.Error("offset map inconsistent; those partitions are not synced", "err", err)
+			g.cfg.Errors.WithLabelValues(g.cfg.Link.String(), "offset-map").Inc()
+			g.cfg.Log.Error("offset map inconsistent; those partitions are not synced", "err", err)
 			return nil
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("target %s: %w", g.e.link.Target, err)
+		return fmt.Errorf("target %s: %w", g.cfg.Link.Target, err)
 	}
 	return nil
 }
@@ -295,7 +321,7 @@ const pruneAbove = 10000
 // has committed there. A group that later commits a lower position
 // translates as unmapped here and is left alone by the sync; a failover
 // translates from the whole map (offsettranslate.Load).
-func (g *groupSyncer) prune(positions []groupPositions) {
+func (g *Syncer) prune(positions []groupPositions) {
 	big := map[offsettranslate.TopicPartition]bool{}
 	for _, st := range g.follower.Index().Partitions() {
 		if st.Runs > pruneAbove {
