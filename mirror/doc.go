@@ -23,7 +23,10 @@
 //     (read_committed).
 //   - One writer: after FenceLink initialises a link's transactional ids, no
 //     mirror of that direction can write again, even one that wakes up later.
-//   - Group translation is exact: a committed source position maps to the
-//     target offset of the very record the group would read next; a position
-//     past the mirrored end maps to the mirrored end.
+//   - The offset map written with the data is what makes group translation
+//     exact: a committed source position maps to the target offset of the
+//     very record the group would read next; a position past the mirrored end
+//     maps to the mirrored end. Translation and group sync themselves belong
+//     to package mirror/groupsync; the engine hosts its continuous sync on
+//     the process that owns shard 0.
 package mirror
