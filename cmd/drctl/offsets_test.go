@@ -13,7 +13,6 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/mirror"
@@ -32,24 +31,9 @@ type offsetsEnv struct {
 func newOffsetsEnv(t *testing.T) *offsetsEnv {
 	t.Helper()
 	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: "  topics: {include: [orders]}\n  groups: {include: [\"app-.*\"]}\n  group_sync_interval: 1h\n"})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	dial := func(c *topology.Cluster) sarama.Client {
-		cl, err := kafkaconn.Dial(ctx, c, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cl.Close() })
-		return cl
-	}
-	env := &offsetsEnv{pair: p, src: dial(p.Topology.Clusters["east"]), dst: dial(p.Topology.Clusters["west"])}
-	admin, err := sarama.NewClusterAdminFromClient(env.src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := admin.CreateTopic("orders", &sarama.TopicDetail{NumPartitions: 2, ReplicationFactor: 1}, false); err != nil {
-		t.Fatal(err)
-	}
+	ctx := kfaketest.Ctx(t, 30*time.Second)
+	env := &offsetsEnv{pair: p, src: kfaketest.Dial(t, p.Topology, "east"), dst: kfaketest.Dial(t, p.Topology, "west")}
+	kfaketest.CreateTopicOn(t, env.src, "orders", 2, nil)
 	cfg, err := p.Topology.Clusters["east"].SaramaConfig()
 	if err != nil {
 		t.Fatal(err)
@@ -106,30 +90,6 @@ func newOffsetsEnv(t *testing.T) *offsetsEnv {
 	return env
 }
 
-// commitOffsets commits offsets for group on the cluster behind cl (generation -1).
-func commitOffsets(t *testing.T, cl sarama.Client, group string, offsets map[int32]int64) {
-	t.Helper()
-	req := &sarama.OffsetCommitRequest{Version: 7, ConsumerGroup: group, ConsumerGroupGeneration: -1}
-	for p, off := range offsets {
-		req.AddBlockWithLeaderEpoch("orders", p, off, -1, 0, "")
-	}
-	coord, err := cl.Coordinator(group)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := coord.CommitOffset(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, parts := range resp.Errors {
-		for p, kerr := range parts {
-			if kerr != sarama.ErrNoError {
-				t.Fatalf("commit %s orders/%d: %v", group, p, kerr)
-			}
-		}
-	}
-}
-
 // standbyOffsets returns group's committed offsets of orders on west.
 func (env *offsetsEnv) standbyOffsets(t *testing.T, group string) map[int32]int64 {
 	t.Helper()
@@ -180,8 +140,8 @@ func TestOffsetsCommands(t *testing.T) {
 	path := env.pair.Path
 	// Offset 4 of partition 0 lies in the first aborted transaction's
 	// range or just after a marker: a hole either way.
-	commitOffsets(t, env.src, "app-one", map[int32]int64{0: 4, 1: 7})
-	commitOffsets(t, env.src, "app-busy", map[int32]int64{0: 2})
+	kfaketest.CommitOn(t, env.src, "app-one", "orders", map[int32]int64{0: 4, 1: 7})
+	kfaketest.CommitOn(t, env.src, "app-busy", "orders", map[int32]int64{0: 2})
 
 	out, stderr, code := drctl(t, "-c", path, "offsets", "translate", "--group", "app-one", "-o", "json")
 	if code != 0 {
@@ -256,7 +216,7 @@ func TestOffsetsCommands(t *testing.T) {
 	}
 
 	// A group with members on the standby is refused, and says so.
-	commitOffsets(t, env.dst, "app-busy", map[int32]int64{0: 1})
+	kfaketest.CommitOn(t, env.dst, "app-busy", "orders", map[int32]int64{0: 1})
 	m := joinStandby(t, env.pair.Topology.Clusters["west"], "app-busy")
 	defer m.Close()
 	out, stderr, code = drctl(t, "-c", path, "offsets", "sync", "--group", "app-busy", "--yes")
@@ -269,7 +229,7 @@ func TestOffsetsCommands(t *testing.T) {
 	}
 
 	// On a terminal the changes are shown and confirmed.
-	commitOffsets(t, env.src, "app-one", map[int32]int64{0: 9})
+	kfaketest.CommitOn(t, env.src, "app-one", "orders", map[int32]int64{0: 9})
 	for _, answer := range []string{"n\n", "", "yes\n"} {
 		var stdout, errb bytes.Buffer
 		app := newApp()

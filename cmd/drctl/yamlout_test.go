@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drctl/drctl/internal/kfaketest"
 	"gopkg.in/yaml.v3"
 )
 
@@ -81,7 +82,7 @@ func steady(v any) any {
 // two decode to the same value.
 func TestYAMLIsJSON(t *testing.T) {
 	env := newOffsetsEnv(t)
-	commitOffsets(t, env.src, "app-one", map[int32]int64{0: 4, 1: 7})
+	kfaketest.CommitOn(t, env.src, "app-one", "orders", map[int32]int64{0: 4, 1: 7})
 	path := env.pair.Path
 	if _, stderr, code := drctl(t, "-c", path, "offsets", "sync", "--yes"); code != 0 {
 		t.Fatalf("offsets sync: %s", stderr)
