@@ -15,7 +15,8 @@ import (
 // TestUnplannedFailoverThroughKeys: F is refused while the active answers;
 // once east dies the verdict says UNPLANNED ONLY and F, with the target's
 // name typed, fails over to west: the roles flip on west alone and the run
-// stops at the reseed of east (drctl resume finishes it once east is back).
+// stops at the reseed of east; once east is back, R in a new console (the
+// run id typed) finishes the run.
 func TestUnplannedFailoverThroughKeys(t *testing.T) {
 	p := kfaketest.NewPair(t, kfaketest.Options{
 		Persist: true,
@@ -53,5 +54,25 @@ func TestUnplannedFailoverThroughKeys(t *testing.T) {
 	st := failover.CollectStatus(ctx, topo)
 	if st.Roles.Active != "west" || st.Roles.Standby != "east" || st.Roles.Run == nil || st.Roles.Run.ID != runID {
 		t.Fatalf("roles after the unplanned failover: %+v, want west active with run %s to resume", st.Roles, runID)
+	}
+
+	// east comes back: a new console shows the run in progress, and R,
+	// with the run id typed, finishes it (salvage, wipe, reseed of east).
+	p.Restart(t, "east")
+	m = New(Options{Topology: topo, Interval: 300 * time.Millisecond, Timeout: 3 * time.Second, JournalDir: t.TempDir()})
+	tm = teatest.NewTestModel(t, m, teatest.WithInitialTermSize(120, 40))
+	waitScreen(t, tm, "run "+runID, 60*time.Second)
+	tm.Send(key("R"))
+	waitScreen(t, tm, `Type the run id "`+runID+`"`, 60*time.Second)
+	tm.Send(key(runID))
+	tm.Send(key("enter"))
+	waitScreen(t, tm, "run "+runID+" succeeded", 180*time.Second)
+	tm.Send(key("q"))
+	tm.WaitFinished(t, teatest.WithFinalTimeout(10*time.Second))
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel2()
+	st = failover.CollectStatus(ctx2, topo)
+	if st.Roles.Active != "west" || st.Roles.Standby != "east" || st.Roles.Run != nil || st.Roles.Phase != "steady" {
+		t.Fatalf("roles after R finished the run: %+v, want west active, east standby, steady, no run", st.Roles)
 	}
 }
