@@ -21,8 +21,7 @@ func TestCanaryDrillThroughKeys(t *testing.T) {
 		Extra:  "failover: {fence: none, drain_timeout: 30s, quiet_period: 300ms}\n",
 	})
 	topo := p.Topology
-	east := dialCluster(t, topo.Clusters["east"])
-	seed(t, topo.Clusters["east"], east, "orders", 2, 5, "billing", 0)
+	kfaketest.Seed(t, topo, "east", "orders", 2, 5, "billing", 0)
 	runMirror(t, topo)
 
 	dir := t.TempDir()
