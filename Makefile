@@ -59,7 +59,11 @@ FUZZ_TARGETS = \
 	./failover:FuzzDecodeRunRecord \
 	./mirror:FuzzDecodeObservedRecord \
 	./mirror/groupsync:FuzzDecodeGroupSnapshot \
-	./mirror:FuzzDecodeTopicRecord
+	./mirror:FuzzDecodeTopicRecord \
+	./mirror:FuzzDecodePause \
+	./drill:FuzzDecodeRecord \
+	./internal/drilllease:FuzzFoldClaims \
+	./failover:FuzzDecodeDrillStatus
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

@@ -120,8 +120,7 @@ func History(ctx context.Context, topo *topology.Topology, o HistoryOptions) ([]
 			if err != nil {
 				continue
 			}
-			var r Record
-			if json.Unmarshal(raw, &r) == nil {
+			if r, err := DecodeRecord(raw); err == nil {
 				add(r)
 			}
 		}
@@ -173,8 +172,7 @@ func clusterHistory(ctx context.Context, topo *topology.Topology, name string) (
 	}
 	var out []Record
 	for _, raw := range latest {
-		var r Record
-		if json.Unmarshal(raw, &r) == nil {
+		if r, err := DecodeRecord(raw); err == nil {
 			out = append(out, r)
 		}
 	}
@@ -204,4 +202,18 @@ func Find(ctx context.Context, topo *topology.Topology, id string, o HistoryOpti
 		return nil, fmt.Errorf("%w: no drill %s in the history of %s; drctl drill history lists them", ErrBadInput, id, topo.Name)
 	}
 	return nil, fmt.Errorf("%w: %d drills start with %s; give more of the id", ErrBadInput, len(match), id)
+}
+
+// DecodeRecord decodes a drill record read back from a cluster or the
+// local journal. A record that names no drill id or topology is refused:
+// the history is keyed by id, filtered by topology.
+func DecodeRecord(raw []byte) (Record, error) {
+	var r Record
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return Record{}, err
+	}
+	if r.ID == "" || r.Topology == "" {
+		return Record{}, errors.New("drill record without an id or a topology")
+	}
+	return r, nil
 }

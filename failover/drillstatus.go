@@ -3,6 +3,7 @@ package failover
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -42,38 +43,71 @@ type drillHeader struct {
 // lastDrill reads the drills topic of every reachable cluster and returns
 // the newest drill of topo, or nil when none was recorded.
 func lastDrill(ctx context.Context, topo *topology.Topology, clients map[string]sarama.Client, now time.Time) *DrillStatus {
-	var last *drillHeader
-	var lastPass time.Time
+	f := drillFold{topology: topo.Name}
 	for _, c := range clients {
 		info, err := kafkaread.Topic(ctx, c, topology.DrillsTopic)
 		if err != nil || !info.Exists {
 			continue
 		}
 		_, _ = kafkaread.ReadCommitted(ctx, c, topology.DrillsTopic, 0, 0, func(r kafkaread.Record) error {
-			var h drillHeader
-			if json.Unmarshal(r.Value, &h) != nil || h.Topology != topo.Name {
-				return nil
-			}
-			if last == nil || h.FinishedAt.After(last.FinishedAt) {
-				last = &h
-			}
-			if h.Verdict == "pass" && h.FinishedAt.After(lastPass) {
-				lastPass = h.FinishedAt
-			}
+			f.add(r.Value)
 			return nil
 		})
 	}
+	return f.status(topo.Drills.StaleAfter, now)
+}
+
+// drillFold keeps, of the drill records it is given, the newest of its
+// topology and when one last passed.
+type drillFold struct {
+	topology string
+	last     *drillHeader
+	lastPass time.Time
+}
+
+// decodeDrillHeader decodes the part of a drill record status reads; a
+// record that names no drill or topology is refused.
+func decodeDrillHeader(raw []byte) (drillHeader, error) {
+	var h drillHeader
+	if err := json.Unmarshal(raw, &h); err != nil {
+		return drillHeader{}, err
+	}
+	if h.ID == "" || h.Topology == "" {
+		return drillHeader{}, errors.New("drill record without an id or a topology")
+	}
+	return h, nil
+}
+
+// add folds one record of the drills topic (unreadable ones, and those of
+// other topologies, are skipped).
+func (f *drillFold) add(raw []byte) {
+	h, err := decodeDrillHeader(raw)
+	if err != nil || h.Topology != f.topology {
+		return
+	}
+	if f.last == nil || h.FinishedAt.After(f.last.FinishedAt) {
+		f.last = &h
+	}
+	if h.Verdict == "pass" && h.FinishedAt.After(f.lastPass) {
+		f.lastPass = h.FinishedAt
+	}
+}
+
+// status is the fold's DrillStatus at now, or nil when no drill was
+// recorded and none is overdue.
+func (f *drillFold) status(staleAfter time.Duration, now time.Time) *DrillStatus {
 	st := &DrillStatus{}
-	if last != nil {
+	if last := f.last; last != nil {
 		st = &DrillStatus{ID: last.ID, Drill: last.Drill, Kind: last.Kind, Verdict: last.Verdict, FinishedAt: last.FinishedAt, Reasons: last.Reasons}
 	}
-	if !lastPass.IsZero() {
-		st.LastPassAt = &lastPass
+	if !f.lastPass.IsZero() {
+		lp := f.lastPass
+		st.LastPassAt = &lp
 	}
-	if age := topo.Drills.StaleAfter; age > 0 && (lastPass.IsZero() || now.Sub(lastPass) > age) {
+	if staleAfter > 0 && (f.lastPass.IsZero() || now.Sub(f.lastPass) > staleAfter) {
 		st.Stale = true
 	}
-	if last == nil && !st.Stale {
+	if f.last == nil && !st.Stale {
 		return nil
 	}
 	return st

@@ -2,12 +2,14 @@ package mirror
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/IBM/sarama"
 
+	"github.com/drctl/drctl/internal/fuzzseed"
 	"github.com/drctl/drctl/internal/kfaketest"
 )
 
@@ -143,4 +145,42 @@ func readLag(ctx context.Context, dst sarama.Client, link Link) (int64, error) {
 		n += o.End - o.Mirrored
 	}
 	return n, nil
+}
+
+// FuzzDecodePause: no pause record read back from a cluster panics the
+// daemon's reader; one it accepts names a link of two clusters, and holds
+// only its own link at its own epoch, before its expiry, unreleased.
+func FuzzDecodePause(f *testing.F) {
+	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	p := Pause{Topology: "payments", Source: "east", Target: "west", Epoch: 4, ID: "drill-unplanned-x", Holder: "ops@box", At: at, Until: at.Add(12 * time.Minute)}
+	released := p
+	released.Released = true
+	var seeds [][]byte
+	for _, v := range []Pause{p, released, {Topology: "payments", Source: "east", Target: "east"}, {}} {
+		raw, _ := json.Marshal(v)
+		seeds = append(seeds, raw)
+	}
+	seeds = append(seeds, []byte(`{"topology":"t","source":"a","target":"b","until":"x"}`), []byte(`null`))
+	fuzzseed.Add(f, seeds...)
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		p, err := DecodePause(raw)
+		if err != nil {
+			return
+		}
+		if p.Topology == "" || p.Source == "" || p.Target == "" || p.Source == p.Target {
+			t.Fatalf("accepted a pause of no link: %+v", p)
+		}
+		link := Link{Topology: p.Topology, Source: p.Source, Target: p.Target}
+		now := p.Until.Add(-time.Second)
+		if p.Holds(link, p.Epoch, now) != !p.Released {
+			t.Fatalf("pause %+v holds %v before its expiry", p, p.Holds(link, p.Epoch, now))
+		}
+		back := Link{Topology: p.Topology, Source: p.Target, Target: p.Source}
+		if p.Holds(back, p.Epoch, now) || p.Holds(link, p.Epoch+1, now) || p.Holds(link, p.Epoch, p.Until) {
+			t.Fatalf("pause %+v holds another link, epoch or time", p)
+		}
+		if id := pausedBy([]Pause{p}, link, p.Epoch, now); (id != "") == p.Released {
+			t.Fatalf("pausedBy %q for %+v", id, p)
+		}
+	})
 }

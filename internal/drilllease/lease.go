@@ -48,30 +48,59 @@ func Owner(ctx context.Context, c sarama.Client, key string, upto int64) (*Claim
 	if !info.Exists {
 		return nil, nil
 	}
-	var owner *Claim
+	fold := Fold{Key: key}
 	_, err = kafkaread.ReadCommitted(ctx, c, Topic, 0, 0, func(r kafkaread.Record) error {
-		if (upto >= 0 && r.Offset > upto) || string(r.Key) != key {
-			return nil
-		}
-		var cl Claim
-		if json.Unmarshal(r.Value, &cl) != nil {
-			return nil
-		}
-		cl.Offset = r.Offset
-		switch {
-		case cl.Release:
-			if owner != nil && owner.Holder == cl.Holder {
-				owner = nil
-			}
-		case owner == nil || cl.At.After(owner.Expires) || owner.Holder == cl.Holder || DeadHere(owner.Holder):
-			owner = &cl
+		if upto < 0 || r.Offset <= upto {
+			fold.Add(r.Offset, r.Key, r.Value)
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", Topic, err)
 	}
-	return owner, nil
+	return fold.Owner, nil
+}
+
+// Fold folds the records of the locks topic, in log order, into the owner
+// of Key (see Owner).
+type Fold struct {
+	Key   string
+	Owner *Claim
+}
+
+// DecodeClaim decodes a record of the locks topic; a claim that names no
+// holder is refused (it could neither hold nor release anything).
+func DecodeClaim(raw []byte) (Claim, error) {
+	var cl Claim
+	if err := json.Unmarshal(raw, &cl); err != nil {
+		return Claim{}, err
+	}
+	if cl.Holder == "" {
+		return Claim{}, errors.New("claim without a holder")
+	}
+	return cl, nil
+}
+
+// Add folds the record at offset; records of other keys and unreadable
+// ones are skipped.
+func (f *Fold) Add(offset int64, key, value []byte) {
+	if string(key) != f.Key {
+		return
+	}
+	cl, err := DecodeClaim(value)
+	if err != nil {
+		return
+	}
+	cl.Key, cl.Offset = f.Key, offset
+	owner := f.Owner
+	switch {
+	case cl.Release:
+		if owner != nil && owner.Holder == cl.Holder {
+			f.Owner = nil
+		}
+	case owner == nil || cl.At.After(owner.Expires) || owner.Holder == cl.Holder || DeadHere(owner.Holder):
+		f.Owner = &cl
+	}
 }
 
 // Running returns the live lease of a running drill, or nil: the owner of
