@@ -58,13 +58,13 @@ func statusTables(w io.Writer, st *failover.Status) error {
 	r := st.Roles
 	fmt.Fprintf(w, "topology %s: active %s, standby %s, epoch %d, phase %s (from %s)\n", st.Topology, r.Active, r.Standby, r.Epoch, r.Phase, r.Source)
 	if r.Run != nil {
-		fmt.Fprintf(w, "run in progress: %s %s (step %d, by %s since %s)\n", r.Run.Kind, r.Run.ID, r.Run.Step, r.Run.By, r.Run.StartedAt.Format(time.RFC3339))
+		fmt.Fprintf(w, "run in progress: %s %s (at step %d, by %s since %s)\n", r.Run.Kind, r.Run.ID, r.Run.Step+1, r.Run.By, r.Run.StartedAt.Format(time.RFC3339))
 	}
 	if d := st.LastDrill; d != nil && d.ID != "" {
 		fmt.Fprintf(w, "last drill: %s (%s, kind %s) %s at %s\n", d.ID, d.Drill, d.Kind, strings.ToUpper(d.Verdict), d.FinishedAt.UTC().Format(time.RFC3339))
 	}
 	section(w, "CLUSTERS")
-	t := newTable(w, "cluster", "role", "reachable", "cluster id", "brokers", "controller", "kafka", "state epoch")
+	t := newTable(w, "cluster", "role", "reachable", "cluster id", "brokers", "controller", "kafka", "state epoch", "fence")
 	for _, c := range st.Clusters {
 		reach, epoch := yesNo(c.Reachable), "-"
 		if !c.Reachable {
@@ -80,7 +80,7 @@ func statusTables(w io.Writer, st *failover.Status) error {
 		if c.Reachable {
 			ctrl = fmt.Sprint(c.Controller)
 		}
-		if err := t.Append(c.Name, c.Role, reach, orDash(c.ClusterID), fmt.Sprint(len(c.Brokers)), ctrl, orDash(c.KafkaVersion), epoch); err != nil {
+		if err := t.Append(c.Name, c.Role, reach, orDash(c.ClusterID), fmt.Sprint(len(c.Brokers)), ctrl, orDash(c.KafkaVersion), epoch, fenceCell(c.Fenced, c.FencePermitted)); err != nil {
 			return err
 		}
 	}
@@ -147,4 +147,21 @@ func groupState(s failover.GroupSide) string {
 		return "absent"
 	}
 	return s.State
+}
+
+// fenceCell says whether drctl's ACL fence is in place on a cluster, and
+// warns when drctl may not put it there ("-": not read, e.g. fence: none
+// or the cluster is down).
+func fenceCell(fenced, permitted *bool) string {
+	cell := "-"
+	if fenced != nil {
+		cell = "none"
+		if *fenced {
+			cell = "IN PLACE"
+		}
+	}
+	if permitted != nil && !*permitted {
+		cell += " (drctl may not Alter ACLs: a failover cannot fence)"
+	}
+	return cell
 }
