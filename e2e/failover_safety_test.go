@@ -22,7 +22,8 @@ import (
 	"github.com/drctl/drctl/topology"
 )
 
-// Invariants 9 and 10 on real Kafka: four requests that would destroy or
+// On real Kafka: a plan runs only as shown and nothing is wiped without
+// salvage. Four requests that would destroy or
 // strand data are refused, and each leaves both clusters as they were
 // (the test's topics with every record, the role state steady, no
 // quarantine topic, no ACL).

@@ -35,7 +35,7 @@ const (
 )
 
 // saramaVersion is the protocol version the tests speak. Kafka 4.x dropped old
-// request versions, so it must stay at 3.6 or newer (see design.md).
+// request versions, so it must stay at 3.6 or newer.
 var saramaVersion = sarama.V3_6_0_0
 
 // env is what `e2e/kafka.sh env` exports.

@@ -13,7 +13,7 @@ import (
 	"github.com/drctl/drctl/internal/kafkaconn"
 )
 
-// TestMirrorSIGKILLRealKafka proves invariant 2 against real Apache Kafka:
+// TestMirrorSIGKILLRealKafka proves exactly-once across crashes against real Apache Kafka:
 // while a stream of plain and transactional records (some transactions
 // aborted) flows into east, `drctl mirror run` is SIGKILLed at random
 // moments and restarted, again and again; in the end west holds every

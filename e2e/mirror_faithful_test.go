@@ -16,7 +16,7 @@ import (
 	"github.com/drctl/drctl/internal/kafkaconn"
 )
 
-// TestMirrorFaithfulRealKafka proves invariant 1 record by record against
+// TestMirrorFaithfulRealKafka proves the partition-faithful copy record by record against
 // real Apache Kafka: `drctl mirror run` copies each committed source record
 // to the same partition of the same topic, in order, with key, value,
 // headers and timestamp unchanged and provenance added; aborted source

@@ -19,8 +19,8 @@ import (
 	"github.com/drctl/drctl/mirror"
 )
 
-// TestMirrorFencedZombieRealKafka proves invariant 4 against real Apache
-// Kafka: a mirror process that hangs (SIGSTOP) while a failover records a
+// TestMirrorFencedZombieRealKafka proves that a standby has one writer,
+// against real Apache Kafka: a mirror process that hangs (SIGSTOP) while a failover records a
 // newer role state on west and fences the east -> west link, and that wakes
 // up afterwards (SIGCONT), writes no further record to west, although east
 // keeps receiving records it has not copied.

@@ -19,6 +19,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/drctl/drctl/internal/kafkaread"
+	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/mirror"
 	"github.com/drctl/drctl/mirror/groupsync"
 )
@@ -66,7 +67,7 @@ func TestOffsetsVersusMirrorMaker2RealKafka(t *testing.T) {
 	src := map[string][][]kafkaread.Record{}
 	for _, topic := range topics {
 		for p := range int32(2) {
-			src[topic] = append(src[topic], readCommitted(t, east, topic, p))
+			src[topic] = append(src[topic], kfaketest.Records(t, east, topic, p, 0))
 		}
 	}
 	waitFor(t, 180*time.Second, "MirrorMaker 2 copied every committed record", func() error {
@@ -101,7 +102,7 @@ func TestOffsetsVersusMirrorMaker2RealKafka(t *testing.T) {
 				offs[p] = pos
 				positions[name][topic] = append(positions[name][topic], pos)
 			}
-			adminCommit(t, east, name, topic, offs)
+			kfaketest.CommitOn(t, east, name, topic, offs)
 		}
 	}
 	committed := time.Now()
@@ -241,15 +242,6 @@ func produceScenario(t *testing.T, r *mrand.Rand, name, plain, txn string) {
 	}
 }
 
-func readCommitted(t *testing.T, c sarama.Client, topic string, p int32) []kafkaread.Record {
-	t.Helper()
-	recs, err := readPartitionOnce(c, topic, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return recs
-}
-
 func readPartitionOnce(c sarama.Client, topic string, p int32) ([]kafkaread.Record, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -326,7 +318,7 @@ func measure(t *testing.T, west sarama.Client, src map[string][][]kafkaread.Reco
 		var st translationStats
 		dst := make([][]kafkaread.Record, 2)
 		for p := range int32(2) {
-			dst[p] = readCommitted(t, west, topic, p)
+			dst[p] = kfaketest.Records(t, west, topic, p, 0)
 			if len(dst[p]) != len(src[topic][p]) {
 				t.Fatalf("%s/%d: %d records on west, %d on east", topic, p, len(dst[p]), len(src[topic][p]))
 			}

@@ -25,6 +25,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/drctl/drctl/internal/kafkaread"
+	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/mirror"
 	"github.com/drctl/drctl/mirror/groupsync"
 	"github.com/drctl/drctl/topology"
@@ -265,31 +266,6 @@ func exactlyTheRest(got, want []kafkaread.Record) error {
 	return nil
 }
 
-// adminCommit commits offsets for group on the cluster behind client as an
-// admin tool does (generation -1).
-func adminCommit(t *testing.T, client sarama.Client, group, topic string, offsets map[int32]int64) {
-	t.Helper()
-	req := &sarama.OffsetCommitRequest{Version: 7, ConsumerGroup: group, ConsumerGroupGeneration: -1}
-	for p, off := range offsets {
-		req.AddBlockWithLeaderEpoch(topic, p, off, -1, 0, "")
-	}
-	coord, err := client.Coordinator(group)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := coord.CommitOffset(req)
-	if err != nil {
-		t.Fatalf("commit %s: %v", group, err)
-	}
-	for _, parts := range resp.Errors {
-		for p, kerr := range parts {
-			if kerr != sarama.ErrNoError {
-				t.Fatalf("commit %s %s/%d: %v", group, topic, p, kerr)
-			}
-		}
-	}
-}
-
 // groupOffsets returns group's committed offsets of topic on the cluster
 // behind client.
 func groupOffsets(client sarama.Client, group, topic string) (map[int32]int64, error) {
@@ -310,7 +286,7 @@ func groupOffsets(client sarama.Client, group, topic string) (map[int32]int64, e
 	return out, nil
 }
 
-// TestOffsetsTranslateRealKafka proves invariant 3 on real Apache Kafka
+// TestOffsetsTranslateRealKafka proves exact offset translation on real Apache Kafka
 // with a transactional source: commits and aborts interleaved with plain
 // records, so the source offsets are full of holes (markers, aborted
 // records). `drctl mirror run` copies it; random positions are committed
@@ -422,7 +398,7 @@ func TestOffsetsTranslateRealKafka(t *testing.T) {
 		if len(offs) == 0 {
 			offs[0] = logs[0].end
 		}
-		adminCommit(t, east, name, ot.topic, offs)
+		kfaketest.CommitOn(t, east, name, ot.topic, offs)
 		want[name], names = offs, append(names, name)
 	}
 	committedAt := time.Now()
@@ -497,9 +473,9 @@ func TestOffsetsTranslateRealKafka(t *testing.T) {
 
 	// A group with a member on west keeps its offsets there.
 	busy := ot.prefix + "-busy"
-	adminCommit(t, west, busy, ot.topic, map[int32]int64{0: 3})
+	kfaketest.CommitOn(t, west, busy, ot.topic, map[int32]int64{0: 3})
 	member := holdGroup(t, "west", busy, ot.topic)
-	adminCommit(t, east, busy, ot.topic, map[int32]int64{0: logs[0].end})
+	kfaketest.CommitOn(t, east, busy, ot.topic, map[int32]int64{0: logs[0].end})
 	waitFor(t, 30*time.Second, "three sync rounds that skipped the busy group", func() error {
 		n, err := m.metric("drctl_group_sync_skipped_active_total", `group="`+busy+`"`)
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/drctl/drctl/failover"
+	"github.com/drctl/drctl/internal/kfaketest"
 )
 
 // TestTUIInTmux runs `drctl tui` in a real terminal (tmux, 80x24) against
@@ -43,7 +44,7 @@ func TestTUIInTmux(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = prod.Close()
-	adminCommit(t, east, billing, orders, map[int32]int64{0: 4, 1: 4, 2: 4})
+	kfaketest.CommitOn(t, east, billing, orders, map[int32]int64{0: 4, 1: 4, 2: 4})
 	startMirror(t, ft.mirrorTopo(), "mirror")
 	ft.waitLinkCaught(t, "east", "west", 2*time.Minute)
 

@@ -1,6 +1,7 @@
 package failover
 
-// Invariants 5 and 8 on kfake: a failover that must not happen stops with a
+// On kfake: a failover that must not happen (a stale plan, a concurrent
+// failover, bad input) stops with a
 // message naming the problem and the fix, and leaves both clusters as they
 // were (role state, ACLs, topics and their offsets, group offsets).
 

@@ -80,8 +80,8 @@ func (c killCase) name() string {
 // midSteps are the steps a case can kill in the middle of.
 var midSteps = []string{StepBegin, StepDrain, StepFlip, StepTranslateGroups, StepWipe, StepReseedStart, StepFinish}
 
-// TestKillAndResume proves invariant 7 for a planned failover east ->
-// west: drctl (this test binary in a child process, running the saved
+// TestKillAndResume proves that a planned failover east -> west is
+// resumable everywhere: drctl (this test binary in a child process, running the saved
 // plan) is SIGKILLed at a step boundary or in the middle of a step, and
 // failover.Resume, from the same journal directory or from an empty one
 // (another machine), finishes the run with the end state of an

@@ -89,7 +89,7 @@ func Execute(ctx context.Context, topo *topology.Topology, p *plans.Plan, o RunO
 	if in.Topology != topo.Name {
 		return fmt.Errorf("%w: the plan is for topology %s, the file %s describes %s; apply it with the topology file it was made with (-c), or plan again", plans.ErrStalePlan, in.Topology, topo.Path, topo.Name)
 	}
-	// A plan runs only as drctl made it (invariant 9): re-derived from its
+	// A plan runs only as drctl made it: re-derived from its
 	// inputs before anything, even the journal, is written.
 	if err := verifyPlan(topo, p, in); err != nil {
 		return err

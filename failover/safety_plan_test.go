@@ -1,7 +1,7 @@
 package failover
 
-// Invariant 9 on kfake: a plan runs only as it was made, and no plan runs
-// on a topology that names one cluster twice. Every helper starts with sf.
+// On kfake: a plan runs only as it was made, and no plan runs on a topology
+// that names one cluster twice.
 
 import (
 	"encoding/json"

@@ -1,6 +1,6 @@
 package failover
 
-// Invariant 10 on kfake: no wipe without salvage, salvage never rewrites
+// On kfake: no wipe without salvage, salvage never rewrites
 // provenance, a reseed of a cluster that is not stale and an unplanned
 // failover of an active that answers are refused unless forced.
 

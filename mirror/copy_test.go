@@ -12,7 +12,7 @@ import (
 	"github.com/drctl/drctl/internal/kfaketest"
 )
 
-// TestFaithfulCopy proves invariant 1 record by record on kfake: same
+// TestFaithfulCopy proves the partition-faithful copy record by record on kfake: same
 // topic, same partition, source order, key, value, headers and timestamp
 // unchanged, aborted source records never copied, target topics created with
 // the source's shape, and later topics and partitions picked up.
@@ -25,13 +25,13 @@ func TestFaithfulCopy(t *testing.T) {
 func testFaithfulCopy(t *testing.T, delivery string) {
 	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: fmt.Sprintf("  topics: {include: [\"orders\", \"pay\\\\..*\", \"late\"]}\n  delivery: %s", delivery)})
 	east, west := p.Topology.Clusters["east"], p.Topology.Clusters["west"]
-	src, dst := dialT(t, east), dialT(t, west)
-	createTopicT(t, src, "orders", 4, map[string]string{"retention.ms": "86400000"})
-	createTopicT(t, src, "pay.eu", 2, map[string]string{"cleanup.policy": "compact"})
-	createTopicT(t, src, "skipped", 1, nil)
+	src, dst := kfaketest.DialCluster(t, east), kfaketest.DialCluster(t, west)
+	kfaketest.CreateTopicOn(t, src, "orders", 4, map[string]string{"retention.ms": "86400000"})
+	kfaketest.CreateTopicOn(t, src, "pay.eu", 2, map[string]string{"cleanup.policy": "compact"})
+	kfaketest.CreateTopicOn(t, src, "skipped", 1, nil)
 
-	plain := producerT(t, east, "")
-	txn := producerT(t, east, "test-txn")
+	plain := kfaketest.IdempotentProducer(t, east, "")
+	txn := kfaketest.IdempotentProducer(t, east, "test-txn")
 	base := time.UnixMilli(1_700_000_000_000)
 	n := 0
 	send := func(prod sarama.SyncProducer, topic string, part int32, key []byte) {
@@ -150,7 +150,7 @@ func testFaithfulCopy(t *testing.T, delivery string) {
 	// A topic created later starts mirroring within seconds; a partition
 	// added later is picked up too.
 	start := time.Now()
-	createTopicT(t, src, "late", 2, nil)
+	kfaketest.CreateTopicOn(t, src, "late", 2, nil)
 	for i := 0; i < 10; i++ {
 		send(plain, "late", int32(i%2), []byte("x"))
 	}
@@ -163,7 +163,7 @@ func testFaithfulCopy(t *testing.T, delivery string) {
 	if err := sadmin.CreatePartitions("orders", 6, nil, false); err != nil && !errors.Is(err, sarama.ErrNoError) {
 		t.Fatal(err)
 	}
-	plain2 := producerT(t, east, "") // a producer that knows the new partitions
+	plain2 := kfaketest.IdempotentProducer(t, east, "") // a producer that knows the new partitions
 	for i := 0; i < 12; i++ {
 		send(plain2, "orders", int32(4+i%2), []byte("new"))
 	}

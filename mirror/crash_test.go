@@ -84,7 +84,7 @@ func (c *child) waitOwning(t *testing.T, timeout time.Duration) string {
 	}
 }
 
-// TestExactlyOnceAcrossKills proves invariant 2: a mirror process killed
+// TestExactlyOnceAcrossKills proves exactly-once across crashes: a mirror process killed
 // with SIGKILL again and again while a stream of plain and transactional
 // records (some transactions aborted) flows leaves every committed source
 // record on the target exactly once, in order, and no aborted one.
@@ -102,8 +102,8 @@ func TestExactlyOnceAcrossKills(t *testing.T) {
 		ClusterOpts: []kfake.Opt{kfake.GroupMinSessionTimeout(500 * time.Millisecond)},
 	})
 	east := p.Topology.Clusters["east"]
-	src, dst := dialT(t, east), dialT(t, p.Topology.Clusters["west"])
-	createTopicT(t, src, "stream", partitions, nil)
+	src, dst := kfaketest.DialCluster(t, east), kfaketest.DialCluster(t, p.Topology.Clusters["west"])
+	kfaketest.CreateTopicOn(t, src, "stream", partitions, nil)
 
 	var wg sync.WaitGroup
 	produced := make(chan error, 1)
@@ -150,7 +150,7 @@ func TestExactlyOnceAcrossKills(t *testing.T) {
 	})
 	total := 0
 	for part := int32(0); part < partitions; part++ {
-		total += len(committed(t, src, "stream", part))
+		total += len(kfaketest.Records(t, src, "stream", part, 0))
 	}
 	if streaming < kills/2 {
 		t.Errorf("only %d of %d kills happened while the stream was flowing", streaming, kills)

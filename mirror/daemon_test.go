@@ -21,8 +21,8 @@ import (
 func TestDaemonFollowsRoles(t *testing.T) {
 	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: "  topics: {include: [\"orders\"]}"})
 	east, west := p.Topology.Clusters["east"], p.Topology.Clusters["west"]
-	src, dst := dialT(t, east), dialT(t, west)
-	createTopicT(t, src, "orders", 2, nil)
+	src, dst := kfaketest.DialCluster(t, east), kfaketest.DialCluster(t, west)
+	kfaketest.CreateTopicOn(t, src, "orders", 2, nil)
 	send := func(c sarama.SyncProducer, n int, tag string) {
 		for i := 0; i < n; i++ {
 			if _, _, err := c.SendMessage(&sarama.ProducerMessage{Topic: "orders", Partition: int32(i % 2), Value: sarama.StringEncoder(tag)}); err != nil {
@@ -44,7 +44,7 @@ func TestDaemonFollowsRoles(t *testing.T) {
 		}
 		return n, tags
 	}
-	send(producerT(t, east, ""), 50, "from-east")
+	send(kfaketest.IdempotentProducer(t, east, ""), 50, "from-east")
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -98,7 +98,7 @@ func TestDaemonFollowsRoles(t *testing.T) {
 	if _, err := FenceLink(ctx, p.Topology, LinkFor(p.Topology, "east", "west")); err != nil {
 		t.Fatal(err)
 	}
-	send(producerT(t, west, ""), 30, "from-west")
+	send(kfaketest.IdempotentProducer(t, west, ""), 30, "from-west")
 	waitFor(t, 30*time.Second, "west -> east mirrored", func() error {
 		n, tags := count(src)
 		if tags["from-west"] != 30 {

@@ -19,9 +19,9 @@ import (
 func TestFencedMirrorCannotWrite(t *testing.T) {
 	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: "  topics: {include: [\"orders\"]}"})
 	east, west := p.Topology.Clusters["east"], p.Topology.Clusters["west"]
-	src, dst := dialT(t, east), dialT(t, west)
-	createTopicT(t, src, "orders", 2, nil)
-	prod := producerT(t, east, "")
+	src, dst := kfaketest.DialCluster(t, east), kfaketest.DialCluster(t, west)
+	kfaketest.CreateTopicOn(t, src, "orders", 2, nil)
+	prod := kfaketest.IdempotentProducer(t, east, "")
 	send := func(n int) {
 		for i := 0; i < n; i++ {
 			if _, _, err := prod.SendMessage(&sarama.ProducerMessage{Topic: "orders", Partition: int32(i % 2), Value: sarama.StringEncoder("x")}); err != nil {

@@ -163,7 +163,7 @@ func startEngine(t *testing.T, topo *topology.Topology, opts Options) (*Engine, 
 	return e, opts.Metrics
 }
 
-// TestGroupTranslationIsExact proves invariant 3 end to end on kfake. The
+// TestGroupTranslationIsExact proves exact group translation end to end on kfake. The
 // source holds four topics, each with its own kind of holes: plain records;
 // transactions with commits and aborts interleaved; a compacted topic with
 // duplicate keys and tombstones, compacted twice; a head removed by
@@ -185,14 +185,14 @@ func testGroupTranslationIsExact(t *testing.T, seed uint64) {
 	start := time.Now()
 	p := groupSyncPair(t, `"plain", "txn", "compacted", "trimmed"`, 200*time.Millisecond)
 	east, west := p.Topology.Clusters["east"], p.Topology.Clusters["west"]
-	src, dst := dialT(t, east), dialT(t, west)
+	src, dst := kfaketest.DialCluster(t, east), kfaketest.DialCluster(t, west)
 	r := rand.New(rand.NewPCG(seed, 11))
 
-	createTopicT(t, src, "plain", 2, nil)
-	createTopicT(t, src, "txn", 2, nil)
-	createTopicT(t, src, "compacted", 2, map[string]string{"cleanup.policy": "compact", "delete.retention.ms": "0"})
-	createTopicT(t, src, "trimmed", 2, nil)
-	plain := producerT(t, east, "")
+	kfaketest.CreateTopicOn(t, src, "plain", 2, nil)
+	kfaketest.CreateTopicOn(t, src, "txn", 2, nil)
+	kfaketest.CreateTopicOn(t, src, "compacted", 2, map[string]string{"cleanup.policy": "compact", "delete.retention.ms": "0"})
+	kfaketest.CreateTopicOn(t, src, "trimmed", 2, nil)
+	plain := kfaketest.IdempotentProducer(t, east, "")
 	send := func(prod sarama.SyncProducer, topic string, part int32, key, value string) {
 		t.Helper()
 		m := &sarama.ProducerMessage{Topic: topic, Partition: part, Value: sarama.StringEncoder(value)}
@@ -212,7 +212,7 @@ func testGroupTranslationIsExact(t *testing.T, seed uint64) {
 	}
 	// Transactions of 1 to 6 records over both partitions, a third aborted,
 	// with plain records in between.
-	txn := producerT(t, east, "test-source-txn")
+	txn := kfaketest.IdempotentProducer(t, east, "test-source-txn")
 	aborted := 0
 	for i := range 60 {
 		if err := txn.BeginTxn(); err != nil {
@@ -283,7 +283,7 @@ func testGroupTranslationIsExact(t *testing.T, seed uint64) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			sp := &sourcePartition{tp: TopicPartition{Topic: topic, Partition: part}, records: committed(t, src, topic, part), start: ends.Start, end: ends.Stable}
+			sp := &sourcePartition{tp: TopicPartition{Topic: topic, Partition: part}, records: kfaketest.Records(t, src, topic, part, 0), start: ends.Start, end: ends.Stable}
 			holes += int(sp.end-sp.start) - len(sp.records)
 			parts = append(parts, sp)
 		}
@@ -538,9 +538,9 @@ func mustTranslate(t *testing.T, ctx context.Context, topo *topology.Topology, l
 func TestGroupSyncNeverTouchesActiveGroups(t *testing.T) {
 	p := groupSyncPair(t, `"orders"`, 150*time.Millisecond)
 	east, west := p.Topology.Clusters["east"], p.Topology.Clusters["west"]
-	src, dst := dialT(t, east), dialT(t, west)
-	createTopicT(t, src, "orders", 1, nil)
-	prod := producerT(t, east, "")
+	src, dst := kfaketest.DialCluster(t, east), kfaketest.DialCluster(t, west)
+	kfaketest.CreateTopicOn(t, src, "orders", 1, nil)
+	prod := kfaketest.IdempotentProducer(t, east, "")
 	for i := range 50 {
 		if _, _, err := prod.SendMessage(&sarama.ProducerMessage{Topic: "orders", Partition: 0, Value: sarama.StringEncoder(fmt.Sprint(i))}); err != nil {
 			t.Fatal(err)

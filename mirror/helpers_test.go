@@ -14,7 +14,6 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/topology"
 )
@@ -62,66 +61,6 @@ func runChild(path string) int {
 		return 1
 	}
 	return 0
-}
-
-func dialT(t testing.TB, c *topology.Cluster) sarama.Client {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	cl, err := kafkaconn.Dial(ctx, c, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cl.Close() })
-	return cl
-}
-
-func createTopicT(t testing.TB, cl sarama.Client, name string, partitions int32, configs map[string]string) {
-	t.Helper()
-	admin, err := sarama.NewClusterAdminFromClient(cl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	entries := map[string]*string{}
-	for k, v := range configs {
-		entries[k] = &v
-	}
-	if err := admin.CreateTopic(name, &sarama.TopicDetail{NumPartitions: partitions, ReplicationFactor: 1, ConfigEntries: entries}, false); err != nil {
-		t.Fatalf("create %s: %v", name, err)
-	}
-}
-
-// producer returns a sync producer on c; txnID "" = plain idempotent.
-func producerT(t testing.TB, c *topology.Cluster, txnID string) sarama.SyncProducer {
-	t.Helper()
-	cfg, err := c.SaramaConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Producer.Return.Successes = true
-	cfg.Producer.Partitioner = sarama.NewManualPartitioner
-	cfg.Producer.RequiredAcks = sarama.WaitForAll
-	cfg.Producer.Idempotent = true
-	cfg.Net.MaxOpenRequests = 1
-	if txnID != "" {
-		cfg.Producer.Transaction.ID = txnID
-	}
-	p, err := sarama.NewSyncProducer(c.Bootstrap, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
-	return p
-}
-
-// committed reads every committed record of a partition.
-func committed(t testing.TB, cl sarama.Client, topic string, p int32) []kafkaread.Record {
-	t.Helper()
-	out, err := readAll(cl, topic, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 func readAll(cl sarama.Client, topic string, p int32) ([]kafkaread.Record, error) {

@@ -23,9 +23,9 @@ import (
 func TestLargeRecordIsCopied(t *testing.T) {
 	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: "  topics: {include: [\"big\", \"small\"]}"})
 	east := p.Topology.Clusters["east"]
-	src, dst := dialT(t, east), dialT(t, p.Topology.Clusters["west"])
-	createTopicT(t, src, "big", 1, map[string]string{"max.message.bytes": "6291456"})
-	createTopicT(t, src, "small", 1, nil)
+	src, dst := kfaketest.DialCluster(t, east), kfaketest.DialCluster(t, p.Topology.Clusters["west"])
+	kfaketest.CreateTopicOn(t, src, "big", 1, map[string]string{"max.message.bytes": "6291456"})
+	kfaketest.CreateTopicOn(t, src, "small", 1, nil)
 	cfg, err := east.SaramaConfig()
 	if err != nil {
 		t.Fatal(err)
@@ -62,10 +62,10 @@ func TestLargeRecordIsCopied(t *testing.T) {
 func TestRefusedPartitionDoesNotHoldBackItsShard(t *testing.T) {
 	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: "  topics: {include: [\"refused\", \"other\"]}"})
 	east := p.Topology.Clusters["east"]
-	src, dst := dialT(t, east), dialT(t, p.Topology.Clusters["west"])
-	createTopicT(t, src, "refused", 1, nil)
-	createTopicT(t, src, "other", 1, nil)
-	prod := producerT(t, east, "")
+	src, dst := kfaketest.DialCluster(t, east), kfaketest.DialCluster(t, p.Topology.Clusters["west"])
+	kfaketest.CreateTopicOn(t, src, "refused", 1, nil)
+	kfaketest.CreateTopicOn(t, src, "other", 1, nil)
+	prod := kfaketest.IdempotentProducer(t, east, "")
 	fault := p.West.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: "refused", Err: kerr.MessageTooLarge, Count: -1})
 	sendN(t, prod, "refused", 10, "a")
 	sendN(t, prod, "other", 10, "a")
@@ -80,7 +80,7 @@ func TestRefusedPartitionDoesNotHoldBackItsShard(t *testing.T) {
 		t.Errorf("blocked gauge = %v, want 1", v)
 	}
 	waitFor(t, 20*time.Second, "the error in mirror lag", func() error {
-		lag := measureLagT(t, p.Topology)
+		lag := measureLag(t, p.Topology)
 		for _, pl := range lag.Partitions {
 			if pl.Topic == "refused" {
 				if !strings.Contains(pl.Error, "refuses its records") || pl.Records != 10 {
@@ -104,7 +104,7 @@ func TestRefusedPartitionDoesNotHoldBackItsShard(t *testing.T) {
 		if tr, ok := e.Troubles()["refused/0"]; ok {
 			return fmt.Errorf("still %q", tr)
 		}
-		for _, pl := range measureLagT(t, p.Topology).Partitions {
+		for _, pl := range measureLag(t, p.Topology).Partitions {
 			if pl.Error != "" {
 				return fmt.Errorf("%s/%d: %s", pl.Topic, pl.Partition, pl.Error)
 			}
@@ -124,10 +124,10 @@ func TestRefusedPartitionDoesNotHoldBackItsShard(t *testing.T) {
 func TestBlockedPartitionEndsStayRecorded(t *testing.T) {
 	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: "  topics: {include: [\"refused\", \"other\"]}"})
 	east := p.Topology.Clusters["east"]
-	src, dst := dialT(t, east), dialT(t, p.Topology.Clusters["west"])
-	createTopicT(t, src, "refused", 1, nil)
-	createTopicT(t, src, "other", 1, nil)
-	prod := producerT(t, east, "")
+	src, dst := kfaketest.DialCluster(t, east), kfaketest.DialCluster(t, p.Topology.Clusters["west"])
+	kfaketest.CreateTopicOn(t, src, "refused", 1, nil)
+	kfaketest.CreateTopicOn(t, src, "other", 1, nil)
+	prod := kfaketest.IdempotentProducer(t, east, "")
 	sendN(t, prod, "refused", 5, "mirrored")
 	sendN(t, prod, "other", 5, "mirrored")
 	// A retry pause longer than the test: only the blocked path can

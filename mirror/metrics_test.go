@@ -86,9 +86,9 @@ func TestLagClock(t *testing.T) {
 func TestLagSecondsWhileStuck(t *testing.T) {
 	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: "  topics: {include: [\"orders\"]}"})
 	east, west := p.Topology.Clusters["east"], p.Topology.Clusters["west"]
-	createTopicT(t, dialT(t, east), "orders", 2, nil)
+	kfaketest.CreateTopicOn(t, kfaketest.DialCluster(t, east), "orders", 2, nil)
 	old := time.Now().Add(-time.Hour)
-	prod := producerT(t, east, "")
+	prod := kfaketest.IdempotentProducer(t, east, "")
 	for i := 0; i < 20; i++ {
 		if _, _, err := prod.SendMessage(&sarama.ProducerMessage{Topic: "orders", Partition: int32(i % 2), Value: sarama.StringEncoder("v"), Timestamp: old}); err != nil {
 			t.Fatal(err)
@@ -141,7 +141,7 @@ func TestLagSecondsWhileStuck(t *testing.T) {
 		}
 		return nil
 	})
-	if n := len(committed(t, dialT(t, west), "orders", 0)) + len(committed(t, dialT(t, west), "orders", 1)); n != 20 {
+	if n := len(kfaketest.Records(t, kfaketest.DialCluster(t, west), "orders", 0, 0)) + len(kfaketest.Records(t, kfaketest.DialCluster(t, west), "orders", 1, 0)); n != 20 {
 		t.Errorf("west holds %d of 20 records", n)
 	}
 	cancel()
@@ -160,9 +160,9 @@ func TestLagSecondsWhileStuck(t *testing.T) {
 func TestDaemonMetrics(t *testing.T) {
 	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: "  topics: {include: [\"orders\"]}"})
 	east, west := p.Topology.Clusters["east"], p.Topology.Clusters["west"]
-	src, dst := dialT(t, east), dialT(t, west)
-	createTopicT(t, src, "orders", 2, nil)
-	prod := producerT(t, east, "")
+	src, dst := kfaketest.DialCluster(t, east), kfaketest.DialCluster(t, west)
+	kfaketest.CreateTopicOn(t, src, "orders", 2, nil)
+	prod := kfaketest.IdempotentProducer(t, east, "")
 	for i := 0; i < 10; i++ {
 		if _, _, err := prod.SendMessage(&sarama.ProducerMessage{Topic: "orders", Partition: int32(i % 2), Value: sarama.StringEncoder("v")}); err != nil {
 			t.Fatal(err)
@@ -263,7 +263,7 @@ func TestDaemonFenceGauge(t *testing.T) {
 		Mirror:      "  topics: {include: [\"orders\"]}",
 		Extra:       "failover: {fence: acl, producer_principals: [\"User:app\"]}\n",
 	})
-	createTopicT(t, dialT(t, p.Topology.Clusters["east"]), "orders", 1, nil)
+	kfaketest.CreateTopicOn(t, kfaketest.DialCluster(t, p.Topology.Clusters["east"]), "orders", 1, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	reg := prometheus.NewRegistry()

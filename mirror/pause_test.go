@@ -21,9 +21,9 @@ func TestDaemonHonoursPause(t *testing.T) {
 	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: "  topics: {include: [\"orders\"]}"})
 	topo := p.Topology
 	east, west := topo.Clusters["east"], topo.Clusters["west"]
-	src, dst := dialT(t, east), dialT(t, west)
-	createTopicT(t, src, "orders", 2, nil)
-	prod := producerT(t, east, "")
+	src, dst := kfaketest.DialCluster(t, east), kfaketest.DialCluster(t, west)
+	kfaketest.CreateTopicOn(t, src, "orders", 2, nil)
+	prod := kfaketest.IdempotentProducer(t, east, "")
 	sent := 0
 	send := func(n int) {
 		for i := 0; i < n; i++ {
@@ -123,8 +123,8 @@ func TestDaemonHonoursPause(t *testing.T) {
 	held("drill-2")
 	send(5)
 	waitWest(50)
-	all := committed(t, dst, "orders", 0)
-	all = append(all, committed(t, dst, "orders", 1)...)
+	all := kfaketest.Records(t, dst, "orders", 0, 0)
+	all = append(all, kfaketest.Records(t, dst, "orders", 1, 0)...)
 	seen := map[string]bool{}
 	for _, r := range all {
 		if seen[string(r.Value)] {

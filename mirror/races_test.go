@@ -19,9 +19,9 @@ import (
 func TestOldEpochOfSameDirectionIsRetired(t *testing.T) {
 	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: "  topics: {include: [\"orders\"]}"})
 	east, west := p.Topology.Clusters["east"], p.Topology.Clusters["west"]
-	src, dst := dialT(t, east), dialT(t, west)
-	createTopicT(t, src, "orders", 1, nil)
-	sendN(t, producerT(t, east, ""), "orders", 10, "a")
+	src, dst := kfaketest.DialCluster(t, east), kfaketest.DialCluster(t, west)
+	kfaketest.CreateTopicOn(t, src, "orders", 1, nil)
+	sendN(t, kfaketest.IdempotentProducer(t, east, ""), "orders", 10, "a")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -63,10 +63,10 @@ func TestOldEpochOfSameDirectionIsRetired(t *testing.T) {
 func TestRPOSecondsSurviveRestart(t *testing.T) {
 	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: "  topics: {include: [\"orders\"]}"})
 	east := p.Topology.Clusters["east"]
-	src, dst := dialT(t, east), dialT(t, p.Topology.Clusters["west"])
-	createTopicT(t, src, "orders", 1, nil)
-	sendN(t, producerT(t, east, ""), "orders", 10, "a")
-	last := committed(t, src, "orders", 0)[9].Timestamp.UnixMilli()
+	src, dst := kfaketest.DialCluster(t, east), kfaketest.DialCluster(t, p.Topology.Clusters["west"])
+	kfaketest.CreateTopicOn(t, src, "orders", 1, nil)
+	sendN(t, kfaketest.IdempotentProducer(t, east, ""), "orders", 10, "a")
+	last := kfaketest.Records(t, src, "orders", 0, 0)[9].Timestamp.UnixMilli()
 	link := LinkFor(p.Topology, "east", "west")
 	for run := 1; run <= 2; run++ {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -104,9 +104,9 @@ func TestRPOSecondsSurviveRestart(t *testing.T) {
 func TestHungGroupSyncCannotCommitAfterFence(t *testing.T) {
 	p := groupSyncPair(t, `"orders"`, time.Hour) // the engine's own loop stays idle
 	east := p.Topology.Clusters["east"]
-	src, dst := dialT(t, east), dialT(t, p.Topology.Clusters["west"])
-	createTopicT(t, src, "orders", 1, nil)
-	sendN(t, producerT(t, east, ""), "orders", 50, "a")
+	src, dst := kfaketest.DialCluster(t, east), kfaketest.DialCluster(t, p.Topology.Clusters["west"])
+	kfaketest.CreateTopicOn(t, src, "orders", 1, nil)
+	sendN(t, kfaketest.IdempotentProducer(t, east, ""), "orders", 50, "a")
 	e, _ := startEngine(t, p.Topology, Options{Epoch: -1, Shards: 1, TopicSyncInterval: 200 * time.Millisecond, IdleCheck: 100 * time.Millisecond})
 	waitCopied(t, src, dst, "orders", "kfake-east")
 	const group = "g-hung"

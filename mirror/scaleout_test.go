@@ -36,8 +36,8 @@ func TestTwoProcessesSplitAndTakeOver(t *testing.T) {
 		ClusterOpts: []kfake.Opt{kfake.GroupMinSessionTimeout(500 * time.Millisecond)},
 	})
 	east := p.Topology.Clusters["east"]
-	src, dst := dialT(t, east), dialT(t, p.Topology.Clusters["west"])
-	createTopicT(t, src, "stream", partitions, nil)
+	src, dst := kfaketest.DialCluster(t, east), kfaketest.DialCluster(t, p.Topology.Clusters["west"])
+	kfaketest.CreateTopicOn(t, src, "stream", partitions, nil)
 
 	a, b := startChild(t, p.Path, shards), startChild(t, p.Path, shards)
 	var ownA, ownB string

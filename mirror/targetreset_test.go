@@ -25,12 +25,12 @@ import (
 func TestStandbyLosesItsData(t *testing.T) {
 	p := kfaketest.NewPair(t, kfaketest.Options{Persist: true, Mirror: "  topics: {include: [\"orders\"]}"})
 	east := p.Topology.Clusters["east"]
-	src := dialT(t, east)
-	createTopicT(t, src, "orders", 1, nil)
-	prod := producerT(t, east, "")
+	src := kfaketest.DialCluster(t, east)
+	kfaketest.CreateTopicOn(t, src, "orders", 1, nil)
+	prod := kfaketest.IdempotentProducer(t, east, "")
 	sendN(t, prod, "orders", 20, "a")
 	e := runEngine(t, p.Topology, Options{Shards: 2})
-	dst := dialT(t, p.Topology.Clusters["west"])
+	dst := kfaketest.DialCluster(t, p.Topology.Clusters["west"])
 	waitCopied(t, src, dst, "orders", "kfake-east")
 
 	addr := p.West.ListenAddrs()[0]
@@ -47,7 +47,7 @@ func TestStandbyLosesItsData(t *testing.T) {
 	p.West = fresh // closed by the pair's cleanup
 	sendN(t, prod, "orders", 10, "b")
 
-	dst2 := dialT(t, p.Topology.Clusters["west"])
+	dst2 := kfaketest.DialCluster(t, p.Topology.Clusters["west"])
 	waitCopied(t, src, dst2, "orders", "kfake-east")
 	if note := e.ResetNote(); !strings.Contains(note, "cluster id kfake-west-rebuilt") && !strings.Contains(note, "lost its data") {
 		t.Errorf("reset note = %q", note)
@@ -56,7 +56,7 @@ func TestStandbyLosesItsData(t *testing.T) {
 		t.Errorf("target resets counted = %v, want at least 1", n)
 	}
 	waitFor(t, 20*time.Second, "the reset in the lag report", func() error {
-		if rep := measureLagT(t, p.Topology); !strings.Contains(rep.Reset, "re-seeded from the source's earliest offset") || rep.TotalRecords != 0 {
+		if rep := measureLag(t, p.Topology); !strings.Contains(rep.Reset, "re-seeded from the source's earliest offset") || rep.TotalRecords != 0 {
 			return fmt.Errorf("reset %q, %d records behind", rep.Reset, rep.TotalRecords)
 		}
 		return nil
@@ -69,9 +69,9 @@ func TestStandbyLosesItsData(t *testing.T) {
 func TestHealthFailsWhileStalled(t *testing.T) {
 	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: "  topics: {include: [\"orders\"]}"})
 	east := p.Topology.Clusters["east"]
-	src, dst := dialT(t, east), dialT(t, p.Topology.Clusters["west"])
-	createTopicT(t, src, "orders", 1, nil)
-	prod := producerT(t, east, "")
+	src, dst := kfaketest.DialCluster(t, east), kfaketest.DialCluster(t, p.Topology.Clusters["west"])
+	kfaketest.CreateTopicOn(t, src, "orders", 1, nil)
+	prod := kfaketest.IdempotentProducer(t, east, "")
 	ctx, cancel := context.WithCancel(context.Background())
 	addr := make(chan string, 1)
 	d := NewDaemon(p.Topology, DaemonOptions{Listen: "127.0.0.1:0", StatePoll: 200 * time.Millisecond,

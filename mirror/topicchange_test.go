@@ -71,7 +71,7 @@ func waitCopied(t *testing.T, src, dst sarama.Client, topic, origin string) {
 	})
 }
 
-func deleteTopicT(t *testing.T, cl sarama.Client, name string) {
+func deleteTopic(t *testing.T, cl sarama.Client, name string) {
 	t.Helper()
 	admin, err := sarama.NewClusterAdminFromClient(cl)
 	if err != nil {
@@ -100,17 +100,17 @@ func deleteTopicT(t *testing.T, cl sarama.Client, name string) {
 func TestTopicDeletedOnActiveKeepsCopy(t *testing.T) {
 	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: "  topics: {include: [\"orders\", \"other\"]}"})
 	east := p.Topology.Clusters["east"]
-	src, dst := dialT(t, east), dialT(t, p.Topology.Clusters["west"])
-	createTopicT(t, src, "orders", 1, nil)
-	createTopicT(t, src, "other", 1, nil)
-	prod := producerT(t, east, "")
+	src, dst := kfaketest.DialCluster(t, east), kfaketest.DialCluster(t, p.Topology.Clusters["west"])
+	kfaketest.CreateTopicOn(t, src, "orders", 1, nil)
+	kfaketest.CreateTopicOn(t, src, "other", 1, nil)
+	prod := kfaketest.IdempotentProducer(t, east, "")
 	sendN(t, prod, "orders", 20, "a")
 	sendN(t, prod, "other", 20, "a")
 	e := runEngine(t, p.Topology, Options{Shards: 1})
 	waitCopied(t, src, dst, "orders", "kfake-east")
 	waitCopied(t, src, dst, "other", "kfake-east")
 
-	deleteTopicT(t, src, "orders")
+	deleteTopic(t, src, "orders")
 	waitFor(t, 10*time.Second, "the deletion reported", func() error {
 		if tr := e.Troubles()["orders"]; !strings.Contains(tr, "deleted on east") {
 			return fmt.Errorf("troubles %v", e.Troubles())
@@ -119,13 +119,13 @@ func TestTopicDeletedOnActiveKeepsCopy(t *testing.T) {
 	})
 	sendN(t, prod, "other", 20, "b")
 	waitCopied(t, src, dst, "other", "kfake-east")
-	if d := committed(t, dst, "orders", 0); len(d) != 20 {
+	if d := kfaketest.Records(t, dst, "orders", 0, 0); len(d) != 20 {
 		t.Errorf("west's copy of orders holds %d records, want the 20 mirrored before the delete", len(d))
 	}
 	if v := testutil.ToFloat64(e.metrics.Safety.TopicChanges.WithLabelValues("east->west", "orders", TopicDeleted)); v != 1 {
 		t.Errorf("drctl_mirror_topic_changed{orders,deleted} = %v, want 1", v)
 	}
-	lag := measureLagT(t, p.Topology)
+	lag := measureLag(t, p.Topology)
 	if len(lag.TopicChanges) != 1 || lag.TopicChanges[0].Topic != "orders" || lag.TopicChanges[0].Kind != TopicDeleted {
 		t.Errorf("lag report topic changes = %+v, want orders deleted", lag.TopicChanges)
 	}
@@ -135,7 +135,7 @@ func TestTopicDeletedOnActiveKeepsCopy(t *testing.T) {
 	}
 }
 
-func measureLagT(t *testing.T, topo *topology.Topology) *LagReport {
+func measureLag(t *testing.T, topo *topology.Topology) *LagReport {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -146,7 +146,7 @@ func measureLagT(t *testing.T, topo *topology.Topology) *LagReport {
 	return rep
 }
 
-func alterTopicT(t *testing.T, cl sarama.Client, topic string, configs map[string]string) {
+func alterTopic(t *testing.T, cl sarama.Client, topic string, configs map[string]string) {
 	t.Helper()
 	admin, err := sarama.NewClusterAdminFromClient(cl)
 	if err != nil {
@@ -186,12 +186,12 @@ func topicConfig(t *testing.T, cl sarama.Client, topic, key string) string {
 func TestCleanupPolicyChangeOnActive(t *testing.T) {
 	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: "  topics: {include: [\"orders\", \"other\", \"foreign\"]}"})
 	east := p.Topology.Clusters["east"]
-	src, dst := dialT(t, east), dialT(t, p.Topology.Clusters["west"])
-	createTopicT(t, src, "orders", 1, map[string]string{"cleanup.policy": "delete"})
-	createTopicT(t, src, "other", 1, nil)
-	createTopicT(t, src, "foreign", 1, nil)
-	createTopicT(t, dst, "foreign", 1, map[string]string{"cleanup.policy": "compact"}) // not drctl's
-	prod := producerT(t, east, "")
+	src, dst := kfaketest.DialCluster(t, east), kfaketest.DialCluster(t, p.Topology.Clusters["west"])
+	kfaketest.CreateTopicOn(t, src, "orders", 1, map[string]string{"cleanup.policy": "delete"})
+	kfaketest.CreateTopicOn(t, src, "other", 1, nil)
+	kfaketest.CreateTopicOn(t, src, "foreign", 1, nil)
+	kfaketest.CreateTopicOn(t, dst, "foreign", 1, map[string]string{"cleanup.policy": "compact"}) // not drctl's
+	prod := kfaketest.IdempotentProducer(t, east, "")
 	sendN(t, prod, "orders", 20, "a")
 	sendN(t, prod, "other", 20, "a")
 	sendN(t, prod, "foreign", 5, "a")
@@ -202,7 +202,7 @@ func TestCleanupPolicyChangeOnActive(t *testing.T) {
 		t.Errorf("troubles of foreign = %q, want a cleanup.policy conflict", tr)
 	}
 
-	alterTopicT(t, src, "orders", map[string]string{"cleanup.policy": "compact"})
+	alterTopic(t, src, "orders", map[string]string{"cleanup.policy": "compact"})
 	waitFor(t, 20*time.Second, "west's orders compacted", func() error {
 		if v := topicConfig(t, dst, "orders", "cleanup.policy"); v != "compact" {
 			return fmt.Errorf("cleanup.policy %q on west", v)
@@ -216,7 +216,7 @@ func TestCleanupPolicyChangeOnActive(t *testing.T) {
 	if tr, ok := e.Troubles()["orders"]; ok {
 		t.Errorf("orders still reported: %q", tr)
 	}
-	if d := committed(t, dst, "foreign", 0); len(d) != 0 {
+	if d := kfaketest.Records(t, dst, "foreign", 0, 0); len(d) != 0 {
 		t.Errorf("foreign (not drctl's) got %d records", len(d))
 	}
 }
@@ -229,19 +229,19 @@ func TestCleanupPolicyChangeOnActive(t *testing.T) {
 func TestTopicRecreatedOnActive(t *testing.T) {
 	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: "  topics: {include: [\"orders\", \"other\"]}"})
 	east := p.Topology.Clusters["east"]
-	src, dst := dialT(t, east), dialT(t, p.Topology.Clusters["west"])
-	createTopicT(t, src, "orders", 1, nil)
-	createTopicT(t, src, "other", 1, nil)
-	prod := producerT(t, east, "")
+	src, dst := kfaketest.DialCluster(t, east), kfaketest.DialCluster(t, p.Topology.Clusters["west"])
+	kfaketest.CreateTopicOn(t, src, "orders", 1, nil)
+	kfaketest.CreateTopicOn(t, src, "other", 1, nil)
+	prod := kfaketest.IdempotentProducer(t, east, "")
 	sendN(t, prod, "orders", 20, "old")
 	sendN(t, prod, "other", 20, "a")
 	e := runEngine(t, p.Topology, Options{Shards: 1})
 	waitCopied(t, src, dst, "orders", "kfake-east")
-	oldCopy := committed(t, dst, "orders", 0)
+	oldCopy := kfaketest.Records(t, dst, "orders", 0, 0)
 
-	deleteTopicT(t, src, "orders")
-	createTopicT(t, src, "orders", 1, nil)
-	sendN(t, producerT(t, east, ""), "orders", 30, "new") // a new producer: the old one's sequence belongs to the old topic
+	deleteTopic(t, src, "orders")
+	kfaketest.CreateTopicOn(t, src, "orders", 1, nil)
+	sendN(t, kfaketest.IdempotentProducer(t, east, ""), "orders", 30, "new") // a new producer: the old one's sequence belongs to the old topic
 	waitFor(t, 20*time.Second, "the recreation reported", func() error {
 		if tr := e.Troubles()["orders"]; !strings.Contains(tr, "recreated on east") {
 			return fmt.Errorf("troubles %v", e.Troubles())
@@ -250,10 +250,10 @@ func TestTopicRecreatedOnActive(t *testing.T) {
 	})
 	sendN(t, prod, "other", 20, "b")
 	waitCopied(t, src, dst, "other", "kfake-east")
-	if d := committed(t, dst, "orders", 0); len(d) != 20 || string(d[19].Value) != "old-19" {
+	if d := kfaketest.Records(t, dst, "orders", 0, 0); len(d) != 20 || string(d[19].Value) != "old-19" {
 		t.Fatalf("west's orders holds %d records (last %q), want the old incarnation's 20 untouched", len(d), d[len(d)-1].Value)
 	}
-	lag := measureLagT(t, p.Topology)
+	lag := measureLag(t, p.Topology)
 	if len(lag.TopicChanges) != 1 || lag.TopicChanges[0].Kind != TopicRecreated || !strings.Contains(lag.Partitions[0].Error, "reseed-topic orders") {
 		t.Errorf("lag report: changes %+v, orders/0 error %q; want orders recreated with the command to run", lag.TopicChanges, lag.Partitions[0].Error)
 	}
@@ -268,7 +268,7 @@ func TestTopicRecreatedOnActive(t *testing.T) {
 	if res.Salvaged != 20 || !res.Dropped || res.SalvageTopic != "orders"+p.Topology.Failover.SalvageTopicSuffix {
 		t.Errorf("result %+v, want 20 salvaged into the quarantine topic and the old copy dropped", res)
 	}
-	salvaged := committed(t, dst, res.SalvageTopic, 0)
+	salvaged := kfaketest.Records(t, dst, res.SalvageTopic, 0, 0)
 	if len(salvaged) != len(oldCopy) {
 		t.Fatalf("%d records salvaged, the old copy had %d", len(salvaged), len(oldCopy))
 	}

@@ -19,9 +19,9 @@ import (
 func TestRetentionLossIsCounted(t *testing.T) {
 	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: "  topics: {include: [\"orders\"]}"})
 	east := p.Topology.Clusters["east"]
-	src, dst := dialT(t, east), dialT(t, p.Topology.Clusters["west"])
-	createTopicT(t, src, "orders", 1, nil)
-	prod := producerT(t, east, "")
+	src, dst := kfaketest.DialCluster(t, east), kfaketest.DialCluster(t, p.Topology.Clusters["west"])
+	kfaketest.CreateTopicOn(t, src, "orders", 1, nil)
+	prod := kfaketest.IdempotentProducer(t, east, "")
 	send := func(n int) {
 		for i := 0; i < n; i++ {
 			if _, _, err := prod.SendMessage(&sarama.ProducerMessage{Topic: "orders", Value: sarama.StringEncoder(fmt.Sprint(i))}); err != nil {

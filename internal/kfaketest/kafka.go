@@ -35,11 +35,17 @@ func Dial(t testing.TB, topo *topology.Topology, cluster string) sarama.Client {
 	if !ok {
 		t.Fatalf("no cluster %q in the topology", cluster)
 	}
+	return DialCluster(t, c)
+}
+
+// DialCluster connects to c; the client is closed with the test.
+func DialCluster(t testing.TB, c *topology.Cluster) sarama.Client {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	cl, err := kafkaconn.Dial(ctx, c, nil)
 	if err != nil {
-		t.Fatalf("dial %s: %v", cluster, err)
+		t.Fatalf("dial %s: %v", c.Name, err)
 	}
 	t.Cleanup(func() { _ = cl.Close() })
 	return cl
@@ -106,6 +112,29 @@ func producer(t testing.TB, c *topology.Cluster, retries int, partitioner sarama
 	return p
 }
 
+// IdempotentProducer opens an idempotent synchronous producer on c that
+// writes to the partition each message names; with txnID it is
+// transactional (BeginTxn, CommitTxn). It is closed with the test.
+func IdempotentProducer(t testing.TB, c *topology.Cluster, txnID string) sarama.SyncProducer {
+	t.Helper()
+	cfg, err := c.SaramaConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Producer.Return.Successes = true
+	cfg.Producer.Partitioner = sarama.NewManualPartitioner
+	cfg.Producer.RequiredAcks = sarama.WaitForAll
+	cfg.Producer.Idempotent = true
+	cfg.Net.MaxOpenRequests = 1
+	cfg.Producer.Transaction.ID = txnID
+	p, err := sarama.NewSyncProducer(c.Bootstrap, cfg)
+	if err != nil {
+		t.Fatalf("producer on %s: %v", c.Name, err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	return p
+}
+
 // Produce writes n records to topic on cluster, as drctl: record i has key
 // "k<i>" and value "v<i>", and goes to the partition its key hashes to.
 func Produce(t testing.TB, topo *topology.Topology, cluster, topic string, n int) {
@@ -151,7 +180,7 @@ func CommitOn(t testing.TB, cl sarama.Client, group, topic string, offsets map[i
 	}
 	req := &sarama.OffsetCommitRequest{Version: 7, ConsumerGroup: group, ConsumerGroupGeneration: -1}
 	for p, o := range offsets {
-		req.AddBlock(topic, p, o, 0, "")
+		req.AddBlockWithLeaderEpoch(topic, p, o, -1, 0, "") // epoch unknown, as a tool commits
 	}
 	resp, err := coord.CommitOffset(req)
 	if err != nil {
@@ -217,7 +246,7 @@ func GroupOffsets(t testing.TB, admin sarama.ClusterAdmin, group string) []strin
 // offset from to the last stable offset.
 func Records(t testing.TB, cl sarama.Client, topic string, partition int32, from int64) []kafkaread.Record {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	var out []kafkaread.Record
 	if _, err := kafkaread.ReadCommitted(ctx, cl, topic, partition, from, func(r kafkaread.Record) error {

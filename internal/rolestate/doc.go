@@ -2,7 +2,7 @@
 // active, the epoch that orders role changes, the phase, and the run in
 // progress. The state is kept in both clusters of the topology, in the
 // compacted topic __drctl_state keyed by topology name, and the higher epoch
-// wins (invariant 5).
+// wins.
 //
 // Writes are compare-and-set on the epoch, serialised across processes and
 // machines by Kafka's transactional-id fencing; reads see committed state

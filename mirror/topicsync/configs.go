@@ -72,8 +72,8 @@ const (
 	ruleMatch
 	// ruleTimestampType (message.timestamp.type): the target must use
 	// CreateTime while it is a standby, so the broker keeps the timestamp the
-	// mirror sets (with LogAppendTime it would overwrite it, breaking
-	// invariant 1). A source using LogAppendTime is reported in Held, for the
+	// mirror sets (with LogAppendTime it would overwrite it: the copy would
+	// no longer carry the source's timestamps). A source using LogAppendTime is reported in Held, for the
 	// failover to apply when the target is promoted.
 	ruleTimestampType
 	// ruleTimestampWindow: the target must accept any timestamp while it is

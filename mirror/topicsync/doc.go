@@ -1,7 +1,7 @@
 // Package topicsync makes the standby (target) cluster's topics match the
 // selected topics of the active (source) cluster, so that the mirror can copy
-// every record into the same partition of a topic of the same name
-// (invariant 1 of the design).
+// every record into the same partition of a topic of the same name, with
+// its key, value, headers and timestamp unchanged.
 //
 // It owns: creating missing target topics with the source's partition count,
 // replication factor (capped to the target's brokers) and topic configs;
