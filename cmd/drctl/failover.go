@@ -315,31 +315,15 @@ func execute(c *cli.Context, topo *topology.Topology, run func(context.Context, 
 	return err
 }
 
-// checkFresh refuses a saved plan that went stale (the topology file or the
-// live roles changed since it was made) before it is printed, with the
-// advice to make a new plan. The plan's own run in progress is not stale:
-// Execute finishes it.
+// checkFresh maps failover.CheckFresh's refusal of a stale saved plan to
+// its exit code.
 func checkFresh(ctx context.Context, topo *topology.Topology, p *plans.Plan) error {
-	var in failover.Inputs
-	if err := p.DecodeInputs(&in); err != nil {
-		return withCode(exitBadInput, err)
-	}
-	stale := func(why string) error {
-		return withCode(exitBadInput, fmt.Errorf("%w: plan %s %s; nothing was changed: make a new plan (drctl plan failover --to CLUSTER --out plan.json)", plans.ErrStalePlan, p.ID, why))
-	}
-	if in.TopologyDigest != topo.Digest {
-		return stale("was made from another version of " + topo.Path)
-	}
-	r, err := failover.CollectRoles(ctx, topo)
-	if err != nil {
-		return withCode(exitUnreachable, fmt.Errorf("cannot read the live roles to check plan %s: %w", p.ID, err))
-	}
-	if r.Run != nil && r.Run.ID == p.ID {
+	err := failover.CheckFresh(ctx, topo, p)
+	switch {
+	case err == nil:
 		return nil
+	case errors.Is(err, rolestate.ErrNoneReachable):
+		return withCode(exitUnreachable, err)
 	}
-	if r.Epoch != in.Epoch || r.Active != in.Active || r.Standby != in.Standby || r.Phase != in.Phase {
-		return stale(fmt.Sprintf("was made at epoch %d (active %s, %s); the clusters are now at epoch %d (active %s, %s)",
-			in.Epoch, in.Active, in.Phase, r.Epoch, r.Active, r.Phase))
-	}
-	return nil
+	return withCode(exitBadInput, err) // stale, or not a plan drctl made
 }
