@@ -39,6 +39,9 @@ type DaemonOptions struct {
 	Version, Commit string
 	// Started, if set, receives the bound listen address once serving.
 	Started func(addr string)
+	// Register, if set, adds collectors to the daemon's /metrics (the
+	// drill gauges `drctl mirror run` keeps from the clusters' records).
+	Register func(prometheus.Registerer)
 }
 
 // Daemon follows the live role state and runs the mirror link it allows:
@@ -83,6 +86,9 @@ func NewDaemon(topo *topology.Topology, opts DaemonOptions) *Daemon {
 		opts.Engine.Logger = log
 	}
 	d := &Daemon{topo: topo, opts: opts, log: log, reg: reg}
+	if opts.Register != nil {
+		opts.Register(reg)
+	}
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "drctl_mirror_ready",
 		Help: "1 when this process runs a link and owns shards of it (what /readyz reports), else 0."},
 		func() float64 {

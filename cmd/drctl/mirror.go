@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"runtime/debug"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/urfave/cli/v2"
 
+	"github.com/drctl/drctl/drill"
 	"github.com/drctl/drctl/failover"
 	"github.com/drctl/drctl/mirror"
 	"github.com/drctl/drctl/topology"
@@ -34,6 +37,7 @@ func mirrorCommand() *cli.Command {
 					&cli.DurationFlag{Name: "txn-interval", Value: 100 * time.Millisecond, Usage: "longest time one transaction gathers records"},
 					&cli.DurationFlag{Name: "session-timeout", Value: 10 * time.Second, Usage: "worker group session timeout: how soon others take over a dead process's shards (at least the brokers' group.min.session.timeout.ms, 6s by default)"},
 					&cli.DurationFlag{Name: "stall-timeout", Value: 2 * time.Minute, Usage: "/healthz fails when the link is behind and makes no progress for this long"},
+					&cli.DurationFlag{Name: "drill-metrics-interval", Value: time.Minute, Usage: "how often the drctl_drill_* gauges on /metrics are read from the clusters' drill records, so drill alerts work where drills run as CronJobs (0: not exported)"},
 					&cli.IntFlag{Name: "memory-limit-mb", Value: 256, Usage: "soft memory limit of the Go runtime in MiB (GOMEMLIMIT overrides; 0: none): the garbage collector works harder near it"},
 				),
 				Action: mirrorRun,
@@ -67,7 +71,7 @@ func mirrorRun(c *cli.Context) error {
 		debug.SetMemoryLimit(int64(mb) << 20)
 	}
 	bi := buildInfo()
-	d := mirror.NewDaemon(topo, mirror.DaemonOptions{
+	opts := mirror.DaemonOptions{
 		Listen:  c.String("listen"),
 		Version: bi.Version,
 		Commit:  bi.Commit,
@@ -80,7 +84,19 @@ func mirrorRun(c *cli.Context) error {
 			Logger:         log,
 		},
 		Started: func(addr string) { log.Info("serving /metrics, /healthz, /readyz", "addr", addr) },
-	})
+	}
+	every := c.Duration("drill-metrics-interval")
+	if every < 0 {
+		return withCode(exitBadInput, fmt.Errorf("--drill-metrics-interval %s: use a positive duration, or 0 for none", every))
+	}
+	var drills *drill.Metrics
+	if every > 0 && opts.Listen != "" {
+		opts.Register = func(reg prometheus.Registerer) { drills = drill.NewMetrics(reg) }
+	}
+	d := mirror.NewDaemon(topo, opts)
+	if drills != nil {
+		go watchDrills(c.Context, topo, drills, every, log)
+	}
 	log.Info("mirror starting", "topology", topo.Name, "delivery", topo.Mirror.Delivery, "pid", os.Getpid())
 	return d.Run(c.Context)
 }
@@ -132,4 +148,30 @@ func mirrorLag(c *cli.Context) error {
 		}
 		return nil
 	})
+}
+
+// watchDrills keeps the drill gauges (drctl_drill_*) on the mirror's
+// /metrics from the drill records stored in the clusters, read every
+// interval until ctx ends. Where drills run as Kubernetes CronJobs there is
+// no scheduler to scrape; the mirror, always running, reports them. It only
+// reads.
+func watchDrills(ctx context.Context, topo *topology.Topology, m *drill.Metrics, every time.Duration, log *slog.Logger) {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		rctx, cancel := context.WithTimeout(ctx, min(every, 30*time.Second))
+		hist, err := drill.History(rctx, topo, drill.HistoryOptions{})
+		cancel()
+		if len(hist) > 0 {
+			m.Seed(hist)
+		}
+		if err != nil && ctx.Err() == nil {
+			log.Debug("cannot read every drill record for the drill gauges", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }
