@@ -158,6 +158,9 @@ func TestFailoverSafetyRefusals(t *testing.T) {
 	_ = p.Close()
 	startMirror(t, ft.mirrorTopo(), "mirror")
 	ft.waitLinkCaught(t, "east", "west", 60*time.Second)
+	// The mirror's ACL sync fences the standby's new topic: wait for it,
+	// so that the snapshot holds what the mirror does on its own.
+	ft.waitStandbyFenced(t, "west", 60*time.Second)
 	before := sfSnapshots(t, ft)
 	if !strings.Contains(before["west"].Topics[orders], "records") {
 		t.Fatalf("west has no copy of %s: %+v", orders, before["west"])

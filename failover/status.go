@@ -16,6 +16,7 @@ import (
 	"github.com/drctl/drctl/internal/kvstore"
 	"github.com/drctl/drctl/internal/rolestate"
 	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/mirror/aclsync"
 	"github.com/drctl/drctl/mirror/groupsync"
 	"github.com/drctl/drctl/topology"
 )
@@ -33,6 +34,10 @@ type Status struct {
 	// Mirror is the live link active -> standby: its processes and lag
 	// (absent when a cluster is unreachable).
 	Mirror *mirror.LinkState `json:"mirror,omitempty" yaml:"mirror,omitempty"`
+	// ACLs is the ACL parity of the standby with the active, per
+	// principal, and the standby's write fence (absent when a cluster is
+	// unreachable or the roles are moving).
+	ACLs *aclsync.Parity `json:"acls,omitempty" yaml:"acls,omitempty"`
 	// LastDrill is the newest drill recorded in the clusters (absent: none).
 	LastDrill *DrillStatus `json:"last_drill,omitempty" yaml:"last_drill,omitempty"`
 	// Problems lists, in plain words, everything that needs an operator.
@@ -185,6 +190,7 @@ func CollectStatusLag(ctx context.Context, topo *topology.Topology) (*Status, *m
 	view := rolestate.Resolve(ctx, topo, clients)
 	st := assemble(topo, views, view)
 	readFences(ctx, topo, st, clients)
+	readACLParity(topo, st, clients)
 	st.LastDrill = lastDrill(ctx, topo, clients, time.Now())
 	st.Problems = append(st.Problems, drillProblems(topo, st.LastDrill)...)
 	var lost int64 = -1
@@ -534,6 +540,27 @@ func runProblem(ctx context.Context, st *Status, clients map[string]sarama.Clien
 	st.Problems = append(st.Problems, fmt.Sprintf("%s run %s is not finished: it stopped %s%s. Unless a drctl is still running it, finish it with drctl resume %s; %s",
 		run.Kind, run.ID, at, last, run.ID, how))
 	return rpo
+}
+
+// readACLParity fills st.ACLs (and its problems) when both clusters
+// answer and the roles are steady. It only reads.
+func readACLParity(topo *topology.Topology, st *Status, clients map[string]sarama.Client) {
+	a, s := clients[st.Roles.Active], clients[st.Roles.Standby]
+	steady := st.Roles.Phase == rolestate.PhaseSteady || st.Roles.Phase == ""
+	if a == nil || s == nil || !steady {
+		return
+	}
+	aa, err := sarama.NewClusterAdminFromClient(a)
+	if err != nil {
+		return
+	}
+	sa, err := sarama.NewClusterAdminFromClient(s)
+	if err != nil {
+		return
+	}
+	p := aclsync.ReadParity(topo, st.Roles.Active, st.Roles.Standby, aa, sa)
+	st.ACLs = &p
+	st.Problems = append(st.Problems, p.Problems()...)
 }
 
 // readFences fills each reachable cluster's Fenced from drctl's fence

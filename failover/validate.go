@@ -10,6 +10,8 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/drctl/drctl/internal/kafkaconn"
+	"github.com/drctl/drctl/internal/rolestate"
+	"github.com/drctl/drctl/mirror/aclsync"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -133,7 +135,67 @@ func ValidateOnline(ctx context.Context, topo *topology.Topology) *Validation {
 		v.Checks = append(v.Checks, Check{Name: "distinct clusters", Result: CheckFail,
 			Detail: fmt.Sprintf("both clusters have cluster id %s: the topology points twice at the same cluster; fix the bootstrap addresses", ids[0])})
 	}
+	if ids[0] != "" && ids[1] != "" && ids[0] != ids[1] {
+		v.Checks = append(v.Checks, aclParityChecks(ctx, topo)...)
+	}
 	return v
+}
+
+// aclParityChecks compares the standby's ACLs with the active's, per
+// principal, and checks the standby's write fence (mirror/aclsync). Drift
+// is a warning: the mirror's ACL sync closes it within seconds. It reads
+// only, and says nothing while the roles move or without an authorizer.
+func aclParityChecks(ctx context.Context, topo *topology.Topology) []Check {
+	clients := map[string]sarama.Client{}
+	for _, name := range topo.ClusterNames() {
+		c, err := kafkaconn.Dial(ctx, topo.Clusters[name], nil)
+		if err != nil {
+			return nil
+		}
+		defer c.Close()
+		clients[name] = c
+	}
+	st := rolestate.Resolve(ctx, topo, clients).Current
+	if st.Phase != rolestate.PhaseSteady && st.Phase != "" {
+		return nil
+	}
+	aa, err := sarama.NewClusterAdminFromClient(clients[st.Active])
+	if err != nil {
+		return nil
+	}
+	sa, err := sarama.NewClusterAdminFromClient(clients[st.Standby])
+	if err != nil {
+		return nil
+	}
+	p := aclsync.ReadParity(topo, st.Active, st.Standby, aa, sa)
+	if p.Error != "" {
+		return []Check{{Cluster: st.Standby, Name: "acl parity", Result: CheckOK, Detail: "not checked: " + p.Error}}
+	}
+	var out []Check
+	if len(p.Principals) == 0 {
+		out = append(out, Check{Cluster: st.Standby, Name: "acl parity", Result: CheckOK, Detail: "no application ACLs on the mirrored topics and groups of either cluster"})
+	}
+	for _, pp := range p.Principals {
+		c := Check{Cluster: st.Standby, Name: "acl parity", Result: CheckOK, Detail: fmt.Sprintf("%s: %d ACL(s) as on %s", pp.Principal, pp.InSync, st.Active)}
+		if !pp.InParity() {
+			c.Result = CheckWarn
+			var diff []string
+			for _, m := range pp.Missing {
+				diff = append(diff, "missing "+m)
+			}
+			for _, x := range pp.Extra {
+				diff = append(diff, "extra "+x)
+			}
+			c.Detail = fmt.Sprintf("%s: %d as on %s, %s; drctl mirror run keeps them in step", pp.Principal, pp.InSync, st.Active, strings.Join(diff, "; "))
+		}
+		out = append(out, c)
+	}
+	if len(p.FenceGaps) > 0 {
+		out = append(out, Check{Cluster: st.Standby, Name: "standby fence", Result: CheckWarn, Detail: fmt.Sprintf("the applications may still write to the standby: %s missing; drctl mirror run adds them (or drctl fence %s)", strings.Join(p.FenceGaps, ", "), st.Standby)})
+	} else if topo.Failover.Fence == topology.FenceACL {
+		out = append(out, Check{Cluster: st.Standby, Name: "standby fence", Result: CheckOK, Detail: "the applications may not write to the mirrored topics of the standby"})
+	}
+	return out
 }
 
 func checkCluster(ctx context.Context, topo *topology.Topology, c *topology.Cluster) ([]Check, string) {

@@ -61,6 +61,8 @@ type Daemon struct {
 	key     linkKey
 	// pauses are the pause records last read (see Pause).
 	pauses []Pause
+
+	acls aclRunner // touched by Run's goroutine only
 }
 
 type linkKey struct {
@@ -148,6 +150,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		}
 	}
 	defer stop()
+	defer d.stopACLs()
 	t := time.NewTicker(d.opts.StatePoll)
 	defer t.Stop()
 	fencedStale := map[string]int64{}
@@ -163,6 +166,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.opts.Engine.Metrics.noClusterReachable(d.topo)
 			d.log.Warn("cannot read the live roles; keeping the current link", "err", err)
 		default:
+			d.followACLs(ctx, st)
 			want, ok := desired(st, d.topo.Name)
 			d.mu.Lock()
 			same := d.current != nil && d.key == want

@@ -76,6 +76,15 @@ type rawMirror struct {
 	Groups            *rawSelection `yaml:"groups"`
 	Delivery          string        `yaml:"delivery"`
 	GroupSyncInterval *duration     `yaml:"group_sync_interval"`
+	ACLs              *rawACLs      `yaml:"acls"`
+}
+
+type rawACLs struct {
+	Enabled          *bool         `yaml:"enabled"`
+	Principals       *rawSelection `yaml:"principals"`
+	TransactionalIDs *rawSelection `yaml:"transactional_ids"`
+	Cluster          bool          `yaml:"cluster"`
+	Interval         *duration     `yaml:"interval"`
 }
 
 type rawHooks struct {
@@ -122,6 +131,7 @@ const (
 	DefaultVersion            = "3.6.0"
 	DefaultTimeout            = 10 * time.Second
 	DefaultGroupSyncInterval  = 5 * time.Second
+	DefaultACLSyncInterval    = 2 * time.Second
 	DefaultDrainTimeout       = 5 * time.Minute
 	DefaultQuietPeriod        = 5 * time.Second
 	DefaultSalvageTopicSuffix = ".drctl-salvage"

@@ -92,6 +92,23 @@ type Mirror struct {
 	// GroupSyncInterval is how often translated group positions are
 	// committed on the standby.
 	GroupSyncInterval time.Duration
+	// ACLs is what the mirror's ACL sync keeps in step on the standby.
+	ACLs ACLSync
+}
+
+// ACLSync selects the ACLs the mirror copies from the active to the
+// standby: those of the selected principals on the mirrored topics and
+// groups, and, when selected, on transactional ids and the cluster.
+// drctl's own principal and drctl's fence ACLs are never copied.
+type ACLSync struct {
+	Enabled bool
+	// Principals are matched against the whole principal ("User:app").
+	Principals Selection
+	// TransactionalIDs selects transactional-id ACLs (none by default).
+	TransactionalIDs Selection
+	// Cluster copies cluster-level ACLs (IdempotentWrite, ...).
+	Cluster  bool
+	Interval time.Duration
 }
 
 // Failover holds the settings of failover, failback and reseed.

@@ -78,6 +78,10 @@ func build(raw *rawFile, root *yaml.Node, path string) (*Topology, error) {
 		return nil, at("mirror.group_sync_interval must be at least 100ms", "mirror", "group_sync_interval")
 	}
 
+	if err := buildACLSync(t, raw.Mirror.ACLs, at); err != nil {
+		return nil, err
+	}
+
 	f := raw.Failover
 	t.Failover = Failover{
 		DrainTimeout:       f.DrainTimeout.or(DefaultDrainTimeout),
@@ -111,6 +115,32 @@ func build(raw *rawFile, root *yaml.Node, path string) (*Topology, error) {
 		return nil, err
 	}
 	return t, nil
+}
+
+// buildACLSync reads mirror.acls: on by default, every principal but
+// drctl's own, no transactional ids, no cluster ACLs.
+func buildACLSync(t *Topology, raw *rawACLs, at func(msg string, keys ...string) error) error {
+	a := ACLSync{Enabled: true, Interval: DefaultACLSyncInterval}
+	if raw == nil {
+		raw = &rawACLs{}
+	}
+	if raw.Enabled != nil {
+		a.Enabled = *raw.Enabled
+	}
+	var err error
+	if a.Principals, err = buildSelection(raw.Principals, []string{".*"}); err != nil {
+		return at("mirror.acls.principals: "+err.Error(), "mirror", "acls", "principals")
+	}
+	if a.TransactionalIDs, err = buildSelection(raw.TransactionalIDs, nil); err != nil {
+		return at("mirror.acls.transactional_ids: "+err.Error(), "mirror", "acls", "transactional_ids")
+	}
+	a.Cluster = raw.Cluster
+	a.Interval = raw.Interval.or(DefaultACLSyncInterval)
+	if a.Interval < 100e6 {
+		return at("mirror.acls.interval must be at least 100ms", "mirror", "acls", "interval")
+	}
+	t.Mirror.ACLs = a
+	return nil
 }
 
 func buildSelection(raw *rawSelection, defInclude []string) (Selection, error) {

@@ -126,6 +126,22 @@ func statusTables(w io.Writer, st *failover.Status) error {
 	if err := t.Render(); err != nil {
 		return err
 	}
+	if a := st.ACLs; a != nil && a.Error == "" && len(a.Principals) > 0 {
+		sync := "kept in step by the mirror"
+		if !a.Enabled {
+			sync = "not synced: mirror.acls.enabled is false"
+		}
+		section(w, fmt.Sprintf("ACLS (standby %s against active %s, %s)", a.Standby, a.Active, sync))
+		t = newTable(w, "principal", "as on the active", "missing on the standby", "extra on the standby")
+		for _, pp := range a.Principals {
+			if err := t.Append(pp.Principal, fmt.Sprint(pp.InSync), fmt.Sprint(len(pp.Missing)), fmt.Sprint(len(pp.Extra))); err != nil {
+				return err
+			}
+		}
+		if err := t.Render(); err != nil {
+			return err
+		}
+	}
 	if len(st.Problems) > 0 {
 		section(w, "PROBLEMS")
 		for _, p := range st.Problems {

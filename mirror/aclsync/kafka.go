@@ -1,0 +1,155 @@
+package aclsync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/IBM/sarama"
+
+	"github.com/drctl/drctl/internal/aclfence"
+	"github.com/drctl/drctl/topology"
+)
+
+// List returns every ACL binding of a cluster. It needs Describe on the
+// cluster (drctl is a super user where ACLs are used).
+func List(admin sarama.ClusterAdmin) ([]Binding, error) {
+	ras, err := admin.ListAcls(sarama.AclFilter{ResourceType: sarama.AclResourceAny, ResourcePatternTypeFilter: sarama.AclPatternAny,
+		Operation: sarama.AclOperationAny, PermissionType: sarama.AclPermissionAny})
+	if err != nil {
+		return nil, err
+	}
+	var out []Binding
+	for _, ra := range ras {
+		for _, a := range ra.Acls {
+			out = append(out, Binding{ResourceType: ra.ResourceType, Resource: ra.ResourceName, Pattern: ra.ResourcePatternType,
+				Principal: a.Principal, Host: a.Host, Operation: a.Operation, Permission: a.PermissionType})
+		}
+	}
+	return out, nil
+}
+
+// Apply makes the plan's changes on the standby: first the additions, so
+// that a principal never has fewer rights than on the active for longer
+// than a round, then the removals, each by its exact binding.
+func Apply(admin sarama.ClusterAdmin, p Plan) error {
+	if len(p.Add) > 0 {
+		req := make([]*sarama.ResourceAcls, 0, len(p.Add))
+		for _, b := range p.Add {
+			req = append(req, &sarama.ResourceAcls{
+				Resource: sarama.Resource{ResourceType: b.ResourceType, ResourceName: b.Resource, ResourcePatternType: b.Pattern},
+				Acls:     []*sarama.Acl{{Principal: b.Principal, Host: b.Host, Operation: b.Operation, PermissionType: b.Permission}},
+			})
+		}
+		if err := admin.CreateACLs(req); err != nil {
+			return fmt.Errorf("create %d ACL(s): %w (drctl needs Alter on the cluster)", len(p.Add), err)
+		}
+	}
+	for _, b := range p.Remove {
+		name, principal, host := b.Resource, b.Principal, b.Host
+		if _, err := admin.DeleteACL(sarama.AclFilter{ResourceType: b.ResourceType, ResourceName: &name, ResourcePatternTypeFilter: b.Pattern,
+			Principal: &principal, Host: &host, Operation: b.Operation, PermissionType: b.Permission}, false); err != nil {
+			return fmt.Errorf("delete %s: %w (drctl needs Alter on the cluster)", b, err)
+		}
+	}
+	return nil
+}
+
+// FenceGaps lists the fence ACLs the standby lacks: DENY WRITE for each
+// fence principal on each mirrored topic it holds. Empty when the
+// topology does not fence with ACLs.
+func FenceGaps(topo *topology.Topology, admin sarama.ClusterAdmin, standby []Binding) ([]aclfence.ACL, error) {
+	if topo.Failover.Fence != topology.FenceACL {
+		return nil, nil
+	}
+	topics, err := aclfence.SelectedTopicNames(admin, topo.MirroredTopics())
+	if err != nil {
+		return nil, fmt.Errorf("list topics: %w", err)
+	}
+	have := map[aclfence.ACL]bool{}
+	for _, b := range standby {
+		if b.ResourceType == sarama.AclResourceTopic && b.Pattern == sarama.AclPatternLiteral &&
+			b.Operation == sarama.AclOperationWrite && b.Permission == sarama.AclPermissionDeny {
+			have[aclfence.ACL{Topic: b.Resource, Principal: b.Principal, Host: b.Host}] = true
+		}
+	}
+	var gaps []aclfence.ACL
+	for _, t := range topics {
+		for _, p := range aclfence.Principals(topo) {
+			if a := (aclfence.ACL{Topic: t, Principal: p, Host: "*"}); !have[a] {
+				gaps = append(gaps, a)
+			}
+		}
+	}
+	return gaps, nil
+}
+
+// ErrNoAuthorizer says a cluster has no authorizer (Kafka answers
+// SECURITY_DISABLED): there are no ACLs to keep in step.
+var ErrNoAuthorizer = errors.New("the cluster has no authorizer (no ACLs)")
+
+func listing(admin sarama.ClusterAdmin, which string) ([]Binding, error) {
+	bs, err := List(admin)
+	switch {
+	case errors.Is(err, sarama.ErrSecurityDisabled):
+		return nil, fmt.Errorf("list the %s's ACLs: %w", which, ErrNoAuthorizer)
+	case err != nil:
+		return nil, fmt.Errorf("list the %s's ACLs: %w", which, err)
+	}
+	return bs, nil
+}
+
+// ErrNotSteady says a round did nothing because the live roles are not
+// steady with this link's direction.
+var ErrNotSteady = errors.New("the roles are not steady in this direction")
+
+// Round is what one round did.
+type Round struct {
+	Applied Plan
+	// Fenced counts fence ACLs added on the standby (new topics).
+	Fenced int
+}
+
+// SyncOnce runs one round from the source (active) to the target
+// (standby) through the given admins: it checks the roles (allowed),
+// closes the standby fence's gaps through aclfence.Fence, then applies
+// the ACL diff. allowed is asked right before each change.
+func SyncOnce(ctx context.Context, topo *topology.Topology, target string, source, dest sarama.ClusterAdmin, allowed func(context.Context) error) (Round, error) {
+	var r Round
+	if err := allowed(ctx); err != nil {
+		return r, err
+	}
+	src, err := listing(source, "active")
+	if err != nil {
+		return r, err
+	}
+	dst, err := listing(dest, "standby")
+	if err != nil {
+		return r, err
+	}
+	gaps, err := FenceGaps(topo, dest, dst)
+	if err != nil {
+		return r, fmt.Errorf("standby fence: %w", err)
+	}
+	if len(gaps) > 0 {
+		if err := allowed(ctx); err != nil {
+			return r, err
+		}
+		if _, err := aclfence.Fence(ctx, topo, target); err != nil {
+			return r, fmt.Errorf("standby fence: %w", err)
+		}
+		r.Fenced = len(gaps)
+	}
+	p := Diff(NewScope(topo), src, dst)
+	if p.Empty() {
+		return r, nil
+	}
+	if err := allowed(ctx); err != nil {
+		return r, err
+	}
+	if err := Apply(dest, p); err != nil {
+		return r, err
+	}
+	r.Applied = p
+	return r, nil
+}

@@ -1,0 +1,143 @@
+package aclsync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/drctl/drctl/internal/kafkaconn"
+	"github.com/drctl/drctl/internal/rolestate"
+	"github.com/drctl/drctl/topology"
+)
+
+// Loop keeps one link's standby in step, a round every
+// topo.Mirror.ACLs.Interval, until its context ends.
+type Loop struct {
+	Topo           *topology.Topology
+	Source, Target string
+	// Epoch is the role-state epoch the link runs under: a round acts only
+	// while the live state still has it.
+	Epoch int64
+	Log   *slog.Logger
+	// OnRound, if set, sees every round's outcome (metrics, tests).
+	OnRound func(Round, error)
+}
+
+// Run runs rounds until ctx ends; it returns nil then. A failed round is
+// logged and retried at the next tick. With mirror.acls.enabled false it
+// returns at once.
+func (l *Loop) Run(ctx context.Context) error {
+	if !l.Topo.Mirror.ACLs.Enabled {
+		return nil
+	}
+	log := l.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log = log.With("link", l.Source+"->"+l.Target)
+	var clients map[string]sarama.Client
+	closeAll := func() {
+		for _, c := range clients {
+			_ = c.Close()
+		}
+		clients = nil
+	}
+	defer closeAll()
+	t := time.NewTicker(l.Topo.Mirror.ACLs.Interval)
+	defer t.Stop()
+	lastErr := ""
+	for {
+		if clients == nil {
+			clients = l.dial(ctx)
+		}
+		r, err := l.round(ctx, clients)
+		if l.OnRound != nil {
+			l.OnRound(r, err)
+		}
+		switch {
+		case err == nil:
+			lastErr = ""
+			if !r.Applied.Empty() || r.Fenced > 0 {
+				log.Info("acl sync: the standby follows the active's ACLs", "added", len(r.Applied.Add), "removed", len(r.Applied.Remove),
+					"fence_acls_added", r.Fenced, "changes", changes(r.Applied))
+			}
+		case errors.Is(err, ErrNoAuthorizer):
+			if err.Error() != lastErr {
+				log.Info("acl sync idle: no ACLs to keep in step", "reason", err)
+				lastErr = err.Error()
+			}
+		case errors.Is(err, ErrNotSteady):
+			// A failover or reseed is moving the roles; the daemon starts
+			// the link of the new direction once they settle.
+		case ctx.Err() != nil:
+			return nil
+		default:
+			closeAll()
+			if err.Error() != lastErr {
+				log.Warn("acl sync round failed; retrying", "err", err)
+				lastErr = err.Error()
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+func (l *Loop) dial(ctx context.Context) map[string]sarama.Client {
+	out := map[string]sarama.Client{}
+	for _, name := range []string{l.Source, l.Target} {
+		dctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		c, err := kafkaconn.Dial(dctx, l.Topo.Clusters[name], nil)
+		cancel()
+		if err == nil {
+			out[name] = c
+		}
+	}
+	return out
+}
+
+func (l *Loop) round(ctx context.Context, clients map[string]sarama.Client) (Round, error) {
+	src, dst := clients[l.Source], clients[l.Target]
+	if src == nil || dst == nil {
+		return Round{}, fmt.Errorf("acl sync %s->%s: a cluster is unreachable", l.Source, l.Target)
+	}
+	sa, err := sarama.NewClusterAdminFromClient(src)
+	if err != nil {
+		return Round{}, err
+	}
+	da, err := sarama.NewClusterAdminFromClient(dst)
+	if err != nil {
+		return Round{}, err
+	}
+	allowed := func(ctx context.Context) error {
+		rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		defer cancel()
+		st := rolestate.Resolve(rctx, l.Topo, clients).Current
+		steady := st.Phase == rolestate.PhaseSteady || st.Phase == ""
+		if !steady || st.Active != l.Source || st.Standby != l.Target || st.Epoch != l.Epoch {
+			return fmt.Errorf("%w (epoch %d, %s active, phase %s)", ErrNotSteady, st.Epoch, st.Active, st.Phase)
+		}
+		return nil
+	}
+	return SyncOnce(ctx, l.Topo, l.Target, sa, da, allowed)
+}
+
+// changes lists a round's changes for the log (principals and resources
+// only; never a secret).
+func changes(p Plan) []string {
+	var out []string
+	for _, b := range p.Add {
+		out = append(out, "+ "+b.String())
+	}
+	for _, b := range p.Remove {
+		out = append(out, "- "+b.String())
+	}
+	return out
+}
