@@ -11,7 +11,6 @@ import (
 	"github.com/drctl/drctl/topology"
 )
 
-
 // Binding is one ACL entry on one resource pattern: comparable, so that
 // sets of bindings are maps.
 type Binding struct {
