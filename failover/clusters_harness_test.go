@@ -7,6 +7,7 @@ package failover
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"sort"
@@ -21,6 +22,7 @@ import (
 	"github.com/drctl/drctl/internal/kvstore"
 	"github.com/drctl/drctl/internal/rolestate"
 	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/mirror/aclsync"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -69,6 +71,37 @@ func waitMirrored(t *testing.T, topo *topology.Topology, source, target string) 
 			}
 		}
 		return rep.Caught() && allMirrored(rep) && len(rep.Partitions) > 0, fmt.Sprintf("%+v", rep.Partitions)
+	})
+	waitStandbyFenced(t, topo, target)
+}
+
+// waitStandbyFenced waits, when target is the steady standby of a
+// topology that fences with ACLs, until the mirror's ACL sync has fenced
+// every mirrored topic of it (what the mirror does on its own, so that
+// snapshots taken next hold it).
+func waitStandbyFenced(t *testing.T, topo *topology.Topology, target string) {
+	t.Helper()
+	if topo.Failover.Fence != topology.FenceACL || !topo.Mirror.ACLs.Enabled {
+		return
+	}
+	roles, err := CollectRoles(kfaketest.Ctx(t, 20*time.Second), topo)
+	if err != nil || roles.Standby != target || (roles.Phase != rolestate.PhaseSteady && roles.Phase != "") {
+		return
+	}
+	admin := kfaketest.Admin(t, kfaketest.Dial(t, topo, target))
+	kfaketest.Wait(t, 30*time.Second, target+" fenced by the mirror's ACL sync", func() (bool, string) {
+		bs, err := aclsync.List(admin)
+		if errors.Is(err, sarama.ErrSecurityDisabled) {
+			return true, ""
+		}
+		if err != nil {
+			return false, err.Error()
+		}
+		gaps, err := aclsync.FenceGaps(topo, admin, bs)
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(gaps) == 0, fmt.Sprintf("%d fence ACL(s) missing: %+v", len(gaps), gaps)
 	})
 }
 
