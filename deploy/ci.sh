@@ -76,6 +76,33 @@ else
 	echo "systemd-analyze not available: units not verified"
 fi
 
+step "go install github.com/drctl/drctl/cmd/drctl@VERSION, from the module path"
+# The README's install path, as a user's go command takes it: the module
+# served from a proxy (a file:// proxy holding this commit as a pseudo-version;
+# the dependencies and their checksums from proxy.golang.org), built outside
+# this checkout. deploy/ is its own module, so it is not in the zip.
+goproxy=$(mktemp -d)
+modver="v0.0.0-$(git log -1 --format=%cd --date=format-local:%Y%m%d%H%M%S)-$(git rev-parse --short=12 HEAD)"
+mkdir -p "$goproxy/github.com/drctl/drctl/@v"
+(
+	cd "$goproxy/github.com/drctl/drctl/@v"
+	echo "$modver" >list
+	printf '{"Version":"%s","Time":"%s"}\n' "$modver" "$(TZ=UTC git -C "$root" log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ)" >"$modver.info"
+	cp "$root/go.mod" "$modver.mod"
+	git -C "$root" archive --format=zip --prefix="github.com/drctl/drctl@$modver/" -o "$PWD/$modver.zip" HEAD -- . ':!deploy'
+)
+gobin=$(mktemp -d)
+(cd "$gobin" && GOBIN="$gobin" GOFLAGS= GOPROXY="file://$goproxy,https://proxy.golang.org" GONOSUMDB=github.com/drctl/drctl \
+	go install "github.com/drctl/drctl/cmd/drctl@$modver")
+"$gobin/drctl" version -o json | grep -q "\"version\": *\"$modver\"" &&
+	"$gobin/drctl" version -o json | grep -q "\"commit\": *\"$(git rev-parse --short=12 HEAD)\"" || {
+	echo "go install ...@$modver built a drctl that does not report $modver and its commit:" >&2
+	"$gobin/drctl" version >&2
+	exit 1
+}
+"$gobin/drctl" version
+rm -rf "$goproxy" "$gobin"
+
 step "go test ./deploy (manifests, command lines, image, Dockerfile, metric names)"
 (cd deploy && DRCTL_RENDERED="$rendered" DRCTL_BIN="$root/$bin" DRCTL_IMAGE_LAYOUT="$root/dist/image" DRCTL_IMAGE_VERSION="$version" \
 	go test -count=1 -v ./... 2>&1 | grep -E '^(=== RUN|--- |PASS|FAIL|ok|\s+\S+_test.go)' )

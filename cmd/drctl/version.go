@@ -3,8 +3,10 @@ package main
 import (
 	"fmt"
 	"io"
+	"regexp"
 	"runtime"
 	"runtime/debug"
+	"time"
 
 	"github.com/urfave/cli/v2"
 )
@@ -32,6 +34,11 @@ type BuildInfo struct {
 
 // buildInfo merges the link-time variables with the toolchain's record;
 // the link-time values win.
+// pseudoVersion matches the tail of a Go module pseudo-version
+// (v0.0.0-20261201112703-50d970bbae2b and its pre-release forms): the
+// commit time (UTC) and the 12-hex-digit commit prefix.
+var pseudoVersion = regexp.MustCompile(`[-.](\d{14})-([0-9a-f]{12})$`)
+
 func buildInfo() BuildInfo {
 	b := BuildInfo{Version: version, Commit: commit, Date: date, GoVersion: runtime.Version()}
 	bi, ok := debug.ReadBuildInfo()
@@ -59,10 +66,27 @@ func buildInfo() BuildInfo {
 	if modified && commit == "" && b.Commit != "" {
 		b.Commit += "-dirty"
 	}
+	b.fromPseudoVersion()
 	if b.Version == "" {
 		b.Version = "dev"
 	}
 	return b
+}
+
+// fromPseudoVersion fills an unknown commit and date from a pseudo-version:
+// go install ...@version builds from a module zip, without VCS stamps, but
+// the pseudo-version still names the commit and its time.
+func (b *BuildInfo) fromPseudoVersion() {
+	m := pseudoVersion.FindStringSubmatch(b.Version)
+	if m == nil {
+		return
+	}
+	if b.Commit == "" {
+		b.Commit = m[2]
+	}
+	if t, err := time.Parse("20060102150405", m[1]); err == nil && b.Date == "" {
+		b.Date = t.UTC().Format(time.RFC3339)
+	}
 }
 
 func (b BuildInfo) String() string {

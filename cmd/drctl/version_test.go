@@ -72,3 +72,27 @@ func TestVersionLdflags(t *testing.T) {
 		t.Errorf("got %+v, want %+v", b, want)
 	}
 }
+
+// TestVersionFromPseudoVersion: a binary built by go install ...@version
+// has no VCS stamps; its pseudo-version still gives the commit and time.
+func TestVersionFromPseudoVersion(t *testing.T) {
+	cases := []struct{ version, commit, date string }{
+		{"v0.0.0-20261201112703-50d970bbae2b", "50d970bbae2b", "2026-12-01T11:27:03Z"},
+		{"v1.2.4-0.20261201112703-50d970bbae2b", "50d970bbae2b", "2026-12-01T11:27:03Z"},
+		{"v1.3.0-rc.1.0.20261201112703-50d970bbae2b", "50d970bbae2b", "2026-12-01T11:27:03Z"},
+		{"v1.2.3", "", ""},
+		{"dev", "", ""},
+	}
+	for _, c := range cases {
+		b := BuildInfo{Version: c.version}
+		b.fromPseudoVersion()
+		if b.Commit != c.commit || b.Date != c.date {
+			t.Errorf("%s: commit %q date %q, want %q %q", c.version, b.Commit, b.Date, c.commit, c.date)
+		}
+	}
+	b := BuildInfo{Version: "v0.0.0-20261201112703-50d970bbae2b", Commit: "50d970bbae2b1234", Date: "stamped"}
+	b.fromPseudoVersion()
+	if b.Commit != "50d970bbae2b1234" || b.Date != "stamped" {
+		t.Errorf("stamped values were replaced: %+v", b)
+	}
+}
