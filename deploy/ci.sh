@@ -82,7 +82,7 @@ step "go install github.com/drctl/drctl/cmd/drctl@VERSION, from the module path"
 # the dependencies and their checksums from proxy.golang.org), built outside
 # this checkout. deploy/ is its own module, so it is not in the zip.
 goproxy=$(mktemp -d)
-modver="v0.0.0-$(git log -1 --format=%cd --date=format-local:%Y%m%d%H%M%S)-$(git rev-parse --short=12 HEAD)"
+modver="v0.0.0-$(TZ=UTC git log -1 --format=%cd --date=format-local:%Y%m%d%H%M%S)-$(git rev-parse --short=12 HEAD)"
 mkdir -p "$goproxy/github.com/drctl/drctl/@v"
 (
 	cd "$goproxy/github.com/drctl/drctl/@v"
