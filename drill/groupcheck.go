@@ -76,35 +76,19 @@ func checkGroupSync(ctx context.Context, topo *topology.Topology, active, standb
 func commitPosition(ctx context.Context, client sarama.Client, group, topic string, offset int64) error {
 	req := &sarama.OffsetCommitRequest{Version: 7, ConsumerGroup: group, ConsumerGroupGeneration: -1}
 	req.AddBlockWithLeaderEpoch(topic, 0, offset, -1, 0, "drctl drill canary")
-	var err error
 	// A group's coordinator may move or still be loading (a new group on
-	// real Kafka answers NOT_COORDINATOR at first): look it up again and
-	// retry, for up to about ten seconds.
-	for attempt := 0; attempt < 40; attempt++ {
-		if attempt > 0 {
-			_ = client.RefreshCoordinator(group)
-			if serr := kafkaread.Sleep(ctx, 250*time.Millisecond); serr != nil {
-				return fmt.Errorf("%w (last error: %v)", serr, err)
-			}
-		}
-		var resp *sarama.OffsetCommitResponse
-		resp, err = kafkaread.Await(ctx, func() (*sarama.OffsetCommitResponse, error) {
-			coord, err := client.Coordinator(group)
-			if err != nil {
-				return nil, err
-			}
-			return coord.CommitOffset(req)
-		})
+	// real Kafka answers NOT_COORDINATOR at first): WithCoordinator looks it
+	// up again and retries.
+	return kafkaread.WithCoordinator(ctx, client, group, func(coord *sarama.Broker) error {
+		resp, err := kafkaread.Await(ctx, func() (*sarama.OffsetCommitResponse, error) { return coord.CommitOffset(req) })
 		if err != nil {
-			continue
+			return err
 		}
 		if kerr := resp.Errors[topic][0]; !errors.Is(kerr, sarama.ErrNoError) {
-			err = kerr
-			continue
+			return kerr
 		}
 		return nil
-	}
-	return err
+	})
 }
 
 // committedPosition is group's committed offset for partition 0 of topic

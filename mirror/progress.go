@@ -2,10 +2,10 @@ package mirror
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/IBM/sarama"
 
@@ -62,32 +62,21 @@ func readProgressFull(ctx context.Context, dst sarama.Client, group string, tps 
 	if len(tps) == 0 {
 		return out, nil
 	}
-	for attempt := 0; ; attempt++ {
-		coord, err := dst.Coordinator(group)
-		if err == nil {
-			req := &sarama.OffsetFetchRequest{Version: 7, ConsumerGroup: group, RequireStable: true}
-			for _, tp := range tps {
-				req.AddPartition(tp.Topic, tp.Partition)
-			}
-			var resp *sarama.OffsetFetchResponse
-			resp, err = coord.FetchOffset(req)
-			if err == nil {
-				err = collectProgress(resp, tps, out)
-			}
-		}
-		if err == nil {
-			return out, nil
-		}
-		if !kafkaread.RetriableCoordinator(err) || attempt >= 40 {
-			return nil, err
-		}
-		_ = dst.RefreshCoordinator(group)
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("%w (last error: %v)", ctx.Err(), err)
-		case <-time.After(time.Duration(min(attempt+1, 10)) * 100 * time.Millisecond):
-		}
+	req := &sarama.OffsetFetchRequest{Version: 7, ConsumerGroup: group, RequireStable: true}
+	for _, tp := range tps {
+		req.AddPartition(tp.Topic, tp.Partition)
 	}
+	err := kafkaread.WithCoordinator(ctx, dst, group, func(coord *sarama.Broker) error {
+		resp, err := kafkaread.Await(ctx, func() (*sarama.OffsetFetchResponse, error) { return coord.FetchOffset(req) })
+		if err != nil {
+			return err
+		}
+		return collectProgress(resp, tps, out)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 func collectProgress(resp *sarama.OffsetFetchResponse, tps []TopicPartition, out map[TopicPartition]progressEntry) error {
@@ -130,33 +119,21 @@ func commitProgress(ctx context.Context, dst sarama.Client, group string, offset
 			req.AddBlock(topic, p.Partition, p.Offset, 0, md)
 		}
 	}
-	for attempt := 0; ; attempt++ {
-		coord, err := dst.Coordinator(group)
-		if err == nil {
-			var resp *sarama.OffsetCommitResponse
-			if resp, err = coord.CommitOffset(req); err == nil {
-				for _, parts := range resp.Errors {
-					for _, kerr := range parts {
-						if kerr != sarama.ErrNoError {
-							err = kerr
-						}
-					}
+	return kafkaread.WithCoordinator(ctx, dst, group, func(coord *sarama.Broker) error {
+		resp, err := kafkaread.Await(ctx, func() (*sarama.OffsetCommitResponse, error) { return coord.CommitOffset(req) })
+		if err != nil {
+			return err
+		}
+		var errs []error
+		for topic, parts := range resp.Errors {
+			for p, kerr := range parts {
+				if kerr != sarama.ErrNoError {
+					errs = append(errs, fmt.Errorf("%s/%d: %w", topic, p, kerr))
 				}
 			}
 		}
-		if err == nil {
-			return nil
-		}
-		if !kafkaread.RetriableCoordinator(err) || attempt >= 20 {
-			return err
-		}
-		_ = dst.RefreshCoordinator(group)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+		return errors.Join(errs...)
+	})
 }
 
 // ReadProgress returns the link's committed progress (the next source

@@ -437,7 +437,7 @@ func (s *shard) fail(err error) error {
 		_ = s.prod.AbortTxn()
 	}
 	s.e.metrics.Transactions.WithLabelValues(link, "aborted").Inc()
-	if kafkaread.IsFenced(err) {
+	if kafkaread.ProducerFenced(s.prod, err) {
 		s.e.metrics.Errors.WithLabelValues(link, "fenced").Inc()
 		return fmt.Errorf("%w: %v", ErrFenced, err)
 	}

@@ -16,4 +16,13 @@
 // takes a context and returns when it ends, even though a sarama request in
 // flight cannot be cancelled: that request finishes in the background,
 // bounded by the client's network timeouts.
+//
+// The package also holds drctl's one retry policy and one error classifier.
+// Classify sorts an error into Transient (send the request again), Final or
+// Fenced (a transactional producer that must never be used again) from
+// Kafka's error codes and error values alone, never from message text;
+// Retry runs an operation again while Classify says Transient, within a
+// Policy (Brief for a single request, Patient for group coordinators) and
+// the context. WithCoordinator and AwaitLeaders are the two waits built on
+// them that several packages share.
 package kafkaread

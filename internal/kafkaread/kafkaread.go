@@ -2,10 +2,7 @@ package kafkaread
 
 import (
 	"context"
-	"errors"
 	"time"
-
-	"github.com/IBM/sarama"
 )
 
 // Await runs fn and returns its result, or the context's error as soon as
@@ -44,46 +41,4 @@ func Sleep(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-}
-
-// retriable reports whether a failed request may succeed when sent again,
-// possibly to another broker after a metadata refresh: leadership moves,
-// replicas catching up, and network errors. Context ends and a closed
-// client are final.
-func retriable(err error) bool {
-	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
-		errors.Is(err, sarama.ErrClosedClient) {
-		return false
-	}
-	var kerr sarama.KError
-	if errors.As(err, &kerr) {
-		switch kerr {
-		case sarama.ErrNotLeaderForPartition, sarama.ErrLeaderNotAvailable,
-			sarama.ErrReplicaNotAvailable, sarama.ErrFencedLeaderEpoch,
-			sarama.ErrUnknownLeaderEpoch, sarama.ErrOffsetNotAvailable,
-			sarama.ErrRequestTimedOut, sarama.ErrNetworkException,
-			sarama.ErrKafkaStorageError, sarama.ErrNotController:
-			return true
-		}
-		return false
-	}
-	// Not a Kafka error code: a broken or refused connection, or a
-	// response that did not arrive in time.
-	return true
-}
-
-// retryPolicy bounds how long one operation keeps retrying retriable
-// errors, on top of the context: attempts, and the pause between them.
-const (
-	maxAttempts  = 6
-	firstBackoff = 50 * time.Millisecond
-	maxBackoff   = time.Second
-)
-
-func backoff(attempt int) time.Duration {
-	d := firstBackoff << attempt
-	if d <= 0 || d > maxBackoff {
-		return maxBackoff
-	}
-	return d
 }

@@ -91,33 +91,20 @@ func listOffset(ctx context.Context, client sarama.Client, b *sarama.Broker, top
 }
 
 // withLeader runs op against the partition's leader, and again against a
-// freshly looked-up leader after a retriable error, a bounded number of
-// times. It first checks that the partition exists, so the client's own
+// freshly looked-up leader after a Transient error, within the Brief
+// policy. It first checks that the partition exists, so the client's own
 // metadata requests never create the topic.
 func withLeader(ctx context.Context, client sarama.Client, topic string, partition int32, op func(*sarama.Broker) error) error {
 	if err := mustExist(ctx, client, topic, partition); err != nil {
 		return err
 	}
-	var err error
-	for attempt := 0; attempt < maxAttempts; attempt++ {
-		if attempt > 0 {
-			if serr := Sleep(ctx, backoff(attempt-1)); serr != nil {
-				return errors.Join(err, serr)
-			}
+	return Do(ctx, Brief, func(attempt int) error {
+		b, err := leader(ctx, client, topic, partition, attempt > 0)
+		if err != nil {
+			return fmt.Errorf("find leader: %w", err)
 		}
-		var b *sarama.Broker
-		if b, err = leader(ctx, client, topic, partition, attempt > 0); err != nil {
-			if !retriable(err) {
-				return fmt.Errorf("find leader: %w", err)
-			}
-			err = fmt.Errorf("find leader: %w", err)
-			continue
-		}
-		if err = op(b); err == nil || !retriable(err) {
-			return err
-		}
-	}
-	return fmt.Errorf("gave up after %d attempts: %w", maxAttempts, err)
+		return op(b)
+	})
 }
 
 // StableOffsets asks the leaders for the last stable offset of each

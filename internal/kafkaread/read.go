@@ -76,24 +76,21 @@ func ReadCommitted(ctx context.Context, client sarama.Client, topic string, part
 	var (
 		broker   *sarama.Broker
 		maxBytes = fetchMaxBytes
-		failures int // consecutive failed fetches
 		stalls   int // consecutive fetches that moved nothing
 	)
 	for next < end {
-		if broker == nil {
-			if broker, err = leader(ctx, client, topic, partition, failures > 0); err != nil {
-				broker = nil
-				if !retriable(err) || failures+1 >= maxAttempts {
-					return next, fmt.Errorf("read %s/%d at offset %d: find leader: %w", topic, partition, next, err)
+		// A failed fetch is sent again, to the leader looked up anew.
+		block, err := Retry(ctx, Brief, func(attempt int) (*sarama.FetchResponseBlock, error) {
+			if broker == nil || attempt > 0 {
+				b, err := leader(ctx, client, topic, partition, attempt > 0)
+				if err != nil {
+					broker = nil
+					return nil, fmt.Errorf("find leader: %w", err)
 				}
-				failures++
-				if err := Sleep(ctx, backoff(failures-1)); err != nil {
-					return next, fmt.Errorf("read %s/%d at offset %d: %w", topic, partition, next, err)
-				}
-				continue
+				broker = b
 			}
-		}
-		block, err := fetch(ctx, broker, version, topic, partition, next, maxBytes)
+			return fetch(ctx, broker, version, topic, partition, next, maxBytes)
+		})
 		if errors.Is(err, sarama.ErrOffsetOutOfRange) {
 			// Retention or DeleteRecords may have moved the log start
 			// past next while we read.
@@ -104,17 +101,8 @@ func ReadCommitted(ctx context.Context, client sarama.Client, topic string, part
 			}
 		}
 		if err != nil {
-			if !retriable(err) || failures+1 >= maxAttempts {
-				return next, fmt.Errorf("read %s/%d: fetch at offset %d: %w", topic, partition, next, err)
-			}
-			failures++
-			broker = nil
-			if err := Sleep(ctx, backoff(failures-1)); err != nil {
-				return next, fmt.Errorf("read %s/%d at offset %d: %w", topic, partition, next, err)
-			}
-			continue
+			return next, fmt.Errorf("read %s/%d at offset %d: %w", topic, partition, next, err)
 		}
-		failures = 0
 
 		moved, partial, err := committedRecords(block, next, end, fn)
 		if err != nil {
@@ -128,11 +116,11 @@ func ReadCommitted(ctx context.Context, client sarama.Client, topic string, part
 			maxBytes *= 2
 		default:
 			stalls++
-			if stalls >= maxAttempts {
+			if stalls >= int(Brief.Tries) {
 				return next, fmt.Errorf("read %s/%d: no progress at offset %d after %d fetches (last stable offset %d)",
 					topic, partition, next, stalls, end)
 			}
-			if err := Sleep(ctx, backoff(stalls-1)); err != nil {
+			if err := Sleep(ctx, Brief.pause(stalls-1)); err != nil {
 				return next, fmt.Errorf("read %s/%d at offset %d: %w", topic, partition, next, err)
 			}
 		}

@@ -84,19 +84,14 @@ func ensure(ctx context.Context, client sarama.Client, topic string) error {
 	if err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {
 		return fmt.Errorf("create %s: %w", topic, err)
 	}
-	// Wait until the partition has a leader.
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		if err := client.RefreshMetadata(topic); err == nil {
-			if _, err := client.Leader(topic, 0); err == nil {
-				return nil
-			}
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("create %s: no leader yet", topic)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if err := kafkaread.AwaitLeaders(ctx, client, topic, 15*time.Second); err != nil {
+		return fmt.Errorf("create %s: %w", topic, err)
 	}
+	// The caller writes through client: let it see the new topic now.
+	if err := client.RefreshMetadata(topic); err != nil {
+		return fmt.Errorf("create %s: %w", topic, err)
+	}
+	return nil
 }
 
 func brokerAddrs(client sarama.Client) []string {

@@ -228,14 +228,14 @@ func (w *writer) run(ctx context.Context) error {
 
 	at("write the state")
 	if err := p.BeginTxn(); err != nil {
-		fenced = isFenced(err)
+		fenced = kafkaread.IsFenced(err)
 		return w.refused(fenced, have, found, wrap("begin transaction", err))
 	}
 	inTxn = true
 	msg := &sarama.ProducerMessage{Topic: StateTopic, Partition: statePartition,
 		Key: sarama.StringEncoder(name), Value: sarama.ByteEncoder(w.value)}
 	if _, _, err := p.SendMessage(msg); err != nil {
-		fenced = isFenced(err)
+		fenced = kafkaread.IsFenced(err)
 		return w.refused(fenced, have, found, wrap("produce", err))
 	}
 	if err := ctx.Err(); err != nil {
@@ -244,7 +244,7 @@ func (w *writer) run(ctx context.Context) error {
 	at("commit")
 	w.committing.Store(true)
 	if err := p.CommitTxn(); err != nil {
-		fenced = isFenced(err)
+		fenced = kafkaread.IsFenced(err)
 		if fenced {
 			return w.refused(true, have, found, nil)
 		}
@@ -313,22 +313,6 @@ func awaitStable(ctx context.Context, client sarama.Client) error {
 		}
 	}
 	return nil
-}
-
-// isFenced reports whether err says another producer took over this
-// transactional id while we wrote. Real Kafka answers a fenced producer with
-// PRODUCER_FENCED (sarama prints code 90 as "Unknown error") or
-// INVALID_PRODUCER_EPOCH; once sarama's transaction manager is in its error
-// state, later calls return "transaction is not ready". kfake may instead
-// answer INVALID_TXN_STATE, because it checks that the partition is in the
-// (already aborted) transaction before it checks the epoch. A writer that
-// only ever begins, produces one record and commits reaches none of these
-// states on its own.
-func isFenced(err error) bool {
-	return errors.Is(err, sarama.ErrProducerFenced) ||
-		errors.Is(err, sarama.ErrInvalidProducerEpoch) ||
-		errors.Is(err, sarama.ErrInvalidTxnState) ||
-		errors.Is(err, sarama.ErrTransactionNotReady)
 }
 
 func epochOf(s State, found bool) int64 {

@@ -110,42 +110,26 @@ func createTopic(ctx context.Context, client sarama.Client, info kafkaread.Topic
 		ConfigEntries:     map[string]*string{"cleanup.policy": &compact},
 	}
 	req := sarama.NewCreateTopicsRequest(cfg.Version, map[string]*sarama.TopicDetail{StateTopic: detail}, cfg.Admin.Timeout, false)
-	var err error
-	for attempt := 0; attempt < 3; attempt++ {
+	err := kafkaread.Do(ctx, kafkaread.Brief, func(attempt int) error {
 		if attempt > 0 {
 			// The controller moved or was unknown: look again.
+			var err error
 			if info, err = kafkaread.Topic(ctx, client, StateTopic); err != nil || info.Exists {
-				break
+				return err
 			}
 		}
 		if info.Controller == "" {
-			err = errors.New("the cluster names no controller")
-			continue
+			return fmt.Errorf("the cluster names no controller: %w", sarama.ErrControllerNotAvailable)
 		}
-		if err = createOn(ctx, cfg, info.Controller, req); !errors.Is(err, sarama.ErrNotController) {
-			break
-		}
-	}
+		return createOn(ctx, cfg, info.Controller, req)
+	})
 	if err != nil {
 		return fmt.Errorf("create topic %s: %w", StateTopic, err)
 	}
-
-	deadline := time.Now().Add(createWait)
-	for {
-		info, err := kafkaread.Topic(ctx, client, StateTopic)
-		if err != nil {
-			return fmt.Errorf("create topic %s: %w", StateTopic, err)
-		}
-		if info.Exists && info.Leaders[statePartition] >= 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("create topic %s: its partition has no leader after %s; check the brokers' health and retry", StateTopic, createWait)
-		}
-		if err := kafkaread.Sleep(ctx, 50*time.Millisecond); err != nil {
-			return fmt.Errorf("create topic %s: wait for a leader: %w", StateTopic, err)
-		}
+	if err := kafkaread.AwaitLeaders(ctx, client, StateTopic, createWait); err != nil {
+		return fmt.Errorf("create topic %s: %w", StateTopic, err)
 	}
+	return nil
 }
 
 // createOn sends req over a connection of its own to the broker at addr:

@@ -92,7 +92,7 @@ func (f *fencedCommitter) commit(group string, changes []OffsetChange) (err erro
 				return fmt.Errorf("commit offsets of group %s: %w: the coordinator refused the commit: %v", group, ErrGroupActive, err)
 			}
 		}
-		if kafkaread.IsFenced(err) {
+		if kafkaread.ProducerFenced(f.prod, err) {
 			return fmt.Errorf("commit offsets of group %s: %s: %w: %v", group, step, ErrFenced, err)
 		}
 		return fmt.Errorf("commit offsets of group %s: %s: %w", group, step, err)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/IBM/sarama"
 
@@ -17,29 +16,6 @@ import (
 // group states, committing offsets. Every function takes the client of
 // the cluster it talks to; none of them closes it.
 
-// withCoordinator runs op against group's coordinator, again after a
-// retriable error (coordinator moved or loading, unstable offsets, network
-// trouble), for up to about ten seconds, bounded by ctx.
-func withCoordinator(ctx context.Context, client sarama.Client, group string, op func(*sarama.Broker) error) error {
-	var err error
-	for attempt := 0; ; attempt++ {
-		var coord *sarama.Broker
-		coord, err = kafkaread.Await(ctx, func() (*sarama.Broker, error) { return client.Coordinator(group) })
-		if err == nil {
-			err = op(coord)
-		}
-		if err == nil || ctx.Err() != nil || errors.Is(err, ErrGroupActive) || !kafkaread.RetriableCoordinator(err) || attempt >= 30 {
-			return err
-		}
-		_ = client.RefreshCoordinator(group)
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w (last error: %v)", ctx.Err(), err)
-		case <-time.After(time.Duration(min(attempt+1, 5)) * 70 * time.Millisecond):
-		}
-	}
-}
-
 // FetchCommitted returns every offset group has committed on the cluster
 // behind client, with its metadata. A group that does not exist has none:
 // real Kafka answers an empty list, kfake GROUP_ID_NOT_FOUND. Offsets of
@@ -49,7 +25,7 @@ func withCoordinator(ctx context.Context, client sarama.Client, group string, op
 // never returned.
 func FetchCommitted(ctx context.Context, client sarama.Client, group string, stable bool) (map[topology.TopicPartition]CommittedOffset, error) {
 	var out map[topology.TopicPartition]CommittedOffset
-	err := withCoordinator(ctx, client, group, func(b *sarama.Broker) error {
+	err := kafkaread.WithCoordinator(ctx, client, group, func(b *sarama.Broker) error {
 		// No partitions named: the coordinator returns all of the group's.
 		req := &sarama.OffsetFetchRequest{Version: 7, ConsumerGroup: group, RequireStable: stable}
 		resp, err := kafkaread.Await(ctx, func() (*sarama.OffsetFetchResponse, error) { return b.FetchOffset(req) })
@@ -159,7 +135,7 @@ func CommitOffsets(ctx context.Context, client sarama.Client, group string, chan
 	for _, c := range changes {
 		req.AddBlockWithLeaderEpoch(c.Topic, c.Partition, c.After, -1, 0, c.Metadata)
 	}
-	err := withCoordinator(ctx, client, group, func(b *sarama.Broker) error {
+	err := kafkaread.WithCoordinator(ctx, client, group, func(b *sarama.Broker) error {
 		resp, err := kafkaread.Await(ctx, func() (*sarama.OffsetCommitResponse, error) { return b.CommitOffset(req) })
 		if err != nil {
 			return err
@@ -171,7 +147,7 @@ func CommitOffsets(ctx context.Context, client sarama.Client, group string, chan
 				case errors.Is(kerr, sarama.ErrNoError):
 				case slices.Contains(memberErrors, kerr):
 					return fmt.Errorf("%w: the coordinator refused the commit: %v", ErrGroupActive, kerr)
-				case kafkaread.RetriableCoordinator(kerr):
+				case kafkaread.Retriable(kerr):
 					return kerr // the whole request is retried
 				default:
 					errs = append(errs, fmt.Errorf("%s/%d: %w", topic, p, kerr))
