@@ -42,9 +42,11 @@ type failoverDrill struct {
 	journal string
 	// interrupts are the drill's, passed on to the failover runs it starts.
 	interrupts *plans.Interrupts
-	app        *follower
-	stop       context.CancelFunc
-	done       chan struct{}
+	// noteRun records a run in the drill's started record before it runs.
+	noteRun func(runID string) error
+	app     *follower
+	stop    context.CancelFunc
+	done    chan struct{}
 
 	mu     sync.Mutex
 	starts []int // first sequence number of each direction
@@ -61,7 +63,7 @@ type failoverDrill struct {
 // failoverPlan builds the failover drill: a real planned failover from
 // active to standby with the canary application writing and reading
 // through it, a hold, a failback, and the tally of the canary.
-func failoverPlan(topo *topology.Topology, d *topology.NamedDrill, id, active, standby string, o Options) (*plans.Plan, *plans.Registry, func()) {
+func failoverPlan(topo *topology.Topology, d *topology.NamedDrill, id, active, standby string, o Options, noteRun func(runID string) error) (*plans.Plan, *plans.Registry, func()) {
 	p := plans.New(id, "drill-failover")
 	_ = p.SetInputs(map[string]any{"topology": topo.Name, "topology_digest": topo.Digest, "drill": d.Name, "active": active, "standby": standby})
 	cp := canaryParams{Drill: id, Active: active, Standby: standby, Records: d.Params.Records, Rate: d.Params.Rate}
@@ -88,7 +90,7 @@ func failoverPlan(topo *topology.Topology, d *topology.NamedDrill, id, active, s
 			panic(err)
 		}
 	}
-	x := &failoverDrill{topo: topo, id: id, journal: o.journalDir(), interrupts: o.Interrupts, app: newFollower(topo, id, d.Params.Rate)}
+	x := &failoverDrill{topo: topo, id: id, journal: o.journalDir(), interrupts: o.Interrupts, noteRun: noteRun, app: newFollower(topo, id, d.Params.Rate)}
 	r := plans.NewRegistry()
 	_ = r.Register(StepCanaryTopic, plans.ActionFunc(func(ctx context.Context, s plans.Step, _ *plans.RunContext) (plans.Result, error) {
 		var cp canaryParams
@@ -182,6 +184,9 @@ func (x *failoverDrill) move(ctx context.Context, mp moveParams) (*Direction, er
 		return nil, fmt.Errorf("plan the failover to %s: %w", mp.To, err)
 	}
 	dir.RunID = p.ID
+	if err := x.noteRun(p.ID); err != nil {
+		return nil, fmt.Errorf("record run %s with the drill before it starts: %w", p.ID, err)
+	}
 	start := time.Now()
 	x.app.mu.Lock()
 	delete(x.app.firstAck, mp.To)

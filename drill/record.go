@@ -45,6 +45,15 @@ type Record struct {
 
 	Verdict Verdict  `json:"verdict" yaml:"verdict"`
 	Reasons []string `json:"reasons" yaml:"reasons"`
+
+	// Unfinished marks the record a disruptive drill stores before its
+	// first change: it is replaced by the result, so one that stays is a
+	// drill that was killed (or still runs). RunIDs are the role changes
+	// (failover runs) it started, each recorded before it started: the
+	// next disruptive drill or drctl resume restores the roles it found
+	// only when no other run changed them since it started.
+	Unfinished bool     `json:"unfinished,omitempty" yaml:"unfinished,omitempty"`
+	RunIDs     []string `json:"run_ids,omitempty" yaml:"run_ids,omitempty"`
 }
 
 // Objectives are the targets the verdict was judged against (0: none).

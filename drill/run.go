@@ -165,7 +165,22 @@ func Run(ctx context.Context, topo *topology.Topology, d *topology.NamedDrill, o
 	case topology.DrillCanary:
 		p, reg = canaryPlan(topo, d, id, roles.Active, roles.Standby, o.journalDir())
 	default:
-		p, reg, cleanup = failoverPlan(topo, d, id, roles.Active, roles.Standby, o)
+		// Recorded as started before its first change, and again with
+		// each run it starts: a drill killed outright is still found by
+		// the next one and by drctl resume (see restoreRoles).
+		started := *rec
+		started.Unfinished, started.Verdict = true, Fail
+		started.Reasons = []string{fmt.Sprintf("the drill started at %s and recorded no result: it still runs, or it was killed (the next disruptive drill or drctl resume puts the roles back)",
+			rec.StartedAt.Format(time.RFC3339))}
+		if err := Store(ctx, topo, &started, o.journalDir()); err != nil {
+			return nil, fmt.Errorf("a disruptive drill changes nothing before it is recorded as started: %w", err)
+		}
+		noteRun := func(runID string) error {
+			started.RunIDs = append(started.RunIDs, runID)
+			rec.RunIDs = started.RunIDs
+			return Store(ctx, topo, &started, o.journalDir())
+		}
+		p, reg, cleanup = failoverPlan(topo, d, id, roles.Active, roles.Standby, o, noteRun)
 	}
 	runErr := execute(ctx, p, reg, rec, o)
 	cleanup()

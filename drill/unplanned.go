@@ -175,6 +175,9 @@ func (x *failoverDrill) unplanned(ctx context.Context, mp moveParams) (*Directio
 		return nil, fmt.Errorf("plan the unplanned failover to %s: %w", mp.To, err)
 	}
 	dir.RunID = p.ID
+	if err := x.noteRun(p.ID); err != nil {
+		return nil, fmt.Errorf("record run %s with the drill before it starts: %w", p.ID, err)
+	}
 	start := time.Now()
 	x.app.mu.Lock()
 	delete(x.app.firstAck, mp.To)

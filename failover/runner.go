@@ -279,6 +279,9 @@ func LoadRun(ctx context.Context, topo *topology.Topology, id string) (*RunRecor
 	return best, nil
 }
 
+// ErrNothingToResume means no run is in progress.
+var ErrNothingToResume = errors.New("no run is in progress; nothing to resume")
+
 // ResumeID returns the run to resume: id if given, else the run the live
 // role state names.
 func ResumeID(ctx context.Context, topo *topology.Topology, id string) (string, error) {
@@ -300,7 +303,7 @@ func ResumeID(ctx context.Context, topo *topology.Topology, id string) (string, 
 				return cs.State.Run.ID, nil
 			}
 		}
-		return "", fmt.Errorf("no run is in progress (%s); nothing to resume", cur)
+		return "", fmt.Errorf("%w (%s)", ErrNothingToResume, cur)
 	}
 	return cur.Run.ID, nil
 }

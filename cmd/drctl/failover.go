@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/drctl/drctl/drill"
 	"github.com/drctl/drctl/failover"
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/rolestate"
@@ -193,11 +194,20 @@ func resumeCommand() *cli.Command {
 			id, err := failover.ResumeID(ctx, topo, c.Args().First())
 			cancel()
 			if err != nil {
+				if errors.Is(err, failover.ErrNothingToResume) {
+					// No run left: a stopped drill may still need its
+					// clean-up (a mirror pause, the roles it found).
+					return drillCleanup(c, topo, err)
+				}
 				return err
 			}
-			return execute(c, topo, func(runCtx context.Context, o failover.RunOptions) error {
+			err = execute(c, topo, func(runCtx context.Context, o failover.RunOptions) error {
 				return failover.Resume(runCtx, topo, id, o)
 			}, id)
+			if err != nil {
+				return err
+			}
+			return drillCleanup(c, topo, nil)
 		},
 	}
 }
@@ -326,4 +336,21 @@ func checkFresh(ctx context.Context, topo *topology.Topology, p *plans.Plan) err
 		return withCode(exitUnreachable, err)
 	}
 	return withCode(exitBadInput, err) // stale, or not a plan drctl made
+}
+
+// drillCleanup puts right what a stopped disruptive drill left (see
+// drill.Cleanup) and prints what it did; with nothing to do it returns
+// nothing (nil or, when there was no run to resume either, that error).
+func drillCleanup(c *cli.Context, topo *topology.Topology, nothing error) error {
+	did, err := drill.Cleanup(context.WithoutCancel(c.Context), topo, drill.CleanupOptions{Out: c.App.Writer, JournalDir: failover.JournalDir()})
+	for _, line := range did {
+		fmt.Fprintln(c.App.Writer, line)
+	}
+	if err != nil {
+		return err
+	}
+	if len(did) == 0 {
+		return nothing
+	}
+	return nil
 }

@@ -60,7 +60,9 @@ var helpTexts = map[string]helpText{
 		examples: []string{"drctl apply plan.json", "drctl apply plan.json --yes -o json"}},
 	"resume": {description: "resume finishes an interrupted failover, failback or reseed from the step it stopped at, from\n" +
 		"this or any other machine: the run's progress is kept in both clusters. Without RUN-ID it resumes the run\n" +
-		"recorded in progress (drctl status shows it).",
+		"recorded in progress (drctl status shows it), then puts right what a stopped disruptive drill left: it\n" +
+		"releases its mirror pause and, unless another run moved the roles since, makes the cluster it found active\n" +
+		"active again (see docs/drills.md).",
 		examples: []string{"drctl resume", "drctl resume failover-20261201T101500-8feb83 --yes"}},
 	"reseed": {description: "reseed salvages the records of a stale cluster that never reached the active (to a quarantine\n" +
 		"topic on the active), wipes the stale cluster's selected topics and groups and re-seeds it from the active\n" +
