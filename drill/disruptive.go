@@ -235,7 +235,8 @@ func (x *failoverDrill) awaitRTO(ctx context.Context, to string, start time.Time
 		r, okR := x.app.firstRead[to]
 		x.app.mu.Unlock()
 		if okA && okR {
-			dir.RTOWriteSeconds, dir.RTOConsumeSeconds = round1(a.Sub(start).Seconds()), round1(r.Sub(start).Seconds())
+			// Milliseconds: on a fast pair the write RTO is well under 0.1 s.
+			dir.RTOWriteSeconds, dir.RTOConsumeSeconds = roundMS(a.Sub(start)), roundMS(r.Sub(start))
 			return nil
 		}
 		if err := sleepCtx(ctx, 100*time.Millisecond); err != nil {
@@ -397,3 +398,6 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 		return nil
 	}
 }
+
+// roundMS is d in seconds, to the millisecond.
+func roundMS(d time.Duration) float64 { return float64(d.Milliseconds()) / 1000 }

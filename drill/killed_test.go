@@ -101,8 +101,12 @@ func TestKilledDrillRestoredByNextDrill(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	child := startDrillChild(t, topo, dir, "failover", 5*time.Minute)
-	waitRoles(t, ctx, topo, "the drill's failover to west", func(s failover.Roles) bool {
-		return s.Active == "west" && s.Phase == rolestate.PhaseSteady
+	waitRoles(t, ctx, topo, "the drill's failover to west, finished on both clusters", func(s failover.Roles) bool {
+		if s.Active != "west" || s.Phase != rolestate.PhaseSteady {
+			return false
+		}
+		_, err := failover.ResumeID(ctx, topo, "")
+		return errors.Is(err, failover.ErrNothingToResume)
 	})
 	sigkill(t, child)
 

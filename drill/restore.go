@@ -130,6 +130,9 @@ func Cleanup(ctx context.Context, topo *topology.Topology, o CleanupOptions) ([]
 	if roles.Phase != rolestate.PhaseSteady || roles.Run != nil {
 		return nil, nil // a run is in progress: resume it first
 	}
+	if _, err := failover.ResumeID(ctx, topo, ""); err == nil {
+		return nil, nil // a run's last state reached one cluster only: resume it first
+	}
 	if !leftBehind(ctx, topo, roles, o.JournalDir) {
 		return nil, nil // nothing to put right: change nothing, not even the lease
 	}

@@ -109,6 +109,14 @@ func Run(ctx context.Context, topo *topology.Topology, d *topology.NamedDrill, o
 		}
 		return nil, fmt.Errorf("%w: run %s is in progress (phase %s); a drill never runs beside a failover, failback or reseed: finish it with drctl resume %s", ErrBusy, id, roles.Phase, id)
 	}
+	if d.Kind.Disruptive() {
+		// A run killed while it wrote its last state leaves it on one
+		// cluster only: the roles look steady, but a failover would be
+		// refused half-way.
+		if id, err := failover.ResumeID(ctx, topo, ""); err == nil {
+			return nil, fmt.Errorf("%w: run %s did not finish (a cluster still records it in progress); a drill never runs beside a failover, failback or reseed: finish it with drctl resume %s", ErrBusy, id, id)
+		}
+	}
 	holder := o.Holder
 	if holder == "" {
 		holder = NewHolder()
