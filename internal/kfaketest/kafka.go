@@ -171,12 +171,31 @@ func Commit(t testing.TB, topo *topology.Topology, cluster, group, topic string,
 	CommitOn(t, Dial(t, topo, cluster), group, topic, offsets)
 }
 
-// CommitOn is Commit on the cluster of client cl.
+// CommitOn is Commit on the cluster of client cl. A coordinator that moved
+// or is still loading (a cluster just started) is looked up again, for up
+// to 30 seconds.
 func CommitOn(t testing.TB, cl sarama.Client, group, topic string, offsets map[int32]int64) {
 	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := commitOnce(cl, group, topic, offsets)
+		if err == nil {
+			return
+		}
+		retriable := errors.Is(err, sarama.ErrNotCoordinatorForConsumer) || errors.Is(err, sarama.ErrOffsetsLoadInProgress) ||
+			errors.Is(err, sarama.ErrConsumerCoordinatorNotAvailable)
+		if !retriable || time.Now().After(deadline) {
+			t.Fatalf("commit %s %s: %v", group, topic, err)
+		}
+		_ = cl.RefreshCoordinator(group)
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func commitOnce(cl sarama.Client, group, topic string, offsets map[int32]int64) error {
 	coord, err := cl.Coordinator(group)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	req := &sarama.OffsetCommitRequest{Version: 7, ConsumerGroup: group, ConsumerGroupGeneration: -1}
 	for p, o := range offsets {
@@ -184,15 +203,16 @@ func CommitOn(t testing.TB, cl sarama.Client, group, topic string, offsets map[i
 	}
 	resp, err := coord.CommitOffset(req)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	for _, parts := range resp.Errors {
 		for p, kerr := range parts {
 			if kerr != sarama.ErrNoError {
-				t.Fatalf("commit %s %s/%d: %v", group, topic, p, kerr)
+				return fmt.Errorf("partition %d: %w", p, kerr)
 			}
 		}
 	}
+	return nil
 }
 
 // Committed returns group's committed offset of topic/partition on the
