@@ -36,6 +36,10 @@ type Status struct {
 	LastAction SyncAction `json:"last_action" yaml:"last_action"`
 	// Reason says, in plain words, why the group is not in sync.
 	Reason string `json:"reason,omitempty" yaml:"reason,omitempty"`
+
+	// moved: not in sync by rule 2 of syncStatus (a standby offset
+	// differs from the translation), which a re-read may settle.
+	moved bool
 }
 
 // ReadStatus returns the sync status of every selected group in the
@@ -61,24 +65,72 @@ func ReadStatus(ctx context.Context, topo *topology.Topology, link topology.Link
 // error wrapping sarama.ErrUnknownTopicOrPartition. A group whose standby
 // offsets cannot be read is reported not in sync, with the reason.
 func StatusFrom(ctx context.Context, dst sarama.Client, topo *topology.Topology, link topology.Link) (map[string]Status, error) {
-	snaps, err := LoadSnapshot(ctx, dst, link)
+	return statusFrom(statusReads{
+		snapshot:  func() (map[string]Snapshot, error) { return LoadSnapshot(ctx, dst, link) },
+		committed: func(group string) (map[topology.TopicPartition]CommittedOffset, error) { return FetchCommitted(ctx, dst, group, false) },
+	}, topo, link.Target, time.Now)
+}
+
+// statusReads are the two reads of a status: the link's snapshot and a
+// group's committed offsets on the standby.
+type statusReads struct {
+	snapshot  func() (map[string]Snapshot, error)
+	committed func(group string) (map[topology.TopicPartition]CommittedOffset, error)
+}
+
+// statusRereads is how many times a group whose standby offsets differ
+// from its snapshot's translation is read again before it is called out of
+// sync.
+const statusRereads = 2
+
+// statusFrom computes the statuses from the reads. A sync round commits on
+// the standby and then writes its snapshot, so a status read between the
+// two sees the round's new offsets beside the previous snapshot, and a live
+// group would flap "not in sync". A group that looks moved is therefore
+// read again (snapshot and offsets, at most statusRereads times): a round
+// in flight settles at once, while offsets moved by someone else stay
+// different and are reported.
+func statusFrom(r statusReads, topo *topology.Topology, target string, now func() time.Time) (map[string]Status, error) {
+	snaps, err := r.snapshot()
 	if err != nil {
 		return nil, err
 	}
-	now := time.Now()
 	out := map[string]Status{}
-	for name, s := range snaps {
-		if !selectedGroup(topo, name) {
-			continue
-		}
-		standby, err := FetchCommitted(ctx, dst, name, false)
+	var moved []string
+	read := func(name string, s Snapshot) {
+		standby, err := r.committed(name)
 		if err != nil {
-			st := syncStatus(s, nil, now)
-			st.InSync, st.Reason = false, fmt.Sprintf("cannot read its offsets on %s: %v", link.Target, err)
+			st := syncStatus(s, nil, now())
+			st.InSync, st.Reason = false, fmt.Sprintf("cannot read its offsets on %s: %v", target, err)
 			out[name] = st
-			continue
+			return
 		}
-		out[name] = syncStatus(s, standby, now)
+		st := syncStatus(s, standby, now())
+		if st.moved {
+			moved = append(moved, name)
+		}
+		out[name] = st
+	}
+	for name, s := range snaps {
+		if selectedGroup(topo, name) {
+			read(name, s)
+		}
+	}
+	for range statusRereads {
+		if len(moved) == 0 {
+			break
+		}
+		again, err := r.snapshot()
+		if err != nil {
+			break // keep what the first read found
+		}
+		names := moved
+		moved = nil
+		for _, name := range names {
+			if s, ok := again[name]; ok {
+				read(name, s)
+			}
+		}
 	}
 	return out, nil
 }
@@ -115,6 +167,7 @@ func syncStatus(s Snapshot, standby map[topology.TopicPartition]CommittedOffset,
 		}
 		if cur != o.Target {
 			st.Reason = fmt.Sprintf("%s/%d is at %d on the standby, the translation of the last observed position is %d", o.Topic, o.Partition, cur, o.Target)
+			st.moved = true
 			return st
 		}
 	}
