@@ -7,6 +7,8 @@
 #   kafka.sh stop   [east|west|all]     SIGTERM, SIGKILL after $DRCTL_E2E_STOP_TIMEOUT s
 #   kafka.sh kill   [east|west|all]     SIGKILL at once (a crash; data is kept)
 #   kafka.sh restart [east|west|all]    stop, then start
+#   kafka.sh pause  east|west           SIGSTOP the broker (hung: connections stay open, nothing answers)
+#   kafka.sh resume east|west           SIGCONT a paused broker
 #   kafka.sh status [east|west|all]     running or stopped, pid, cluster id
 #   kafka.sh clean  [east|west|all]     delete a stopped cluster's data (next start is fresh)
 #   kafka.sh logs   east|west [N]       the last N lines of the broker log (no config dumps)
@@ -527,6 +529,25 @@ start_with_retry() {
 cmd_stop() { each stop_one "$(targets "${1:-all}")" TERM; }
 cmd_kill() { each stop_one "$(targets "${1:-all}")" KILL; }
 
+# signal_one NAME SIG: send SIG (STOP or CONT) to NAME's running broker.
+signal_one() {
+	local pid
+	pid="$(pid_of "$1")"
+	[[ -n "$pid" ]] || die "$1 is not running"
+	kill -"$2" "$pid"
+	log "$1: SIG$2 sent (pid $pid)"
+}
+
+cmd_pause() {
+	[[ "${1:-}" == east || "${1:-}" == west ]] || die "usage: kafka.sh pause east|west"
+	signal_one "$1" STOP
+}
+
+cmd_resume() {
+	[[ "${1:-}" == east || "${1:-}" == west ]] || die "usage: kafka.sh resume east|west"
+	signal_one "$1" CONT
+}
+
 cmd_restart() {
 	cmd_stop "${1:-all}"
 	cmd_start "${1:-all}"
@@ -600,6 +621,8 @@ main() {
 	stop) cmd_stop "$@" ;;
 	kill) cmd_kill "$@" ;;
 	restart) cmd_restart "$@" ;;
+	pause) cmd_pause "$@" ;;
+	resume) cmd_resume "$@" ;;
 	status) cmd_status "$@" ;;
 	clean) cmd_clean "$@" ;;
 	logs) cmd_logs "$@" ;;

@@ -315,8 +315,12 @@ func drain(ctx context.Context, topo *topology.Topology, p drainParams, rc *plan
 	var lastEnds string
 	stillSince := time.Now()
 	for {
-		mctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		// One measurement may not outlast the drain's deadline by much: a
+		// hung broker must not hold the drain (and its rollback) for long.
+		mctx, cancel := context.WithTimeout(ctx, min(20*time.Second, max(time.Second, timeout-time.Since(start))))
+		measured := time.Now()
 		rep, err := mirror.MeasureLag(mctx, topo, link)
+		took := time.Since(measured)
 		cancel()
 		if err == nil {
 			ends := endsKey(rep)
@@ -337,7 +341,15 @@ func drain(ctx context.Context, topo *topology.Topology, p drainParams, rc *plan
 		}
 		if time.Since(start) > timeout {
 			why := fmt.Sprintf("the mirror %s->%s did not catch up within %v", p.Source, p.Target, timeout)
-			if err == nil && rep.Caught() {
+			switch {
+			case err != nil:
+				why = fmt.Sprintf("the mirror %s->%s could not be measured within %v: %v", p.Source, p.Target, timeout, err)
+			case rep.Caught() && took > quiet:
+				// A broker that hangs (or answers very slowly) holds the
+				// measurement, not the producers.
+				why = fmt.Sprintf("the mirror %s->%s caught up, but measuring its lag took %v (a broker of %s or %s is hung or very slow), so the end offsets could not be seen still for %v within %v",
+					p.Source, p.Target, took.Round(time.Millisecond), p.Source, p.Target, quiet, timeout)
+			case rep.Caught():
 				why = fmt.Sprintf("the mirror %s->%s caught up, but the source end offsets did not stay still for %v within %v (are producers still writing? is failover.quiet_period shorter than failover.drain_timeout?)", p.Source, p.Target, quiet, timeout)
 			}
 			return plans.Result{}, rollbackDrain(ctx, topo, p, why, rc.Plan.ID)
