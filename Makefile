@@ -56,14 +56,14 @@ FUZZ_TARGETS = \
 	./offsettranslate:FuzzDecodeBatch \
 	./internal/rolestate:FuzzDecodeState \
 	./internal/aclfence:FuzzDecodeFenceRecord \
-	./failover:FuzzDecodeRunRecord \
+	./inspect:FuzzDecodeRunRecord \
 	./mirror:FuzzDecodeObservedRecord \
 	./mirror/groupsync:FuzzDecodeGroupSnapshot \
 	./mirror:FuzzDecodeTopicRecord \
 	./mirror:FuzzDecodePause \
 	./drill:FuzzDecodeRecord \
 	./internal/drilllease:FuzzFoldClaims \
-	./failover:FuzzDecodeDrillStatus
+	./inspect:FuzzDecodeDrillStatus
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

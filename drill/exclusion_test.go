@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/drctl/drctl/failover"
+	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/drilllease"
 )
 
@@ -22,7 +23,7 @@ func TestFailoverRefusedWhileDrillRuns(t *testing.T) {
 	startMirror(t, topo)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	before, err := failover.CollectRoles(ctx, topo)
+	before, err := inspect.CollectRoles(ctx, topo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +46,7 @@ func TestFailoverRefusedWhileDrillRuns(t *testing.T) {
 				t.Errorf("%+v: refusal %q does not say %q", req, err, want)
 			}
 		}
-		after, err := failover.CollectRoles(ctx, topo)
+		after, err := inspect.CollectRoles(ctx, topo)
 		if err != nil || after.Active != before.Active || after.Epoch != before.Epoch || after.Phase != "steady" || after.Run != nil {
 			t.Fatalf("roles moved after a refused %+v: %+v -> %+v (%v)", req, before, after, err)
 		}

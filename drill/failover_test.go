@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drctl/drctl/failover"
+	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -36,7 +36,7 @@ func TestFailoverDrill(t *testing.T) {
 			t.Errorf("direction %+v", dir)
 		}
 	}
-	roles, err := failover.CollectRoles(ctx, topo)
+	roles, err := inspect.CollectRoles(ctx, topo)
 	if err != nil || roles.Active != "east" || roles.Phase != "steady" || roles.Run != nil || roles.Epoch < 4 {
 		t.Errorf("roles after the drill: %+v %v", roles, err)
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drctl/drctl/failover"
+	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/plans"
 )
 
@@ -30,7 +30,7 @@ func TestInterruptedCanary(t *testing.T) {
 	if len(hist) != 1 || hist[0].ID != rec.ID || hist[0].Verdict != Fail {
 		t.Errorf("the interrupted drill is not in the history: %+v", hist)
 	}
-	roles, err := failover.CollectRoles(ctx, topo)
+	roles, err := inspect.CollectRoles(ctx, topo)
 	if err != nil || roles.Active != "east" || roles.Epoch != 0 && roles.Phase != "steady" {
 		t.Errorf("roles: %+v %v", roles, err)
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drctl/drctl/failover"
+	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/drilllease"
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/plans"
@@ -29,7 +29,7 @@ func interruptAt(dir, step string) Options {
 // progress) and no drill lease is left for the next drill or a failover.
 func assertCleanAfter(t *testing.T, ctx context.Context, topo *topology.Topology, what string) {
 	t.Helper()
-	roles, err := failover.CollectRoles(ctx, topo)
+	roles, err := inspect.CollectRoles(ctx, topo)
 	if err != nil || roles.Active != "east" || roles.Phase != "steady" || roles.Run != nil {
 		t.Errorf("%s: roles %+v %v", what, roles, err)
 	}
@@ -96,7 +96,7 @@ func TestFailoverDrillInterrupted(t *testing.T) {
 	if !errors.Is(err, plans.ErrInterrupted) || rec == nil || rec.Verdict != Fail || !hasReason(rec, "step drill-failback failed") || !hasReason(rec, "interrupted") {
 		t.Fatalf("interrupted at %s: %v %+v", StepFailback, err, rec)
 	}
-	if roles, err := failover.CollectRoles(ctx, topo); err != nil || roles.Active != "west" || roles.Phase != "steady" || roles.Run != nil {
+	if roles, err := inspect.CollectRoles(ctx, topo); err != nil || roles.Active != "west" || roles.Phase != "steady" || roles.Run != nil {
 		t.Fatalf("after the interrupted failback: %+v %v", roles, err)
 	}
 	next, err := Run(ctx, topo, d, Options{JournalDir: dir, Yes: true})
@@ -111,7 +111,7 @@ func TestFailoverDrillInterrupted(t *testing.T) {
 	if !errors.Is(err, plans.ErrInterrupted) || rec == nil || rec.Verdict != Fail {
 		t.Fatalf("interrupted at %s: %v %+v", StepHold, err, rec)
 	}
-	if roles, err := failover.CollectRoles(ctx, topo); err != nil || roles.Active != "west" {
+	if roles, err := inspect.CollectRoles(ctx, topo); err != nil || roles.Active != "west" {
 		t.Fatalf("after the interrupted failover: %+v %v", roles, err)
 	}
 	next, err = Run(ctx, topo, d, Options{JournalDir: dir, Yes: true})

@@ -14,6 +14,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/drctl/drctl/failover"
+	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/rolestate"
 	"github.com/drctl/drctl/mirror"
 	"github.com/drctl/drctl/plans"
@@ -65,11 +66,11 @@ func startDrillChild(t *testing.T, topo *topology.Topology, journal, kind string
 }
 
 // waitRoles polls the live roles until ok says so.
-func waitRoles(t *testing.T, ctx context.Context, topo *topology.Topology, what string, ok func(failover.Roles) bool) failover.Roles {
+func waitRoles(t *testing.T, ctx context.Context, topo *topology.Topology, what string, ok func(inspect.Roles) bool) inspect.Roles {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		r, err := failover.CollectRoles(ctx, topo)
+		r, err := inspect.CollectRoles(ctx, topo)
 		if err == nil && ok(r) {
 			return r
 		}
@@ -101,7 +102,7 @@ func TestKilledDrillRestoredByNextDrill(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	child := startDrillChild(t, topo, dir, "failover", 5*time.Minute)
-	waitRoles(t, ctx, topo, "the drill's failover to west, finished on both clusters", func(s failover.Roles) bool {
+	waitRoles(t, ctx, topo, "the drill's failover to west, finished on both clusters", func(s inspect.Roles) bool {
 		if s.Active != "west" || s.Phase != rolestate.PhaseSteady {
 			return false
 		}
@@ -146,7 +147,7 @@ func TestKilledUnplannedDrillCleanedUpByResume(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	child := startDrillChild(t, topo, dir, "unplanned", time.Second)
-	st := waitRoles(t, ctx, topo, "the unplanned run's flip", func(s failover.Roles) bool {
+	st := waitRoles(t, ctx, topo, "the unplanned run's flip", func(s inspect.Roles) bool {
 		return s.Active == "west" && s.Run != nil
 	})
 	sigkill(t, child)
@@ -197,7 +198,7 @@ func TestInterruptMidFailoverReachesTheRun(t *testing.T) {
 	in := &plans.Interrupts{}
 	go func() {
 		for ctx.Err() == nil {
-			if r, err := failover.CollectRoles(ctx, topo); err == nil && r.Run != nil {
+			if r, err := inspect.CollectRoles(ctx, topo); err == nil && r.Run != nil {
 				in.Interrupt()
 				return
 			}
@@ -214,7 +215,7 @@ func TestInterruptMidFailoverReachesTheRun(t *testing.T) {
 	if !hasReason(rec, "drctl resume "+runID+" finishes it") {
 		t.Errorf("the drill's reasons do not name the run to resume: %q", rec.Reasons)
 	}
-	roles, err := failover.CollectRoles(ctx, topo)
+	roles, err := inspect.CollectRoles(ctx, topo)
 	if err != nil || roles.Run == nil || roles.Run.ID != runID {
 		t.Fatalf("the run should have stopped resumable: %+v %v", roles, err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/drctl/drctl/failover"
+	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/drilllease"
 	"github.com/drctl/drctl/internal/rolestate"
 	"github.com/drctl/drctl/mirror"
@@ -74,7 +75,7 @@ func restoreRoles(ctx context.Context, topo *topology.Topology, roles rolestate.
 // runsSince returns the runs the clusters recorded that started after
 // drill last did and are not its own, sorted.
 func runsSince(ctx context.Context, topo *topology.Topology, last Record) ([]string, error) {
-	runs, err := failover.ListRuns(ctx, topo)
+	runs, err := inspect.ListRuns(ctx, topo)
 	if err != nil {
 		return nil, err
 	}

@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drctl/drctl/failover"
+	"github.com/drctl/drctl/inspect"
 )
 
-func drillProblem(st *failover.Status) string {
+func drillProblem(st *inspect.Status) string {
 	for _, p := range st.Problems {
 		if strings.Contains(p, "drill") {
 			return p
@@ -26,7 +26,7 @@ func TestStatusShowsLastDrill(t *testing.T) {
 	startMirror(t, topo)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	st := failover.CollectStatus(ctx, topo)
+	st := inspect.CollectStatus(ctx, topo)
 	if st.LastDrill == nil || !st.LastDrill.Stale || !strings.Contains(drillProblem(st), "no drill passed within drills.stale_after (1h0m0s): no drill has passed yet") {
 		t.Fatalf("before any drill: %+v %v", st.LastDrill, st.Problems)
 	}
@@ -34,7 +34,7 @@ func TestStatusShowsLastDrill(t *testing.T) {
 	if rec.Verdict != Pass {
 		t.Fatalf("canary: %v", rec.Reasons)
 	}
-	st = failover.CollectStatus(ctx, topo)
+	st = inspect.CollectStatus(ctx, topo)
 	if d := st.LastDrill; d == nil || d.ID != rec.ID || d.Verdict != "pass" || d.Stale || d.LastPassAt == nil {
 		t.Fatalf("after a pass: %+v", st.LastDrill)
 	}

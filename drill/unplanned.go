@@ -30,6 +30,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/drctl/drctl/failover"
+	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/mirror"
@@ -186,7 +187,7 @@ func (x *failoverDrill) unplanned(ctx context.Context, mp moveParams) (*Directio
 	var (
 		fenceErr error
 		probed   bool
-		rpo      *failover.RPOReport
+		rpo      *inspect.RPOReport
 	)
 	watch := &eventWatcher{on: func(e plans.Event) {
 		switch {
@@ -195,7 +196,7 @@ func (x *failoverDrill) unplanned(ctx context.Context, mp moveParams) (*Directio
 		case e.Type == plans.EventStepDone && e.Name == failover.StepFlip:
 			x.app.pointWrite(mp.To)
 		case e.Type == plans.EventStepDone && e.Name == failover.StepRPO:
-			rpo = decode[failover.RPOReport](e.Outputs)
+			rpo = decode[inspect.RPOReport](e.Outputs)
 		case e.Type == plans.EventStepDone && e.Name == failover.StepTranslateGroups:
 			x.app.pointRead(mp.To)
 		}

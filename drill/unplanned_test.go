@@ -8,7 +8,7 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"github.com/drctl/drctl/failover"
+	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/mirror"
@@ -89,7 +89,7 @@ func TestUnplannedDrill(t *testing.T) {
 		}
 	}
 	// The home roles, no pause holding, and the mirror copies again.
-	roles, err := failover.CollectRoles(ctx, topo)
+	roles, err := inspect.CollectRoles(ctx, topo)
 	if err != nil || roles.Active != "east" || roles.Phase != "steady" || roles.Run != nil {
 		t.Errorf("roles after the drill: %+v %v", roles, err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/drctl/drctl/failover"
+	"github.com/drctl/drctl/inspect"
 )
 
 // foApp is the application of the failover tests, running as the ordinary
@@ -94,7 +95,7 @@ func (a *foApp) start(ctx context.Context) func() {
 func (a *foApp) watchRoles(ctx context.Context) {
 	for ctx.Err() == nil {
 		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		r, err := failover.CollectRoles(rctx, a.ft.Topo)
+		r, err := inspect.CollectRoles(rctx, a.ft.Topo)
 		cancel()
 		if err == nil && r.Active != "" {
 			a.mu.Lock()

@@ -15,6 +15,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/drctl/drctl/failover"
+	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/plans"
 )
@@ -270,11 +271,11 @@ func TestFailoverRoundTripRealKafka(t *testing.T) {
 }
 
 // foRoles reads the live roles.
-func foRoles(t testing.TB, ft *foTopo) failover.Roles {
+func foRoles(t testing.TB, ft *foTopo) inspect.Roles {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	r, err := failover.CollectRoles(ctx, ft.Topo)
+	r, err := inspect.CollectRoles(ctx, ft.Topo)
 	if err != nil {
 		t.Fatalf("roles: %v", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/drctl/drctl/failover"
+	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/internal/rolestate"
 	"github.com/drctl/drctl/plans"
@@ -188,7 +189,7 @@ func TestFailoverSafetyRefusals(t *testing.T) {
 		sfUnchanged(t, ft, before)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if rec, _ := failover.LoadRun(ctx, ft.Topo, plan.ID); rec != nil {
+		if rec, _ := inspect.LoadRun(ctx, ft.Topo, plan.ID); rec != nil {
 			t.Errorf("the clusters keep a record of the refused run %s", plan.ID)
 		}
 	})

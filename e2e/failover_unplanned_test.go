@@ -15,6 +15,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/drctl/drctl/failover"
+	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/plans"
@@ -106,7 +107,7 @@ func TestFailoverUnplannedRealKafka(t *testing.T) {
 	waitFor(t, time.Minute, "the mirror recorded the 45 records it cannot copy", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		rpo, err := failover.MeasureRPO(ctx, ft.Topo, "east", "west")
+		rpo, err := inspect.MeasureRPO(ctx, ft.Topo, "east", "west")
 		if err != nil {
 			return err
 		}
@@ -133,7 +134,7 @@ func TestFailoverUnplannedRealKafka(t *testing.T) {
 	if !ok {
 		t.Fatalf("no %s step in the run:\n%s", failover.StepRPO, fo.timings())
 	}
-	var rpo failover.RPOReport
+	var rpo inspect.RPOReport
 	if err := json.Unmarshal(rpoDone.Outputs, &rpo); err != nil {
 		t.Fatalf("%s outputs %s: %v", failover.StepRPO, rpoDone.Outputs, err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/drctl/drctl/failover"
+	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/plans"
 )
@@ -207,7 +208,7 @@ func TestTLSErrorsRealKafka(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	before, err := failover.CollectRoles(ctx, good.Topo)
+	before, err := inspect.CollectRoles(ctx, good.Topo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +263,7 @@ func TestTLSErrorsRealKafka(t *testing.T) {
 		})
 	}
 
-	after, err := failover.CollectRoles(ctx, good.Topo)
+	after, err := inspect.CollectRoles(ctx, good.Topo)
 	if err != nil {
 		t.Fatal(err)
 	}

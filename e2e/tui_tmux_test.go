@@ -13,6 +13,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/drctl/drctl/failover"
+	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/kfaketest"
 )
 
@@ -81,7 +82,7 @@ func TestTUIInTmux(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	st := failover.CollectStatus(ctx, ft.Topo)
+	st := inspect.CollectStatus(ctx, ft.Topo)
 	if st.Roles.Active != "east" || st.Roles.Phase != "steady" || st.Roles.Epoch < 4 {
 		t.Fatalf("roles after the round trip through the console: %+v", st.Roles)
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/kvstore"
 	"github.com/drctl/drctl/internal/rolestate"
 	"github.com/drctl/drctl/plans"
@@ -30,38 +31,13 @@ type AbortOptions struct {
 	JournalDir string
 }
 
-// Aborted records who aborted a run, when, why and what was undone.
-type Aborted struct {
-	By     string    `json:"by" yaml:"by"`
-	At     time.Time `json:"at" yaml:"at"`
-	Reason string    `json:"reason" yaml:"reason"`
-	// Step is the step the run was at (its index, from 0).
-	Step   int      `json:"step" yaml:"step"`
-	Undone []string `json:"undone" yaml:"undone"`
-}
-
 // AbortReport is the outcome of Abort.
 type AbortReport struct {
-	RunID   string  `json:"run_id" yaml:"run_id"`
-	Kind    string  `json:"kind" yaml:"kind"`
-	Aborted Aborted `json:"aborted" yaml:"aborted"`
+	RunID   string          `json:"run_id" yaml:"run_id"`
+	Kind    string          `json:"kind" yaml:"kind"`
+	Aborted inspect.Aborted `json:"aborted" yaml:"aborted"`
 	// Already is true when the run had been aborted before; nothing was done.
 	Already bool `json:"already,omitempty" yaml:"already,omitempty"`
-}
-
-// pointOfNoReturn is the index of the step from whose start a run can only
-// be finished: the flip of a failover or failback, the wipe of a reseed.
-func pointOfNoReturn(p *plans.Plan) int {
-	name := StepFlip
-	if p.Kind == string(rolestate.RunReseed) {
-		name = StepWipe
-	}
-	for i, s := range p.Steps {
-		if s.Name == name {
-			return i
-		}
-	}
-	return 0
 }
 
 // Abort undoes run id (the run in progress when id is empty) if it has not
@@ -83,7 +59,7 @@ func Abort(ctx context.Context, topo *topology.Topology, id string, o AbortOptio
 	}
 	jpath := filepath.Join(dir, id+".jsonl")
 	js, _ := plans.ReadJournal(jpath)
-	rec, _ := LoadRun(ctx, topo, id)
+	rec, _ := inspect.LoadRun(ctx, topo, id)
 	var p *plans.Plan
 	switch {
 	case rec != nil && rec.Plan != nil:
@@ -113,12 +89,12 @@ func Abort(ctx context.Context, topo *topology.Topology, id string, o AbortOptio
 	w := connect(ctx, topo)
 	defer w.Close()
 	v := w.view(ctx)
-	ponr := pointOfNoReturn(p)
+	ponr := inspect.PointOfNoReturn(p)
 	if reached >= ponr || rolesMoved(v, id, in) {
 		return nil, fmt.Errorf("%w: run %s has started step %d/%d (%s), after which the clusters cannot be put back as they were; finish it with drctl resume %s",
 			ErrPastPointOfNoReturn, id, ponr+1, len(p.Steps), p.Steps[ponr].Name, id)
 	}
-	ab := Aborted{By: rolestate.Actor(), At: time.Now().UTC().Truncate(time.Millisecond), Reason: o.Reason, Step: max(reached, 0), Undone: []string{}}
+	ab := inspect.Aborted{By: rolestate.Actor(), At: time.Now().UTC().Truncate(time.Millisecond), Reason: o.Reason, Step: max(reached, 0), Undone: []string{}}
 	if ab.Reason == "" {
 		ab.Reason = "no reason given"
 	}
@@ -159,7 +135,7 @@ func Abort(ctx context.Context, topo *topology.Topology, id string, o AbortOptio
 
 	// Why, in the run record and the journal.
 	if rec == nil {
-		rec = &RunRecord{Plan: p, Done: make([]bool, len(p.Steps)), Started: reached}
+		rec = &inspect.RunRecord{Plan: p, Done: make([]bool, len(p.Steps)), Started: reached}
 	}
 	rec.Aborted, rec.Outcome = &ab, plans.OutcomeAborted
 	rec.Error = fmt.Sprintf("aborted by %s: %s", ab.By, ab.Reason)
@@ -176,7 +152,7 @@ func Abort(ctx context.Context, topo *topology.Topology, id string, o AbortOptio
 
 // reachedStep is the highest step the run started or finished (-1: none),
 // from the clusters' record and the local journal.
-func reachedStep(rec *RunRecord, js *plans.JournalState) int {
+func reachedStep(rec *inspect.RunRecord, js *plans.JournalState) int {
 	reached := -1
 	if rec != nil {
 		reached = rec.Started
@@ -208,7 +184,7 @@ func rolesMoved(v rolestate.View, id string, in Inputs) bool {
 }
 
 // putRun writes a run record to every reachable cluster; one is enough.
-func putRun(ctx context.Context, w *world, rec *RunRecord) error {
+func putRun(ctx context.Context, w *world, rec *inspect.RunRecord) error {
 	raw, err := jsonMarshal(rec)
 	if err != nil {
 		return err
@@ -216,7 +192,7 @@ func putRun(ctx context.Context, w *world, rec *RunRecord) error {
 	var errs []error
 	ok := 0
 	for name, c := range w.clients {
-		if err := kvstore.Put(ctx, c, RunsTopic, rec.Plan.ID, raw); err != nil {
+		if err := kvstore.Put(ctx, c, inspect.RunsTopic, rec.Plan.ID, raw); err != nil {
 			errs = append(errs, fmt.Errorf("cluster %s: %w", name, err))
 			continue
 		}
@@ -229,7 +205,7 @@ func putRun(ctx context.Context, w *world, rec *RunRecord) error {
 }
 
 // journalAbort appends a run-done "aborted" record with the reason.
-func journalAbort(ctx context.Context, path string, p *plans.Plan, ab Aborted, why string) error {
+func journalAbort(ctx context.Context, path string, p *plans.Plan, ab inspect.Aborted, why string) error {
 	j, st, err := plans.OpenJournal(path)
 	if err != nil {
 		return err

@@ -17,6 +17,7 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/internal/kvstore"
@@ -84,7 +85,7 @@ func waitStandbyFenced(t *testing.T, topo *topology.Topology, target string) {
 	if topo.Failover.Fence != topology.FenceACL || !topo.Mirror.ACLs.Enabled {
 		return
 	}
-	roles, err := CollectRoles(kfaketest.Ctx(t, 20*time.Second), topo)
+	roles, err := inspect.CollectRoles(kfaketest.Ctx(t, 20*time.Second), topo)
 	if err != nil || roles.Standby != target || (roles.Phase != rolestate.PhaseSteady && roles.Phase != "") {
 		return
 	}
@@ -122,7 +123,7 @@ type clusterSnap struct {
 	// State is the decoded role state (zero when none is stored).
 	State rolestate.State
 	ACLs  []string
-	// Topics: every topic but the run records (RunsTopic; a refused run
+	// Topics: every topic but the run records (inspect.RunsTopic; a refused run
 	// leaves its record there, which is the audit trail of the attempt),
 	// with its partition count and, for non-internal topics, the log
 	// start and end of each partition (a wipe or a re-create shows).
@@ -181,7 +182,7 @@ func snapshotOf(t *testing.T, topo *topology.Topology, cluster string) *clusterS
 		t.Fatalf("list topics of %s: %v", cluster, err)
 	}
 	for name, d := range topics {
-		if name == RunsTopic {
+		if name == inspect.RunsTopic {
 			continue
 		}
 		desc := fmt.Sprintf("partitions=%d", d.NumPartitions)
@@ -280,7 +281,7 @@ func assertUnchanged(t *testing.T, topo *topology.Topology, before map[string]*c
 // noStepDone checks that the clusters record no step of run id as done.
 func noStepDone(t *testing.T, topo *topology.Topology, id string) {
 	t.Helper()
-	rec, err := LoadRun(kfaketest.Ctx(t, 20*time.Second), topo, id)
+	rec, err := inspect.LoadRun(kfaketest.Ctx(t, 20*time.Second), topo, id)
 	if err != nil {
 		t.Fatalf("load run %s: %v", id, err)
 	}

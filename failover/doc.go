@@ -1,10 +1,11 @@
 // Package failover builds and runs the plans that move the active role
 // between the two clusters of a topology (failover, failback), rebuild a
 // stale cluster as the new standby (reseed), and fence or unfence a
-// cluster. It also produces the status snapshot and validation report the
-// front-ends render. Every step it runs is idempotent, so a run killed at
-// any point can be resumed, from this or another machine, with the same
-// end state.
+// cluster. Every step it runs is idempotent, so a run killed at any point
+// can be resumed, from this or another machine, with the same end state.
+// The read-only views the front-ends render (status, validation, run
+// records, RPO) live in package inspect; failover writes the run records
+// that inspect reads.
 //
 // # Contracts
 //

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/internal/rolestate"
 	"github.com/drctl/drctl/plans"
@@ -82,7 +83,7 @@ func TestBeforeHookFailsNothingChanges(t *testing.T) {
 	assertUnchanged(t, topo, before)
 	// The clusters' run record (the audit trail, and what drctl resume
 	// reads on another machine) shows the preflight done and nothing else.
-	rec, err := LoadRun(kfaketest.Ctx(t, 20*time.Second), topo, plan.ID)
+	rec, err := inspect.LoadRun(kfaketest.Ctx(t, 20*time.Second), topo, plan.ID)
 	if err != nil || rec == nil {
 		t.Fatalf("the clusters hold no record of the stopped run: %v", err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/internal/rolestate"
@@ -70,26 +71,6 @@ func oneNameEach(path string, ids, live map[string]string) error {
 	return nil
 }
 
-// IdentityChange is a cluster that answers with another cluster id than
-// the one recorded for it: it was rebuilt or replaced, and what only it
-// held is lost.
-type IdentityChange struct {
-	Cluster  string `json:"cluster" yaml:"cluster"`
-	Recorded string `json:"recorded_cluster_id" yaml:"recorded_cluster_id"`
-	Now      string `json:"cluster_id" yaml:"cluster_id"`
-	// LostRecords is the RPO of the run that left it stale, when known:
-	// the records only it held, now gone (-1 when unknown).
-	LostRecords int64 `json:"lost_records" yaml:"lost_records"`
-}
-
-func (c IdentityChange) String() string {
-	s := fmt.Sprintf("cluster %s answers with cluster id %s, but %s was recorded: it was rebuilt or replaced", c.Cluster, c.Now, c.Recorded)
-	if c.LostRecords >= 0 {
-		s += fmt.Sprintf("; the %d record(s) of the RPO that only it held are lost", c.LostRecords)
-	}
-	return s
-}
-
 // identityProblems compares the ids of the clusters that answer now with
 // each other and with the ids recorded when the plan was made (recorded,
 // possibly nil): two names for one cluster, and a cluster that answers
@@ -111,7 +92,7 @@ func identityProblems(w *world, recorded map[string]string) ([]string, error) {
 	for _, name := range w.topo.ClusterNames() {
 		now, rec := live[name], recorded[name]
 		if now != "" && rec != "" && now != rec {
-			problems = append(problems, IdentityChange{Cluster: name, Recorded: rec, Now: now, LostRecords: -1}.String()+"; make a new plan")
+			problems = append(problems, inspect.IdentityChange{Cluster: name, Recorded: rec, Now: now, LostRecords: -1}.String()+"; make a new plan")
 		}
 		if now != "" {
 			ids[name] = now
@@ -156,7 +137,7 @@ func originOnTarget(ctx context.Context, topo *topology.Topology, target sarama.
 // identityOf compares cluster's live id (read through w) with the id the
 // plan of rc recorded; nil when they agree or either is unknown. The lost
 // records are the RPO the plan's rpo-report step measured, if it ran.
-func identityOf(w *world, rc *plans.RunContext, cluster string) *IdentityChange {
+func identityOf(w *world, rc *plans.RunContext, cluster string) *inspect.IdentityChange {
 	var in Inputs
 	if rc == nil || rc.Plan.DecodeInputs(&in) != nil || in.ClusterIDs[cluster] == "" {
 		return nil
@@ -169,9 +150,9 @@ func identityOf(w *world, rc *plans.RunContext, cluster string) *IdentityChange 
 	if err != nil || now == in.ClusterIDs[cluster] {
 		return nil
 	}
-	ch := &IdentityChange{Cluster: cluster, Recorded: in.ClusterIDs[cluster], Now: now, LostRecords: -1}
+	ch := &inspect.IdentityChange{Cluster: cluster, Recorded: in.ClusterIDs[cluster], Now: now, LostRecords: -1}
 	for i, s := range rc.Plan.Steps {
-		var rpo RPOReport
+		var rpo inspect.RPOReport
 		if s.Name == StepRPO && rc.Output(i, &rpo) == nil {
 			ch.LostRecords = rpo.Records
 		}

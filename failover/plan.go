@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/rolestate"
 	"github.com/drctl/drctl/plans"
 	"github.com/drctl/drctl/topology"
@@ -20,14 +21,14 @@ const (
 	StepBegin           = "begin"
 	StepFenceActive     = "fence-active"
 	StepDrain           = "drain"
-	StepFlip            = "flip-roles"
+	StepFlip            = inspect.StepFlip // the point of no return of a failover or failback
 	StepFenceMirror     = "fence-mirror"
 	StepTranslateGroups = "translate-groups"
 	StepUnfenceNew      = "unfence-new-active"
 	StepHooks           = "run-hooks"
 	StepFenceStale      = "fence-stale"
 	StepSalvage         = "salvage"
-	StepWipe            = "wipe"
+	StepWipe            = inspect.StepWipe // the point of no return of a reseed
 	StepReseedStart     = "reseed-start"
 	StepWaitReseeded    = "wait-reseeded"
 	StepFinish          = "finish"

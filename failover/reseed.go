@@ -11,6 +11,7 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/mirror"
@@ -44,7 +45,7 @@ type SalvageReport struct {
 	// Identity is set when the stale cluster answers with another cluster
 	// id than the plan recorded: it was rebuilt, and what only it held
 	// (the RPO) is lost.
-	Identity *IdentityChange `json:"identity_change,omitempty"`
+	Identity *inspect.IdentityChange `json:"identity_change,omitempty"`
 }
 
 // Headers salvage adds to every record it copies into quarantine. The

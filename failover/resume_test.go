@@ -18,6 +18,7 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/internal/kvstore"
@@ -360,7 +361,7 @@ func (w *resumeWorld) killAndResume(t *testing.T, c killCase) {
 	}
 	// A run killed before its first step (preflight, which changes
 	// nothing) finished may have left no record in the clusters.
-	rec, err := LoadRun(ctx, w.topo, w.plan.ID)
+	rec, err := inspect.LoadRun(ctx, w.topo, w.plan.ID)
 	switch {
 	case err != nil:
 		t.Fatalf("run %s in the clusters: %v", w.plan.ID, err)
@@ -382,7 +383,7 @@ func (w *resumeWorld) killAndResume(t *testing.T, c killCase) {
 			t.Fatal(err)
 		}
 		for _, cl := range []sarama.Client{w.east, w.west} {
-			if err := kvstore.Put(ctx, cl, RunsTopic, w.plan.ID, raw); err != nil {
+			if err := kvstore.Put(ctx, cl, inspect.RunsTopic, w.plan.ID, raw); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -508,7 +509,7 @@ func (w *resumeWorld) checkEndState(t *testing.T) string {
 			t.Errorf("role state on %s is %s; want epoch %d, west active, east standby, steady, no run", name, st, w.epoch+2)
 		}
 	}
-	rec, err := LoadRun(ctx, w.topo, w.plan.ID)
+	rec, err := inspect.LoadRun(ctx, w.topo, w.plan.ID)
 	if err != nil || rec == nil || !rec.Finished || rec.Outcome != plans.OutcomeSucceeded {
 		t.Errorf("the clusters' record of run %s is not finished: %v %+v", w.plan.ID, err, rec)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/mirror"
 	"github.com/drctl/drctl/topology"
@@ -195,8 +196,8 @@ func TestRoundTrip(t *testing.T) {
 		Extra:  "failover: {fence: none, drain_timeout: 30s, quiet_period: 300ms}\n",
 	})
 	topo := p.Topology
-	src := dial(t, topo.Clusters["east"])
-	createTopic(t, src, "orders", 4, nil)
+	src := kfaketest.Dial(t, topo, "east")
+	kfaketest.CreateTopicOn(t, src, "orders", 4, nil)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -274,7 +275,7 @@ func TestRoundTrip(t *testing.T) {
 	a.consumeAll("east")
 	a.check("after failback to east")
 
-	st := CollectStatus(ctx, topo)
+	st := inspect.CollectStatus(ctx, topo)
 	if st.Roles.Active != "east" || st.Roles.Phase != "steady" || st.Roles.Epoch < 4 {
 		t.Errorf("roles after the round trip: %+v", st.Roles)
 	}

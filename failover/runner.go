@@ -11,38 +11,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/kvstore"
 	"github.com/drctl/drctl/plans"
 	"github.com/drctl/drctl/topology"
 )
-
-// RunsTopic is the compacted internal topic in which both clusters keep
-// the progress of every run, keyed by run id, so that `drctl resume` can
-// finish a run from any machine.
-const RunsTopic = "__drctl_runs"
-
-// RunRecord is a run's progress as the clusters keep it.
-type RunRecord struct {
-	Plan    *plans.Plan             `json:"plan"`
-	Done    []bool                  `json:"done"`
-	Outputs map[int]json.RawMessage `json:"outputs"`
-	// Started is the step running or last started (-1: none).
-	Started  int           `json:"started"`
-	Finished bool          `json:"finished"`
-	Outcome  plans.Outcome `json:"outcome,omitempty"`
-	Error    string        `json:"error,omitempty"`
-	// Aborted is set when drctl abort undid the run; it is never resumed.
-	Aborted *Aborted `json:"aborted,omitempty"`
-}
-
-// start returns where a resume begins.
-func (r *RunRecord) start() plans.Start {
-	next := 0
-	for next < len(r.Done) && r.Done[next] {
-		next++
-	}
-	return plans.Start{From: next, Outputs: r.Outputs, Rerun: r.Started == next}
-}
 
 // RunOptions tune Execute.
 type RunOptions struct {
@@ -94,7 +67,7 @@ func Execute(ctx context.Context, topo *topology.Topology, p *plans.Plan, o RunO
 	if err := verifyPlan(topo, p, in); err != nil {
 		return err
 	}
-	rec, _ := LoadRun(ctx, topo, p.ID)
+	rec, _ := inspect.LoadRun(ctx, topo, p.ID)
 	if rec != nil && rec.Plan != nil {
 		if err := sameRunPlan(p, rec.Plan, in); err != nil {
 			return err
@@ -126,11 +99,11 @@ func Execute(ctx context.Context, topo *topology.Topology, p *plans.Plan, o RunO
 	defer journal.Close()
 	if rec != nil {
 		// The clusters may know of steps done on another machine.
-		if s := rec.start(); s.From > start.From {
+		if s := rec.Start(); s.From > start.From {
 			start = s
 		}
 	}
-	store := &runStore{topo: topo, rec: &RunRecord{Plan: p, Done: make([]bool, len(p.Steps)), Outputs: map[int]json.RawMessage{}, Started: -1}}
+	store := &runStore{topo: topo, rec: &inspect.RunRecord{Plan: p, Done: make([]bool, len(p.Steps)), Outputs: map[int]json.RawMessage{}, Started: -1}}
 	for i := 0; i < start.From; i++ {
 		store.rec.Done[i] = true
 	}
@@ -196,7 +169,7 @@ func guard(topo *topology.Topology, in Inputs) plans.Guard {
 type runStore struct {
 	topo *topology.Topology
 	mu   sync.Mutex
-	rec  *RunRecord
+	rec  *inspect.RunRecord
 }
 
 func (s *runStore) Handle(ctx context.Context, e plans.Event) error {
@@ -235,7 +208,7 @@ func (s *runStore) Handle(ctx context.Context, e plans.Event) error {
 	var errs []error
 	ok := 0
 	for name, c := range w.clients {
-		if err := kvstore.Put(ctx, c, RunsTopic, s.rec.Plan.ID, raw); err != nil {
+		if err := kvstore.Put(ctx, c, inspect.RunsTopic, s.rec.Plan.ID, raw); err != nil {
 			errs = append(errs, fmt.Errorf("cluster %s: %w", name, err))
 			continue
 		}
@@ -255,28 +228,6 @@ func (s *runStore) anyDone() bool {
 		}
 	}
 	return false
-}
-
-// LoadRun reads a run's progress from the clusters (the most advanced
-// record wins); nil when no cluster knows it.
-func LoadRun(ctx context.Context, topo *topology.Topology, id string) (*RunRecord, error) {
-	w := connect(ctx, topo)
-	defer w.Close()
-	var best *RunRecord
-	for _, c := range w.clients {
-		raw, found, err := kvstore.Get(ctx, c, RunsTopic, id)
-		if err != nil || !found {
-			continue
-		}
-		rec, err := decodeRunRecord(raw)
-		if err != nil {
-			continue
-		}
-		if best == nil || rec.start().From > best.start().From {
-			best = rec
-		}
-	}
-	return best, nil
 }
 
 // ErrNothingToResume means no run is in progress.
@@ -325,12 +276,12 @@ func Resume(ctx context.Context, topo *topology.Topology, id string, o RunOption
 			return fmt.Errorf("%w: run %s (%s); check drctl status and plan again", ErrAborted, id, st.LastError)
 		}
 	}
-	if rec, _ := LoadRun(ctx, topo, id); rec != nil && rec.Aborted != nil {
+	if rec, _ := inspect.LoadRun(ctx, topo, id); rec != nil && rec.Aborted != nil {
 		return fmt.Errorf("%w: run %s was aborted by %s at %s (%s); check drctl status and plan again", ErrAborted, id,
 			rec.Aborted.By, rec.Aborted.At.Format(time.RFC3339), rec.Aborted.Reason)
 	}
 	if p == nil {
-		rec, err := LoadRun(ctx, topo, id)
+		rec, err := inspect.LoadRun(ctx, topo, id)
 		if err != nil {
 			return err
 		}
@@ -355,36 +306,6 @@ func sameRunPlan(p, recorded *plans.Plan, in Inputs) error {
 			ErrPlanChanged, p.ID, d1, d2, replanCommand(p.Kind, in))
 	}
 	return nil
-}
-
-// decodeRunRecord decodes a run record read back from a cluster. It holds
-// a valid plan, and its progress fits that plan (one done flag per step,
-// outputs and the started step within it): a resume indexes the plan's
-// steps with them.
-func decodeRunRecord(raw []byte) (*RunRecord, error) {
-	var rec RunRecord
-	if err := json.Unmarshal(raw, &rec); err != nil {
-		return nil, err
-	}
-	if rec.Plan == nil {
-		return nil, errors.New("run record without a plan")
-	}
-	if err := rec.Plan.Validate(); err != nil {
-		return nil, err
-	}
-	n := len(rec.Plan.Steps)
-	if len(rec.Done) != n {
-		return nil, fmt.Errorf("run record of %s: %d done flags for %d steps", rec.Plan.ID, len(rec.Done), n)
-	}
-	if rec.Started < -1 || rec.Started >= n {
-		return nil, fmt.Errorf("run record of %s: started step %d of %d", rec.Plan.ID, rec.Started, n)
-	}
-	for i := range rec.Outputs {
-		if i < 0 || i >= n {
-			return nil, fmt.Errorf("run record of %s: outputs of step %d of %d", rec.Plan.ID, i, n)
-		}
-	}
-	return &rec, nil
 }
 
 func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }

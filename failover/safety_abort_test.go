@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/internal/kvstore"
 	"github.com/drctl/drctl/internal/rolestate"
@@ -59,7 +60,7 @@ func TestAbortBeforeFlip(t *testing.T) {
 		t.Fatal("east is not fenced: the test did not stop where it meant to")
 	}
 
-	st := CollectStatus(kfaketest.Ctx(t, 20*time.Second), topo)
+	st := inspect.CollectStatus(kfaketest.Ctx(t, 20*time.Second), topo)
 	if st.Roles.Run == nil || st.Roles.Run.Step != drainAt {
 		t.Errorf("status shows run %+v; want it at step index %d (the drain)", st.Roles.Run, drainAt)
 	}
@@ -93,11 +94,11 @@ func TestAbortBeforeFlip(t *testing.T) {
 			}
 		}
 	}
-	raw, found, err := kvstore.Get(kfaketest.Ctx(t, 20*time.Second), kfaketest.Dial(t, topo, "west"), RunsTopic, plan.ID)
+	raw, found, err := kvstore.Get(kfaketest.Ctx(t, 20*time.Second), kfaketest.Dial(t, topo, "west"), inspect.RunsTopic, plan.ID)
 	if err != nil || !found {
 		t.Fatalf("run record: %v %v", found, err)
 	}
-	var rec RunRecord
+	var rec inspect.RunRecord
 	if err := json.Unmarshal(raw, &rec); err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +112,7 @@ func TestAbortBeforeFlip(t *testing.T) {
 	if js.Outcome != plans.OutcomeAborted || !strings.Contains(js.LastError, "drill called off") {
 		t.Errorf("the journal ends %q %q; want aborted with the reason", js.Outcome, js.LastError)
 	}
-	st = CollectStatus(kfaketest.Ctx(t, 20*time.Second), topo)
+	st = inspect.CollectStatus(kfaketest.Ctx(t, 20*time.Second), topo)
 	if strings.Contains(strings.Join(st.Problems, "\n"), plan.ID) {
 		t.Errorf("status still lists the aborted run: %q", st.Problems)
 	}
@@ -134,13 +135,13 @@ func TestAbortAfterFlip(t *testing.T) {
 	if err := plan.Steps[flip].DecodeParams(&sp); err != nil {
 		t.Fatal(err)
 	}
-	rec := RunRecord{Plan: plan, Done: make([]bool, len(plan.Steps)), Outputs: map[int]json.RawMessage{}, Started: flip}
+	rec := inspect.RunRecord{Plan: plan, Done: make([]bool, len(plan.Steps)), Outputs: map[int]json.RawMessage{}, Started: flip}
 	for i := 0; i <= flip; i++ {
 		rec.Done[i] = true
 	}
 	raw, _ := json.Marshal(rec)
 	for _, c := range []string{"east", "west"} {
-		if err := kvstore.Put(kfaketest.Ctx(t, 20*time.Second), kfaketest.Dial(t, topo, c), RunsTopic, plan.ID, raw); err != nil {
+		if err := kvstore.Put(kfaketest.Ctx(t, 20*time.Second), kfaketest.Dial(t, topo, c), inspect.RunsTopic, plan.ID, raw); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/kfaketest"
 )
 
@@ -61,7 +62,7 @@ func TestRebuiltClusterFlagged(t *testing.T) {
 	refuseOrders(p.West)
 	kfaketest.Produce(t, topo, "east", "orders", 9)
 	kfaketest.Wait(t, 20*time.Second, "the mirror observed the 9 records it cannot copy", func() (bool, string) {
-		rep, err := MeasureRPO(kfaketest.Ctx(t, 10*time.Second), topo, "east", "west")
+		rep, err := inspect.MeasureRPO(kfaketest.Ctx(t, 10*time.Second), topo, "east", "west")
 		if err != nil {
 			return false, err.Error()
 		}
@@ -96,8 +97,8 @@ func TestRebuiltClusterFlagged(t *testing.T) {
 	}
 	t.Cleanup(rebuilt.Close)
 
-	st := CollectStatus(kfaketest.Ctx(t, 20*time.Second), topo)
-	var east *ClusterStatus
+	st := inspect.CollectStatus(kfaketest.Ctx(t, 20*time.Second), topo)
+	var east *inspect.ClusterStatus
 	for i := range st.Clusters {
 		if st.Clusters[i].Name == "east" {
 			east = &st.Clusters[i]

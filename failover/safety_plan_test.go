@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/internal/kvstore"
 	"github.com/drctl/drctl/internal/rolestate"
@@ -71,7 +72,7 @@ func noTrace(t *testing.T, topo *topology.Topology, journal, id string) {
 		t.Errorf("the refused run wrote %d journal file(s) in %s (first %s)", len(entries), journal, entries[0].Name())
 	}
 	for _, c := range topo.ClusterNames() {
-		_, found, err := kvstore.Get(kfaketest.Ctx(t, 20*time.Second), kfaketest.Dial(t, topo, c), RunsTopic, id)
+		_, found, err := kvstore.Get(kfaketest.Ctx(t, 20*time.Second), kfaketest.Dial(t, topo, c), inspect.RunsTopic, id)
 		if err != nil {
 			t.Fatalf("read the run record of %s on %s: %v", id, c, err)
 		}
@@ -158,14 +159,14 @@ func TestTamperedPlanRefused(t *testing.T) {
 		if err := plan.DecodeInputs(&in); err != nil {
 			t.Fatal(err)
 		}
-		rec := RunRecord{Plan: q, Done: make([]bool, len(q.Steps)), Outputs: map[int]json.RawMessage{}, Started: 1}
+		rec := inspect.RunRecord{Plan: q, Done: make([]bool, len(q.Steps)), Outputs: map[int]json.RawMessage{}, Started: 1}
 		rec.Done[0] = true
 		raw, err := json.Marshal(rec)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, c := range []string{"east", "west"} {
-			if err := kvstore.Put(kfaketest.Ctx(t, 20*time.Second), kfaketest.Dial(t, topo, c), RunsTopic, q.ID, raw); err != nil {
+			if err := kvstore.Put(kfaketest.Ctx(t, 20*time.Second), kfaketest.Dial(t, topo, c), inspect.RunsTopic, q.ID, raw); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/plans"
 )
@@ -76,15 +77,15 @@ func TestStatusUnknownWhenNothingAnswers(t *testing.T) {
 	p.Stop("west")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	st := CollectStatus(ctx, p.Topology)
-	if st.Roles.Active != RoleUnknown || st.Roles.Standby != RoleUnknown || st.Roles.Phase != RoleUnknown {
+	st := inspect.CollectStatus(ctx, p.Topology)
+	if st.Roles.Active != inspect.RoleUnknown || st.Roles.Standby != inspect.RoleUnknown || st.Roles.Phase != inspect.RoleUnknown {
 		t.Errorf("roles with no cluster reachable: %+v; want unknown", st.Roles)
 	}
 	if len(st.Clusters) != 2 {
 		t.Fatalf("%d clusters listed, want both", len(st.Clusters))
 	}
 	for _, c := range st.Clusters {
-		if c.Role != RoleUnknown || c.Reachable {
+		if c.Role != inspect.RoleUnknown || c.Reachable {
 			t.Errorf("cluster %s: role %q reachable %v; want unknown, unreachable", c.Name, c.Role, c.Reachable)
 		}
 	}

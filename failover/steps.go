@@ -5,13 +5,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os/exec"
+	"slices"
 	"strings"
 	"text/template"
 	"time"
 
 	"github.com/IBM/sarama"
 
+	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/mirror"
 	"github.com/drctl/drctl/mirror/groupsync"
 	"github.com/drctl/drctl/plans"
@@ -203,7 +206,7 @@ func preflight(ctx context.Context, topo *topology.Topology, p preflightParams) 
 	if !p.Reseed {
 		for _, n := range names {
 			if c, err := w.Need(n); err == nil {
-				if pr := fencePermission(topo, n, c); pr != "" {
+				if pr := inspect.FencePermission(topo, n, c); pr != "" {
 					problems = append(problems, pr)
 				}
 			}
@@ -245,11 +248,11 @@ func preflight(ctx context.Context, topo *topology.Topology, p preflightParams) 
 		if err != nil {
 			return plans.Result{}, fmt.Errorf("preflight: %w", err)
 		}
-		groups, err := selectedGroups(admin, topo.Mirror.Groups)
+		groups, err := inspect.SelectedGroups(admin, topo.Mirror.Groups)
 		if err != nil {
 			return plans.Result{}, fmt.Errorf("preflight: groups of %s: %w", p.To, err)
 		}
-		for _, g := range sortedKeys(groups) {
+		for _, g := range slices.Sorted(maps.Keys(groups)) {
 			if groups[g].Members > 0 {
 				problems = append(problems, fmt.Sprintf("group %s has %d member(s) on %s: stop those consumers first; their positions are about to be set", g, groups[g].Members, p.To))
 			}

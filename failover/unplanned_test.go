@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/mirror"
 )
@@ -26,7 +27,7 @@ func TestUnplannedFailoverRPOAndSalvage(t *testing.T) {
 		Extra:   "failover: {fence: none, drain_timeout: 30s, quiet_period: 300ms}\n",
 	})
 	topo := p.Topology
-	createTopic(t, dial(t, topo.Clusters["east"]), "orders", 2, nil)
+	kfaketest.CreateTopicOn(t, kfaketest.Dial(t, topo, "east"), "orders", 2, nil)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -82,7 +83,7 @@ func TestUnplannedFailoverRPOAndSalvage(t *testing.T) {
 	produce(37)
 	// Wait until the mirror has observed the new end on east.
 	waitFor(t, 20*time.Second, "the mirror observed 137 records on east", func() error {
-		rep, err := MeasureRPO(ctx, topo, "east", "west")
+		rep, err := inspect.MeasureRPO(ctx, topo, "east", "west")
 		if err != nil {
 			return err
 		}
@@ -107,7 +108,7 @@ func TestUnplannedFailoverRPOAndSalvage(t *testing.T) {
 	if err == nil || !errors.Is(err, ErrUnreachable) {
 		t.Fatalf("the unplanned run should stop at the stale cluster while east is down; got %v", err)
 	}
-	var rpo RPOReport
+	var rpo inspect.RPOReport
 	if raw := outputOf(t, journal, plan.ID, StepRPO); raw != nil {
 		if err := jsonUnmarshal(raw, &rpo); err != nil {
 			t.Fatal(err)
@@ -116,7 +117,7 @@ func TestUnplannedFailoverRPOAndSalvage(t *testing.T) {
 	if rpo.Records != 37 {
 		t.Errorf("reported RPO = %d records, want 37", rpo.Records)
 	}
-	st := CollectStatus(ctx, topo)
+	st := inspect.CollectStatus(ctx, topo)
 	if st.Roles.Active != "west" {
 		t.Errorf("after the unplanned failover the active is %s", st.Roles.Active)
 	}
@@ -132,7 +133,7 @@ func TestUnplannedFailoverRPOAndSalvage(t *testing.T) {
 	if salvage.Records != 37 {
 		t.Errorf("salvaged %d records, want the 37 of the RPO", salvage.Records)
 	}
-	west := dial(t, topo.Clusters["west"])
+	west := kfaketest.Dial(t, topo, "west")
 	n := 0
 	for part := int32(0); part < 2; part++ {
 		recs, err := readCommitted(west, "orders"+topo.Failover.SalvageTopicSuffix, part)
@@ -144,7 +145,7 @@ func TestUnplannedFailoverRPOAndSalvage(t *testing.T) {
 	if n != 37 {
 		t.Errorf("the quarantine topics on west hold %d records, want 37", n)
 	}
-	st = CollectStatus(ctx, topo)
+	st = inspect.CollectStatus(ctx, topo)
 	if st.Roles.Active != "west" || st.Roles.Phase != "steady" {
 		t.Errorf("roles after the resumed run: %+v", st.Roles)
 	}

@@ -66,16 +66,25 @@ func (r *LagReport) Caught() bool {
 // MeasureLag compares the source's last stable offsets with the link's
 // committed progress on the target, for every selected source topic.
 func MeasureLag(ctx context.Context, topo *topology.Topology, link Link) (*LagReport, error) {
-	src, err := kafkaconn.Dial(ctx, topo.Clusters[link.Source], nil)
+	clusters := kafkaconn.Open(ctx, topo, link.Source, link.Target)
+	defer clusters.Close()
+	return MeasureLagIn(ctx, clusters, link)
+}
+
+// MeasureLagIn is MeasureLag through a command's session: it uses the
+// session's clients of the link's clusters, dialling them only if the
+// session has not yet.
+func MeasureLagIn(ctx context.Context, clusters *kafkaconn.Clusters, link Link) (*LagReport, error) {
+	topo := clusters.Topology()
+	clusters.Connect(ctx, link.Source, link.Target)
+	src, err := clusters.Need(link.Source)
 	if err != nil {
 		return nil, err
 	}
-	defer src.Close()
-	dst, err := kafkaconn.Dial(ctx, topo.Clusters[link.Target], nil)
+	dst, err := clusters.Need(link.Target)
 	if err != nil {
 		return nil, err
 	}
-	defer dst.Close()
 	tps, err := selectedPartitions(src, topo.MirroredTopics())
 	if err != nil {
 		return nil, fmt.Errorf("source %s: %w", link.Source, err)

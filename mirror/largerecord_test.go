@@ -92,7 +92,7 @@ func TestRefusedPartitionDoesNotHoldBackItsShard(t *testing.T) {
 		return fmt.Errorf("refused/0 not in the report")
 	})
 
-	// status (failover.Status lists LinkState.Problems).
+	// status (inspect.Status lists LinkState.Problems).
 	ls := DescribeLink(context.Background(), p.Topology, LinkFor(p.Topology, "east", "west"))
 	if probs := strings.Join(ls.Problems(), "\n"); !strings.Contains(probs, "refused/0 cannot be copied") {
 		t.Errorf("link problems for status = %q", probs)

@@ -46,13 +46,22 @@ func DescribeLink(ctx context.Context, topo *topology.Topology, link Link) LinkS
 // it measured (nil when it could not), for callers that show both (the
 // TUI) without measuring twice.
 func DescribeLinkLag(ctx context.Context, topo *topology.Topology, link Link) (LinkState, *LagReport) {
+	clusters := kafkaconn.Open(ctx, topo, link.Target)
+	defer clusters.Close()
+	return DescribeLinkLagIn(ctx, clusters, link)
+}
+
+// DescribeLinkLagIn is DescribeLinkLag through a command's session: it uses
+// the session's clients of the link's clusters, dialling them only if the
+// session has not yet.
+func DescribeLinkLagIn(ctx context.Context, clusters *kafkaconn.Clusters, link Link) (LinkState, *LagReport) {
 	ls := LinkState{Link: link.String()}
-	dst, err := kafkaconn.Dial(ctx, topo.Clusters[link.Target], nil)
+	clusters.Connect(ctx, link.Target)
+	dst, err := clusters.Need(link.Target)
 	if err != nil {
 		ls.Error = err.Error()
 		return ls, nil
 	}
-	defer dst.Close()
 	admin, err := sarama.NewClusterAdminFromClient(dst)
 	if err != nil {
 		ls.Error = err.Error()
@@ -67,7 +76,7 @@ func DescribeLinkLag(ctx context.Context, topo *topology.Topology, link Link) (L
 		ls.GroupState, ls.Workers = descs[0].State, len(descs[0].Members)
 		ls.Running = ls.Workers > 0
 	}
-	rep, err := MeasureLag(ctx, topo, link)
+	rep, err := MeasureLagIn(ctx, clusters, link)
 	if err != nil {
 		ls.Error = err.Error()
 		return ls, nil

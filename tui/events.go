@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/drctl/drctl/failover"
+	"github.com/drctl/drctl/inspect"
 )
 
 // Event is one line of the events view: something that changed between
@@ -19,7 +19,7 @@ type Event struct {
 // changes lists what differs from prev to cur, in words: role changes, a
 // cluster going down or coming back, staleness, problems appearing and
 // clearing, runs starting and ending. prev nil means the first snapshot.
-func changes(prev, cur *failover.Status, at time.Time) []Event {
+func changes(prev, cur *inspect.Status, at time.Time) []Event {
 	var out []Event
 	add := func(bad bool, f string, a ...any) {
 		out = append(out, Event{At: at, Text: fmt.Sprintf(f, a...), Bad: bad})
@@ -58,7 +58,7 @@ func changes(prev, cur *failover.Status, at time.Time) []Event {
 	case p.Run != nil && r.Run != nil && p.Run.ID != r.Run.ID:
 		add(false, "run %s ended; run %s (%s) started", p.Run.ID, r.Run.ID, r.Run.Kind)
 	}
-	was := map[string]failover.ClusterStatus{}
+	was := map[string]inspect.ClusterStatus{}
 	for _, c := range prev.Clusters {
 		was[c.Name] = c
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/muesli/termenv"
 
 	"github.com/drctl/drctl/drill"
-	"github.com/drctl/drctl/failover"
+	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/rolestate"
 	"github.com/drctl/drctl/mirror"
 	"github.com/drctl/drctl/mirror/groupsync"
@@ -42,9 +42,9 @@ func fixtureModel(w, h int, readOnly bool) *Model {
 	return m
 }
 
-func cluster(name, role string, epoch int64) failover.ClusterStatus {
-	return failover.ClusterStatus{Name: name, Role: role, Bootstrap: []string{name + "-1:9092"}, Reachable: true, StateEpoch: epoch,
-		ClusterInfo: failover.ClusterInfo{ClusterID: "id-" + name, Brokers: []failover.Broker{{ID: 1}, {ID: 2}, {ID: 3}}, Controller: 1, KafkaVersion: "4.1"}}
+func cluster(name, role string, epoch int64) inspect.ClusterStatus {
+	return inspect.ClusterStatus{Name: name, Role: role, Bootstrap: []string{name + "-1:9092"}, Reachable: true, StateEpoch: epoch,
+		ClusterInfo: inspect.ClusterInfo{ClusterID: "id-" + name, Brokers: []inspect.Broker{{ID: 1}, {ID: 2}, {ID: 3}}, Controller: 1, KafkaVersion: "4.1"}}
 }
 
 func synced(g string, age float64) *groupsync.Status {
@@ -52,31 +52,31 @@ func synced(g string, age float64) *groupsync.Status {
 }
 
 // steadyStatus: east active, west standby, mirror caught up, groups in sync.
-func steadyStatus() *failover.Status {
-	return &failover.Status{
+func steadyStatus() *inspect.Status {
+	return &inspect.Status{
 		Topology: "payments", CheckedAt: t0,
-		Roles:    failover.Roles{Epoch: 3, Active: "east", Standby: "west", Phase: rolestate.PhaseSteady, Source: "cluster east"},
-		Clusters: []failover.ClusterStatus{cluster("east", "active", 3), cluster("west", "standby", 3)},
-		Topics: []failover.TopicStatus{
+		Roles:    inspect.Roles{Epoch: 3, Active: "east", Standby: "west", Phase: rolestate.PhaseSteady, Source: "cluster east"},
+		Clusters: []inspect.ClusterStatus{cluster("east", "active", 3), cluster("west", "standby", 3)},
+		Topics: []inspect.TopicStatus{
 			{Name: "customers", Active: side(3), Standby: side(3), InParity: true},
 			{Name: "orders", Active: side(6), Standby: side(6), InParity: true},
 			{Name: "payments.eu", Active: side(3), Standby: side(3), InParity: true},
 		},
-		Groups: []failover.GroupStatus{
-			{Name: "analytics", Active: failover.GroupSide{Exists: true, State: "Stable", Members: 2}, Standby: failover.GroupSide{Exists: true, State: "Empty"}, Sync: synced("analytics", 1.2)},
-			{Name: "billing", Active: failover.GroupSide{Exists: true, State: "Stable", Members: 1}, Standby: failover.GroupSide{Exists: true, State: "Empty"}, Sync: synced("billing", 0.9)},
+		Groups: []inspect.GroupStatus{
+			{Name: "analytics", Active: inspect.GroupSide{Exists: true, State: "Stable", Members: 2}, Standby: inspect.GroupSide{Exists: true, State: "Empty"}, Sync: synced("analytics", 1.2)},
+			{Name: "billing", Active: inspect.GroupSide{Exists: true, State: "Stable", Members: 1}, Standby: inspect.GroupSide{Exists: true, State: "Empty"}, Sync: synced("billing", 0.9)},
 		},
 		Mirror:   &mirror.LinkState{Link: "east->west", Running: true, Workers: 2, GroupState: "Stable"},
 		Problems: []string{},
 	}
 }
 
-func side(n int32) failover.TopicSide {
-	return failover.TopicSide{Exists: true, Partitions: n, ReplicationFactor: 3}
+func side(n int32) inspect.TopicSide {
+	return inspect.TopicSide{Exists: true, Partitions: n, ReplicationFactor: 3}
 }
 
 // lagReport spreads lag records over the topics' partitions.
-func lagReport(st *failover.Status, lag map[string]int64, at time.Time) *mirror.LagReport {
+func lagReport(st *inspect.Status, lag map[string]int64, at time.Time) *mirror.LagReport {
 	rep := &mirror.LagReport{Link: "east->west", MeasuredAt: at}
 	for _, t := range st.Topics {
 		for p := int32(0); p < t.Active.Partitions; p++ {
@@ -97,7 +97,7 @@ func lagReport(st *failover.Status, lag map[string]int64, at time.Time) *mirror.
 	return rep
 }
 
-func snapshotOf(st *failover.Status, lag *mirror.LagReport) *Snapshot {
+func snapshotOf(st *inspect.Status, lag *mirror.LagReport) *Snapshot {
 	return &Snapshot{Status: st, Lag: lag, At: t0, Took: 300 * time.Millisecond}
 }
 
@@ -118,12 +118,12 @@ func scenarioLagging() *Snapshot {
 func scenarioClusterDown() *Snapshot {
 	st := steadyStatus()
 	east := &st.Clusters[0]
-	east.Reachable, east.ClusterInfo, east.StateEpoch = false, failover.ClusterInfo{Brokers: []failover.Broker{}}, -1
+	east.Reachable, east.ClusterInfo, east.StateEpoch = false, inspect.ClusterInfo{Brokers: []inspect.Broker{}}, -1
 	east.Error = "cluster east (east-1:9092): cannot connect: dial tcp 10.0.0.1:9092: connect: connection refused; check that the brokers run and the bootstrap addresses are right"
 	st.Roles.Source = "cluster west"
 	st.Mirror = nil
 	for i := range st.Topics {
-		st.Topics[i].Active = failover.TopicSide{}
+		st.Topics[i].Active = inspect.TopicSide{}
 		st.Topics[i].InParity = false
 	}
 	st.Problems = []string{"cluster east (active) is unreachable: " + east.Error}
@@ -143,9 +143,9 @@ func scenarioFailingOver() *Snapshot {
 
 func scenarioStale() *Snapshot {
 	st := steadyStatus()
-	st.Roles = failover.Roles{Epoch: 6, Active: "west", Standby: "east", Phase: rolestate.PhaseWiping, Source: "cluster west",
+	st.Roles = inspect.Roles{Epoch: 6, Active: "west", Standby: "east", Phase: rolestate.PhaseWiping, Source: "cluster west",
 		Run: &rolestate.Run{ID: "failover-20261201T090000-77", Kind: rolestate.RunFailover, Step: 8, StartedAt: t0.Add(-time.Hour), By: "oncall@host"}}
-	st.Clusters = []failover.ClusterStatus{cluster("west", "active", 6), cluster("east", "standby", 5)}
+	st.Clusters = []inspect.ClusterStatus{cluster("west", "active", 6), cluster("east", "standby", 5)}
 	st.Clusters[1].Stale = true
 	st.Mirror = &mirror.LinkState{Link: "west->east", Error: "no progress: the link never ran"}
 	st.Problems = []string{

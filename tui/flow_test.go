@@ -14,7 +14,7 @@ import (
 	"github.com/charmbracelet/x/exp/teatest"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/drctl/drctl/failover"
+	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/mirror"
 	"github.com/drctl/drctl/topology"
@@ -88,7 +88,7 @@ func TestFailoverThroughKeys(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	st := failover.CollectStatus(ctx, topo)
+	st := inspect.CollectStatus(ctx, topo)
 	if st.Roles.Active != "west" || st.Roles.Standby != "east" || st.Roles.Phase != "steady" {
 		t.Fatalf("roles after the failover: %+v", st.Roles)
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drctl/drctl/failover"
+	"github.com/drctl/drctl/inspect"
 )
 
 func TestAssess(t *testing.T) {
@@ -74,7 +74,7 @@ func TestChanges(t *testing.T) {
 	newID.Clusters[1].ClusterID = "id-other"
 	for _, tc := range []struct {
 		name       string
-		prev, cur  *failover.Status
+		prev, cur  *inspect.Status
 		want       []string
 		wantNoMore bool
 	}{

@@ -12,6 +12,7 @@ import (
 
 	"github.com/drctl/drctl/drill"
 	"github.com/drctl/drctl/failover"
+	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/plans"
 	"github.com/drctl/drctl/topology"
 )
@@ -142,7 +143,7 @@ func (m *Model) setSnapshot(s *Snapshot) tea.Cmd {
 	m.refreshing = false
 	m.prev, m.snap = m.snap, s
 	if s.Status != nil {
-		var prevStatus *failover.Status
+		var prevStatus *inspect.Status
 		if m.prev != nil {
 			prevStatus = m.prev.Status
 		}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/charmbracelet/lipgloss"
 
-	"github.com/drctl/drctl/failover"
+	"github.com/drctl/drctl/inspect"
 )
 
 // overview is view 1: both clusters, the mirror, group sync, the verdict
@@ -143,7 +143,7 @@ func interleave(xs []string, sep string) []string {
 
 // clusterCard is one cluster: role, reachability, brokers, release, epoch
 // and, with fence: acl, whether drctl's fence is in place.
-func clusterCard(c failover.ClusterStatus, width int, st styles) string {
+func clusterCard(c inspect.ClusterStatus, width int, st styles) string {
 	inner := max(10, width-4)
 	role := strings.ToUpper(c.Role)
 	var lines []string
@@ -233,7 +233,7 @@ func (o *overview) mirrorBlock(width int, st styles) []string {
 }
 
 // groupSyncLine summarises group translation on the standby.
-func groupSyncLine(s *failover.Status, st styles) string {
+func groupSyncLine(s *inspect.Status, st styles) string {
 	var inSync, behind, unmapped int
 	oldest := -1.0
 	for _, g := range s.Groups {

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/drctl/drctl/failover"
+	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/plans"
 )
 
@@ -137,7 +137,7 @@ func readJournals(dir string, n int) ([]PastRun, error) {
 // recorded (failover, failback, reseed from any machine), one per run id:
 // the entry with more steps done wins, the journal's when equal (it knows
 // the actor and when it last moved). Newest first.
-func mergeRuns(journal []PastRun, recorded []*failover.RunRecord) []PastRun {
+func mergeRuns(journal []PastRun, recorded []*inspect.RunRecord) []PastRun {
 	byID := map[string]int{}
 	out := slices.Clone(journal)
 	for i, r := range out {

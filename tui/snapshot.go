@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/drctl/drctl/failover"
+	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/mirror"
 	"github.com/drctl/drctl/topology"
 )
@@ -13,7 +13,7 @@ import (
 // when both clusters answer, the per-partition lag `drctl mirror lag`
 // prints (the same measurement the snapshot's mirror totals come from).
 type Snapshot struct {
-	Status *failover.Status
+	Status *inspect.Status
 	Lag    *mirror.LagReport
 	// LagError is why the lag could not be measured ("" when it was, or
 	// when a cluster is down and it was not tried).
@@ -41,7 +41,7 @@ func collect(ctx context.Context, topo *topology.Topology, journalDir string, ti
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	s := &Snapshot{At: now()}
-	s.Status, s.Lag = failover.CollectStatusLag(ctx, topo)
+	s.Status, s.Lag = inspect.CollectStatusLag(ctx, topo)
 	if m := s.Status.Mirror; m != nil && s.Lag == nil && m.Error != "" {
 		s.LagError = m.Error
 	}
@@ -52,7 +52,7 @@ func collect(ctx context.Context, topo *topology.Topology, journalDir string, ti
 	if err != nil {
 		s.RunsError = err.Error()
 	}
-	recorded, err := failover.ListRuns(ctx, topo)
+	recorded, err := inspect.ListRuns(ctx, topo)
 	if err != nil && s.RunsError == "" {
 		s.RunsError = err.Error()
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/drctl/drctl/drill"
-	"github.com/drctl/drctl/failover"
+	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/mirror"
 	"github.com/drctl/drctl/topology"
 )
@@ -103,7 +103,7 @@ func mirrorRun(c *cli.Context) error {
 
 // liveLink resolves the roles and returns the link they run.
 func liveLink(ctx context.Context, topo *topology.Topology) (mirror.Link, error) {
-	st, err := failover.CollectRoles(ctx, topo)
+	st, err := inspect.CollectRoles(ctx, topo)
 	if err != nil {
 		return mirror.Link{}, withCode(exitUnreachable, fmt.Errorf("cannot read the live roles: %w", err))
 	}

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drctl/drctl/failover"
+	"github.com/drctl/drctl/inspect"
 )
 
 // TestMain lets the test binary act as drctl in a child process, so tests
@@ -53,12 +53,12 @@ func TestStatusAgainstSandboxProcess(t *testing.T) {
 	defer stop()
 
 	path := filepath.Join(dir, "drctl.yaml")
-	var st failover.Status
+	var st inspect.Status
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		if _, err := os.Stat(path); err == nil {
 			stdout, stderr, code := drctl(t, "-c", path, "status", "-o", "json")
-			st = failover.Status{}
+			st = inspect.Status{}
 			if code == 0 && json.Unmarshal([]byte(stdout), &st) == nil && len(st.Topics) >= 4 && len(st.Groups) >= 2 && mirrored(st) {
 				break
 			}
@@ -77,11 +77,11 @@ func TestStatusAgainstSandboxProcess(t *testing.T) {
 		if !c.Reachable {
 			t.Errorf("cluster %s unreachable: %s", c.Name, c.Error)
 		}
-		if c.KafkaVersion != failover.KfakeRelease {
-			t.Errorf("cluster %s: kafka %q, want %q", c.Name, c.KafkaVersion, failover.KfakeRelease)
+		if c.KafkaVersion != inspect.KfakeRelease {
+			t.Errorf("cluster %s: kafka %q, want %q", c.Name, c.KafkaVersion, inspect.KfakeRelease)
 		}
 	}
-	names := map[string]failover.TopicStatus{}
+	names := map[string]inspect.TopicStatus{}
 	for _, tp := range st.Topics {
 		names[tp.Name] = tp
 	}
@@ -102,7 +102,7 @@ func TestStatusAgainstSandboxProcess(t *testing.T) {
 // mirrored reports whether the sandbox's mirror runs, has brought every
 // selected topic into parity on the standby, and keeps every group's
 // position in sync there.
-func mirrored(st failover.Status) bool {
+func mirrored(st inspect.Status) bool {
 	for _, tp := range st.Topics {
 		if !tp.InParity {
 			return false

@@ -9,7 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/drctl/drctl/failover"
+	"github.com/drctl/drctl/inspect"
 )
 
 func statusCommand() *cli.Command {
@@ -30,7 +30,7 @@ func statusCommand() *cli.Command {
 			}
 			ctx, cancel := context.WithTimeout(c.Context, c.Duration("timeout"))
 			defer cancel()
-			st := failover.CollectStatus(ctx, topo)
+			st := inspect.CollectStatus(ctx, topo)
 			if err := render(c, statusDocument{StatusSchemaVersion, st}, func(w io.Writer) error { return statusTables(w, st) }); err != nil {
 				return err
 			}
@@ -51,10 +51,10 @@ const StatusSchemaVersion = 1
 // schema version first.
 type statusDocument struct {
 	SchemaVersion int `json:"schema_version"`
-	*failover.Status
+	*inspect.Status
 }
 
-func statusTables(w io.Writer, st *failover.Status) error {
+func statusTables(w io.Writer, st *inspect.Status) error {
 	r := st.Roles
 	fmt.Fprintf(w, "topology %s: active %s, standby %s, epoch %d, phase %s (from %s)\n", st.Topology, r.Active, r.Standby, r.Epoch, r.Phase, r.Source)
 	if r.Run != nil {
@@ -151,14 +151,14 @@ func statusTables(w io.Writer, st *failover.Status) error {
 	return nil
 }
 
-func partitions(s failover.TopicSide) string {
+func partitions(s inspect.TopicSide) string {
 	if !s.Exists {
 		return "missing"
 	}
 	return fmt.Sprint(s.Partitions)
 }
 
-func groupState(s failover.GroupSide) string {
+func groupState(s inspect.GroupSide) string {
 	if !s.Exists {
 		return "absent"
 	}

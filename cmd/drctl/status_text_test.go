@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drctl/drctl/failover"
+	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/rolestate"
 )
 
@@ -15,10 +15,10 @@ import (
 // in progress at its real step, counted from 1 as runs print their steps.
 func TestStatusTextFenceAndStep(t *testing.T) {
 	yes, no := true, false
-	st := &failover.Status{Topology: "t"}
+	st := &inspect.Status{Topology: "t"}
 	st.Roles.Active, st.Roles.Standby, st.Roles.Epoch, st.Roles.Phase = "west", "east", 3, "failing-over"
 	st.Roles.Run = &rolestate.Run{ID: "failover-1", Kind: rolestate.RunFailover, Step: 4, By: "ops@host", StartedAt: time.Unix(0, 0).UTC()}
-	st.Clusters = []failover.ClusterStatus{
+	st.Clusters = []inspect.ClusterStatus{
 		{Name: "east", Role: "standby", Reachable: true, Fenced: &yes, FencePermitted: &yes, StateEpoch: 3},
 		{Name: "west", Role: "active", Reachable: true, Fenced: &no, FencePermitted: &no, StateEpoch: 3},
 		{Name: "north", Role: "-", Reachable: false, StateEpoch: -1},

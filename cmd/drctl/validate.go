@@ -8,7 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/drctl/drctl/failover"
+	"github.com/drctl/drctl/inspect"
 )
 
 func validateCommand() *cli.Command {
@@ -27,13 +27,13 @@ func validateCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			var v *failover.Validation
+			var v *inspect.Validation
 			if c.Bool("online") {
 				ctx, cancel := context.WithTimeout(c.Context, c.Duration("timeout"))
 				defer cancel()
-				v = failover.ValidateOnline(ctx, topo)
+				v = inspect.ValidateOnline(ctx, topo)
 			} else {
-				v = failover.ValidateOffline(topo)
+				v = inspect.ValidateOffline(topo)
 			}
 			if err := render(c, v, func(w io.Writer) error { return validationTable(w, v) }); err != nil {
 				return err
@@ -49,7 +49,7 @@ func validateCommand() *cli.Command {
 	}
 }
 
-func validationTable(w io.Writer, v *failover.Validation) error {
+func validationTable(w io.Writer, v *inspect.Validation) error {
 	t := newTable(w, "cluster", "check", "result", "detail")
 	for _, c := range v.Checks {
 		if err := t.Append(orDash(c.Cluster), c.Name, string(c.Result), c.Detail); err != nil {

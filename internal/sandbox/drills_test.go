@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/drctl/drctl/drill"
-	"github.com/drctl/drctl/failover"
+	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -28,7 +28,7 @@ func TestSandboxDrills(t *testing.T) {
 	// checks their parity).
 	deadline := time.Now().Add(time.Minute)
 	for {
-		st := failover.CollectStatus(ctx, topo)
+		st := inspect.CollectStatus(ctx, topo)
 		parity := len(st.Topics) > 0
 		for _, tp := range st.Topics {
 			parity = parity && tp.InParity
@@ -53,7 +53,7 @@ func TestSandboxDrills(t *testing.T) {
 	if err != nil || rec.Verdict != drill.Pass {
 		t.Fatalf("failover drill in the sandbox: %v %+v", err, rec)
 	}
-	roles, err := failover.CollectRoles(ctx, topo)
+	roles, err := inspect.CollectRoles(ctx, topo)
 	if err != nil || roles.Active != East || roles.Phase != "steady" {
 		t.Errorf("roles after the failover drill: %+v %v", roles, err)
 	}

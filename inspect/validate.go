@@ -1,4 +1,4 @@
-package failover
+package inspect
 
 import (
 	"context"
@@ -117,6 +117,8 @@ func missingOps(authorized int32, want ...int) []string {
 func ValidateOnline(ctx context.Context, topo *topology.Topology) *Validation {
 	v := ValidateOffline(topo)
 	v.Online = true
+	clusters := kafkaconn.Open(ctx, topo)
+	defer clusters.Close()
 	results := make([][]Check, len(topo.ClusterNames()))
 	ids := make([]string, len(results))
 	var wg sync.WaitGroup
@@ -124,7 +126,7 @@ func ValidateOnline(ctx context.Context, topo *topology.Topology) *Validation {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i], ids[i] = checkCluster(ctx, topo, topo.Clusters[name])
+			results[i], ids[i] = checkCluster(ctx, topo, clusters, topo.Clusters[name])
 		}()
 	}
 	wg.Wait()
@@ -136,7 +138,7 @@ func ValidateOnline(ctx context.Context, topo *topology.Topology) *Validation {
 			Detail: fmt.Sprintf("both clusters have cluster id %s: the topology points twice at the same cluster; fix the bootstrap addresses", ids[0])})
 	}
 	if ids[0] != "" && ids[1] != "" && ids[0] != ids[1] {
-		v.Checks = append(v.Checks, aclParityChecks(ctx, topo)...)
+		v.Checks = append(v.Checks, aclParityChecks(ctx, clusters)...)
 	}
 	return v
 }
@@ -145,17 +147,14 @@ func ValidateOnline(ctx context.Context, topo *topology.Topology) *Validation {
 // principal, and checks the standby's write fence (mirror/aclsync). Drift
 // is a warning: the mirror's ACL sync closes it within seconds. It reads
 // only, and says nothing while the roles move or without an authorizer.
-func aclParityChecks(ctx context.Context, topo *topology.Topology) []Check {
-	clients := map[string]sarama.Client{}
-	for _, name := range topo.ClusterNames() {
-		c, err := kafkaconn.Dial(ctx, topo.Clusters[name], nil)
-		if err != nil {
-			return nil
-		}
-		defer c.Close()
-		clients[name] = c
+func aclParityChecks(ctx context.Context, clusters *kafkaconn.Clusters) []Check {
+	topo := clusters.Topology()
+	clients := clusters.Clients()
+	if len(clients) < len(topo.ClusterNames()) {
+		return nil
 	}
-	st := rolestate.Resolve(ctx, topo, clients).Current
+	v, _ := rolestate.ResolveLive(ctx, clusters)
+	st := v.Current
 	if st.Phase != rolestate.PhaseSteady && st.Phase != "" {
 		return nil
 	}
@@ -198,16 +197,15 @@ func aclParityChecks(ctx context.Context, topo *topology.Topology) []Check {
 	return out
 }
 
-func checkCluster(ctx context.Context, topo *topology.Topology, c *topology.Cluster) ([]Check, string) {
+func checkCluster(ctx context.Context, topo *topology.Topology, clusters *kafkaconn.Clusters, c *topology.Cluster) ([]Check, string) {
 	add := func(checks []Check, name string, r CheckResult, format string, args ...any) []Check {
 		return append(checks, Check{Cluster: c.Name, Name: name, Result: r, Detail: fmt.Sprintf(format, args...)})
 	}
 	var checks []Check
-	client, err := kafkaconn.Dial(ctx, c, nil)
+	client, err := clusters.Need(c.Name)
 	if err != nil {
 		return add(checks, "reachable", CheckFail, "%v", err), ""
 	}
-	defer client.Close()
 	info, err := describeCluster(ctx, client)
 	if err != nil {
 		return add(checks, "reachable", CheckFail, "%v", kafkaconn.Explain(c, err)), ""
@@ -271,7 +269,7 @@ func checkCluster(ctx context.Context, topo *topology.Topology, c *topology.Clus
 	admin, err := sarama.NewClusterAdminFromClient(client)
 	if err == nil {
 		var groups map[string]GroupSide
-		if groups, err = selectedGroups(admin, topo.Mirror.Groups); err == nil {
+		if groups, err = SelectedGroups(admin, topo.Mirror.Groups); err == nil {
 			names := sortedKeys(groups)
 			checks = add(checks, "groups", CheckOK, "%d selected: %s", len(names), summarize(names, 10))
 		}

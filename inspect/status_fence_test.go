@@ -1,4 +1,4 @@
-package failover
+package inspect
 
 import (
 	"testing"
@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/drctl/drctl/internal/aclfence"
 	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/topology"
 )
@@ -50,13 +51,13 @@ func TestStatusFencedOnKfake(t *testing.T) {
 	if got := fenced(); got["east"] != "open" || got["west"] != "open" {
 		t.Errorf("before any fence: %v, want both open", got)
 	}
-	if _, err := Fence(ctx, topo, "east"); err != nil {
+	if _, err := aclfence.Fence(ctx, topo, "east"); err != nil {
 		t.Fatalf("fence east: %v", err)
 	}
 	if got := fenced(); got["east"] != "fenced" || got["west"] != "open" {
 		t.Errorf("with east fenced: %v, want east fenced, west open", got)
 	}
-	if _, err := Unfence(ctx, topo, "east"); err != nil {
+	if _, err := aclfence.Unfence(ctx, topo, "east"); err != nil {
 		t.Fatalf("unfence east: %v", err)
 	}
 	if got := fenced(); got["east"] != "open" {

@@ -1,4 +1,4 @@
-package failover
+package inspect
 
 import (
 	"context"
@@ -7,75 +7,22 @@ import (
 	"testing"
 	"time"
 
-	"github.com/IBM/sarama"
-
-	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/topology"
 )
 
-func dial(t *testing.T, c *topology.Cluster) sarama.Client {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	cl, err := kafkaconn.Dial(ctx, c, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cl.Close() })
-	return cl
-}
-
-func createTopic(t *testing.T, cl sarama.Client, name string, partitions int32, configs map[string]string) {
-	t.Helper()
-	admin, err := sarama.NewClusterAdminFromClient(cl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	entries := map[string]*string{}
-	for k, v := range configs {
-		entries[k] = &v
-	}
-	if err := admin.CreateTopic(name, &sarama.TopicDetail{NumPartitions: partitions, ReplicationFactor: 1, ConfigEntries: entries}, false); err != nil {
-		t.Fatalf("create %s: %v", name, err)
-	}
-}
-
-// commitOffset leaves group with a committed offset and no members (a
-// commit with generation -1, as tools that reset offsets do).
-func commitOffset(t *testing.T, cl sarama.Client, group, topic string, offset int64) {
-	t.Helper()
-	coord, err := cl.Coordinator(group)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req := &sarama.OffsetCommitRequest{Version: 7, ConsumerGroup: group, ConsumerGroupGeneration: -1}
-	req.AddBlock(topic, 0, offset, 0, "")
-	resp, err := coord.CommitOffset(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, parts := range resp.Errors {
-		for _, kerr := range parts {
-			if kerr != sarama.ErrNoError {
-				t.Fatalf("commit %s: %v", group, kerr)
-			}
-		}
-	}
-}
-
 func TestStatusBothReachable(t *testing.T) {
 	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: "  topics: {include: [\"orders\", \"payments\\\\..*\"]}\n  groups: {exclude: [\"ignored-.*\"]}"})
-	east, west := dial(t, p.Topology.Clusters["east"]), dial(t, p.Topology.Clusters["west"])
-	createTopic(t, east, "orders", 3, map[string]string{"retention.ms": "3600000"})
-	createTopic(t, west, "orders", 3, map[string]string{"retention.ms": "7200000"})
-	createTopic(t, east, "payments.eu", 2, nil)
-	createTopic(t, west, "payments.eu", 2, nil)
-	createTopic(t, east, "payments.us", 4, nil)
-	createTopic(t, west, "payments.us", 2, nil)
-	createTopic(t, east, "scratch", 1, nil)
-	commitOffset(t, east, "billing", "orders", 0)
-	commitOffset(t, east, "ignored-group", "orders", 0)
+	east, west := kfaketest.Dial(t, p.Topology, "east"), kfaketest.Dial(t, p.Topology, "west")
+	kfaketest.CreateTopicOn(t, east, "orders", 3, map[string]string{"retention.ms": "3600000"})
+	kfaketest.CreateTopicOn(t, west, "orders", 3, map[string]string{"retention.ms": "7200000"})
+	kfaketest.CreateTopicOn(t, east, "payments.eu", 2, nil)
+	kfaketest.CreateTopicOn(t, west, "payments.eu", 2, nil)
+	kfaketest.CreateTopicOn(t, east, "payments.us", 4, nil)
+	kfaketest.CreateTopicOn(t, west, "payments.us", 2, nil)
+	kfaketest.CreateTopicOn(t, east, "scratch", 1, nil)
+	kfaketest.CommitOn(t, east, "billing", "orders", map[int32]int64{0: 0})
+	kfaketest.CommitOn(t, east, "ignored-group", "orders", map[int32]int64{0: 0})
 
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()

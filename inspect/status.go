@@ -1,4 +1,4 @@
-package failover
+package inspect
 
 import (
 	"context"
@@ -144,7 +144,6 @@ func (s *Status) Unreachable() []string {
 
 // clusterView is what one cluster answered.
 type clusterView struct {
-	client sarama.Client
 	err    error
 	info   ClusterInfo
 	topics map[string]TopicSide
@@ -164,7 +163,19 @@ func CollectStatus(ctx context.Context, topo *topology.Topology) *Status {
 // unreachable or the lag could not be measured), so that a caller showing
 // both (the TUI) measures it once.
 func CollectStatusLag(ctx context.Context, topo *topology.Topology) (*Status, *mirror.LagReport) {
+	clusters := kafkaconn.Open(ctx, topo)
+	defer clusters.Close()
+	return CollectStatusIn(ctx, clusters)
+}
+
+// CollectStatusIn is CollectStatusLag through a command's session: every
+// read of the snapshot (topics, groups, roles, fences, drills, runs, the
+// link's lag and group sync) goes through the session's one client per
+// cluster, and a cluster the session has not dialled yet is dialled once.
+func CollectStatusIn(ctx context.Context, clusters *kafkaconn.Clusters) (*Status, *mirror.LagReport) {
 	var lag *mirror.LagReport
+	topo := clusters.Topology()
+	clusters.Connect(ctx)
 	names := topo.ClusterNames()
 	views := make(map[string]*clusterView, len(names))
 	var mu sync.Mutex
@@ -173,20 +184,14 @@ func CollectStatusLag(ctx context.Context, topo *topology.Topology) (*Status, *m
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			v := inspect(ctx, topo, topo.Clusters[name])
+			v := readCluster(ctx, topo, clusters, name)
 			mu.Lock()
 			views[name] = v
 			mu.Unlock()
 		}()
 	}
 	wg.Wait()
-	clients := map[string]sarama.Client{}
-	for name, v := range views {
-		if v.client != nil {
-			clients[name] = v.client
-			defer v.client.Close()
-		}
-	}
+	clients := clusters.Clients()
 	view := rolestate.Resolve(ctx, topo, clients)
 	st := assemble(topo, views, view)
 	readFences(ctx, topo, st, clients)
@@ -205,7 +210,7 @@ func CollectStatusLag(ctx context.Context, topo *topology.Topology) (*Status, *m
 	}
 	if len(clients) == len(names) {
 		link := mirror.LinkFor(topo, st.Roles.Active, st.Roles.Standby)
-		ls, rep := mirror.DescribeLinkLag(ctx, topo, link)
+		ls, rep := mirror.DescribeLinkLagIn(ctx, clusters, link)
 		st.Mirror, lag = &ls, rep
 		if syncs, err := groupsync.StatusFrom(ctx, clients[st.Roles.Standby], topo, link); err == nil {
 			for i := range st.Groups {
@@ -230,14 +235,16 @@ func CollectStatusLag(ctx context.Context, topo *topology.Topology) (*Status, *m
 	return st, lag
 }
 
-func inspect(ctx context.Context, topo *topology.Topology, c *topology.Cluster) *clusterView {
+// readCluster reads what status shows of cluster name through the
+// session's client.
+func readCluster(ctx context.Context, topo *topology.Topology, clusters *kafkaconn.Clusters, name string) *clusterView {
 	v := &clusterView{}
-	client, err := kafkaconn.Dial(ctx, c, nil)
+	c := topo.Clusters[name]
+	client, err := clusters.Need(name)
 	if err != nil {
 		v.err = err
 		return v
 	}
-	v.client = client
 	if v.info, err = describeCluster(ctx, client); err != nil {
 		v.err = kafkaconn.Explain(c, err)
 		return v
@@ -251,7 +258,7 @@ func inspect(ctx context.Context, topo *topology.Topology, c *topology.Cluster) 
 		v.err = kafkaconn.Explain(c, err)
 		return v
 	}
-	if v.groups, err = selectedGroups(admin, topo.Mirror.Groups); err != nil {
+	if v.groups, err = SelectedGroups(admin, topo.Mirror.Groups); err != nil {
 		v.err = kafkaconn.Explain(c, err)
 	}
 	return v
@@ -298,7 +305,9 @@ func selectedTopics(admin sarama.ClusterAdmin, sel topology.Selection) (map[stri
 	return out, nil
 }
 
-func selectedGroups(admin sarama.ClusterAdmin, sel topology.Selection) (map[string]GroupSide, error) {
+// SelectedGroups lists the groups sel selects (drctl's own excluded) with
+// their state and member count.
+func SelectedGroups(admin sarama.ClusterAdmin, sel topology.Selection) (map[string]GroupSide, error) {
 	listed, err := admin.ListConsumerGroups()
 	if err != nil {
 		return nil, err
@@ -507,7 +516,7 @@ func runProblem(ctx context.Context, st *Status, clients map[string]sarama.Clien
 		if err != nil || !found {
 			continue
 		}
-		if r, err := decodeRunRecord(raw); err == nil && (rec == nil || r.start().From > rec.start().From) {
+		if r, err := DecodeRunRecord(raw); err == nil && (rec == nil || r.Start().From > rec.Start().From) {
 			rec = r
 		}
 	}
@@ -522,16 +531,16 @@ func runProblem(ctx context.Context, st *Status, clients map[string]sarama.Clien
 			rpo = rep.Records
 		}
 	}
-	next := rec.start().From
+	next := rec.Start().From
 	run.Step = next
 	total := len(rec.Plan.Steps)
 	at := "after its last step"
 	if next < total {
 		at = fmt.Sprintf("at step %d/%d (%s)", next+1, total, rec.Plan.Steps[next].Name)
 	}
-	how := fmt.Sprintf("drctl abort %s undoes it (before step %d/%d, %s)", run.ID, pointOfNoReturn(rec.Plan)+1, total, rec.Plan.Steps[pointOfNoReturn(rec.Plan)].Name)
-	if max(rec.Started, next-1) >= pointOfNoReturn(rec.Plan) {
-		how = fmt.Sprintf("drctl abort %s cannot undo it any more (past step %d/%d, %s)", run.ID, pointOfNoReturn(rec.Plan)+1, total, rec.Plan.Steps[pointOfNoReturn(rec.Plan)].Name)
+	how := fmt.Sprintf("drctl abort %s undoes it (before step %d/%d, %s)", run.ID, PointOfNoReturn(rec.Plan)+1, total, rec.Plan.Steps[PointOfNoReturn(rec.Plan)].Name)
+	if max(rec.Started, next-1) >= PointOfNoReturn(rec.Plan) {
+		how = fmt.Sprintf("drctl abort %s cannot undo it any more (past step %d/%d, %s)", run.ID, PointOfNoReturn(rec.Plan)+1, total, rec.Plan.Steps[PointOfNoReturn(rec.Plan)].Name)
 	}
 	last := ""
 	if rec.Error != "" {

@@ -1,4 +1,4 @@
-package failover
+package inspect
 
 import (
 	"encoding/json"
@@ -44,17 +44,17 @@ func FuzzDecodeRunRecord(f *testing.F) {
 	seeds = append(seeds, []byte(`{"plan":null}`), []byte(`{"plan":{"format_version":1,"id":"x","kind":"k","steps":[]},"done":[],"started":-1}`))
 	fuzzseed.Add(f, seeds...)
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		rec, err := decodeRunRecord(raw)
+		rec, err := DecodeRunRecord(raw)
 		if err != nil {
 			return
 		}
 		n := len(rec.Plan.Steps)
-		if s := rec.start(); s.From < 0 || s.From > n {
+		if s := rec.Start(); s.From < 0 || s.From > n {
 			t.Fatalf("resume would start at step %d of %d", s.From, n)
 		}
 		// What Execute does with a record of this plan.
 		done := make([]bool, n)
-		for i := 0; i < rec.start().From; i++ {
+		for i := 0; i < rec.Start().From; i++ {
 			done[i] = true
 		}
 		for i := range rec.Outputs {
@@ -66,7 +66,7 @@ func FuzzDecodeRunRecord(f *testing.F) {
 		if err != nil {
 			t.Fatalf("an accepted record does not encode: %v", err)
 		}
-		back, err := decodeRunRecord(again)
+		back, err := DecodeRunRecord(again)
 		if err != nil {
 			t.Fatalf("a written record does not decode: %v\n%s", err, again)
 		}
@@ -96,13 +96,13 @@ func TestDecodeRunRecordRefuses(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, err := decodeRunRecord(raw); err == nil {
+		if got, err := DecodeRunRecord(raw); err == nil {
 			t.Errorf("%s: accepted %+v", name, got)
 		}
 	}
 	good := RunRecord{Plan: p, Done: []bool{true}, Started: 0, Outputs: map[int]json.RawMessage{0: json.RawMessage(`1`)}}
 	raw, _ := json.Marshal(good)
-	if _, err := decodeRunRecord(raw); err != nil {
+	if _, err := DecodeRunRecord(raw); err != nil {
 		t.Errorf("a good record: %v", err)
 	}
 }

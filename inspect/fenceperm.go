@@ -1,4 +1,4 @@
-package failover
+package inspect
 
 import (
 	"fmt"
@@ -8,11 +8,11 @@ import (
 	"github.com/drctl/drctl/topology"
 )
 
-// fencePermission returns a problem when the acl fence is configured and
+// FencePermission returns a problem when the acl fence is configured and
 // drctl's principal may not Alter (create and delete ACLs) on cluster
 // name, whose client is c; "" when it may, when another fence is used, or
 // when the brokers do not report permissions (drctl validate warns then).
-func fencePermission(topo *topology.Topology, name string, c sarama.Client) string {
+func FencePermission(topo *topology.Topology, name string, c sarama.Client) string {
 	if topo.Failover.Fence != topology.FenceACL {
 		return ""
 	}

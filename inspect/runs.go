@@ -1,0 +1,166 @@
+package inspect
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/drctl/drctl/internal/kafkaconn"
+	"github.com/drctl/drctl/internal/kvstore"
+	"github.com/drctl/drctl/internal/rolestate"
+	"github.com/drctl/drctl/plans"
+	"github.com/drctl/drctl/topology"
+)
+
+// Step names that a run record's plan is read by: the point of no return
+// of each kind of run and the RPO report. Package failover builds its
+// plans with these names.
+const (
+	StepFlip = "flip-roles"
+	StepWipe = "wipe"
+	StepRPO  = "rpo-report"
+)
+
+// RunsTopic is the compacted internal topic in which both clusters keep
+// the progress of every run, keyed by run id, so that `drctl resume` can
+// finish a run from any machine.
+const RunsTopic = "__drctl_runs"
+
+// RunRecord is a run's progress as the clusters keep it.
+type RunRecord struct {
+	Plan    *plans.Plan             `json:"plan"`
+	Done    []bool                  `json:"done"`
+	Outputs map[int]json.RawMessage `json:"outputs"`
+	// Started is the step running or last started (-1: none).
+	Started  int           `json:"started"`
+	Finished bool          `json:"finished"`
+	Outcome  plans.Outcome `json:"outcome,omitempty"`
+	Error    string        `json:"error,omitempty"`
+	// Aborted is set when drctl abort undid the run; it is never resumed.
+	Aborted *Aborted `json:"aborted,omitempty"`
+}
+
+// Start returns where a resume begins: the first step not done, with the
+// outputs of the steps before it.
+func (r *RunRecord) Start() plans.Start {
+	next := 0
+	for next < len(r.Done) && r.Done[next] {
+		next++
+	}
+	return plans.Start{From: next, Outputs: r.Outputs, Rerun: r.Started == next}
+}
+
+// Aborted records who aborted a run, when, why and what was undone.
+type Aborted struct {
+	By     string    `json:"by" yaml:"by"`
+	At     time.Time `json:"at" yaml:"at"`
+	Reason string    `json:"reason" yaml:"reason"`
+	// Step is the step the run was at (its index, from 0).
+	Step   int      `json:"step" yaml:"step"`
+	Undone []string `json:"undone" yaml:"undone"`
+}
+
+// PointOfNoReturn is the index of the step from whose start a run can only
+// be finished: the flip of a failover or failback, the wipe of a reseed.
+func PointOfNoReturn(p *plans.Plan) int {
+	name := StepFlip
+	if p.Kind == string(rolestate.RunReseed) {
+		name = StepWipe
+	}
+	for i, s := range p.Steps {
+		if s.Name == name {
+			return i
+		}
+	}
+	return 0
+}
+
+// LoadRun reads a run's progress from the clusters (the most advanced
+// record wins); nil when no cluster knows it.
+func LoadRun(ctx context.Context, topo *topology.Topology, id string) (*RunRecord, error) {
+	w := kafkaconn.Open(ctx, topo)
+	defer w.Close()
+	var best *RunRecord
+	for _, c := range w.Clients() {
+		raw, found, err := kvstore.Get(ctx, c, RunsTopic, id)
+		if err != nil || !found {
+			continue
+		}
+		rec, err := DecodeRunRecord(raw)
+		if err != nil {
+			continue
+		}
+		if best == nil || rec.Start().From > best.Start().From {
+			best = rec
+		}
+	}
+	return best, nil
+}
+
+// ListRuns reads every run the clusters recorded in RunsTopic; for a run
+// both hold, the most advanced record wins. It only reads. It fails only
+// when no cluster could be read; unreadable records are skipped.
+func ListRuns(ctx context.Context, topo *topology.Topology) ([]*RunRecord, error) {
+	w := kafkaconn.Open(ctx, topo)
+	defer w.Close()
+	best := map[string]*RunRecord{}
+	var errs []error
+	read := 0
+	for name, c := range w.Clients() {
+		all, err := kvstore.All(ctx, c, RunsTopic)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("cluster %s: %w", name, err))
+			continue
+		}
+		read++
+		for id, raw := range all {
+			rec, err := DecodeRunRecord(raw)
+			if err != nil || rec.Plan == nil {
+				continue
+			}
+			if b := best[id]; b == nil || rec.Start().From > b.Start().From || (rec.Finished && !b.Finished) {
+				best[id] = rec
+			}
+		}
+	}
+	if read == 0 {
+		return nil, fmt.Errorf("read runs from the clusters: %w", errors.Join(append(errs, rolestate.ErrNoneReachable)...))
+	}
+	out := make([]*RunRecord, 0, len(best))
+	for _, r := range best {
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// DecodeRunRecord decodes a run record read back from a cluster. It holds
+// a valid plan, and its progress fits that plan (one done flag per step,
+// outputs and the started step within it): a resume indexes the plan's
+// steps with them.
+func DecodeRunRecord(raw []byte) (*RunRecord, error) {
+	var rec RunRecord
+	if err := json.Unmarshal(raw, &rec); err != nil {
+		return nil, err
+	}
+	if rec.Plan == nil {
+		return nil, errors.New("run record without a plan")
+	}
+	if err := rec.Plan.Validate(); err != nil {
+		return nil, err
+	}
+	n := len(rec.Plan.Steps)
+	if len(rec.Done) != n {
+		return nil, fmt.Errorf("run record of %s: %d done flags for %d steps", rec.Plan.ID, len(rec.Done), n)
+	}
+	if rec.Started < -1 || rec.Started >= n {
+		return nil, fmt.Errorf("run record of %s: started step %d of %d", rec.Plan.ID, rec.Started, n)
+	}
+	for i := range rec.Outputs {
+		if i < 0 || i >= n {
+			return nil, fmt.Errorf("run record of %s: outputs of step %d of %d", rec.Plan.ID, i, n)
+		}
+	}
+	return &rec, nil
+}
