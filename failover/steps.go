@@ -234,7 +234,7 @@ func preflight(ctx context.Context, topo *topology.Topology, p preflightParams) 
 				problems = append(problems, fmt.Sprintf("topic %s has %d partitions on %s and %d on %s", t, n, p.From, m, p.To))
 			}
 		}
-		ls := mirror.DescribeLink(ctx, topo, mirror.LinkFor(topo, p.From, p.To))
+		ls, _ := mirror.DescribeLinkLagIn(ctx, w.Clusters, mirror.LinkFor(topo, p.From, p.To))
 		switch {
 		case ls.Error != "":
 			problems = append(problems, "mirror "+ls.Link+": "+ls.Error)

@@ -80,10 +80,10 @@ func PointOfNoReturn(p *plans.Plan) int {
 // LoadRun reads a run's progress from the clusters (the most advanced
 // record wins); nil when no cluster knows it.
 func LoadRun(ctx context.Context, topo *topology.Topology, id string) (*RunRecord, error) {
-	w := kafkaconn.Open(ctx, topo)
-	defer w.Close()
+	clusters := kafkaconn.Open(ctx, topo)
+	defer clusters.Close()
 	var best *RunRecord
-	for _, c := range w.Clients() {
+	for _, c := range clusters.Clients() {
 		raw, found, err := kvstore.Get(ctx, c, RunsTopic, id)
 		if err != nil || !found {
 			continue
@@ -103,12 +103,19 @@ func LoadRun(ctx context.Context, topo *topology.Topology, id string) (*RunRecor
 // both hold, the most advanced record wins. It only reads. It fails only
 // when no cluster could be read; unreadable records are skipped.
 func ListRuns(ctx context.Context, topo *topology.Topology) ([]*RunRecord, error) {
-	w := kafkaconn.Open(ctx, topo)
-	defer w.Close()
+	clusters := kafkaconn.Open(ctx, topo)
+	defer clusters.Close()
+	return ListRunsIn(ctx, clusters)
+}
+
+// ListRunsIn is ListRuns through a command's session (every cluster the
+// session has not dialled yet is dialled once).
+func ListRunsIn(ctx context.Context, clusters *kafkaconn.Clusters) ([]*RunRecord, error) {
+	clusters.Connect(ctx)
 	best := map[string]*RunRecord{}
 	var errs []error
 	read := 0
-	for name, c := range w.Clients() {
+	for name, c := range clusters.Clients() {
 		all, err := kvstore.All(ctx, c, RunsTopic)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("cluster %s: %w", name, err))

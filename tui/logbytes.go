@@ -8,7 +8,6 @@ import (
 
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/mirror"
-	"github.com/drctl/drctl/topology"
 )
 
 // LogBytes is the size in bytes of the mirrored partitions' logs on both
@@ -21,34 +20,33 @@ type LogBytes struct {
 
 // measureLogBytes sums the log sizes of the partitions lag measured, on
 // the link's source and target.
-func measureLogBytes(ctx context.Context, topo *topology.Topology, lag *mirror.LagReport, source, target string) (*LogBytes, error) {
+func measureLogBytes(ctx context.Context, clusters *kafkaconn.Clusters, lag *mirror.LagReport, source, target string) (*LogBytes, error) {
 	want := map[string]bool{}
 	for _, p := range lag.Partitions {
 		want[p.Topic] = true
 	}
-	src, err := clusterLogBytes(ctx, topo.Clusters[source], want)
+	src, err := clusterLogBytes(clusters, source, want)
 	if err != nil {
 		return nil, err
 	}
-	dst, err := clusterLogBytes(ctx, topo.Clusters[target], want)
+	dst, err := clusterLogBytes(clusters, target, want)
 	if err != nil {
 		return nil, err
 	}
 	return &LogBytes{Source: src, Target: dst}, nil
 }
 
-// clusterLogBytes is the size of the topics' logs on cluster c: for each
-// partition the largest of its replicas (replicas hold the same log; the
-// largest is the one furthest along).
-func clusterLogBytes(ctx context.Context, c *topology.Cluster, topics map[string]bool) (int64, error) {
-	client, err := kafkaconn.Dial(ctx, c, nil)
+// clusterLogBytes is the size of the topics' logs on cluster name: for
+// each partition the largest of its replicas (replicas hold the same log;
+// the largest is the one furthest along).
+func clusterLogBytes(clusters *kafkaconn.Clusters, name string, topics map[string]bool) (int64, error) {
+	client, err := clusters.Need(name)
 	if err != nil {
 		return 0, err
 	}
-	defer client.Close()
 	admin, err := sarama.NewClusterAdminFromClient(client)
 	if err != nil {
-		return 0, fmt.Errorf("cluster %s: %w", c.Name, err)
+		return 0, fmt.Errorf("cluster %s: %w", name, err)
 	}
 	var ids []int32
 	for _, b := range client.Brokers() {
@@ -56,7 +54,7 @@ func clusterLogBytes(ctx context.Context, c *topology.Cluster, topics map[string
 	}
 	dirs, err := admin.DescribeLogDirs(ids)
 	if err != nil {
-		return 0, fmt.Errorf("cluster %s: describe log dirs: %w", c.Name, err)
+		return 0, fmt.Errorf("cluster %s: describe log dirs: %w", name, err)
 	}
 	type tp struct {
 		topic string

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/drctl/drctl/inspect"
+	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/mirror"
 	"github.com/drctl/drctl/topology"
 )
@@ -41,18 +42,21 @@ func collect(ctx context.Context, topo *topology.Topology, journalDir string, ti
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	s := &Snapshot{At: now()}
-	s.Status, s.Lag = inspect.CollectStatusLag(ctx, topo)
+	// One session for the whole refresh: each cluster is dialled once.
+	clusters := kafkaconn.Open(ctx, topo)
+	defer clusters.Close()
+	s.Status, s.Lag = inspect.CollectStatusIn(ctx, clusters)
 	if m := s.Status.Mirror; m != nil && s.Lag == nil && m.Error != "" {
 		s.LagError = m.Error
 	}
 	if s.Lag != nil {
-		s.Bytes, _ = measureLogBytes(ctx, topo, s.Lag, s.Status.Roles.Active, s.Status.Roles.Standby)
+		s.Bytes, _ = measureLogBytes(ctx, clusters, s.Lag, s.Status.Roles.Active, s.Status.Roles.Standby)
 	}
 	runs, err := readJournals(journalDir, 50)
 	if err != nil {
 		s.RunsError = err.Error()
 	}
-	recorded, err := inspect.ListRuns(ctx, topo)
+	recorded, err := inspect.ListRunsIn(ctx, clusters)
 	if err != nil && s.RunsError == "" {
 		s.RunsError = err.Error()
 	}
