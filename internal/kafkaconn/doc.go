@@ -13,4 +13,11 @@
 //   - Every failure to reach or authenticate to a cluster wraps
 //     ErrUnreachable, and its message names the cluster, the cause and the
 //     fix; Explain scrubs the cluster's password from any text it returns.
+//   - A Clusters session dials each cluster at most once, however often it
+//     is asked (Connect, Need); an unreachable cluster keeps its first error
+//     and is not dialled again. Its clients belong to it: callers never
+//     close them (nor a ClusterAdmin made from them), Close does.
+//   - Every producer drctl opens starts from IdempotentProducer: acks from
+//     all in-sync replicas, one request in flight, ProducerRetries retries
+//     ProducerRetryBackoff apart.
 package kafkaconn
