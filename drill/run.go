@@ -13,8 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/IBM/sarama"
-
 	"github.com/drctl/drctl/failover"
 	"github.com/drctl/drctl/internal/drilllease"
 	"github.com/drctl/drctl/internal/kafkaconn"
@@ -320,23 +318,17 @@ func decode[T any](raw json.RawMessage) *T {
 // liveRoles dials both clusters and resolves the live roles; a drill needs
 // both clusters, so either being unreachable is ErrUnreachable.
 func liveRoles(ctx context.Context, topo *topology.Topology) (rolestate.State, error) {
-	clients := map[string]sarama.Client{}
-	defer func() {
-		for _, c := range clients {
-			_ = c.Close()
-		}
-	}()
+	clusters := kafkaconn.Open(ctx, topo)
+	defer clusters.Close()
 	var errs []error
 	for _, name := range topo.ClusterNames() {
-		c, err := kafkaconn.Dial(ctx, topo.Clusters[name], nil)
-		if err != nil {
+		if _, err := clusters.Need(name); err != nil {
 			errs = append(errs, err)
-			continue
 		}
-		clients[name] = c
 	}
 	if len(errs) > 0 {
 		return rolestate.State{}, fmt.Errorf("a drill needs both clusters: %w", errors.Join(errs...))
 	}
-	return rolestate.Resolve(ctx, topo, clients).Current, nil
+	v, _ := rolestate.ResolveLive(ctx, clusters)
+	return v.Current, nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -396,14 +398,7 @@ func assemble(topo *topology.Topology, views map[string]*clusterView, rv rolesta
 		return s
 	}
 	act, stb := views[cur.Active], views[cur.Standby]
-	topicNames := map[string]bool{}
-	for n := range act.topics {
-		topicNames[n] = true
-	}
-	for n := range stb.topics {
-		topicNames[n] = true
-	}
-	for _, n := range sortedKeys(topicNames) {
+	for _, n := range unionKeys(act.topics, stb.topics) {
 		ts := TopicStatus{Name: n, Active: act.topics[n], Standby: stb.topics[n]}
 		if ts.Active.Exists && ts.Standby.Exists {
 			ts.ConfigDrift = configDrift(ts.Active, ts.Standby)
@@ -411,14 +406,7 @@ func assemble(topo *topology.Topology, views map[string]*clusterView, rv rolesta
 		ts.InParity = ts.Active.Exists && ts.Standby.Exists && ts.Active.Partitions == ts.Standby.Partitions && len(ts.ConfigDrift) == 0
 		s.Topics = append(s.Topics, ts)
 	}
-	groupNames := map[string]bool{}
-	for n := range act.groups {
-		groupNames[n] = true
-	}
-	for n := range stb.groups {
-		groupNames[n] = true
-	}
-	for _, n := range sortedKeys(groupNames) {
+	for _, n := range unionKeys(act.groups, stb.groups) {
 		gs := GroupStatus{Name: n, Active: act.groups[n], Standby: stb.groups[n]}
 		if gs.Standby.Members > 0 {
 			s.Problems = append(s.Problems, "group "+n+" has members on the standby "+cur.Standby+"; stop those consumers before a failover")
@@ -432,13 +420,6 @@ func assemble(topo *topology.Topology, views map[string]*clusterView, rv rolesta
 // side, the effective values on both sides: a value set on one side that
 // equals the other side's default is not drift.
 func configDrift(a, b TopicSide) []ConfigDrift {
-	keys := map[string]bool{}
-	for k := range a.Configs {
-		keys[k] = true
-	}
-	for k := range b.Configs {
-		keys[k] = true
-	}
 	value := func(s TopicSide, k string) string {
 		if v, ok := s.effective[k]; ok {
 			return v
@@ -446,7 +427,7 @@ func configDrift(a, b TopicSide) []ConfigDrift {
 		return s.Configs[k]
 	}
 	var out []ConfigDrift
-	for _, k := range sortedKeys(keys) {
+	for _, k := range unionKeys(a.Configs, b.Configs) {
 		if mirrorIgnoredConfigs[k] {
 			continue
 		}
@@ -468,13 +449,11 @@ var mirrorIgnoredConfigs = map[string]bool{
 	"follower.replication.throttled.replicas": true,
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+// unionKeys returns the keys of a and b, sorted, each once.
+func unionKeys[V any](a, b map[string]V) []string {
+	keys := slices.AppendSeq(slices.Collect(maps.Keys(a)), maps.Keys(b))
+	slices.Sort(keys)
+	return slices.Compact(keys)
 }
 
 // CollectRoles reads only the live roles: from both clusters at once, the

@@ -3,6 +3,8 @@ package inspect
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -270,7 +272,7 @@ func checkCluster(ctx context.Context, topo *topology.Topology, clusters *kafkac
 	if err == nil {
 		var groups map[string]GroupSide
 		if groups, err = SelectedGroups(admin, topo.Mirror.Groups); err == nil {
-			names := sortedKeys(groups)
+			names := slices.Sorted(maps.Keys(groups))
 			checks = add(checks, "groups", CheckOK, "%d selected: %s", len(names), summarize(names, 10))
 		}
 	}
