@@ -2,6 +2,7 @@ package inspect
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -36,7 +37,7 @@ func describeCluster(ctx context.Context, client sarama.Client) (ClusterInfo, er
 		return info, fmt.Errorf("no broker to ask")
 	}
 	if ok, _ := b.Connected(); !ok {
-		if err := b.Open(client.Config()); err != nil && err != sarama.ErrAlreadyConnected {
+		if err := b.Open(client.Config()); err != nil && !errors.Is(err, sarama.ErrAlreadyConnected) {
 			return info, err
 		}
 	}
@@ -57,7 +58,7 @@ func describeCluster(ctx context.Context, client sarama.Client) (ClusterInfo, er
 	}
 	av, err := b.ApiVersions(&sarama.ApiVersionsRequest{Version: 3, ClientSoftwareName: "drctl", ClientSoftwareVersion: "0"})
 	if err != nil {
-		return info, nil // the version is a nicety; the cluster answered
+		return info, nil //nolint:nilerr // the version is a nicety; the cluster answered
 	}
 	for _, f := range av.SupportedFeatures {
 		if f.Name == "metadata.version" {

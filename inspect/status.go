@@ -183,14 +183,12 @@ func CollectStatusIn(ctx context.Context, clusters *kafkaconn.Clusters) (*Status
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, name := range names {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			v := readCluster(ctx, topo, clusters, name)
 			mu.Lock()
 			views[name] = v
 			mu.Unlock()
-		}()
+		})
 	}
 	wg.Wait()
 	clients := clusters.Clients()

@@ -125,11 +125,9 @@ func ValidateOnline(ctx context.Context, topo *topology.Topology) *Validation {
 	ids := make([]string, len(results))
 	var wg sync.WaitGroup
 	for i, name := range topo.ClusterNames() {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			results[i], ids[i] = checkCluster(ctx, topo, clusters, topo.Clusters[name])
-		}()
+		})
 	}
 	wg.Wait()
 	for _, r := range results {

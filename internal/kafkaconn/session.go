@@ -61,9 +61,7 @@ func (s *Clusters) Connect(ctx context.Context, names ...string) {
 	}
 	var wg sync.WaitGroup
 	for _, name := range todo {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			var cl sarama.Client
 			err := fmt.Errorf("cluster %s: %w: not a cluster of topology %s", name, ErrUnreachable, s.topo.Name)
 			if c := s.topo.Clusters[name]; c != nil {
@@ -79,7 +77,7 @@ func (s *Clusters) Connect(ctx context.Context, names ...string) {
 			default:
 				s.clients[name] = cl
 			}
-		}()
+		})
 	}
 	wg.Wait()
 }
