@@ -170,7 +170,7 @@ func MarkFinal(err error) error {
 }
 
 func isMarkedFinal(err error) bool {
-	_, ok := err.(finalError)
+	_, ok := err.(finalError) //nolint:errorlint // a leaf of walk's: only this node counts
 	return ok
 }
 
@@ -202,7 +202,7 @@ func classifyLeaf(err error) Class {
 // reach). sarama.ProducerErrors, which has no Unwrap, is walked element by
 // element.
 func walk(err error, fn func(error)) {
-	switch e := err.(type) {
+	switch e := err.(type) { //nolint:errorlint // walk visits the tree one node at a time
 	case nil:
 		return
 	case finalError:

@@ -87,7 +87,7 @@ func Do(ctx context.Context, p Policy, op func(attempt int) error) error {
 
 // unmark removes MarkFinal's mark from the top of err.
 func unmark(err error) error {
-	if fe, ok := err.(finalError); ok {
+	if fe, ok := err.(finalError); ok { //nolint:errorlint // only the mark an op put on top
 		return fe.err
 	}
 	return err
