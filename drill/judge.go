@@ -85,11 +85,11 @@ func Judge(r *Record) {
 			switch {
 			case d.Unmirrored == 0:
 				add("%s -> %s: no canary record was left behind on %s: the mirror's pause did not hold, nothing was rehearsed", d.From, d.To, d.From)
-			case d.RPORecords != int64(d.Unmirrored):
-				add("%s -> %s: the run reported an RPO of %d canary records, but %d never reached %s", d.From, d.To, d.RPORecords, d.Unmirrored, d.To)
+			case d.RPORecords != int64(d.UnmirroredAll):
+				add("%s -> %s: the run reported an RPO of %d canary records, but %d never reached %s", d.From, d.To, d.RPORecords, d.UnmirroredAll, d.To)
 			}
 			if d.SalvageMismatch != "" {
-				add("%s -> %s: the salvage does not hold exactly the %d canary records that never reached %s: %s", d.From, d.To, d.Unmirrored, d.To, d.SalvageMismatch)
+				add("%s -> %s: the salvage does not hold exactly the %d canary records that never reached %s: %s", d.From, d.To, d.UnmirroredAll, d.To, d.SalvageMismatch)
 			}
 		}
 	}

@@ -178,13 +178,16 @@ type Direction struct {
 	// Unplanned marks the unplanned failover of an unplanned drill. Its
 	// RPORecords is what the run reported for the canary topic,
 	// RPOAllRecords over every topic and RPOSeconds its time span;
-	// Unmirrored counts the canary records the old active acknowledged
-	// that never reached the new active (RPORecords must equal it), and
-	// Salvaged those the reseed's salvage put in quarantine (exactly the
-	// unmirrored ones, record by record; SalvageMismatch says how not).
+	// UnmirroredAll counts the records the old active's canary partition
+	// held that never reached the new active (RPORecords must equal it;
+	// an earlier drill's records the mirror had not copied yet count too),
+	// Unmirrored this drill's among them, and Salvaged the records the
+	// run's salvage put in quarantine (exactly the unmirrored ones, record
+	// by record; SalvageMismatch says how not).
 	Unplanned       bool    `json:"unplanned,omitempty" yaml:"unplanned,omitempty"`
 	RPOAllRecords   int64   `json:"rpo_all_records,omitempty" yaml:"rpo_all_records,omitempty"`
 	RPOSeconds      float64 `json:"rpo_seconds,omitempty" yaml:"rpo_seconds,omitempty"`
+	UnmirroredAll   int     `json:"unmirrored_all,omitempty" yaml:"unmirrored_all,omitempty"`
 	Unmirrored      int     `json:"unmirrored,omitempty" yaml:"unmirrored,omitempty"`
 	Salvaged        int     `json:"salvaged,omitempty" yaml:"salvaged,omitempty"`
 	SalvageMismatch string  `json:"salvage_mismatch,omitempty" yaml:"salvage_mismatch,omitempty"`

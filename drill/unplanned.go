@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -92,8 +93,8 @@ func (x *failoverDrill) registerUnplanned(r *plans.Registry) {
 		if err != nil {
 			return plans.Result{}, err
 		}
-		return plans.NewResult(fmt.Sprintf("%s is active (run %s): RPO reported %d canary record(s) (%d over all topics, %.1f s), %d never reached %s, %d salvaged; writes accepted after %.1f s, the canary group consumed after %.1f s",
-			mp.To, dir.RunID, dir.RPORecords, dir.RPOAllRecords, dir.RPOSeconds, dir.Unmirrored, mp.To, dir.Salvaged, dir.RTOWriteSeconds, dir.RTOConsumeSeconds), dir)
+		return plans.NewResult(fmt.Sprintf("%s is active (run %s): RPO reported %d canary record(s) (%d over all topics, %.1f s), %d never reached %s (%d of this drill), %d salvaged; writes accepted after %.3f s, the canary group consumed after %.3f s",
+			mp.To, dir.RunID, dir.RPORecords, dir.RPOAllRecords, dir.RPOSeconds, dir.UnmirroredAll, mp.To, dir.Unmirrored, dir.Salvaged, dir.RTOWriteSeconds, dir.RTOConsumeSeconds), dir)
 	}))
 }
 
@@ -171,6 +172,16 @@ func (x *failoverDrill) unplanned(ctx context.Context, mp moveParams) (*Directio
 	if err := x.awaitObserved(ctx, mp.From, mp.To); err != nil {
 		return nil, err
 	}
+	// What the old active holds, and where the salvage will append: the
+	// evidence the run's RPO and salvage are checked against.
+	held, err := x.canaryKeys(ctx, mp.From, x.topo.CanaryTopic())
+	if err != nil {
+		return nil, err
+	}
+	quarantineFrom, err := x.partitionEnd(ctx, mp.To, x.topo.CanaryTopic()+x.topo.Failover.SalvageTopicSuffix)
+	if err != nil {
+		return nil, err
+	}
 	p, err := failover.PlanFailoverWith(ctx, x.topo, failover.FailoverRequest{To: mp.To, Unplanned: true, ForceUnplanned: true, Failback: mp.Failback})
 	if err != nil {
 		return nil, fmt.Errorf("plan the unplanned failover to %s: %w", mp.To, err)
@@ -225,7 +236,7 @@ func (x *failoverDrill) unplanned(ctx context.Context, mp moveParams) (*Directio
 			dir.RPORecords += pr.Records
 		}
 	}
-	if err := x.checkSalvage(ctx, dir); err != nil {
+	if err := x.checkSalvage(ctx, dir, held, quarantineFrom); err != nil {
 		return nil, err
 	}
 	return dir, nil
@@ -266,81 +277,126 @@ func (x *failoverDrill) awaitObserved(ctx context.Context, from, to string) erro
 	return nil
 }
 
+// keyedRecord is one record of a canary partition: its key and offset.
+type keyedRecord struct {
+	key    string
+	offset int64
+}
+
+// canaryKeys reads partition 0 of topic on cluster from its start and
+// returns its records' keys with their offsets (canary keys are unique:
+// "<drill id>/<seq>").
+func (x *failoverDrill) canaryKeys(ctx context.Context, cluster, topic string) ([]keyedRecord, error) {
+	return x.readKeyed(ctx, cluster, topic, 0, func(r kafkaread.Record) int64 { return r.Offset })
+}
+
+func (x *failoverDrill) readKeyed(ctx context.Context, cluster, topic string, from int64, offsetOf func(kafkaread.Record) int64) ([]keyedRecord, error) {
+	c, err := dial(ctx, x.topo, cluster)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	info, err := kafkaread.Topic(ctx, c, topic)
+	if err != nil || !info.Exists {
+		return nil, err
+	}
+	var out []keyedRecord
+	if _, err := kafkaread.ReadCommitted(ctx, c, topic, 0, from, func(r kafkaread.Record) error {
+		out = append(out, keyedRecord{key: string(r.Key), offset: offsetOf(r)})
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("read %s on %s: %w", topic, cluster, err)
+	}
+	return out, nil
+}
+
+// partitionEnd is the last stable offset of partition 0 of topic on
+// cluster (0 when the topic does not exist).
+func (x *failoverDrill) partitionEnd(ctx context.Context, cluster, topic string) (int64, error) {
+	c, err := dial(ctx, x.topo, cluster)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	if info, err := kafkaread.Topic(ctx, c, topic); err != nil || !info.Exists {
+		return 0, err
+	}
+	ends, err := kafkaread.PartitionEnds(ctx, c, topic, 0)
+	if err != nil {
+		return 0, fmt.Errorf("%s on %s: %w", topic, cluster, err)
+	}
+	return ends.Stable, nil
+}
+
 // checkSalvage compares, record by record, the canary records the old
-// active acknowledged that never reached the new active with those the
-// salvage put into quarantine on it: the same sequence numbers, each taken
-// from the very offset the old active acknowledged.
-func (x *failoverDrill) checkSalvage(ctx context.Context, dir *Direction) error {
-	c, err := dial(ctx, x.topo, dir.To)
+// active held before the failover that never reached the new active (this
+// drill's, and any earlier drill's the mirror had not copied yet) with
+// those the run's salvage appended to the quarantine on the new active
+// (from quarantineFrom): the same records, each salvaged from the very
+// offset the old active held it at, none twice.
+func (x *failoverDrill) checkSalvage(ctx context.Context, dir *Direction, held []keyedRecord, quarantineFrom int64) error {
+	topic := x.topo.CanaryTopic()
+	onNew, err := x.canaryKeys(ctx, dir.To, topic)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	topic := x.topo.CanaryTopic()
-	reached := map[int]bool{}
-	if _, err := kafkaread.ReadCommitted(ctx, c, topic, 0, 0, func(r kafkaread.Record) error {
-		if seq, ok := canarySeq(r, x.id, 1<<30); ok {
-			reached[seq] = true
-		}
-		return nil
-	}); err != nil {
-		return fmt.Errorf("read %s on %s: %w", topic, dir.To, err)
+	reached := map[string]bool{}
+	for _, r := range onNew {
+		reached[r.key] = true
 	}
-	salvaged := map[int]int64{} // seq -> the old active's offset it was salvaged from
-	var twice []int
-	into := topic + x.topo.Failover.SalvageTopicSuffix
-	if info, err := kafkaread.Topic(ctx, c, into); err != nil {
+	unmirrored := map[string]int64{}
+	for _, r := range held {
+		if !reached[r.key] {
+			unmirrored[r.key] = r.offset
+		}
+	}
+	salvaged, err := x.readKeyed(ctx, dir.To, topic+x.topo.Failover.SalvageTopicSuffix, quarantineFrom, salvagedOffset)
+	if err != nil {
 		return err
-	} else if info.Exists {
-		if _, err := kafkaread.ReadCommitted(ctx, c, into, 0, 0, func(r kafkaread.Record) error {
-			seq, ok := canarySeq(r, x.id, 1<<30)
-			if !ok {
-				return nil
+	}
+	var missing, extra, wrongOffset, twice []string
+	seen := map[string]bool{}
+	kept := map[int]bool{}
+	for _, r := range salvaged {
+		off, ok := unmirrored[r.key]
+		switch {
+		case seen[r.key]:
+			twice = append(twice, r.key)
+		case !ok:
+			extra = append(extra, r.key)
+		case off != r.offset:
+			wrongOffset = append(wrongOffset, r.key)
+		}
+		seen[r.key] = true
+		if id, seq, ok := strings.Cut(r.key, "/"); ok && id == x.id {
+			if n, err := strconv.Atoi(seq); err == nil {
+				kept[n] = true
 			}
-			if _, dup := salvaged[seq]; dup {
-				twice = append(twice, seq)
-			}
-			salvaged[seq] = salvagedOffset(r)
-			return nil
-		}); err != nil {
-			return fmt.Errorf("read %s on %s: %w", into, dir.To, err)
 		}
 	}
-	x.app.mu.Lock()
-	var missing, wrongOffset []int
-	unmirrored := map[int]bool{}
-	for seq, a := range x.app.acked {
-		if a.Cluster != dir.From || reached[seq] {
-			continue
+	for key := range unmirrored {
+		if !seen[key] {
+			missing = append(missing, key)
 		}
-		unmirrored[seq] = true
-		off, ok := salvaged[seq]
-		switch {
-		case !ok:
-			missing = append(missing, seq)
-		case off != a.Offset:
-			wrongOffset = append(wrongOffset, seq)
+	}
+	// This drill's own records among them: those written while the mirror
+	// was paused, at least.
+	x.app.mu.Lock()
+	for seq, a := range x.app.acked {
+		if a.Cluster == dir.From && !reached[fmt.Sprintf("%s/%d", x.id, seq)] {
+			dir.Unmirrored++
 		}
 	}
 	x.app.mu.Unlock()
-	var extra []int
-	kept := map[int]bool{}
-	for seq := range salvaged {
-		if !unmirrored[seq] {
-			extra = append(extra, seq)
-		} else {
-			kept[seq] = true
-		}
-	}
-	dir.Unmirrored, dir.Salvaged = len(unmirrored), len(salvaged)
+	dir.UnmirroredAll, dir.Salvaged = len(unmirrored), len(salvaged)
 	var why []string
 	for _, m := range []struct {
 		what string
-		seqs []int
+		keys []string
 	}{{"not salvaged", missing}, {"salvaged although they reached " + dir.To, extra},
-		{"salvaged from another offset than " + dir.From + " acknowledged", wrongOffset}, {"salvaged twice", twice}} {
-		if len(m.seqs) > 0 {
-			why = append(why, fmt.Sprintf("%d %s (seq %s)", len(m.seqs), m.what, someSeqs(m.seqs)))
+		{"salvaged from another offset than " + dir.From + " held them at", wrongOffset}, {"salvaged twice", twice}} {
+		if len(m.keys) > 0 {
+			why = append(why, fmt.Sprintf("%d %s (%s)", len(m.keys), m.what, someKeys(m.keys)))
 		}
 	}
 	dir.SalvageMismatch = strings.Join(why, "; ")
@@ -361,20 +417,12 @@ func salvagedOffset(r kafkaread.Record) int64 {
 	return -1
 }
 
-func someSeqs(seqs []int) string {
-	sort.Ints(seqs)
-	var b strings.Builder
-	for i, s := range seqs {
-		if i == 10 {
-			fmt.Fprintf(&b, ", … (%d more)", len(seqs)-i)
-			break
-		}
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		fmt.Fprint(&b, s)
+func someKeys(keys []string) string {
+	sort.Strings(keys)
+	if len(keys) > 5 {
+		return strings.Join(keys[:5], ", ") + fmt.Sprintf(", … (%d more)", len(keys)-5)
 	}
-	return b.String()
+	return strings.Join(keys, ", ")
 }
 
 // releasePause ends the pause this drill holds, if any (best effort: a

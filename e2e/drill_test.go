@@ -191,7 +191,71 @@ func sweepCanary(t *testing.T, name string) {
 			continue
 		}
 		_ = admin.DeleteTopic("drctl-canary." + name)
+		_ = admin.DeleteTopic("drctl-canary." + name + ".drctl-salvage") // an unplanned drill's quarantine
 		_ = admin.DeleteConsumerGroup("drctl-canary." + name)
 		_ = admin.Close()
+	}
+}
+
+// TestUnplannedDrill runs, as a child process against the two real
+// clusters with the ACL fence, an unplanned drill: the mirror's copying is
+// paused while the canary writes, the unplanned failover is forced past
+// the answering east (fenced first: the app principal's write is refused),
+// its RPO must equal the canary records that never reached west and its
+// salvage must hold exactly those, record by record; then the failback.
+func TestUnplannedDrill(t *testing.T) {
+	ft := newFoTopo(t, "drillu", "1s", "{fence: acl, drain_timeout: 2m, quiet_period: 2s}")
+	drills := fmt.Sprintf(`drills:
+  allow_disruptive: true
+  canary_user: {username: %s, password: %s}
+  named:
+    unplanned:
+      kind: unplanned
+      params: {records: 40, rate: 20, hold: 3s}
+      objectives: {rto_seconds: 120}
+`, env.AppUser, env.AppPass)
+	raw, err := os.ReadFile(ft.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(ft.Path, append(raw, drills...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sweepCanary(t, ft.Name) })
+	m := startMirror(t, ft.mirrorTopo(), "mirror")
+	defer m.kill()
+
+	start := time.Now()
+	out, code := drillCmd(t, ft, 10*time.Minute, "drill", "run", "unplanned", "--yes")
+	if code != 0 {
+		t.Fatalf("unplanned drill: exit %d\n%s", code, out)
+	}
+	id := regexp.MustCompile(`drill (drill-unplanned-\S+)`).FindStringSubmatch(out)
+	if id == nil {
+		t.Fatalf("no drill id in:\n%s", out)
+	}
+	t.Logf("unplanned drill %s passed in %v", id[1], time.Since(start).Round(time.Second))
+	js, code := drillCmd(t, ft, time.Minute, "drill", "report", id[1], "--format", "json")
+	var rec drill.Record
+	if code != 0 || json.Unmarshal([]byte(js), &rec) != nil {
+		t.Fatalf("report json: exit %d\n%s", code, js)
+	}
+	if len(rec.Directions) != 2 {
+		t.Fatalf("directions: %+v", rec.Directions)
+	}
+	u, back := rec.Directions[0], rec.Directions[1]
+	t.Logf("%s -> %s (unplanned, run %s): RPO reported %d canary records (%d over all topics, %.1fs), %d never reached %s (%d of this drill), %d salvaged; RTO writes %.3fs, consuming %.3fs; fence verified %v %s",
+		u.From, u.To, u.RunID, u.RPORecords, u.RPOAllRecords, u.RPOSeconds, u.UnmirroredAll, u.To, u.Unmirrored, u.Salvaged, u.RTOWriteSeconds, u.RTOConsumeSeconds, u.FenceVerified, u.FenceNote)
+	t.Logf("%s -> %s (failback, run %s): RTO writes %.3fs, consuming %.3fs; lost %d, duplicated %d, re-read %d, fence verified %v",
+		back.From, back.To, back.RunID, back.RTOWriteSeconds, back.RTOConsumeSeconds, back.Lost, back.Duplicated, back.ReRead, back.FenceVerified)
+	if !u.Unplanned || u.Unmirrored < 40 || u.RPORecords != int64(u.UnmirroredAll) || u.Salvaged != u.UnmirroredAll || u.SalvageMismatch != "" ||
+		!u.FenceVerified || u.Lost != 0 || u.Duplicated != 0 || u.ReRead != 0 || u.RTOWriteSeconds <= 0 {
+		t.Errorf("unplanned direction: %+v", u)
+	}
+	if back.Unplanned || !back.FenceVerified || back.Lost != 0 || back.Duplicated != 0 || back.ReRead != 0 || back.RPORecords != 0 || back.RTOWriteSeconds <= 0 {
+		t.Errorf("failback direction: %+v", back)
+	}
+	if rec.Active != "east" {
+		t.Errorf("the drill found %s active", rec.Active)
 	}
 }
