@@ -179,6 +179,17 @@ func (x *failoverDrill) move(ctx context.Context, mp moveParams) (*Direction, er
 	x.starts = append(x.starts, x.app.nextSeq())
 	x.mu.Unlock()
 	before := x.probe(ctx, mp.From)
+	// The mirror follows the roles within its poll: right after a reseed
+	// (the end of the run before) it restarts the link in steady mode,
+	// and a planned failover's preflight needs it running. Wait a little
+	// for it; if it does not come, the preflight says so.
+	link := mirror.LinkFor(x.topo, mp.From, mp.To)
+	_ = pollUntil(ctx, 30*time.Second, func() error {
+		if ls := mirror.DescribeLink(ctx, x.topo, link); !ls.Running {
+			return fmt.Errorf("no mirror process runs for %s", link)
+		}
+		return nil
+	})
 	p, err := failover.PlanFailover(ctx, x.topo, mp.To, false, mp.Failback)
 	if err != nil {
 		return nil, fmt.Errorf("plan the failover to %s: %w", mp.To, err)

@@ -7,10 +7,13 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kafkaread"
+	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/mirror"
 	"github.com/drctl/drctl/topology"
 )
@@ -149,5 +152,45 @@ func TestUnplannedDrillRepeated(t *testing.T) {
 		if rec.Verdict != Pass {
 			t.Errorf("drill %d: %v", i, rec.Reasons)
 		}
+	}
+}
+
+// TestUnplannedDrillFencesTheActive: with fence: acl the unplanned drill's
+// failover fences east although it "is lost" (it answers, so it can): the
+// canary user's write to east, accepted before the pause, is refused while
+// east is fenced; the failback's fence of west is verified the same way.
+func TestUnplannedDrillFencesTheActive(t *testing.T) {
+	const app, appPass = "app", "app-secret"
+	var acls []kfake.ACL
+	for _, r := range []kmsg.ACLResourceType{kmsg.ACLResourceTypeTopic, kmsg.ACLResourceTypeGroup} {
+		acls = append(acls, kfake.ACL{Resource: r, Name: "*", Pattern: kmsg.ACLResourcePatternTypeLiteral, Operation: kmsg.ACLOperationAll, Allow: true})
+	}
+	acls = append(acls, kfake.ACL{Resource: kmsg.ACLResourceTypeCluster, Name: "kafka-cluster", Pattern: kmsg.ACLResourcePatternTypeLiteral, Operation: kmsg.ACLOperationIdempotentWrite, Allow: true})
+	p := kfaketest.NewPair(t, kfaketest.Options{SASL: true, Mirror: testMirror,
+		ClusterOpts: []kfake.Opt{kfake.EnableACLs(), kfake.User("SCRAM-SHA-512", app, appPass, acls...)},
+		Extra: "failover: {fence: acl, drain_timeout: 30s, quiet_period: 300ms}\n" +
+			"drills: {allow_disruptive: true, canary_user: {username: " + app + ", password: " + appPass + "}}\n"})
+	topo := p.Topology
+	startMirror(t, topo)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	rec, err := Run(ctx, topo, unplannedDrill(), Options{JournalDir: t.TempDir(), Yes: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Verdict != Pass || len(rec.Directions) != 2 {
+		t.Fatalf("verdict %s: %v\ndirections: %+v", rec.Verdict, rec.Reasons, rec.Directions)
+	}
+	for _, s := range rec.Steps {
+		t.Logf("step %-26s %6d ms  %s", s.Name, s.ElapsedMS, s.Summary)
+	}
+	for _, d := range rec.Directions {
+		if !d.FenceVerified || d.FenceNote != "" {
+			t.Errorf("%s -> %s: fence verified %v (%s)", d.From, d.To, d.FenceVerified, d.FenceNote)
+		}
+	}
+	roles, err := failover.CollectRoles(ctx, topo)
+	if err != nil || roles.Active != "east" || roles.Phase != "steady" {
+		t.Errorf("roles after the drill: %+v %v", roles, err)
 	}
 }
