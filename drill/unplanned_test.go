@@ -189,7 +189,7 @@ func TestUnplannedDrillFencesTheActive(t *testing.T) {
 			t.Errorf("%s -> %s: fence verified %v (%s)", d.From, d.To, d.FenceVerified, d.FenceNote)
 		}
 	}
-	roles, err := failover.CollectRoles(ctx, topo)
+	roles, err := inspect.CollectRoles(ctx, topo)
 	if err != nil || roles.Active != "east" || roles.Phase != "steady" {
 		t.Errorf("roles after the drill: %+v %v", roles, err)
 	}
