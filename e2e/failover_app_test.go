@@ -14,7 +14,6 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"github.com/drctl/drctl/failover"
 	"github.com/drctl/drctl/inspect"
 )
 

@@ -16,7 +16,6 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"github.com/drctl/drctl/failover"
 	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/plans"

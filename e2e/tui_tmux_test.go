@@ -12,7 +12,6 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"github.com/drctl/drctl/failover"
 	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/kfaketest"
 )
