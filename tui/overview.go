@@ -107,6 +107,9 @@ func (o *overview) View(width, height int, st styles, now time.Time) string {
 	parts = append(parts, lipgloss.JoinHorizontal(lipgloss.Top, interleave(cards, " ")...))
 	parts = append(parts, o.mirrorBlock(width, st)...)
 	parts = append(parts, groupSyncLine(s, st), topicsLine(o.snap, width, st))
+	if l := aclLine(s, st); l != "" {
+		parts = append(parts, truncateANSI(l, width))
+	}
 	v := Assess(o.snap)
 	vs := st.ok
 	switch v.Level {
@@ -230,6 +233,37 @@ func (o *overview) mirrorBlock(width int, st styles) []string {
 		}
 	}
 	return []string{first, second}
+}
+
+// aclLine summarises the standby's ACL parity with the active and its
+// write fence (mirror/aclsync); "" when status has no ACL view (a cluster
+// down, the roles moving, or no authorizer).
+func aclLine(s *inspect.Status, st styles) string {
+	a := s.ACLs
+	if a == nil || a.Error != "" {
+		return ""
+	}
+	drifted := a.Drifted()
+	line := st.title.Render("ACLS") + "  "
+	switch {
+	case len(a.Principals) == 0:
+		line += "no application ACLs"
+	case len(drifted) == 0:
+		line += st.ok.Render(fmt.Sprintf("%d principal(s) in parity on %s", len(a.Principals), a.Standby))
+	default:
+		var names []string
+		for _, p := range drifted {
+			names = append(names, p.Principal)
+		}
+		line += st.warn.Render(fmt.Sprintf("%d of %d principal(s) differ on %s: %s", len(drifted), len(a.Principals), a.Standby, strings.Join(names, ", ")))
+	}
+	if !a.Enabled {
+		line += "  (sync off)"
+	}
+	if len(a.FenceGaps) > 0 {
+		line += "  " + st.bad.Render(fmt.Sprintf("standby fence: %d ACL(s) missing", len(a.FenceGaps)))
+	}
+	return line
 }
 
 // groupSyncLine summarises group translation on the standby.

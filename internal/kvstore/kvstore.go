@@ -26,10 +26,14 @@ func Put(ctx context.Context, client sarama.Client, topic, key string, value []b
 	if err != nil {
 		return fmt.Errorf("write %s: %w", topic, err)
 	}
-	defer p.Close()
+	// The producer is closed by the goroutine once its send returns: closing
+	// it while the send is in flight (ctx ended first) makes sarama panic
+	// (send on closed channel). The send is bounded by the producer's own
+	// retries and timeouts.
 	done := make(chan error, 1)
 	go func() {
 		_, _, err := p.SendMessage(&sarama.ProducerMessage{Topic: topic, Partition: 0, Key: sarama.StringEncoder(key), Value: sarama.ByteEncoder(value)})
+		_ = p.Close()
 		done <- err
 	}()
 	select {
