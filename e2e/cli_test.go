@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -19,26 +20,26 @@ import (
 var (
 	buildOnce sync.Once
 	drctlBin  string
-	buildErr  error
+	errBuild  error
 )
 
 // drctlBinary builds cmd/drctl once per test run.
 func drctlBinary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "drctl-e2e-bin")
+		dir, err := os.MkdirTemp("", "drctl-e2e-bin") //nolint:usetesting // shared by every test of the run, not one test's
 		if err != nil {
-			buildErr = err
+			errBuild = err
 			return
 		}
 		drctlBin = filepath.Join(dir, "drctl")
 		out, err := exec.Command("go", "build", "-o", drctlBin, "../cmd/drctl").CombinedOutput()
 		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+			errBuild = fmt.Errorf("go build: %v\n%s", err, out)
 		}
 	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
+	if errBuild != nil {
+		t.Fatal(errBuild)
 	}
 	return drctlBin
 }
@@ -61,7 +62,7 @@ func runDrctl(t testing.TB, extraEnv []string, args ...string) cliResult {
 	start := time.Now()
 	err := cmd.Run()
 	r := cliResult{stdout: out.String(), stderr: errb.String(), took: time.Since(start)}
-	if ee, ok := err.(*exec.ExitError); ok {
+	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 		r.code = ee.ExitCode()
 	} else if err != nil {
 		t.Fatalf("drctl %v: %v", args, err)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/xml"
+	"errors"
 	"fmt"
 	"image"
 	"image/png"
@@ -127,7 +128,7 @@ func drillCmd(t *testing.T, ft *foTopo, timeout time.Duration, args ...string) (
 		t.Fatalf("drctl %v did not finish within %v:\n%s", args, timeout, out.String())
 	}
 	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
+	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 		code = ee.ExitCode()
 	} else if err != nil {
 		t.Fatal(err)

@@ -262,17 +262,6 @@ func (a *foApp) ackedAfter(cluster string, t0 time.Time) []int {
 	return out
 }
 
-// ackedOn counts acknowledged records per cluster.
-func (a *foApp) ackedOn() map[string]int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	out := map[string]int{}
-	for _, k := range a.acks {
-		out[k.Cluster]++
-	}
-	return out
-}
-
 // summary describes the producer's history.
 func (a *foApp) summary() string {
 	a.mu.Lock()

@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	mrand "math/rand/v2"
@@ -547,7 +548,7 @@ func holdGroup(t *testing.T, cluster, group, topic string) *heldGroup {
 	go func() {
 		defer close(h.done)
 		for {
-			if err := cg.Consume(context.Background(), []string{topic}, ready); err == sarama.ErrClosedConsumerGroup {
+			if err := cg.Consume(context.Background(), []string{topic}, ready); errors.Is(err, sarama.ErrClosedConsumerGroup) {
 				return
 			}
 		}

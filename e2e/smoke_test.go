@@ -66,7 +66,7 @@ func TestRealKafkaSmoke(t *testing.T) {
 			for _, mech := range []string{mechPlain, mechSCRAM512} {
 				t.Run("wrong_password_"+mech, func(t *testing.T) {
 					cfg := saramaConfig(t, env.User, "not-"+env.Password, mech)
-					err, took := connectErr(t, cluster, cfg, 15*time.Second)
+					took, err := connectErr(t, cluster, cfg, 15*time.Second)
 					if err == nil {
 						t.Fatalf("%s login with a wrong password succeeded", mech)
 					}
@@ -151,9 +151,9 @@ func consumeOne(t testing.TB, cluster string, cfg *sarama.Config, topic string, 
 	return nil
 }
 
-// connectErr tries to connect with cfg and returns the error (nil on success) and
-// how long it took; it fails the test if no answer comes within limit.
-func connectErr(t testing.TB, cluster string, cfg *sarama.Config, limit time.Duration) (error, time.Duration) {
+// connectErr tries to connect with cfg and returns how long it took and the
+// error (nil on success); it fails the test if no answer comes within limit.
+func connectErr(t testing.TB, cluster string, cfg *sarama.Config, limit time.Duration) (time.Duration, error) {
 	t.Helper()
 	start := time.Now()
 	done := make(chan error, 1)
@@ -166,10 +166,10 @@ func connectErr(t testing.TB, cluster string, cfg *sarama.Config, limit time.Dur
 	}()
 	select {
 	case err := <-done:
-		return err, time.Since(start)
+		return time.Since(start), err
 	case <-time.After(limit):
 		t.Fatalf("no answer from %s within %v", cluster, limit)
-		return nil, limit
+		return limit, nil
 	}
 }
 

@@ -387,7 +387,7 @@ func (w *resumeWorld) killAndResume(t *testing.T, c killCase) {
 				t.Fatal(err)
 			}
 		}
-		from, rerun = idx, true
+		from = idx
 	}
 
 	dir, how := childDir, "with the same journal"

@@ -211,8 +211,7 @@ func TestEncodedSize(t *testing.T) {
 	// Offsets around 1.2 billion: five-byte varints.
 	const source, target = 1_234_567_890, 1_230_000_000
 	one := Entry{Topic: topic, Partition: 7, Runs: []Run{{source, target, 1000}}, SourceNext: source + 1001}
-	var ten Entry
-	ten = Entry{Topic: topic, Partition: 7}
+	ten := Entry{Topic: topic, Partition: 7}
 	s, tg := int64(source), int64(target)
 	for range 10 {
 		ten.Runs = append(ten.Runs, Run{s, tg, 100})

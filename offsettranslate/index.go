@@ -146,7 +146,7 @@ func (x *Index) addLocked(e Entry) error {
 		x.maps[tp] = m
 	}
 	if m.err != nil {
-		return nil // reported when the map became inconsistent
+		return nil //nolint:nilerr // reported once, when the map became inconsistent
 	}
 	return m.Add(e)
 }

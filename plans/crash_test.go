@@ -47,12 +47,12 @@ func TestResumeAfterKillMidStep(t *testing.T) {
 	killed := false
 	defer func() {
 		if !killed {
-			cmd.Process.Kill()
-			cmd.Wait()
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
 		}
 	}()
 	// Safety net only: kill the child if it never reaches the step.
-	timer := time.AfterFunc(20*time.Second, func() { cmd.Process.Kill() })
+	timer := time.AfterFunc(20*time.Second, func() { _ = cmd.Process.Kill() })
 	defer timer.Stop()
 	sc := bufio.NewScanner(stdout)
 	reached := false
@@ -66,7 +66,7 @@ func TestResumeAfterKillMidStep(t *testing.T) {
 		t.Fatal("the child never reached the fence step")
 	}
 	must(t, cmd.Process.Kill()) // SIGKILL: no deferred code, no last record
-	cmd.Wait()
+	_ = cmd.Wait()              // killed: the exit status says so
 	killed = true
 
 	// The crash also tore a record that was being written.

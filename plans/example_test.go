@@ -13,22 +13,27 @@ import (
 // How a builder and a front-end use the package: build a plan, print it,
 // run it with a journal and progress lines, and resume it from the journal.
 func Example() {
+	must := func(err error) {
+		if err != nil {
+			panic(err)
+		}
+	}
 	p := plans.New("r1", "failover")
-	p.SetInputs(map[string]any{"epoch": 7})
-	p.Add(plans.StepSpec{Name: "fence", Title: "Fence east against writes",
+	must(p.SetInputs(map[string]any{"epoch": 7}))
+	must(p.Add(plans.StepSpec{Name: "fence", Title: "Fence east against writes",
 		Params: map[string]string{"cluster": "east"},
 		Expect: map[string]string{"east": "writable"}, Intend: map[string]string{"east": "denied"},
-		Destructive: true})
+		Destructive: true}))
 
 	reg := plans.NewRegistry()
-	reg.Register("fence", plans.ActionFunc(func(ctx context.Context, step plans.Step, rc *plans.RunContext) (plans.Result, error) {
+	must(reg.Register("fence", plans.ActionFunc(func(ctx context.Context, step plans.Step, rc *plans.RunContext) (plans.Result, error) {
 		var params struct{ Cluster string }
 		if err := step.DecodeParams(&params); err != nil {
 			return plans.Result{}, err
 		}
 		rc.Progress("1 of 2 ACLs added", 0.5)
 		return plans.NewResult("fenced "+params.Cluster, map[string]int{"acls": 2})
-	}))
+	})))
 
 	dir, _ := os.MkdirTemp("", "plans-example")
 	defer os.RemoveAll(dir)

@@ -526,7 +526,7 @@ func TestPanickingStepFails(t *testing.T) {
 	s := newSetup(t)
 	s.ex.Registry.actions["check"] = ActionFunc(func(ctx context.Context, step Step, rc *RunContext) (Result, error) {
 		var m map[string]int
-		m["boom"]++
+		m["boom"]++ //nolint:staticcheck // SA5000: the nil-map write is the panic under test
 		return Result{}, nil
 	})
 	err := s.ex.Run(context.Background(), testPlan(t))

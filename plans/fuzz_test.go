@@ -39,7 +39,7 @@ func fuzzJournals(t testing.TB) [][]byte {
 	var out [][]byte
 	fail := true
 	reg := NewRegistry()
-	reg.Register("step", ActionFunc(func(ctx context.Context, s Step, rc *RunContext) (Result, error) {
+	_ = reg.Register("step", ActionFunc(func(ctx context.Context, s Step, rc *RunContext) (Result, error) {
 		rc.Progress("half", 0.5)
 		if s.Index == 1 && fail {
 			fail = false

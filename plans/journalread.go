@@ -112,11 +112,11 @@ func parseJournal(name string, data []byte) (*JournalState, error) {
 	return st, nil
 }
 
-func (st *JournalState) apply(ev Event) error {
+func (s *JournalState) apply(ev Event) error {
 	if ev.Version > EventVersion {
 		return fmt.Errorf("record version %d is newer than this drctl reads (%d)", ev.Version, EventVersion)
 	}
-	if st.Plan == nil {
+	if s.Plan == nil {
 		if ev.Type != EventRunStarted || ev.Plan == nil {
 			return fmt.Errorf("the first record is %s without a plan, want run-started with the plan", ev.Type)
 		}
@@ -130,48 +130,48 @@ func (st *JournalState) apply(ev Event) error {
 		if d != ev.Digest {
 			return fmt.Errorf("the plan's digest is %s, the record says %s: the journal was altered", d, ev.Digest)
 		}
-		st.Plan, st.Digest = ev.Plan, d
-		st.Done = make([]bool, len(ev.Plan.Steps))
-		st.started = make([]bool, len(ev.Plan.Steps))
+		s.Plan, s.Digest = ev.Plan, d
+		s.Done = make([]bool, len(ev.Plan.Steps))
+		s.started = make([]bool, len(ev.Plan.Steps))
 		for i, raw := range ev.Prior {
 			if i < 0 || i >= ev.Index {
 				return fmt.Errorf("prior outputs for step %d, which is not before step %d", i+1, ev.Index+1)
 			}
-			st.Outputs[i] = raw
+			s.Outputs[i] = raw
 		}
 	}
-	n := len(st.Done)
+	n := len(s.Done)
 	if ev.Index < 0 || ev.Index > n || (ev.Index == n && ev.Type != EventRunStarted && ev.Type != EventRunDone) {
 		return fmt.Errorf("%s for step %d, the plan has %d steps", ev.Type, ev.Index+1, n)
 	}
 	if ev.Actor != "" {
-		st.Actor = ev.Actor
+		s.Actor = ev.Actor
 	}
 	switch ev.Type {
 	case EventRunStarted:
-		if ev.Digest != st.Digest {
-			return fmt.Errorf("run-started for plan %s in the journal of plan %s", ev.Digest, st.Digest)
+		if ev.Digest != s.Digest {
+			return fmt.Errorf("run-started for plan %s in the journal of plan %s", ev.Digest, s.Digest)
 		}
 		for i := 0; i < ev.Index; i++ {
-			st.Done[i] = true
+			s.Done[i] = true
 		}
-		st.Outcome, st.LastError = "", ""
+		s.Outcome, s.LastError = "", ""
 	case EventStepStarted:
-		st.started[ev.Index] = true
-		st.Done[ev.Index] = false
-		delete(st.Outputs, ev.Index)
+		s.started[ev.Index] = true
+		s.Done[ev.Index] = false
+		delete(s.Outputs, ev.Index)
 	case EventStepDone:
-		st.Done[ev.Index] = true
-		st.started[ev.Index] = false
+		s.Done[ev.Index] = true
+		s.started[ev.Index] = false
 		if nonNull(ev.Outputs) != nil {
-			st.Outputs[ev.Index] = ev.Outputs
+			s.Outputs[ev.Index] = ev.Outputs
 		}
 	case EventStepFailed:
-		st.LastError = ev.Error
+		s.LastError = ev.Error
 	case EventRunDone:
-		st.Outcome = ev.Outcome
+		s.Outcome = ev.Outcome
 		if ev.Error != "" {
-			st.LastError = ev.Error
+			s.LastError = ev.Error
 		}
 	}
 	// step-progress and types from a newer minor schema change nothing.

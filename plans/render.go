@@ -61,7 +61,7 @@ func (p *Plan) WriteText(w io.Writer) error {
 // Text is WriteText into a string.
 func (p *Plan) Text() string {
 	var b strings.Builder
-	p.WriteText(&b) // a strings.Builder does not fail
+	_ = p.WriteText(&b) // a strings.Builder does not fail
 	return b.String()
 }
 

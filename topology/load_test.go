@@ -78,8 +78,8 @@ func TestParseErrors(t *testing.T) {
 	}{
 		{"unknown top-level key", func(s string) string { return s + "mirorr: {}\n" }, 18, `unknown key "mirorr" at the top level`},
 		{"unknown nested key", func(s string) string {
-			return strings.Replace(s, "    version: 3.7.0", "    verison: 3.7.0", 1)
-		}, 8, `unknown key "verison" in clusters.west`},
+			return strings.Replace(s, "    version: 3.7.0", "    verison: 3.7.0", 1) //nolint:misspell // the misspelled key is the input
+		}, 8, `unknown key "verison" in clusters.west`}, //nolint:misspell // and the error names it
 		{"bad regex", func(s string) string { return strings.Replace(s, `"orders", `, `"orders(", `, 1) }, 12, "bad regular expression"},
 		{"unknown cluster in role", func(s string) string { return strings.Replace(s, "standby: west", "standby: north", 1) }, 10, `standby names unknown cluster "north"; use one of: east, west`},
 		{"active == standby", func(s string) string { return strings.Replace(s, "standby: west", "standby: east", 1) }, 10, "active and standby are both"},

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
 )
@@ -55,8 +54,9 @@ func main() {
 	flag.StringVar(&o.cleanupOnly, "cleanup", "", "only delete what the run of this topology (fobench-...) left, e.g. after -keep")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, o); err != nil {
+	err := run(ctx, o)
+	stop()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench/failover:", err)
 		os.Exit(1)
 	}
@@ -148,6 +148,6 @@ func run(ctx context.Context, o options) error {
 	if res.code != 0 {
 		return fmt.Errorf("drctl failover exited %d: %s", res.code, res.stderr)
 	}
-	logf("whole benchmark %v (logs in %s)", time.Since(start).Round(time.Second), filepath.Join(dir))
+	logf("whole benchmark %v (logs in %s)", time.Since(start).Round(time.Second), dir)
 	return nil
 }

@@ -187,10 +187,7 @@ func runLatency(args []string) error {
 		f := firstAt
 		mu.Unlock()
 		if f.IsZero() {
-			if now.Sub(t0) > *startTimeout {
-				return true
-			}
-			return false
+			return now.Sub(t0) > *startTimeout
 		}
 		if warmEnd.IsZero() {
 			warmEnd = f.Add(*warmup)

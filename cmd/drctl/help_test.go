@@ -65,7 +65,7 @@ func TestDocsCurrent(t *testing.T) {
 var (
 	buildOnce sync.Once
 	builtBin  string
-	buildErr  error
+	errBuild  error
 )
 
 // drctlBinary builds drctl once per test run into a directory of its own
@@ -73,19 +73,19 @@ var (
 func drctlBinary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "drctl-bin-")
+		dir, err := os.MkdirTemp("", "drctl-bin-") //nolint:usetesting // shared by every test of the run, not one test's
 		if err != nil {
-			buildErr = err
+			errBuild = err
 			return
 		}
 		builtBin = filepath.Join(dir, "drctl")
 		out, err := exec.Command("go", "build", "-o", builtBin, ".").CombinedOutput()
 		if err != nil {
-			buildErr = &buildError{err, out}
+			errBuild = &buildError{err, out}
 		}
 	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
+	if errBuild != nil {
+		t.Fatal(errBuild)
 	}
 	return builtBin
 }

@@ -254,7 +254,9 @@ func TestOffsetsCommands(t *testing.T) {
 }
 
 func TestConfirm(t *testing.T) {
-	for in, want := range map[string]bool{"y\n": true, "YES\n": true, " y \n": true, "yes": true, "n\n": false, "\n": false, "": false, "yess\n": false} {
+	// Answers as typed: surrounding spaces are part of the input under test.
+	padded := "  y \n"
+	for in, want := range map[string]bool{"y\n": true, "YES\n": true, padded: true, "yes": true, "n\n": false, "\n": false, "": false, "yess\n": false} {
 		var out bytes.Buffer
 		cf := Confirm{s: Streams{In: strings.NewReader(in), IsTerminal: true}}
 		err := cf.YesNo(&out, "Go?")
@@ -263,7 +265,8 @@ func TestConfirm(t *testing.T) {
 		}
 	}
 	// A cluster's name must be typed exactly.
-	for in, want := range map[string]bool{"west\n": true, " west \n": true, "West\n": false, "y\n": false, "": false} {
+	paddedName := " west \n"
+	for in, want := range map[string]bool{"west\n": true, paddedName: true, "West\n": false, "y\n": false, "": false} {
 		var out bytes.Buffer
 		cf := Confirm{s: Streams{In: strings.NewReader(in), IsTerminal: true}}
 		if got := cf.Typed(&out, "Type west: ", "west") == nil; got != want || out.String() != "Type west: " {

@@ -10,8 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drctl/drctl/internal/kfaketest"
 	"gopkg.in/yaml.v3"
+
+	"github.com/drctl/drctl/internal/kfaketest"
 )
 
 // decodeJSON and decodeYAML decode one document into plain values with

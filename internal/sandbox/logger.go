@@ -96,7 +96,7 @@ func (l *logger) block(text string) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	io.WriteString(l.w, text)
+	_, _ = io.WriteString(l.w, text) // a log line that cannot be written has nowhere else to go
 }
 
 // mirrorLogger is the slog logger for the embedded mirror.
@@ -223,10 +223,6 @@ func (h *textHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
 
 // WithGroup is flat: the sandbox's lines have no groups.
 func (h *textHandler) WithGroup(string) slog.Handler { return h }
-
-// writer returns a writer whose writes are serialised with the logger's
-// lines.
-func (l *logger) writer() io.Writer { return lockedWriter{l} }
 
 type lockedWriter struct{ l *logger }
 
