@@ -18,7 +18,8 @@ func statusCommand() *cli.Command {
 		Usage: "roles, epoch, reachability, topics and groups of both clusters",
 		Description: "status connects to both clusters and prints the live roles (the highest epoch stored in the\n" +
 			"clusters wins), each cluster's reachability, id, brokers, controller and Kafka version, the selected\n" +
-			"topics with their partition parity and config drift, and the selected groups on both sides.\n" +
+			"topics with their partition parity and config drift, the selected groups on both sides, and the\n" +
+			"standby's ACL parity with the active per principal (with gaps in its write fence).\n" +
 			"It exits 3 when a cluster is unreachable, and always answers within --timeout.",
 		Flags: []cli.Flag{
 			&cli.DurationFlag{Name: "timeout", Value: 14 * time.Second, Usage: "give up on an unresponsive cluster after this long"},
