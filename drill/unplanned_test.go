@@ -142,7 +142,7 @@ func TestUnplannedDrillRepeated(t *testing.T) {
 	defer cancel()
 	d := unplannedDrill()
 	d.Params.Hold = 10 * time.Millisecond
-	for i := 0; i < 3; i++ {
+	for i := range 3 {
 		rec, err := Run(ctx, topo, d, Options{JournalDir: t.TempDir(), Yes: true})
 		if err != nil {
 			t.Fatal(err)

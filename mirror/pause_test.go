@@ -26,7 +26,7 @@ func TestDaemonHonoursPause(t *testing.T) {
 	prod := kfaketest.IdempotentProducer(t, east, "")
 	sent := 0
 	send := func(n int) {
-		for i := 0; i < n; i++ {
+		for range n {
 			if _, _, err := prod.SendMessage(&sarama.ProducerMessage{Topic: "orders", Partition: int32(sent % 2), Value: sarama.StringEncoder(fmt.Sprint(sent))}); err != nil {
 				t.Fatal(err)
 			}
@@ -35,7 +35,7 @@ func TestDaemonHonoursPause(t *testing.T) {
 	}
 	onWest := func() int {
 		n := 0
-		for part := int32(0); part < 2; part++ {
+		for part := range int32(2) {
 			d, err := readAll(dst, "orders", part)
 			if err != nil {
 				return -1
@@ -73,7 +73,7 @@ func TestDaemonHonoursPause(t *testing.T) {
 				return err
 			}
 			end := int64(0)
-			for part := int32(0); part < 2; part++ {
+			for part := range int32(2) {
 				o := seen[TopicPartition{Topic: "orders", Partition: part}]
 				if o.Paused != id {
 					return fmt.Errorf("partition %d observed under pause %q", part, o.Paused)
@@ -91,7 +91,12 @@ func TestDaemonHonoursPause(t *testing.T) {
 		Engine: Options{Shards: 2, IdleCheck: 100 * time.Millisecond, TopicSyncInterval: 200 * time.Millisecond}})
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("daemon: %v", err)
+		}
+	}()
 	send(20)
 	waitWest(20)
 
