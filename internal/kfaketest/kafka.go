@@ -173,22 +173,20 @@ func Commit(t testing.TB, topo *topology.Topology, cluster, group, topic string,
 
 // CommitOn is Commit on the cluster of client cl. A coordinator that moved
 // or is still loading (a cluster just started) is looked up again, for up
-// to 30 seconds.
+// to 30 seconds (kafkaread's classifier decides what is worth retrying).
 func CommitOn(t testing.TB, cl sarama.Client, group, topic string, offsets map[int32]int64) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		err := commitOnce(cl, group, topic, offsets)
-		if err == nil {
-			return
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	within := kafkaread.Policy{First: 100 * time.Millisecond, Max: time.Second, Elapsed: 30 * time.Second}
+	err := kafkaread.Do(ctx, within, func(attempt int) error {
+		if attempt > 0 {
+			_ = cl.RefreshCoordinator(group)
 		}
-		retriable := errors.Is(err, sarama.ErrNotCoordinatorForConsumer) || errors.Is(err, sarama.ErrOffsetsLoadInProgress) ||
-			errors.Is(err, sarama.ErrConsumerCoordinatorNotAvailable)
-		if !retriable || time.Now().After(deadline) {
-			t.Fatalf("commit %s %s: %v", group, topic, err)
-		}
-		_ = cl.RefreshCoordinator(group)
-		time.Sleep(100 * time.Millisecond)
+		return commitOnce(cl, group, topic, offsets)
+	})
+	if err != nil {
+		t.Fatalf("commit %s %s: %v", group, topic, err)
 	}
 }
 
