@@ -216,8 +216,8 @@ func TestLoopOnKfake(t *testing.T) {
 	}
 
 	// A deletion on the active propagates; so does a new topic's fence.
-	if _, err := east.DeleteACL(sarama.AclFilter{ResourceType: topic, ResourceName: ptr("orders"), ResourcePatternTypeFilter: sarama.AclPatternLiteral,
-		Principal: ptr("User:app"), Host: ptr("*"), Operation: sarama.AclOperationDescribe, PermissionType: allow}, false); err != nil {
+	if _, err := east.DeleteACL(sarama.AclFilter{ResourceType: topic, ResourceName: new("orders"), ResourcePatternTypeFilter: sarama.AclPatternLiteral,
+		Principal: new("User:app"), Host: new("*"), Operation: sarama.AclOperationDescribe, PermissionType: allow}, false); err != nil {
 		t.Fatal(err)
 	}
 	if err := east.CreateACL(res(group, "billing"), acl("User:reporter", sarama.AclOperationRead, allow)); err != nil {
@@ -261,5 +261,3 @@ func TestLoopOnKfake(t *testing.T) {
 	}
 	mu.Unlock()
 }
-
-func ptr(s string) *string { return &s }
