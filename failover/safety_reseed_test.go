@@ -56,6 +56,7 @@ func TestReseedOfHealthyStandbyRefused(t *testing.T) {
 	seedOrders(t, topo)
 	startMirror(t, topo, "east", "west")
 	waitMirrored(t, topo, "east", "west")
+	waitGroupSynced(t, topo, "west", "billing", 3) // the snapshot must not race the first sync round
 	before := snapshots(t, topo, "east", "west")
 	_, err := PlanReseed(kfaketest.Ctx(t, 30*time.Second), topo, "west")
 	if !errors.Is(err, ErrRefused) {
