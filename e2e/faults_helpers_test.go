@@ -22,11 +22,10 @@ import (
 // The fault tests (faults_*_test.go, next to fault_broker_test.go) break a
 // real broker while records flow: SIGKILL and restart (kafka.sh kill /
 // start), or a hang (kafka.sh pause / resume: SIGSTOP and SIGCONT of the
-// broker's JVM). Their stream of records must survive
-// the source going away, so it is not the mirror tests' stream: a batch
-// that fails is written off as in doubt (it may or may not have reached
-// the source) and the stream carries on with new producers once the
-// source answers again. Every record carries its sequence number, so the
+// broker's JVM). Their stream of records must survive the source going
+// away, so it is not the mirror tests' stream: a batch that fails is
+// written off as in doubt (it may or may not have reached the source) and
+// the stream carries on with new producers once the source answers again. Every record carries its sequence number, so the
 // copy on west can be checked record by record against what the stream
 // knows: every acknowledged record there exactly once and in order, no
 // record of an aborted transaction, nothing that was never sent.
@@ -65,11 +64,12 @@ func (h *hungBroker) resume(t testing.TB) {
 // topic, in batches, two of three plain (idempotent producer) and the
 // third in a transaction of which one in four is aborted, until stopped.
 // Record seq goes to partition seq % Partitions with header seq=<seq>.
-// A batch whose send, commit or abort fails is noted (in doubt when it was
-// to be committed, aborted when it was to be aborted: an unfinished
-// transaction is aborted by the coordinator once a new producer with the
-// same transactional id starts), its producers are dropped, and the stream
-// starts new ones when the source answers again.
+// A batch that fails is noted: a plain batch or a failed commit is in
+// doubt (it may have been written); a transaction that fails before its
+// commit, or whose abort fails, is aborted (the coordinator aborts an
+// unfinished transaction once a new producer with the same transactional
+// id starts). Its producers are dropped, and the stream starts new ones
+// when the source answers again.
 type faultStream struct {
 	Topic      string
 	Partitions int32
