@@ -25,6 +25,13 @@
 #   BENCH_MEM_RECORDS (200000) records is mirrored by each of BENCH_MEM_MIRRORS
 #   (mm2-eos drctl-eos); after the copy is complete the mirror keeps running
 #   BENCH_MEM_HOLD (15) seconds; its peak RSS is reported.
+# scale: BENCH_SCALE_TOPICS (500) topics of BENCH_SCALE_PARTITIONS (20)
+#   partitions with BENCH_SCALE_RECORDS (10) records each on east; drctl
+#   (exactly-once) mirrors them all while a consumer group with offsets in
+#   every partition is committed on east. Measured: the time until every
+#   partition has records on west (started), until all are copied, until the
+#   group's offsets are on west (a sample checked record by record), how long
+#   drctl status and drctl mirror lag take meanwhile, and the mirror's peak RSS.
 # latency: each of BENCH_LAT_MIRRORS (mm2-eos drctl-eos) mirrors a fresh
 #   12-partition topic while loadgen latency writes BENCH_LAT_RATE (5000)
 #   records/s into it for BENCH_LAT_DURATION (60s) after a warm-up, and reads
@@ -45,9 +52,11 @@
 #   BENCH_VERIFY (full | sample: content of every 100th record | off)
 #   BENCH_TIMEOUT (seconds per mirror run: 300 + records/5000)
 #   BENCH_KEEP (0; 1 keeps the topics)   BENCH_PRODUCERS (4: loadgen produce)
-#   BENCH_COPY_RUNS (2: the copy limit is the best of this many runs)
+#   (the copy limit is the best of its runs, one before each mirror contender
+#   and one after the last)
 #   BENCH_MEM_PARTITIONS, BENCH_MEM_RECORDS, BENCH_MEM_HOLD, BENCH_MEM_MIRRORS
 #   BENCH_LAT_RATE, BENCH_LAT_DURATION, BENCH_LAT_WARMUP (10s), BENCH_LAT_MIRRORS
+#   BENCH_SCALE_TOPICS, BENCH_SCALE_PARTITIONS, BENCH_SCALE_RECORDS
 #   BENCH_MM2_TASKS, BENCH_MM2_HEAP, BENCH_MM2_TUNING, BENCH_MM2_EXTRA: see bench/mm2.sh
 #   BENCH_DRCTL (a drctl binary; default: built from this checkout)
 #   BENCH_DRCTL_ARGS (extra arguments for drctl mirror run; default
@@ -79,6 +88,9 @@ LAT_RATE="${BENCH_LAT_RATE:-5000}"
 LAT_DURATION="${BENCH_LAT_DURATION:-60s}"
 LAT_WARMUP="${BENCH_LAT_WARMUP:-10s}"
 LAT_MIRRORS="${BENCH_LAT_MIRRORS:-mm2-eos drctl-eos}"
+SCALE_TOPICS="${BENCH_SCALE_TOPICS:-500}"
+SCALE_PARTITIONS="${BENCH_SCALE_PARTITIONS:-20}"
+SCALE_RECORDS="${BENCH_SCALE_RECORDS:-10}"
 SEED=1
 
 eval "$("$KAFKA_SH" env)"
@@ -94,6 +106,7 @@ RESULTS_DIR="${BENCH_RESULTS:-$BENCH_DIR/results}"
 SRC_TOPIC="bench-$RUN_ID-src"
 COPY_TOPIC="bench-$RUN_ID-copy"
 MEM_TOPIC="bench-$RUN_ID-p$MEM_PARTITIONS"
+SCALE_PREFIX="bench-$RUN_ID-s"
 CLK_TCK="$(getconf CLK_TCK)"
 LOADGEN="$WORK/bin/loadgen"
 DRCTL="${BENCH_DRCTL:-$WORK/bin/drctl}"
@@ -244,6 +257,7 @@ cleanup() {
 			delete_topics "$EAST" "$t" || true
 		done
 		delete_topics "$WEST" "$COPY_TOPIC" || true
+		scale_cleanup || true
 		cleanup_mm2_shared || true
 	fi
 	exit "$rc"
@@ -431,16 +445,22 @@ produce_source() { # produce_source TOPIC RECORDS PARTITIONS TAG
 	echo "$4/source status=ok ${line#RESULT }" >>"$RAW"
 }
 
-# run_copy: the copy limit, BENCH_COPY_RUNS (2) times into a fresh topic on
-# west; the best run counts (the ceiling), all rates are listed.
-run_copy() {
-	local i best="" best_rate=0 rates="" rate
-	for i in $(seq 1 "${BENCH_COPY_RUNS:-2}"); do
-		copy_once "$i" || continue
-		rate="$(rget records_per_s "$COPY_LINE")"
+# The copy limit is measured several times, interleaved with the mirrors (a
+# run before each mirror and one after the last), and the best run counts:
+# the machine's load drifts during a full run, and a limit measured only at
+# the start could read below a mirror measured later.
+COPY_LINES=()
+copy_round() {
+	copy_once "$((${#COPY_LINES[@]} + 1))" && COPY_LINES+=("$COPY_LINE")
+}
+
+finish_copy() {
+	local line best="" best_rate=0 rates="" rate
+	for line in "${COPY_LINES[@]}"; do
+		rate="$(rget records_per_s "$line")"
 		rates="${rates:+$rates,}$(printf '%.0f' "$rate")"
 		if awk "BEGIN { exit !($rate > $best_rate) }"; then
-			best="$COPY_LINE"
+			best="$line"
 			best_rate="$rate"
 		fi
 	done
@@ -524,6 +544,94 @@ run_memory_mirror() { # run_memory_mirror MIRROR
 	echo "memory/$m status=ok ${line#RESULT } $usage" >>"$RAW"
 	log "memory/$m: $usage"
 	finish_mirror "$m" "$MEM_TOPIC" memory
+}
+
+# timed SECONDS_VAR CMD...: run CMD (output to $WORK/timed.out), store its wall time in s.
+timed() {
+	local var=$1 t0 rc=0
+	shift
+	t0="$(now_ms)"
+	"$@" >"$WORK/timed.out" 2>&1 || rc=$?
+	printf -v "$var" '%s' "$(calc "($(now_ms) - $t0) / 1000")"
+	return $rc
+}
+
+run_scale() {
+	local m=drctl-eos rc=0 out line usage status_s lag_s status_max=0 lag_max=0 lag_total="" i east_list west_list
+	log "scale: $SCALE_TOPICS topics x $SCALE_PARTITIONS partitions, $SCALE_RECORDS records each, on east"
+	if ! lg fanout -brokers "$EAST" -prefix "$SCALE_PREFIX" -topics "$SCALE_TOPICS" -partitions "$SCALE_PARTITIONS" \
+		-records "$SCALE_RECORDS" >"$WORK/scale-fanout.out" 2> >(tee "$WORK/scale-fanout.log" >&2); then
+		note "scale: loadgen fanout failed: $(tail -n1 "$WORK/scale-fanout.log" | cut -c1-200)"
+		echo "scale/$m status=failed" >>"$RAW"
+		return 1
+	fi
+	SCALE_CREATED=1
+	start_mirror "$m" "$SCALE_PREFIX-.*" scale || rc=$?
+	if [[ $rc -ne 0 ]]; then
+		echo "scale/$m status=failed" >>"$RAW"
+		return 1
+	fi
+	out="$WORK/scale-$m.wait"
+	if ! lg fanout-wait -src-brokers "$EAST" -brokers "$WEST" -prefix "$SCALE_PREFIX" -t0 "$MIRROR_T0" \
+		-group "$MIRROR_NAME-g" -timeout 15m >"$out" 2> >(tee "$out.log" >&2); then
+		note "scale/$m: loadgen fanout-wait failed: $(tail -n1 "$out.log" | cut -c1-200)"
+		echo "scale/$m status=failed $(usage_now)" >>"$RAW"
+		stop_pid "$MIRROR_PID" "scale/$m"
+		return 1
+	fi
+	# status and mirror lag against the running mirror, three times each;
+	# lag until it reads zero (the copy is complete by then).
+	for i in 1 2 3 4 5 6 7 8 9 10; do
+		if timed status_s "$DRCTL" -c "$WORK/scale-$m.yaml" -o json status; then
+			status_max="$(awk "BEGIN { print ($status_s > $status_max) ? $status_s : $status_max }")"
+		else
+			note "scale/$m: drctl status failed: $(tail -n2 "$WORK/timed.out" | tr '\n' ' ' | cut -c1-200)"
+		fi
+		if timed lag_s "$DRCTL" -c "$WORK/scale-$m.yaml" -o json mirror lag; then
+			lag_max="$(awk "BEGIN { print ($lag_s > $lag_max) ? $lag_s : $lag_max }")"
+			lag_total="$(sed -n 's/.*"total_records": *\([0-9]*\).*/\1/p' "$WORK/timed.out" | head -n1)"
+		else
+			note "scale/$m: drctl mirror lag failed: $(tail -n2 "$WORK/timed.out" | tr '\n' ' ' | cut -c1-200)"
+		fi
+		[[ $i -ge 3 && "$lag_total" == 0 ]] && break
+		sleep 1
+	done
+	usage="$(usage_now)"
+	line="$(grep '^RESULT' "$out")"
+	log "scale/$m: ${line#RESULT } status ${status_max}s, mirror lag ${lag_max}s (total lag ${lag_total:-?}); $usage"
+	stop_pid "$MIRROR_PID" "scale/$m"
+	RUNNING_PID=""
+	mv "$MIRROR_LOG" "$MIRROR_LOG.first"
+	# A restart, the usual case (the target topics exist): more records in
+	# every partition while the mirror is down, then the time until every
+	# partition copies again.
+	local restart=""
+	if lg fanout-wait -src-brokers "$EAST" -brokers "$WEST" -prefix "$SCALE_PREFIX" -save-baseline "$WORK/scale.baseline" 2>>"$out.log" &&
+		lg fanout -brokers "$EAST" -prefix "$SCALE_PREFIX" -topics "$SCALE_TOPICS" -partitions "$SCALE_PARTITIONS" \
+			-records "$SCALE_RECORDS" >>"$WORK/scale-fanout.out" 2>>"$WORK/scale-fanout.log" &&
+		start_mirror "$m" "$SCALE_PREFIX-.*" scale &&
+		lg fanout-wait -src-brokers "$EAST" -brokers "$WEST" -prefix "$SCALE_PREFIX" -t0 "$MIRROR_T0" \
+			-baseline "$WORK/scale.baseline" -timeout 10m >"$out.restart" 2> >(tee -a "$out.log" >&2); then
+		restart="$(rget started_all_s "$(grep '^RESULT' "$out.restart")")"
+		log "scale/$m: after a restart every partition copies again after ${restart}s"
+	else
+		note "scale/$m: the restart measurement failed (see $out.log)"
+	fi
+	stop_pid "$MIRROR_PID" "scale/$m"
+	RUNNING_PID=""
+	echo "scale/$m status=ok ${line#RESULT } restart_started_all_s=${restart:-failed} status_s=$status_max lag_s=$lag_max lag_total=${lag_total:-?} $usage" >>"$RAW"
+	scale_cleanup
+}
+
+# scale_cleanup: delete the scale scenario's topics on both clusters.
+scale_cleanup() {
+	local list
+	[[ -n "${SCALE_CREATED:-}" && "$KEEP" != 1 ]] || return 0
+	for b in "$WEST" "$EAST"; do
+		list="$(lg topics -brokers "$b" -prefix "$SCALE_PREFIX-" | paste -sd, -)"
+		[[ -z "$list" ]] || lg delete -brokers "$b" -topic "$list" -wait 5m >/dev/null || true
+	done
+	SCALE_CREATED=""
 }
 
 run_latency_mirror() { # run_latency_mirror MIRROR
@@ -628,7 +736,8 @@ report_throughput() {
 	echo "  is the source's last record (polled every 100 ms, read_committed). *start-up*: until the first"
 	echo "  record was visible on west. *steady* = records after the first visible ones / (done - start-up)."
 	echo "  For *copy*: the producer's time from first send to last acknowledgement; *whole run* includes its"
-	echo "  start (data generation, topic creation). Best of ${BENCH_COPY_RUNS:-2} runs ($(rget copy_rates "$(raw_of throughput/copy)") records/s)."
+	echo "  start (data generation, topic creation). Best of its runs, one before each mirror and one after the last"
+	echo "  ($(rget copy_rates "$(raw_of throughput/copy)") records/s)."
 	echo "- Ratios use the steady rates. *copy limit*: loadgen produce into west (same data, same brokers)."
 	echo "- *CPU*: the contender's process from launch (user + system); *µs/record*: that CPU per record copied,"
 	echo "  start-up included (less sensitive to other load than the rates). *brokers' CPU*: both Kafka JVMs"
@@ -687,6 +796,37 @@ report_latency() {
 	echo
 }
 
+report_scale() {
+	local line status
+	line="$(raw_of scale/drctl-eos)"
+	status="$(rget status "$line")"
+	echo "## Scale: $SCALE_TOPICS topics x $SCALE_PARTITIONS partitions"
+	echo
+	echo "$((SCALE_TOPICS * SCALE_PARTITIONS)) partitions with $SCALE_RECORDS records of 100 bytes each on east; drctl (exactly-once)"
+	echo "mirrors them while a consumer group with an offset in the middle of every partition is committed on east."
+	echo
+	if [[ "$status" != ok ]]; then
+		echo "drctl: ${status:-not run}"
+		echo
+		return
+	fi
+	echo "| mirror | every partition started (s) | all copied (s) | restart: every partition copying again (s) | group on west after (s) | group offsets checked | drctl status (s, slowest) | drctl mirror lag (s, slowest) | lag at the end | peak RSS (MiB) | CPU (s) |"
+	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+	printf '| drctl-eos | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$(rget started_all_s "$line")" "$(rget done_s "$line")" \
+		"$(rget restart_started_all_s "$line")" \
+		"$(rget group_synced_s "$line")" "$(rget group_checked "$line")" "$(rget status_s "$line")" "$(rget lag_s "$line")" \
+		"$(rget lag_total "$line")" "$(rget rss_mb "$line")" "$(rget cpu_s "$line")"
+	echo
+	echo "- *started*: from launching the mirror until every partition has committed records on west (the mirror"
+	echo "  creates the $SCALE_TOPICS topics on west first). *restart*: the mirror stopped, $SCALE_RECORDS more records written"
+	echo "  into every partition, the mirror started again: until every west partition has grown."
+	echo "  *all copied*: until every west partition holds as many committed offsets as its source has records."
+	echo "  *group*: after the copy, until west holds the group's offsets for every partition; every 10th is checked:"
+	echo "  the record at the west offset is the copy of the record at the group's east offset."
+	echo "- status and mirror lag ran up to 10 times each against the running mirror; the slowest is shown."
+	echo
+}
+
 write_report() {
 	local s
 	echo "# drctl replication benchmark, $STAMP"
@@ -706,6 +846,7 @@ write_report() {
 		throughput) report_throughput ;;
 		memory) report_memory ;;
 		latency) report_latency ;;
+		scale) report_scale ;;
 		esac
 	done
 	if [[ -s "$NOTES" ]]; then
@@ -723,7 +864,8 @@ write_report() {
 save_settings() {
 	local v
 	for v in RUN_ID STAMP SCENARIOS RECORDS SIZE PARTITIONS CONTENDERS VERIFY MEM_PARTITIONS MEM_RECORDS \
-		MEM_HOLD MEM_MIRRORS LAT_RATE LAT_DURATION LAT_WARMUP LAT_MIRRORS BENCH_CMD LOAD_START LOAD_END \
+		MEM_HOLD MEM_MIRRORS LAT_RATE LAT_DURATION LAT_WARMUP LAT_MIRRORS SCALE_TOPICS SCALE_PARTITIONS SCALE_RECORDS \
+		BENCH_CMD LOAD_START LOAD_END \
 		DURATION_MIN BENCH_MM2_TASKS BENCH_MM2_HEAP BENCH_MM2_TUNING BENCH_MM2_EXTRA BENCH_COPY_RUNS \
 		DRCTL_E2E_KAFKA_VERSION HEAD_DESC; do
 		[[ -n "${!v+set}" ]] && declare -p "$v"
@@ -758,14 +900,23 @@ main() {
 		case "$s" in
 		throughput)
 			produce_source "$SRC_TOPIC" "$RECORDS" "$PARTITIONS" throughput
+			local with_copy=""
+			[[ " $CONTENDERS " == *" copy "* ]] && with_copy=1
 			for m in $CONTENDERS; do
-				log "=== throughput/$m"
 				case "$m" in
-				copy) run_copy || true ;;
-				mm2-alo | mm2-eos | drctl-alo | drctl-eos) run_throughput_mirror "$m" || true ;;
+				copy) ;;
+				mm2-alo | mm2-eos | drctl-alo | drctl-eos)
+					[[ -z "$with_copy" ]] || copy_round || true
+					log "=== throughput/$m"
+					run_throughput_mirror "$m" || true
+					;;
 				*) note "unknown contender '$m' skipped" ;;
 				esac
 			done
+			if [[ -n "$with_copy" ]]; then
+				copy_round || true
+				finish_copy || true
+			fi
 			;;
 		memory)
 			produce_source "$MEM_TOPIC" "$MEM_RECORDS" "$MEM_PARTITIONS" memory
@@ -780,6 +931,7 @@ main() {
 				run_latency_mirror "$m" || true
 			done
 			;;
+		scale) run_scale || true ;;
 		*) note "unknown scenario '$s' skipped" ;;
 		esac
 	done

@@ -266,7 +266,9 @@ func (e *Engine) syncTopicsLoop(ctx context.Context, syncer topicSyncer, src, ds
 			e.targetReset(why)
 			return fmt.Errorf("%s; rebuilding the link", why)
 		}
+		began := time.Now()
 		ready, troubles, err := syncer.sync(ctx)
+		e.log.Debug("topics synced", "ready", len(ready), "took", time.Since(began).Round(time.Millisecond))
 		if err != nil {
 			e.metrics.Errors.WithLabelValues(e.link.String(), "topics").Inc()
 			e.log.Warn("topic sync failed", "err", err)

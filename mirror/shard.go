@@ -267,6 +267,7 @@ func (s *shard) refreshPartitions(ctx context.Context) error {
 	if len(added) == 0 {
 		return nil
 	}
+	began := time.Now()
 	progress, err := readProgressFull(ctx, s.dst, s.e.link.ProgressGroup(), added)
 	if err != nil {
 		return fmt.Errorf("shard %d: read progress on %s: %w", s.id, s.e.link.Target, err)
@@ -310,6 +311,7 @@ func (s *shard) refreshPartitions(ctx context.Context) error {
 		}
 		s.parts[p.tp] = p
 	}
+	s.log.Info("partitions started", "added", len(added), "copying", len(s.parts), "took", time.Since(began).Round(time.Millisecond))
 	return nil
 }
 

@@ -11,6 +11,8 @@
 //	loadgen delete  -brokers B -topic T[,T2...]     (waits until they are gone)
 //	loadgen topics  -brokers B [-prefix P]          (lists topic names)
 //	loadgen exists  -brokers B -topic T             (exit 0 if T exists, 1 if not)
+//	loadgen fanout  -brokers B -prefix P -topics N -partitions M -records R
+//	loadgen fanout-wait -src-brokers B1 -brokers B2 -prefix P [-group G]
 //
 // Every mode prints progress on stderr and, at the end, one line on stdout that
 // starts with "RESULT" and holds key=value pairs, for scripts to parse.

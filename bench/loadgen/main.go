@@ -150,6 +150,8 @@ var modes = []mode{
 	{"delete", "delete topics and wait until they are gone", runDelete},
 	{"topics", "list topic names (optionally with a prefix)", runTopics},
 	{"exists", "exit 0 if a topic exists, 1 if not", runExists},
+	{"fanout", "create many topics of many partitions and write a few records into each", runFanout},
+	{"fanout-wait", "wait until a mirror copies every partition of a fanout (and syncs a group)", runFanoutWait},
 }
 
 func usage() {

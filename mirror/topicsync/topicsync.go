@@ -127,6 +127,7 @@ func (s *Syncer) Sync(ctx context.Context) (Report, error) {
 
 	results := make([]TopicResult, len(names))
 	var written []int
+	var jobs []applyJob
 	for i, name := range names {
 		r := &results[i]
 		r.Name = name
@@ -164,11 +165,32 @@ func (s *Syncer) Sync(ctx context.Context) (Report, error) {
 			r.Err = fmt.Errorf("target: not synced: %w", err)
 			continue
 		}
-		if err := s.apply(name, c, do, r); err != nil {
-			r.Err = err
-			continue
+		jobs = append(jobs, applyJob{i: i, c: c, do: do})
+	}
+	// The writes of different topics are independent: a pass that creates
+	// hundreds of topics makes its requests side by side, not one after
+	// another (each waits for the controller).
+	ok := make([]bool, len(jobs))
+	sem := make(chan struct{}, applyParallel)
+	var wg sync.WaitGroup
+	for j, job := range jobs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			r := &results[job.i]
+			if err := s.apply(r.Name, job.c, job.do, r); err != nil {
+				r.Err = err
+				return
+			}
+			ok[j] = true
+		}()
+	}
+	wg.Wait()
+	for j, job := range jobs {
+		if ok[j] {
+			written = append(written, job.i)
 		}
-		written = append(written, i)
 	}
 	s.settleWrites(ctx, src, results, written)
 
@@ -178,6 +200,16 @@ func (s *Syncer) Sync(ctx context.Context) (Report, error) {
 	}
 	return rep, nil
 }
+
+// applyJob is a change to make on one target topic (results[i]).
+type applyJob struct {
+	i  int
+	c  change
+	do *observed
+}
+
+// applyParallel bounds the topics a pass writes at the same time.
+const applyParallel = 16
 
 // targetBrokers returns how many brokers the target has.
 func (s *Syncer) targetBrokers() (int, error) {
