@@ -18,6 +18,7 @@ import (
 
 	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/kafkaconn"
+	"github.com/drctl/drctl/mirror"
 	"github.com/drctl/drctl/plans"
 )
 
@@ -175,6 +176,16 @@ func tlsRoundTrip(t *testing.T, l tlsListeners, mode tlsMode) {
 	same(westCl, eastCl, westID, "east re-seeded with west's records (over "+mode.name+")", 420)
 	clock.lap("traffic on west, east re-seeded")
 
+	// The failback's preflight wants a mirror process on west->east: the
+	// daemon starts the steady link a poll after the reseed finished.
+	waitFor(t, time.Minute, "a mirror process runs west->east", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if ls := mirror.DescribeLink(ctx, ft.Topo, mirror.LinkFor(ft.Topo, "west", "east")); !ls.Running {
+			return fmt.Errorf("%+v", ls)
+		}
+		return nil
+	})
 	fb := ft.run(t, 4*time.Minute, nil, "failback", "--yes")
 	if fb.Code != 0 || fb.outcome().Outcome != plans.OutcomeSucceeded {
 		t.Fatalf("failback over %s: exit %d, outcome %q: %s", mode.name, fb.Code, fb.outcome().Outcome, fb.outcome().Error)

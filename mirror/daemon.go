@@ -150,7 +150,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		}
 	}
 	defer stop()
-	defer d.stopACLs()
+	defer d.stopACLsAndWait()
 	t := time.NewTicker(d.opts.StatePoll)
 	defer t.Stop()
 	fencedStale := map[string]int64{}

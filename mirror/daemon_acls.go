@@ -2,6 +2,7 @@ package mirror
 
 import (
 	"context"
+	"time"
 
 	"github.com/drctl/drctl/internal/rolestate"
 	"github.com/drctl/drctl/mirror/aclsync"
@@ -39,11 +40,31 @@ func (d *Daemon) followACLs(ctx context.Context, st rolestate.State) {
 	d.acls = aclRunner{key: want, cancel: cancel, done: done}
 }
 
+// stopACLs cancels the running loop without waiting for it: a round in
+// flight may hold a Kafka request for many seconds, and the daemon must
+// start the next link at once. A loop of an old direction cannot change
+// anything after the roles moved (each change is preceded by a role
+// check), so two loops overlapping briefly is harmless. Only when the
+// daemon itself stops does it wait, for at most stopACLsWait.
 func (d *Daemon) stopACLs() {
 	if d.acls.cancel == nil {
 		return
 	}
 	d.acls.cancel()
-	<-d.acls.done
 	d.acls = aclRunner{}
+}
+
+// stopACLsWait bounds how long the daemon's exit waits for the ACL loop.
+const stopACLsWait = 5 * time.Second
+
+func (d *Daemon) stopACLsAndWait() {
+	done := d.acls.done
+	d.stopACLs()
+	if done == nil {
+		return
+	}
+	select {
+	case <-done:
+	case <-time.After(stopACLsWait):
+	}
 }
