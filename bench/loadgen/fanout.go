@@ -381,19 +381,24 @@ func commitMiddle(cl sarama.Client, group string, parts []fanoutPart, offs map[f
 	if err != nil {
 		return err
 	}
-	req := &sarama.OffsetCommitRequest{Version: 2, ConsumerGroup: group, ConsumerGroupGeneration: -1, RetentionTime: -1}
-	for _, p := range parts {
-		o := offs[p]
-		req.AddBlock(p.topic, p.part, o.Start+(o.End-o.Start)/2, 0, "")
-	}
-	resp, err := coord.CommitOffset(req)
-	if err != nil {
-		return err
-	}
-	for t, ps := range resp.Errors {
-		for p, e := range ps {
-			if !errors.Is(e, sarama.ErrNoError) {
-				return fmt.Errorf("commit %s %s/%d: %w", group, t, p, e)
+	// In chunks: the coordinator writes one commit as one batch, and 10,000
+	// offsets exceed the brokers' message.max.bytes.
+	const chunk = 1000
+	for i := 0; i < len(parts); i += chunk {
+		req := &sarama.OffsetCommitRequest{Version: 2, ConsumerGroup: group, ConsumerGroupGeneration: -1, RetentionTime: -1}
+		for _, p := range parts[i:min(i+chunk, len(parts))] {
+			o := offs[p]
+			req.AddBlock(p.topic, p.part, o.Start+(o.End-o.Start)/2, 0, "")
+		}
+		resp, err := coord.CommitOffset(req)
+		if err != nil {
+			return err
+		}
+		for t, ps := range resp.Errors {
+			for p, e := range ps {
+				if !errors.Is(e, sarama.ErrNoError) {
+					return fmt.Errorf("commit %s %s/%d: %w", group, t, p, e)
+				}
 			}
 		}
 	}
