@@ -17,8 +17,8 @@ import (
 	"github.com/drctl/drctl/topology"
 )
 
-// LocksTopic holds the drills' claims and leases (see internal/drilllease).
-const LocksTopic = drilllease.Topic
+// locksTopic holds the drills' claims and leases (see internal/drilllease).
+const locksTopic = topology.DrillLocksTopic
 
 // locksRetention bounds the claims kept; a lease lives far shorter.
 const locksRetention = 24 * time.Hour
@@ -120,15 +120,15 @@ func appendClaim(ctx context.Context, c sarama.Client, cluster *topology.Cluster
 	}
 	defer p.Close()
 	raw, _ := json.Marshal(cl)
-	_, off, err := p.SendMessage(&sarama.ProducerMessage{Topic: LocksTopic, Partition: 0, Key: sarama.StringEncoder(cl.Key), Value: sarama.ByteEncoder(raw)})
+	_, off, err := p.SendMessage(&sarama.ProducerMessage{Topic: locksTopic, Partition: 0, Key: sarama.StringEncoder(cl.Key), Value: sarama.ByteEncoder(raw)})
 	if err != nil {
-		return 0, fmt.Errorf("write %s: %w", LocksTopic, err)
+		return 0, fmt.Errorf("write %s: %w", locksTopic, err)
 	}
 	return off, nil
 }
 
 func ensureLocksTopic(ctx context.Context, c sarama.Client) error {
-	info, err := kafkaread.Topic(ctx, c, LocksTopic)
+	info, err := kafkaread.Topic(ctx, c, locksTopic)
 	if err != nil {
 		return err
 	}
@@ -141,16 +141,16 @@ func ensureLocksTopic(ctx context.Context, c sarama.Client) error {
 	}
 	rf := int16(min(3, max(1, len(c.Brokers()))))
 	ret, del := strconv.FormatInt(locksRetention.Milliseconds(), 10), "delete"
-	err = admin.CreateTopic(LocksTopic, &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: rf,
+	err = admin.CreateTopic(locksTopic, &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: rf,
 		ConfigEntries: map[string]*string{"retention.ms": &ret, "cleanup.policy": &del}}, false)
 	if err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {
-		return fmt.Errorf("create %s: %w", LocksTopic, err)
+		return fmt.Errorf("create %s: %w", locksTopic, err)
 	}
 	_, err = kafkaread.Await(ctx, func() (struct{}, error) {
-		if err := c.RefreshMetadata(LocksTopic); err != nil {
+		if err := c.RefreshMetadata(locksTopic); err != nil {
 			return struct{}{}, err
 		}
-		_, err := c.Leader(LocksTopic, 0)
+		_, err := c.Leader(locksTopic, 0)
 		return struct{}{}, err
 	})
 	return err

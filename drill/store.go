@@ -19,10 +19,6 @@ import (
 	"github.com/drctl/drctl/topology"
 )
 
-// DrillsTopic is the compacted internal topic in which both clusters keep
-// every drill's Record, keyed by drill id.
-const DrillsTopic = topology.DrillsTopic
-
 // resultSuffix names a drill's local result file beside its journal.
 const resultSuffix = ".drill.json"
 
@@ -53,7 +49,7 @@ func Store(ctx context.Context, topo *topology.Topology, rec *Record, dir string
 			errs = append(errs, err)
 			continue
 		}
-		err = kvstore.Put(ctx, c, DrillsTopic, rec.ID, raw)
+		err = kvstore.Put(ctx, c, topology.DrillsTopic, rec.ID, raw)
 		_ = c.Close()
 		if err != nil {
 			errs = append(errs, fmt.Errorf("cluster %s: %w", name, err))
@@ -158,17 +154,17 @@ func clusterHistory(ctx context.Context, topo *topology.Topology, name string) (
 		return nil, err
 	}
 	defer c.Close()
-	info, err := kafkaread.Topic(ctx, c, DrillsTopic)
+	info, err := kafkaread.Topic(ctx, c, topology.DrillsTopic)
 	if err != nil || !info.Exists {
 		return nil, err
 	}
 	latest := map[string][]byte{}
-	_, err = kafkaread.ReadCommitted(ctx, c, DrillsTopic, 0, 0, func(r kafkaread.Record) error {
+	_, err = kafkaread.ReadCommitted(ctx, c, topology.DrillsTopic, 0, 0, func(r kafkaread.Record) error {
 		latest[string(r.Key)] = r.Value
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("cluster %s: read %s: %w", name, DrillsTopic, err)
+		return nil, fmt.Errorf("cluster %s: read %s: %w", name, topology.DrillsTopic, err)
 	}
 	var out []Record
 	for _, raw := range latest {

@@ -192,7 +192,7 @@ func putRun(ctx context.Context, w *world, rec *inspect.RunRecord) error {
 	var errs []error
 	ok := 0
 	for name, c := range w.clients {
-		if err := kvstore.Put(ctx, c, inspect.RunsTopic, rec.Plan.ID, raw); err != nil {
+		if err := kvstore.Put(ctx, c, topology.RunsTopic, rec.Plan.ID, raw); err != nil {
 			errs = append(errs, fmt.Errorf("cluster %s: %w", name, err))
 			continue
 		}

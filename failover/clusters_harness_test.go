@@ -123,7 +123,7 @@ type clusterSnap struct {
 	// State is the decoded role state (zero when none is stored).
 	State rolestate.State
 	ACLs  []string
-	// Topics: every topic but the run records (inspect.RunsTopic; a refused run
+	// Topics: every topic but the run records (topology.RunsTopic; a refused run
 	// leaves its record there, which is the audit trail of the attempt),
 	// with its partition count and, for non-internal topics, the log
 	// start and end of each partition (a wipe or a re-create shows).
@@ -182,11 +182,11 @@ func snapshotOf(t *testing.T, topo *topology.Topology, cluster string) *clusterS
 		t.Fatalf("list topics of %s: %v", cluster, err)
 	}
 	for name, d := range topics {
-		if name == inspect.RunsTopic {
+		if name == topology.RunsTopic {
 			continue
 		}
 		desc := fmt.Sprintf("partitions=%d", d.NumPartitions)
-		if !topology.IsInternalTopic(name) {
+		if !strings.HasPrefix(name, "__") && !strings.HasPrefix(name, topology.InternalPrefix) { // salvage topics too
 			if err := cl.RefreshMetadata(name); err != nil {
 				t.Fatal(err)
 			}
@@ -206,7 +206,7 @@ func snapshotOf(t *testing.T, topo *topology.Topology, cluster string) *clusterS
 		t.Fatalf("list groups of %s: %v", cluster, err)
 	}
 	for g := range groups {
-		if topology.IsInternalGroup(g) {
+		if topology.OwnsGroup(g) {
 			continue
 		}
 		s.Groups[g] = strings.Join(kfaketest.GroupOffsets(t, admin, g), " ")
@@ -305,7 +305,7 @@ func stateHistory(t *testing.T, topo *topology.Topology, cluster string) []roles
 	t.Helper()
 	cl := kfaketest.Dial(t, topo, cluster)
 	var out []rolestate.State
-	_, err := kafkaread.ReadCommitted(kfaketest.Ctx(t, 20*time.Second), cl, rolestate.StateTopic, 0, 0, func(r kafkaread.Record) error {
+	_, err := kafkaread.ReadCommitted(kfaketest.Ctx(t, 20*time.Second), cl, topology.StateTopic, 0, 0, func(r kafkaread.Record) error {
 		if string(r.Key) != topo.Name {
 			return nil
 		}
@@ -325,7 +325,7 @@ func stateHistory(t *testing.T, topo *topology.Topology, cluster string) []roles
 // fenceRecordOf reads cluster's fence record of topo (nil when none).
 func fenceRecordOf(t *testing.T, topo *topology.Topology, cluster string) *FenceRecord {
 	t.Helper()
-	raw, found, err := kvstore.Get(kfaketest.Ctx(t, 20*time.Second), kfaketest.Dial(t, topo, cluster), FenceTopic, topo.Name)
+	raw, found, err := kvstore.Get(kfaketest.Ctx(t, 20*time.Second), kfaketest.Dial(t, topo, cluster), topology.FenceTopic, topo.Name)
 	if err != nil {
 		t.Fatalf("read the fence record of %s: %v", cluster, err)
 	}

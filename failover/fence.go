@@ -9,9 +9,7 @@ import (
 	"github.com/drctl/drctl/topology"
 )
 
-// FenceTopic, FenceACL and FenceRecord: see package aclfence.
-const FenceTopic = aclfence.Topic
-
+// FenceACL and FenceRecord: see package aclfence.
 type (
 	FenceACL    = aclfence.ACL
 	FenceRecord = aclfence.Record
@@ -31,6 +29,6 @@ func Unfence(ctx context.Context, topo *topology.Topology, cluster string) ([]Fe
 
 func fencePrincipals(topo *topology.Topology) []string { return aclfence.Principals(topo) }
 
-func selectedTopicNames(admin sarama.ClusterAdmin, sel topology.Selection) ([]string, error) {
-	return aclfence.SelectedTopicNames(admin, sel)
+func mirroredTopicNames(admin sarama.ClusterAdmin, topo *topology.Topology) ([]string, error) {
+	return aclfence.MirroredTopicNames(admin, topo)
 }

@@ -111,7 +111,7 @@ func originOnTarget(ctx context.Context, topo *topology.Topology, target sarama.
 	if target == nil {
 		return ""
 	}
-	tps, err := mirror.SelectedPartitions(target, topo.MirroredTopics())
+	tps, err := mirror.MirroredPartitions(target, topo)
 	if err != nil {
 		return ""
 	}

@@ -419,7 +419,7 @@ func addReseed(topo *topology.Topology, ids map[string]string, add func(plans.St
 			Params: clusterParams{Cluster: stale}, Destructive: true})
 	}
 	add(plans.StepSpec{Name: StepSalvage, Title: fmt.Sprintf("Salvage records on %s that never reached %s", stale, active),
-		Params: reseedParams{Stale: stale, Active: active}, Intend: map[string]any{"into": "<topic>" + topo.Failover.SalvageTopicSuffix + " on " + active}})
+		Params: reseedParams{Stale: stale, Active: active}, Intend: map[string]any{"into": topo.SalvageTopic("<topic>") + " on " + active}})
 	add(plans.StepSpec{Name: StepWipe, Title: fmt.Sprintf("Wipe the mirrored topics and groups on %s", stale), Destructive: true,
 		Params: reseedParams{Stale: stale, Active: active}})
 	add(plans.StepSpec{Name: StepReseedStart, Title: fmt.Sprintf("Start re-seeding %s from %s", stale, active),

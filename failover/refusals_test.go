@@ -399,13 +399,13 @@ func TestRefusalDrainTimeout(t *testing.T) {
 		b, a := *before[cl], *after[cl]
 		b.Roles, a.Roles = "", ""
 		a.Topics = maps.Clone(a.Topics)
-		if _, had := b.Topics[rolestate.StateTopic]; !had {
-			delete(a.Topics, rolestate.StateTopic) // the roles, checked above
+		if _, had := b.Topics[topology.StateTopic]; !had {
+			delete(a.Topics, topology.StateTopic) // the roles, checked above
 		}
 		if cl == "east" {
 			// The fence recorded itself there; the record is all that
 			// may remain of it.
-			delete(a.Topics, FenceTopic)
+			delete(a.Topics, topology.FenceTopic)
 		}
 		for _, d := range snapDiff(&b, &a) {
 			t.Errorf("%s changed: %s", cl, d)

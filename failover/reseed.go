@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -81,17 +80,10 @@ func Salvage(ctx context.Context, topo *topology.Topology, stale, active string)
 		return nil, fmt.Errorf("salvage: %w", err)
 	}
 	link := mirror.LinkFor(topo, stale, active)
-	tps, err := mirror.SelectedPartitions(src, topo.Mirror.Topics)
+	tps, err := mirror.MirroredPartitions(src, topo)
 	if err != nil {
 		return nil, fmt.Errorf("salvage: list topics on %s: %w", stale, err)
 	}
-	var keep []mirror.TopicPartition
-	for _, tp := range tps {
-		if !strings.HasSuffix(tp.Topic, topo.Failover.SalvageTopicSuffix) {
-			keep = append(keep, tp)
-		}
-	}
-	tps = keep
 	progress, err := mirror.ReadProgress(ctx, dst, link, tps)
 	if err != nil {
 		return nil, fmt.Errorf("salvage: mirror progress of %s on %s: %w", link, active, err)
@@ -125,7 +117,7 @@ func Salvage(ctx context.Context, topo *topology.Topology, stale, active string)
 		if from >= ends.Stable {
 			continue
 		}
-		into := tp.Topic + topo.Failover.SalvageTopicSuffix
+		into := topo.SalvageTopic(tp.Topic)
 		if !created[into] {
 			if err := ensureSalvageTopic(ctx, src, dst, tp.Topic, into); err != nil {
 				return nil, fmt.Errorf("salvage: %w", err)
@@ -286,15 +278,9 @@ func Wipe(ctx context.Context, topo *topology.Topology, stale, active string) (*
 		return nil, fmt.Errorf("wipe %s: %w", stale, err)
 	}
 	rep := &WipeReport{Cluster: stale, TopicsDeleted: []string{}, GroupsDeleted: []string{}}
-	topics, err := selectedTopicNames(admin, topo.MirroredTopics())
+	keep, err := mirroredTopicNames(admin, topo)
 	if err != nil {
 		return nil, fmt.Errorf("wipe %s: list topics: %w", stale, err)
-	}
-	var keep []string
-	for _, t := range topics {
-		if !strings.HasSuffix(t, topo.Failover.SalvageTopicSuffix) {
-			keep = append(keep, t)
-		}
 	}
 	link := mirror.LinkFor(topo, active, stale)
 	all, err := admin.ListTopics()
@@ -312,7 +298,7 @@ func Wipe(ctx context.Context, topo *topology.Topology, stale, active string) (*
 	}
 	var groups []string
 	for g := range listed {
-		if (topo.Mirror.Groups.Match(g) && !topology.IsInternalGroup(g)) || g == link.ProgressGroup() || g == link.WorkersGroup() {
+		if topo.SyncsGroup(g) || g == link.ProgressGroup() || g == link.WorkersGroup() {
 			groups = append(groups, g)
 		}
 	}

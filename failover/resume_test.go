@@ -304,7 +304,7 @@ func (w *resumeWorld) killAndResume(t *testing.T, c killCase) {
 		hold = &journalPoint{Type: plans.EventStepStarted, Index: idx}
 		arm = func() *heldRequest {
 			return holdFirst(t, w.pair.East, kmsg.EndTxn, true, func(r kmsg.Request) bool {
-				return r.(*kmsg.EndTxnRequest).TransactionalID == rolestate.TransactionalID(w.topo.Name)
+				return r.(*kmsg.EndTxnRequest).TransactionalID == topology.StateTransactionalID(w.topo.Name)
 			})
 		}
 	default:
@@ -383,7 +383,7 @@ func (w *resumeWorld) killAndResume(t *testing.T, c killCase) {
 			t.Fatal(err)
 		}
 		for _, cl := range []sarama.Client{w.east, w.west} {
-			if err := kvstore.Put(ctx, cl, inspect.RunsTopic, w.plan.ID, raw); err != nil {
+			if err := kvstore.Put(ctx, cl, topology.RunsTopic, w.plan.ID, raw); err != nil {
 				t.Fatal(err)
 			}
 		}

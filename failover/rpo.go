@@ -3,6 +3,7 @@ package failover
 import (
 	"context"
 	"fmt"
+
 	"github.com/drctl/drctl/inspect"
 
 	"github.com/drctl/drctl/plans"

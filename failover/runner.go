@@ -208,7 +208,7 @@ func (s *runStore) Handle(ctx context.Context, e plans.Event) error {
 	var errs []error
 	ok := 0
 	for name, c := range w.clients {
-		if err := kvstore.Put(ctx, c, inspect.RunsTopic, s.rec.Plan.ID, raw); err != nil {
+		if err := kvstore.Put(ctx, c, topology.RunsTopic, s.rec.Plan.ID, raw); err != nil {
 			errs = append(errs, fmt.Errorf("cluster %s: %w", name, err))
 			continue
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/drctl/drctl/internal/kvstore"
 	"github.com/drctl/drctl/internal/rolestate"
 	"github.com/drctl/drctl/plans"
+	"github.com/drctl/drctl/topology"
 )
 
 // TestAbortBeforeFlip: a failover interrupted in its drain (fence acl
@@ -94,7 +95,7 @@ func TestAbortBeforeFlip(t *testing.T) {
 			}
 		}
 	}
-	raw, found, err := kvstore.Get(kfaketest.Ctx(t, 20*time.Second), kfaketest.Dial(t, topo, "west"), inspect.RunsTopic, plan.ID)
+	raw, found, err := kvstore.Get(kfaketest.Ctx(t, 20*time.Second), kfaketest.Dial(t, topo, "west"), topology.RunsTopic, plan.ID)
 	if err != nil || !found {
 		t.Fatalf("run record: %v %v", found, err)
 	}
@@ -141,7 +142,7 @@ func TestAbortAfterFlip(t *testing.T) {
 	}
 	raw, _ := json.Marshal(rec)
 	for _, c := range []string{"east", "west"} {
-		if err := kvstore.Put(kfaketest.Ctx(t, 20*time.Second), kfaketest.Dial(t, topo, c), inspect.RunsTopic, plan.ID, raw); err != nil {
+		if err := kvstore.Put(kfaketest.Ctx(t, 20*time.Second), kfaketest.Dial(t, topo, c), topology.RunsTopic, plan.ID, raw); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -72,7 +72,7 @@ func noTrace(t *testing.T, topo *topology.Topology, journal, id string) {
 		t.Errorf("the refused run wrote %d journal file(s) in %s (first %s)", len(entries), journal, entries[0].Name())
 	}
 	for _, c := range topo.ClusterNames() {
-		_, found, err := kvstore.Get(kfaketest.Ctx(t, 20*time.Second), kfaketest.Dial(t, topo, c), inspect.RunsTopic, id)
+		_, found, err := kvstore.Get(kfaketest.Ctx(t, 20*time.Second), kfaketest.Dial(t, topo, c), topology.RunsTopic, id)
 		if err != nil {
 			t.Fatalf("read the run record of %s on %s: %v", id, c, err)
 		}
@@ -166,7 +166,7 @@ func TestTamperedPlanRefused(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, c := range []string{"east", "west"} {
-			if err := kvstore.Put(kfaketest.Ctx(t, 20*time.Second), kfaketest.Dial(t, topo, c), inspect.RunsTopic, q.ID, raw); err != nil {
+			if err := kvstore.Put(kfaketest.Ctx(t, 20*time.Second), kfaketest.Dial(t, topo, c), topology.RunsTopic, q.ID, raw); err != nil {
 				t.Fatal(err)
 			}
 		}

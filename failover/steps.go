@@ -248,7 +248,7 @@ func preflight(ctx context.Context, topo *topology.Topology, p preflightParams) 
 		if err != nil {
 			return plans.Result{}, fmt.Errorf("preflight: %w", err)
 		}
-		groups, err := inspect.SelectedGroups(admin, topo.Mirror.Groups)
+		groups, err := inspect.SelectedGroups(admin, topo)
 		if err != nil {
 			return plans.Result{}, fmt.Errorf("preflight: groups of %s: %w", p.To, err)
 		}
@@ -265,15 +265,12 @@ func preflight(ctx context.Context, topo *topology.Topology, p preflightParams) 
 }
 
 func topicShapes(client sarama.Client, topo *topology.Topology) (map[string]int32, error) {
-	tps, err := mirror.SelectedPartitions(client, topo.MirroredTopics())
+	tps, err := mirror.MirroredPartitions(client, topo)
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]int32{}
 	for _, tp := range tps {
-		if strings.HasSuffix(tp.Topic, topo.Failover.SalvageTopicSuffix) {
-			continue
-		}
 		out[tp.Topic]++
 	}
 	return out, nil

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/IBM/sarama"
+	"github.com/drctl/drctl/topology"
 )
 
 // Broker is one broker of a cluster as its metadata lists it.
@@ -84,7 +85,7 @@ const KfakeRelease = "kfake (embedded)"
 // embeddedKfake recognises kfake by the cluster ids it is run with: its own
 // default ("kfake"), the test harness's ("kfake-east") and the sandbox's.
 func embeddedKfake(clusterID string) bool {
-	return strings.HasPrefix(clusterID, "kfake") || strings.HasPrefix(clusterID, "drctl-sandbox-")
+	return strings.HasPrefix(clusterID, "kfake") || strings.HasPrefix(clusterID, topology.SandboxClusterIDPrefix)
 }
 
 // releaseForMetadataLevel maps the highest metadata.version a broker

@@ -23,11 +23,6 @@ const (
 	StepRPO  = "rpo-report"
 )
 
-// RunsTopic is the compacted internal topic in which both clusters keep
-// the progress of every run, keyed by run id, so that `drctl resume` can
-// finish a run from any machine.
-const RunsTopic = "__drctl_runs"
-
 // RunRecord is a run's progress as the clusters keep it.
 type RunRecord struct {
 	Plan    *plans.Plan             `json:"plan"`
@@ -84,7 +79,7 @@ func LoadRun(ctx context.Context, topo *topology.Topology, id string) (*RunRecor
 	defer clusters.Close()
 	var best *RunRecord
 	for _, c := range clusters.Clients() {
-		raw, found, err := kvstore.Get(ctx, c, RunsTopic, id)
+		raw, found, err := kvstore.Get(ctx, c, topology.RunsTopic, id)
 		if err != nil || !found {
 			continue
 		}
@@ -99,7 +94,7 @@ func LoadRun(ctx context.Context, topo *topology.Topology, id string) (*RunRecor
 	return best, nil
 }
 
-// ListRuns reads every run the clusters recorded in RunsTopic; for a run
+// ListRuns reads every run the clusters recorded in topology.RunsTopic; for a run
 // both hold, the most advanced record wins. It only reads. It fails only
 // when no cluster could be read; unreadable records are skipped.
 func ListRuns(ctx context.Context, topo *topology.Topology) ([]*RunRecord, error) {
@@ -116,7 +111,7 @@ func ListRunsIn(ctx context.Context, clusters *kafkaconn.Clusters) ([]*RunRecord
 	var errs []error
 	read := 0
 	for name, c := range clusters.Clients() {
-		all, err := kvstore.All(ctx, c, RunsTopic)
+		all, err := kvstore.All(ctx, c, topology.RunsTopic)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("cluster %s: %w", name, err))
 			continue

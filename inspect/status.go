@@ -254,19 +254,19 @@ func readCluster(ctx context.Context, topo *topology.Topology, clusters *kafkaco
 		v.err = kafkaconn.Explain(c, err)
 		return v
 	}
-	if v.topics, err = selectedTopics(admin, topo.MirroredTopics()); err != nil {
+	if v.topics, err = selectedTopics(admin, topo); err != nil {
 		v.err = kafkaconn.Explain(c, err)
 		return v
 	}
-	if v.groups, err = SelectedGroups(admin, topo.Mirror.Groups); err != nil {
+	if v.groups, err = SelectedGroups(admin, topo); err != nil {
 		v.err = kafkaconn.Explain(c, err)
 	}
 	return v
 }
 
-// selectedTopics lists the selected, non-internal topics with their shape
-// and topic-level configs.
-func selectedTopics(admin sarama.ClusterAdmin, sel topology.Selection) (map[string]TopicSide, error) {
+// selectedTopics lists the topics topo mirrors with their shape and
+// topic-level configs.
+func selectedTopics(admin sarama.ClusterAdmin, topo *topology.Topology) (map[string]TopicSide, error) {
 	all, err := admin.ListTopics()
 	if err != nil {
 		return nil, err
@@ -274,7 +274,7 @@ func selectedTopics(admin sarama.ClusterAdmin, sel topology.Selection) (map[stri
 	out := map[string]TopicSide{}
 	var resources []*sarama.ConfigResource
 	for name, d := range all {
-		if topology.IsInternalTopic(name) || !sel.Match(name) {
+		if !topo.Mirrors(name) {
 			continue
 		}
 		out[name] = TopicSide{Exists: true, Partitions: d.NumPartitions, ReplicationFactor: d.ReplicationFactor, Configs: map[string]string{}, effective: map[string]string{}}
@@ -305,16 +305,16 @@ func selectedTopics(admin sarama.ClusterAdmin, sel topology.Selection) (map[stri
 	return out, nil
 }
 
-// SelectedGroups lists the groups sel selects (drctl's own excluded) with
-// their state and member count.
-func SelectedGroups(admin sarama.ClusterAdmin, sel topology.Selection) (map[string]GroupSide, error) {
+// SelectedGroups lists the groups topo syncs (topology.Topology.SyncsGroup)
+// with their state and member count.
+func SelectedGroups(admin sarama.ClusterAdmin, topo *topology.Topology) (map[string]GroupSide, error) {
 	listed, err := admin.ListConsumerGroups()
 	if err != nil {
 		return nil, err
 	}
 	var names []string
 	for g := range listed {
-		if sel.Match(g) && !topology.IsInternalGroup(g) {
+		if topo.SyncsGroup(g) {
 			names = append(names, g)
 		}
 	}
@@ -489,7 +489,7 @@ func runProblem(ctx context.Context, st *Status, clients map[string]sarama.Clien
 	st.Roles.Run = &run
 	var rec *RunRecord
 	for _, c := range clients {
-		raw, found, err := kvstore.Get(ctx, c, RunsTopic, run.ID)
+		raw, found, err := kvstore.Get(ctx, c, topology.RunsTopic, run.ID)
 		if err != nil || !found {
 			continue
 		}

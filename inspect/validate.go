@@ -245,7 +245,7 @@ func checkCluster(ctx context.Context, topo *topology.Topology, clusters *kafkac
 	var selected []string
 	var denied []string
 	for _, t := range md.Topics {
-		if topology.IsInternalTopic(t.Name) || !topo.Mirror.Topics.Match(t.Name) {
+		if !topo.Mirrors(t.Name) {
 			continue
 		}
 		selected = append(selected, t.Name)
@@ -269,7 +269,7 @@ func checkCluster(ctx context.Context, topo *topology.Topology, clusters *kafkac
 	admin, err := sarama.NewClusterAdminFromClient(client)
 	if err == nil {
 		var groups map[string]GroupSide
-		if groups, err = SelectedGroups(admin, topo.Mirror.Groups); err == nil {
+		if groups, err = SelectedGroups(admin, topo); err == nil {
 			names := slices.Sorted(maps.Keys(groups))
 			checks = add(checks, "groups", CheckOK, "%d selected: %s", len(names), summarize(names, 10))
 		}

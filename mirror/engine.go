@@ -225,7 +225,7 @@ func (e *Engine) runOnce(ctx context.Context) error {
 	if err := e.ensureInternalTopics(ctx, dst); err != nil {
 		return err
 	}
-	syncer, err := newTopicSyncer(src, dst, e.dstCluster, e.link, e.topo.MirroredTopics())
+	syncer, err := newTopicSyncer(src, dst, e.dstCluster, e.link, e.topo.Mirrors)
 	if err != nil {
 		return err
 	}

@@ -1,10 +1,11 @@
 package mirror
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 
@@ -85,7 +86,7 @@ func MeasureLagIn(ctx context.Context, clusters *kafkaconn.Clusters, link Link) 
 	if err != nil {
 		return nil, err
 	}
-	tps, err := selectedPartitions(src, topo.MirroredTopics())
+	tps, err := MirroredPartitions(src, topo)
 	if err != nil {
 		return nil, fmt.Errorf("source %s: %w", link.Source, err)
 	}
@@ -154,9 +155,9 @@ func partitionLag(ctx context.Context, src sarama.Client, tp TopicPartition, lso
 	return pl
 }
 
-// selectedPartitions lists the partitions of the selected, non-internal
-// topics of a cluster, sorted.
-func selectedPartitions(client sarama.Client, sel topology.Selection) ([]TopicPartition, error) {
+// MirroredPartitions lists, sorted, the partitions of the topics of the
+// cluster behind client that topo mirrors (topology.Topology.Mirrors).
+func MirroredPartitions(client sarama.Client, topo *topology.Topology) ([]TopicPartition, error) {
 	if err := client.RefreshMetadata(); err != nil {
 		return nil, err
 	}
@@ -166,7 +167,7 @@ func selectedPartitions(client sarama.Client, sel topology.Selection) ([]TopicPa
 	}
 	var out []TopicPartition
 	for _, t := range topics {
-		if topology.IsInternalTopic(t) || !sel.Match(t) {
+		if !topo.Mirrors(t) {
 			continue
 		}
 		parts, err := client.Partitions(t)
@@ -177,11 +178,8 @@ func selectedPartitions(client sarama.Client, sel topology.Selection) ([]TopicPa
 			out = append(out, TopicPartition{Topic: t, Partition: p})
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Topic != out[j].Topic {
-			return out[i].Topic < out[j].Topic
-		}
-		return out[i].Partition < out[j].Partition
+	slices.SortFunc(out, func(a, b TopicPartition) int {
+		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
 	})
 	return out, nil
 }
@@ -214,7 +212,7 @@ func addTroubles(ctx context.Context, src, dst sarama.Client, topo *topology.Top
 			ids[p.Topic] = ""
 		}
 	}
-	rep.TopicChanges = topicChanges(link, topo.MirroredTopics(), ledger, ids)
+	rep.TopicChanges = topicChanges(link, topo.Mirrors, ledger, ids)
 	for _, c := range rep.TopicChanges {
 		if c.Kind != TopicRecreated {
 			continue

@@ -31,7 +31,7 @@ type TopicPartition = topology.TopicPartition
 
 // LinkFor returns the link that copies from source to target.
 func LinkFor(topo *topology.Topology, source, target string) Link {
-	return Link{Topology: topo.Name, Source: source, Target: target}
+	return topo.Link(source, target)
 }
 
 // ShardOf maps a source partition to a shard. The mapping depends only on

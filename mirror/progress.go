@@ -10,7 +10,6 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/drctl/drctl/internal/kafkaread"
-	"github.com/drctl/drctl/topology"
 )
 
 // readProgress returns the committed progress (next source offset to copy)
@@ -141,10 +140,4 @@ func commitProgress(ctx context.Context, dst sarama.Client, group string, offset
 // partitions never mirrored are absent.
 func ReadProgress(ctx context.Context, dst sarama.Client, link Link, tps []TopicPartition) (map[TopicPartition]int64, error) {
 	return readProgress(ctx, dst, link.ProgressGroup(), tps)
-}
-
-// SelectedPartitions lists the partitions of the selected, non-internal
-// topics of a cluster, sorted.
-func SelectedPartitions(client sarama.Client, sel topology.Selection) ([]TopicPartition, error) {
-	return selectedPartitions(client, sel)
 }

@@ -98,10 +98,10 @@ const (
 
 // topicChanges compares the ledger with the source's selected topics and
 // their ids (sourceIDs: name -> id, "" when the source reports none).
-func topicChanges(link Link, sel topology.Selection, ledger TopicLedger, sourceIDs map[string]string) []TopicChange {
+func topicChanges(link Link, mirrors func(topic string) bool, ledger TopicLedger, sourceIDs map[string]string) []TopicChange {
 	var out []TopicChange
 	for name, rec := range ledger {
-		if topology.IsInternalTopic(name) || !sel.Match(name) {
+		if !mirrors(name) {
 			continue
 		}
 		id, ok := sourceIDs[name]

@@ -31,11 +31,11 @@ type readyTopic struct {
 // a topic recreated on the source, and reports one deleted there. A
 // topic's trouble never stops the others.
 type ledgerSyncer struct {
-	s    *topicsync.Syncer
-	dst  sarama.Client
-	cl   *topology.Cluster
-	link Link
-	sel  topology.Selection
+	s       *topicsync.Syncer
+	dst     sarama.Client
+	cl      *topology.Cluster
+	link    Link
+	mirrors func(topic string) bool
 	// changed receives, every pass, the topics deleted or recreated on the
 	// source (nil: nobody listens).
 	changed func([]TopicChange)
@@ -45,7 +45,7 @@ type ledgerSyncer struct {
 	prod   sarama.SyncProducer
 }
 
-func newTopicSyncer(src, dst sarama.Client, dstCluster *topology.Cluster, link Link, sel topology.Selection) (*ledgerSyncer, error) {
+func newTopicSyncer(src, dst sarama.Client, dstCluster *topology.Cluster, link Link, mirrors func(topic string) bool) (*ledgerSyncer, error) {
 	sa, err := sarama.NewClusterAdminFromClient(src)
 	if err != nil {
 		return nil, fmt.Errorf("source admin: %w", err)
@@ -54,8 +54,8 @@ func newTopicSyncer(src, dst sarama.Client, dstCluster *topology.Cluster, link L
 	if err != nil {
 		return nil, fmt.Errorf("target admin: %w", err)
 	}
-	ls := &ledgerSyncer{dst: dst, cl: dstCluster, link: link, sel: sel, ledger: TopicLedger{}}
-	s, err := topicsync.New(sa, da, sel, topicsync.Options{Ownership: ls.ownership})
+	ls := &ledgerSyncer{dst: dst, cl: dstCluster, link: link, mirrors: mirrors, ledger: TopicLedger{}}
+	s, err := topicsync.New(sa, da, mirrors, topicsync.Options{Ownership: ls.ownership})
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +141,7 @@ func (a *ledgerSyncer) sync(ctx context.Context) (map[string]readyTopic, map[str
 			ready[t.Name] = readyTopic{Partitions: t.Partitions, MaxMessageBytes: t.MaxMessageBytes}
 		}
 	}
-	changes := topicChanges(a.link, a.sel, ledger, ids)
+	changes := topicChanges(a.link, a.mirrors, ledger, ids)
 	for _, c := range changes {
 		if c.Kind == TopicDeleted {
 			troubles[c.Topic] = c.Message

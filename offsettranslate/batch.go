@@ -128,15 +128,11 @@ func (b Batch) Validate() error {
 	return nil
 }
 
-// TopicName names the offsets topic of the link from cluster source to
-// cluster target of a topology. It lives on the target and its name starts
-// with "_drctl", so it is never mirrored:
-//
-//	TopicName("payments", "east", "west") == "_drctl.payments.east-west.offsets"
-//
-// Its records carry the shard number as a decimal string for key
-// (ShardKey) and EncodeBatch's output for value. The readers rely on the
-// value alone and read every partition of the topic.
+// The offsets topic of a link (topology.Link.OffsetsTopic) lives on the
+// target and is drctl's own, so it is never mirrored. Its records carry the
+// shard number as a decimal string for key (ShardKey) and EncodeBatch's
+// output for value. The readers rely on the value alone and read every
+// partition of the topic.
 //
 // Retention decides how far back translation stays exact: a source position
 // whose batches were deleted translates as BeforeStart. Keep the topic at
@@ -150,9 +146,6 @@ func (b Batch) Validate() error {
 // ones start); Load puts the two stretches in order by source offset and
 // treats stretches that interleave as an inconsistent map. See Follower
 // for a long-running reader.
-func TopicName(topology, source, target string) string {
-	return "_drctl." + topology + "." + source + "-" + target + ".offsets"
-}
 
 // ShardKey is the record key of shard's batches in the offsets topic.
 func ShardKey(shard int32) []byte {

@@ -1,7 +1,7 @@
 // Package offsettranslate owns the mirror's exact source→target offset map:
 // the record the mirror writes into an internal topic on the target in the
 // same transaction as the data it describes (Batch, EncodeBatch,
-// DecodeBatch, TopicName), the pure math that turns a consumer group's
+// DecodeBatch; the topic is topology.Link.OffsetsTopic), the pure math that turns a consumer group's
 // source position into the target position of the very record the group
 // would read next (PartitionMap, Index, Translate), and the readers that
 // rebuild that map from the target cluster with read_committed semantics

@@ -18,7 +18,7 @@ import (
 // Start a new one.
 var ErrTruncated = errors.New("offsets topic truncated under the reader")
 
-// Load reads the whole offsets topic of a link (TopicName) from the target
+// Load reads the whole offsets topic of a link (topology.Link.OffsetsTopic) from the target
 // cluster through client and returns its index.
 //
 // Only batches of committed transactions count: every partition of the

@@ -16,6 +16,7 @@ import (
 
 	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/internal/kfaketest"
+	"github.com/drctl/drctl/topology"
 )
 
 // headerSource is the provenance header the simulated mirror puts on every
@@ -235,7 +236,7 @@ func TestLoadAndFollowerAreExact(t *testing.T) {
 
 func testLoadAndFollowerAreExact(t *testing.T, seed uint64) {
 	const dataTopic, shards = "orders", 3
-	mapTopic := TopicName("test", "east", "west")
+	mapTopic := topology.Link{Topology: "test", Source: "east", Target: "west"}.OffsetsTopic()
 	west, client := target(t, map[string]int32{dataTopic: shards, mapTopic: 2})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -107,29 +107,6 @@ func (d Drills) DrillNames() []string {
 	return out
 }
 
-// DrillsTopic is the compacted internal topic in which both clusters keep
-// every drill's record, keyed by drill id.
-const DrillsTopic = "__drctl_drills"
-
-// MirrorPausesTopic is the compacted internal topic in which both clusters
-// keep the pauses of a mirror link's copying that unplanned drills ask
-// for, keyed by topology and link (see mirror.Pause).
-const MirrorPausesTopic = "__drctl_mirror_pauses"
-
-// CanaryTopic is the topic canary drills write on the active cluster. It is
-// drctl's own but, unlike the _drctl topics, it is mirrored (that is what
-// it tests), so its name avoids the internal prefix.
-func (t *Topology) CanaryTopic() string { return "drctl-canary." + t.Name }
-
-// CanaryGroup is the consumer group canary drills commit on the active
-// cluster; group sync translates it to the standby.
-func (t *Topology) CanaryGroup() string { return "drctl-canary." + t.Name }
-
-// IsCanaryTopic reports whether name is a canary topic of any topology.
-func IsCanaryTopic(name string) bool { return canaryRE.MatchString(name) }
-
-var canaryRE = regexp.MustCompile(`^drctl-canary\.[a-zA-Z0-9._-]+$`)
-
 // addCanaryToSelections makes the mirror copy the canary topic and sync
 // the canary group whatever the user's includes say (an exclude that names
 // them still wins).

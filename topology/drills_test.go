@@ -60,7 +60,7 @@ func TestParseDrills(t *testing.T) {
 		t.Errorf("names %v", got)
 	}
 	// The canary topic and group are mirrored whatever the selection says.
-	if !topo.MirroredTopics().Match(topo.CanaryTopic()) || !topo.Mirror.Groups.Match(topo.CanaryGroup()) || IsInternalTopic(topo.CanaryTopic()) {
+	if !topo.Mirrors(topo.CanaryTopic()) || !topo.SyncsGroup(topo.CanaryGroup()) || topo.Owns(topo.CanaryTopic()) || OwnsGroup(topo.CanaryGroup()) {
 		t.Errorf("canary %s / %s not selected", topo.CanaryTopic(), topo.CanaryGroup())
 	}
 	if topo.Mirror.Topics.Match("other") || len(topo.Mirror.Topics.Include) != 1 {

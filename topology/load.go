@@ -128,14 +128,13 @@ func (d *duration) or(def time.Duration) time.Duration {
 
 // Defaults applied when the file leaves a setting out.
 const (
-	DefaultVersion            = "3.6.0"
-	DefaultTimeout            = 10 * time.Second
-	DefaultGroupSyncInterval  = 5 * time.Second
-	DefaultACLSyncInterval    = 2 * time.Second
-	DefaultDrainTimeout       = 5 * time.Minute
-	DefaultQuietPeriod        = 5 * time.Second
-	DefaultSalvageTopicSuffix = ".drctl-salvage"
-	DefaultClientID           = "drctl"
+	DefaultVersion           = "3.6.0"
+	DefaultTimeout           = 10 * time.Second
+	DefaultGroupSyncInterval = 5 * time.Second
+	DefaultACLSyncInterval   = 2 * time.Second
+	DefaultDrainTimeout      = 5 * time.Minute
+	DefaultQuietPeriod       = 5 * time.Second
+	DefaultClientID          = "drctl"
 )
 
 // Load reads, expands and validates the topology file at path. Every error

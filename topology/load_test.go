@@ -189,25 +189,3 @@ func TestDiscover(t *testing.T) {
 		t.Errorf("env: %q", got)
 	}
 }
-
-func TestInternalTopics(t *testing.T) {
-	for name, want := range map[string]bool{"__consumer_offsets": true, "__drctl_state": true, "_drctl.offsets": true, "orders": false, "_private": false} {
-		if IsInternalTopic(name) != want {
-			t.Errorf("IsInternalTopic(%q) != %v", name, want)
-		}
-	}
-}
-
-func TestMirroredTopicsSkipQuarantine(t *testing.T) {
-	topo, err := Parse("t.yaml", []byte(strings.Replace(good, `["orders", "payments\\..*"]`, `[".*"]`, 1)), env(map[string]string{"EAST_PASSWORD": "x"}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sel := topo.MirroredTopics()
-	if !sel.Match("orders") || sel.Match("orders.drctl-salvage") || sel.Match("payments.tmp") {
-		t.Errorf("MirroredTopics: orders %v, orders.drctl-salvage %v, payments.tmp %v", sel.Match("orders"), sel.Match("orders.drctl-salvage"), sel.Match("payments.tmp"))
-	}
-	if !topo.Mirror.Topics.Match("orders.drctl-salvage") {
-		t.Error("the plain selection should still match the salvage topic")
-	}
-}

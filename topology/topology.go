@@ -202,26 +202,3 @@ func (t *Topology) Other(name string) string {
 	}
 	return ""
 }
-
-// IsInternalTopic reports whether a topic belongs to Kafka or to drctl and
-// must never be mirrored, whatever the selection says.
-func IsInternalTopic(name string) bool {
-	return len(name) >= 2 && name[:2] == "__" || len(name) >= 6 && name[:6] == "_drctl"
-}
-
-// IsInternalGroup reports whether a consumer group is drctl's own (its
-// mirror workers and progress) and must never be synced or reported as a
-// user's group.
-func IsInternalGroup(name string) bool {
-	return len(name) >= 6 && name[:6] == "_drctl"
-}
-
-// MirroredTopics is the topic selection the mirror applies: the topology's
-// selection without the quarantine topics that a reseed fills (a salvage
-// topic is evidence on the active cluster, never mirrored back).
-func (t *Topology) MirroredTopics() Selection {
-	s := t.Mirror.Topics
-	re := regexp.MustCompile("^(?:.*" + regexp.QuoteMeta(t.Failover.SalvageTopicSuffix) + ")$")
-	s.exclude = append(append([]*regexp.Regexp(nil), s.exclude...), re)
-	return s
-}

@@ -377,7 +377,7 @@ func (b *bench) failover(ctx context.Context, timeout time.Duration) (*result, e
 
 // cleanup deletes, on both clusters, what the run created: drctl's fence
 // (through drctl unfence), then every topic and group named after the
-// topology or its link prefix "_drctl.<name>.".
+// topology or its link prefix (topology.InternalPrefix + ".<name>.").
 func (b *bench) cleanup() {
 	for _, c := range []string{"east", "west"} {
 		cmd := exec.Command(b.o.drctl, "-c", b.path, "unfence", c)
@@ -387,7 +387,7 @@ func (b *bench) cleanup() {
 		}
 	}
 	ours := func(s string) bool {
-		return strings.HasPrefix(s, b.name+".") || strings.HasPrefix(s, "_drctl."+b.name+".")
+		return strings.HasPrefix(s, b.name+".") || strings.HasPrefix(s, topology.InternalPrefix+"."+b.name+".")
 	}
 	for name, cl := range map[string]sarama.Client{"east": b.east, "west": b.west} {
 		admin, err := sarama.NewClusterAdminFromClient(cl)

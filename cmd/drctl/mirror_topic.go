@@ -47,7 +47,7 @@ func mirrorReseedTopic(c *cli.Context) error {
 	if c.Bool("salvage") == c.Bool("drop") {
 		return withCode(exitBadInput, errors.New("choose one of --salvage (keep the old copy's records in a quarantine topic) or --drop (delete them)"))
 	}
-	if !topo.MirroredTopics().Match(topic) {
+	if !topo.Mirrors(topic) {
 		return withCode(exitBadInput, fmt.Errorf("topic %s is not mirrored (mirror.topics in %s): nothing to reseed", topic, topo.Path))
 	}
 	cf := confirmOf(c)
@@ -62,7 +62,7 @@ func mirrorReseedTopic(c *cli.Context) error {
 	}
 	what := "delete"
 	if c.Bool("salvage") {
-		what = "salvage into " + topic + topo.Failover.SalvageTopicSuffix + ", then delete"
+		what = "salvage into " + topo.SalvageTopic(topic) + ", then delete"
 	}
 	if err := cf.YesNo(c.App.Writer, fmt.Sprintf("%s the copy of %s on %s and mirror the new %s from %s?", what, topic, link.Target, topic, link.Source)); err != nil {
 		return err

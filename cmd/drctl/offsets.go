@@ -59,9 +59,9 @@ func checkGroups(topo *topology.Topology, groups []string, sync bool) error {
 		switch {
 		case g == "":
 			return withCode(exitBadInput, errors.New("--group needs a name"))
-		case strings.HasPrefix(g, groupsync.InternalGroupPrefix):
-			return withCode(exitBadInput, fmt.Errorf("group %s is drctl's own (its name starts with %s); it is never translated", g, groupsync.InternalGroupPrefix))
-		case sync && !groupsync.SelectedGroup(topo, g):
+		case topology.OwnsGroup(g):
+			return withCode(exitBadInput, fmt.Errorf("group %s is drctl's own (its name starts with %s); it is never translated", g, topology.InternalPrefix))
+		case sync && !topo.SyncsGroup(g):
 			return withCode(exitBadInput, fmt.Errorf("group %s is not selected by mirror.groups in %s; add it to mirror.groups.include (or remove it from exclude) to sync it", g, topo.Path))
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -14,11 +13,6 @@ import (
 	"github.com/drctl/drctl/internal/kvstore"
 	"github.com/drctl/drctl/topology"
 )
-
-// Topic is the compacted internal topic in which each cluster keeps
-// the ACLs drctl added to fence it, keyed by topology: unfence removes
-// exactly those, from any machine.
-const Topic = "__drctl_fence"
 
 // ACL is one DENY WRITE ACL drctl added on a topic.
 type ACL struct {
@@ -66,7 +60,7 @@ func Fence(ctx context.Context, topo *topology.Topology, cluster string) (*Recor
 		return nil, fmt.Errorf("fence %s: %w", cluster, err)
 	}
 	rec.Cluster = cluster
-	topics, err := SelectedTopicNames(admin, topo.MirroredTopics())
+	topics, err := MirroredTopicNames(admin, topo)
 	if err != nil {
 		return nil, fmt.Errorf("fence %s: list topics: %w", cluster, err)
 	}
@@ -186,7 +180,7 @@ func denyWrites(admin sarama.ClusterAdmin) (map[ACL]bool, error) {
 }
 
 func readFence(ctx context.Context, client sarama.Client, topo string) (*Record, error) {
-	raw, found, err := kvstore.Get(ctx, client, Topic, topo)
+	raw, found, err := kvstore.Get(ctx, client, topology.FenceTopic, topo)
 	if err != nil || !found || len(raw) == 0 {
 		return &Record{}, err
 	}
@@ -222,7 +216,7 @@ func writeFence(ctx context.Context, client sarama.Client, topo string, rec *Rec
 	if err != nil {
 		return err
 	}
-	return kvstore.Put(ctx, client, Topic, topo, raw)
+	return kvstore.Put(ctx, client, topology.FenceTopic, topo, raw)
 }
 
 func contains(list []ACL, a ACL) bool {
@@ -234,15 +228,16 @@ func contains(list []ACL, a ACL) bool {
 	return false
 }
 
-// SelectedTopicNames lists the selected, non-internal topics of a cluster.
-func SelectedTopicNames(admin sarama.ClusterAdmin, sel topology.Selection) ([]string, error) {
+// MirroredTopicNames lists, sorted, the topics of a cluster that topo
+// mirrors (topology.Topology.Mirrors): the topics a fence covers.
+func MirroredTopicNames(admin sarama.ClusterAdmin, topo *topology.Topology) ([]string, error) {
 	all, err := admin.ListTopics()
 	if err != nil {
 		return nil, err
 	}
 	var out []string
 	for name := range all {
-		if !topology.IsInternalTopic(name) && sel.Match(name) && !strings.HasSuffix(name, topology.DefaultSalvageTopicSuffix) {
+		if topo.Mirrors(name) {
 			out = append(out, name)
 		}
 	}

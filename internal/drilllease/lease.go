@@ -13,11 +13,12 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/drctl/drctl/internal/kafkaread"
+	"github.com/drctl/drctl/topology"
 )
 
-// Topic holds the drills' claims and leases: one partition, so that its log
-// is a total order every reader agrees on.
-const Topic = "__drctl_drill_locks"
+// topic (topology.DrillLocksTopic) holds the drills' claims and leases: one
+// partition, so that its log is a total order every reader agrees on.
+const topic = topology.DrillLocksTopic
 
 // RunningKey is the lease every drill holds while it runs.
 const RunningKey = "running"
@@ -41,22 +42,22 @@ type Claim struct {
 // a holder of this host whose process is gone holds nothing. A missing
 // topic means no claim.
 func Owner(ctx context.Context, c sarama.Client, key string, upto int64) (*Claim, error) {
-	info, err := kafkaread.Topic(ctx, c, Topic)
+	info, err := kafkaread.Topic(ctx, c, topic)
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", Topic, err)
+		return nil, fmt.Errorf("read %s: %w", topic, err)
 	}
 	if !info.Exists {
 		return nil, nil
 	}
 	fold := Fold{Key: key}
-	_, err = kafkaread.ReadCommitted(ctx, c, Topic, 0, 0, func(r kafkaread.Record) error {
+	_, err = kafkaread.ReadCommitted(ctx, c, topic, 0, 0, func(r kafkaread.Record) error {
 		if upto < 0 || r.Offset <= upto {
 			fold.Add(r.Offset, r.Key, r.Value)
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", Topic, err)
+		return nil, fmt.Errorf("read %s: %w", topic, err)
 	}
 	return fold.Owner, nil
 }

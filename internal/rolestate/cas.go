@@ -13,6 +13,7 @@ import (
 
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kafkaread"
+	"github.com/drctl/drctl/topology"
 )
 
 // ErrStale is matched (errors.Is) by every *StaleError: the role state is
@@ -52,11 +53,6 @@ func (e *StaleError) Error() string {
 // Is makes errors.Is(err, ErrStale) hold.
 func (e *StaleError) Is(target error) bool { return target == ErrStale }
 
-// TransactionalID is the transactional id every writer of the topology's
-// state uses. Initialising it fences any other writer still in a
-// transaction, on this cluster; the two clusters have independent ids.
-func TransactionalID(topology string) string { return "drctl." + topology + ".state" }
-
 const (
 	// txnTimeout bounds how long a crashed writer's open transaction can
 	// hold back the state partition's last stable offset.
@@ -75,7 +71,7 @@ const (
 //
 // Concurrent writers of one topology are serialised by Kafka's
 // transactional-id fencing: the write opens a transactional producer with
-// TransactionalID(next.Topology), which fences any other writer's open
+// topology.StateTransactionalID(next.Topology), which fences any other writer's open
 // transaction, then waits for the transactions open at that moment to
 // settle, reads the state, compares, and writes it in a transaction. Of two
 // writers racing from one expected epoch exactly one succeeds; the other
@@ -129,7 +125,7 @@ func CompareAndSet(ctx context.Context, client sarama.Client, cfg *sarama.Config
 // producerConfig derives the transactional producer's configuration from
 // the cluster's: connection settings are kept, producer settings are those
 // sarama requires for transactions.
-func producerConfig(cfg *sarama.Config, topology string) (*sarama.Config, error) {
+func producerConfig(cfg *sarama.Config, name string) (*sarama.Config, error) {
 	pc := *cfg
 	// Metrics of a short-lived producer must not mix with, or be
 	// unregistered from, the caller's client.
@@ -138,7 +134,7 @@ func producerConfig(cfg *sarama.Config, topology string) (*sarama.Config, error)
 	kafkaconn.IdempotentProducer(&pc)
 	kafkaconn.ManualPartitions(&pc)
 	pc.Producer.Interceptors = nil
-	pc.Producer.Transaction.ID = TransactionalID(topology)
+	pc.Producer.Transaction.ID = topology.StateTransactionalID(name)
 	pc.Producer.Transaction.Timeout = txnTimeout
 	if err := pc.Validate(); err != nil {
 		return nil, fmt.Errorf("transactional producer configuration: %w", err)
@@ -169,7 +165,7 @@ func (w *writer) run(ctx context.Context) error {
 	}
 	at := func(stage string) { w.stage.Store(stage) }
 
-	info, err := kafkaread.Topic(ctx, w.client, StateTopic)
+	info, err := kafkaread.Topic(ctx, w.client, stateTopic)
 	if err != nil {
 		return wrap("look up the state topic", err)
 	}
@@ -181,7 +177,7 @@ func (w *writer) run(ctx context.Context) error {
 		if err := createTopic(ctx, w.client, info); err != nil {
 			return wrap("first write", err)
 		}
-		if info, err = kafkaread.Topic(ctx, w.client, StateTopic); err != nil {
+		if info, err = kafkaread.Topic(ctx, w.client, stateTopic); err != nil {
 			return wrap("look up the state topic", err)
 		}
 	}
@@ -196,7 +192,7 @@ func (w *writer) run(ctx context.Context) error {
 	at("fence other writers")
 	p, err := sarama.NewSyncProducer(info.Brokers, w.cfg)
 	if err != nil {
-		return wrap("open transactional producer "+TransactionalID(name), err)
+		return wrap("open transactional producer "+topology.StateTransactionalID(name), err)
 	}
 	var inTxn, fenced bool
 	defer func() {
@@ -210,7 +206,7 @@ func (w *writer) run(ctx context.Context) error {
 	// the partition) hold back the last stable offset; our topology's
 	// earlier records are all below the high-water mark seen now, so
 	// once the last stable offset passes it, the read sees them all.
-	at("wait for open transactions on " + StateTopic)
+	at("wait for open transactions on " + stateTopic)
 	if err := awaitStable(ctx, w.client); err != nil {
 		return wrap("read before writing", err)
 	}
@@ -232,7 +228,7 @@ func (w *writer) run(ctx context.Context) error {
 		return w.refused(fenced, have, found, wrap("begin transaction", err))
 	}
 	inTxn = true
-	msg := &sarama.ProducerMessage{Topic: StateTopic, Partition: statePartition,
+	msg := &sarama.ProducerMessage{Topic: stateTopic, Partition: statePartition,
 		Key: sarama.StringEncoder(name), Value: sarama.ByteEncoder(w.value)}
 	if _, _, err := p.SendMessage(msg); err != nil {
 		fenced = kafkaread.IsFenced(err)
@@ -294,7 +290,7 @@ func (w *writer) settle(ctx context.Context, commitErr error) error {
 // awaitStable waits, for at most stableWait, until the state partition's
 // last stable offset reaches the high-water mark it had when called.
 func awaitStable(ctx context.Context, client sarama.Client) error {
-	ends, err := kafkaread.PartitionEnds(ctx, client, StateTopic, statePartition)
+	ends, err := kafkaread.PartitionEnds(ctx, client, stateTopic, statePartition)
 	if err != nil {
 		return err
 	}
@@ -303,12 +299,12 @@ func awaitStable(ctx context.Context, client sarama.Client) error {
 	for stable < target {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("an open transaction has held %s at offset %d (high-water mark %d) for over %s; retry when it commits or times out",
-				StateTopic, stable, target, stableWait)
+				stateTopic, stable, target, stableWait)
 		}
 		if err := kafkaread.Sleep(ctx, 20*time.Millisecond); err != nil {
-			return fmt.Errorf("wait for open transactions on %s: %w", StateTopic, err)
+			return fmt.Errorf("wait for open transactions on %s: %w", stateTopic, err)
 		}
-		if stable, err = kafkaread.LastStableOffset(ctx, client, StateTopic, statePartition); err != nil {
+		if stable, err = kafkaread.LastStableOffset(ctx, client, stateTopic, statePartition); err != nil {
 			return err
 		}
 	}

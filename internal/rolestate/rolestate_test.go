@@ -88,7 +88,7 @@ func TestReadFreshClusterAndResolveNothing(t *testing.T) {
 	if s, found := e.read(t, "east"); found {
 		t.Fatalf("fresh cluster holds %v", s)
 	}
-	info, err := kafkaread.Topic(ctxT(t, 5*time.Second), e.clients["east"], StateTopic)
+	info, err := kafkaread.Topic(ctxT(t, 5*time.Second), e.clients["east"], topology.StateTopic)
 	if err != nil || info.Exists {
 		t.Fatalf("after a read, the state topic exists=%v (err %v); reads must not create it", info.Exists, err)
 	}
@@ -115,7 +115,7 @@ func TestCompareAndSet(t *testing.T) {
 	if !found || got.Epoch != 1 || got.Active != "west" || got.Run == nil || got.Run.Step != 2 || got.UpdatedBy == "" || got.UpdatedAt.IsZero() {
 		t.Fatalf("read back %+v (found %v)", got, found)
 	}
-	info, err := kafkaread.Topic(ctxT(t, 5*time.Second), e.clients["east"], StateTopic)
+	info, err := kafkaread.Topic(ctxT(t, 5*time.Second), e.clients["east"], topology.StateTopic)
 	if err != nil || !info.Exists || info.Partitions != 1 {
 		t.Fatalf("state topic after first write: %+v, %v", info, err)
 	}
@@ -172,7 +172,7 @@ func TestCompareAndSet(t *testing.T) {
 	if got, _ := e.read(t, "east"); got.Epoch != 1 || got.Run.Step != 3 {
 		t.Errorf("refused writes changed the state: %v", got)
 	}
-	info, err = kafkaread.Topic(ctxT(t, 5*time.Second), e.clients["west"], StateTopic)
+	info, err = kafkaread.Topic(ctxT(t, 5*time.Second), e.clients["west"], topology.StateTopic)
 	if err != nil || info.Exists {
 		t.Errorf("a refused write created the state topic on west (exists=%v, err %v)", info.Exists, err)
 	}
@@ -216,7 +216,7 @@ func topicConfig(t *testing.T, e *env, cluster, key string) string {
 		t.Fatal(err)
 	}
 	defer admin.Close()
-	entries, err := admin.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: StateTopic, ConfigNames: []string{key}})
+	entries, err := admin.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: topology.StateTopic, ConfigNames: []string{key}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,14 +249,14 @@ func TestReadRejectsForeignRecords(t *testing.T) {
 	defer plain.Close()
 	put := func(value string) {
 		t.Helper()
-		msg := &sarama.ProducerMessage{Topic: StateTopic, Partition: 0, Key: sarama.StringEncoder(e.topo.Name), Value: sarama.StringEncoder(value)}
+		msg := &sarama.ProducerMessage{Topic: topology.StateTopic, Partition: 0, Key: sarama.StringEncoder(e.topo.Name), Value: sarama.StringEncoder(value)}
 		if _, _, err := plain.SendMessage(msg); err != nil {
 			t.Fatal(err)
 		}
 	}
 	put("{not json")
 	_, _, err = Read(ctxT(t, 10*time.Second), e.clients["east"], e.topo.Name)
-	if err == nil || !strings.Contains(err.Error(), "not valid JSON") || !strings.Contains(err.Error(), "delete topic "+StateTopic) {
+	if err == nil || !strings.Contains(err.Error(), "not valid JSON") || !strings.Contains(err.Error(), "delete topic "+topology.StateTopic) {
 		t.Fatalf("Read over garbage: %v; want an error naming the fix", err)
 	}
 	if err := e.cas(t, "east", 1, failover(failover(Initial(e.topo)))); err == nil || errors.Is(err, ErrStale) {
@@ -345,7 +345,7 @@ func sendState(t *testing.T, p sarama.SyncProducer, s State) {
 	if err := p.BeginTxn(); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := p.SendMessage(&sarama.ProducerMessage{Topic: StateTopic, Partition: 0, Key: sarama.StringEncoder(s.Topology), Value: sarama.ByteEncoder(b)}); err != nil {
+	if _, _, err := p.SendMessage(&sarama.ProducerMessage{Topic: topology.StateTopic, Partition: 0, Key: sarama.StringEncoder(s.Topology), Value: sarama.ByteEncoder(b)}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -417,7 +417,7 @@ func TestCompareAndSetFencesCrashedWriter(t *testing.T) {
 	if err := e.cas(t, "east", 0, s1); err != nil {
 		t.Fatal(err)
 	}
-	crashed := txnProducer(t, e, "east", TransactionalID(e.topo.Name))
+	crashed := txnProducer(t, e, "east", topology.StateTransactionalID(e.topo.Name))
 	zombie := failover(s1)
 	zombie.UpdatedBy = "zombie"
 	sendState(t, crashed, zombie)

@@ -10,12 +10,13 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/drctl/drctl/internal/kafkaread"
+	"github.com/drctl/drctl/topology"
 )
 
-// StateTopic is the compacted topic that holds, in each cluster, the role
-// state of every topology that uses the cluster: one partition, key = the
-// topology name, value = the JSON State. A tombstone is never written.
-const StateTopic = "__drctl_state"
+// stateTopic (topology.StateTopic) holds, in each cluster, the role state
+// of every topology that uses the cluster: compacted, one partition, key =
+// the topology name, value = the JSON State. A tombstone is never written.
+const stateTopic = topology.StateTopic
 
 const statePartition int32 = 0
 
@@ -28,7 +29,7 @@ func Read(ctx context.Context, client sarama.Client, topology string) (State, bo
 	if client == nil {
 		return State{}, false, errors.New("read role state: not connected")
 	}
-	info, err := kafkaread.Topic(ctx, client, StateTopic)
+	info, err := kafkaread.Topic(ctx, client, stateTopic)
 	if err != nil {
 		return State{}, false, fmt.Errorf("read role state: %w", err)
 	}
@@ -49,7 +50,7 @@ func readLatest(ctx context.Context, client sarama.Client, topology string) (Sta
 		offset int64
 		found  bool
 	)
-	_, err := kafkaread.ReadCommitted(ctx, client, StateTopic, statePartition, 0, func(r kafkaread.Record) error {
+	_, err := kafkaread.ReadCommitted(ctx, client, stateTopic, statePartition, 0, func(r kafkaread.Record) error {
 		if string(r.Key) == topology {
 			// A tombstone (nil value) is never written; should one
 			// appear, the topology has no state.
@@ -89,7 +90,7 @@ func decodeState(topology string, raw []byte) (State, error) {
 func badRecord(topology string, offset int64, err error) error {
 	return fmt.Errorf("the role state of %s in %s at offset %d is unusable (%w); it was not written by drctl: "+
 		"if the other cluster holds a good state, delete topic %s on this cluster and let drctl write it again",
-		topology, StateTopic, offset, err, StateTopic)
+		topology, stateTopic, offset, err, stateTopic)
 }
 
 // createWait bounds the wait for a newly created state topic to get a
@@ -109,12 +110,12 @@ func createTopic(ctx context.Context, client sarama.Client, info kafkaread.Topic
 		ReplicationFactor: int16(min(3, len(info.Brokers))),
 		ConfigEntries:     map[string]*string{"cleanup.policy": &compact},
 	}
-	req := sarama.NewCreateTopicsRequest(cfg.Version, map[string]*sarama.TopicDetail{StateTopic: detail}, cfg.Admin.Timeout, false)
+	req := sarama.NewCreateTopicsRequest(cfg.Version, map[string]*sarama.TopicDetail{stateTopic: detail}, cfg.Admin.Timeout, false)
 	err := kafkaread.Do(ctx, kafkaread.Brief, func(attempt int) error {
 		if attempt > 0 {
 			// The controller moved or was unknown: look again.
 			var err error
-			if info, err = kafkaread.Topic(ctx, client, StateTopic); err != nil || info.Exists {
+			if info, err = kafkaread.Topic(ctx, client, stateTopic); err != nil || info.Exists {
 				return err
 			}
 		}
@@ -124,10 +125,10 @@ func createTopic(ctx context.Context, client sarama.Client, info kafkaread.Topic
 		return createOn(ctx, cfg, info.Controller, req)
 	})
 	if err != nil {
-		return fmt.Errorf("create topic %s: %w", StateTopic, err)
+		return fmt.Errorf("create topic %s: %w", stateTopic, err)
 	}
-	if err := kafkaread.AwaitLeaders(ctx, client, StateTopic, createWait); err != nil {
-		return fmt.Errorf("create topic %s: %w", StateTopic, err)
+	if err := kafkaread.AwaitLeaders(ctx, client, stateTopic, createWait); err != nil {
+		return fmt.Errorf("create topic %s: %w", stateTopic, err)
 	}
 	return nil
 }
@@ -146,7 +147,7 @@ func createOn(ctx context.Context, cfg *sarama.Config, addr string, req *sarama.
 	if err != nil {
 		return err
 	}
-	terr, ok := resp.TopicErrors[StateTopic]
+	terr, ok := resp.TopicErrors[stateTopic]
 	switch {
 	case !ok:
 		return sarama.ErrIncompleteResponse

@@ -401,7 +401,7 @@ func startCluster(name string, port int, dataDir string) (*kfake.Cluster, error)
 	}
 	opts := []kfake.Opt{
 		kfake.Ports(listen),
-		kfake.ClusterID("drctl-sandbox-" + name),
+		kfake.ClusterID(topology.SandboxClusterIDPrefix + name),
 		// Compact customers and apply retention every minute rather than
 		// every hour, so compaction is visible and memory stays bounded.
 		kfake.BrokerConfigs(map[string]string{"log.cleaner.backoff.ms": "60000"}),

@@ -340,7 +340,7 @@ func (t *traffic) closeClient(what string, c io.Closer) {
 func (t *traffic) ensureUnmirroredTopics(c *topology.Cluster) {
 	var missing []demoTopic
 	for _, dt := range demoTopics {
-		if !t.topo.Mirror.Topics.Match(dt.name) {
+		if !t.topo.Mirrors(dt.name) {
 			missing = append(missing, dt)
 		}
 	}

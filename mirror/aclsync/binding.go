@@ -72,9 +72,9 @@ func (s Scope) Owns(b Binding) bool {
 	}
 	switch b.ResourceType {
 	case sarama.AclResourceTopic:
-		return !topology.IsInternalTopic(b.Resource) && s.topo.MirroredTopics().Match(b.Resource)
+		return s.topo.Mirrors(b.Resource)
 	case sarama.AclResourceGroup:
-		return s.topo.Mirror.Groups.Match(b.Resource)
+		return s.topo.SyncsGroup(b.Resource)
 	case sarama.AclResourceTransactionalID:
 		return s.topo.Mirror.ACLs.TransactionalIDs.Match(b.Resource)
 	case sarama.AclResourceCluster:

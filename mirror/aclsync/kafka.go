@@ -62,7 +62,7 @@ func FenceGaps(topo *topology.Topology, admin sarama.ClusterAdmin, standby []Bin
 	if topo.Failover.Fence != topology.FenceACL {
 		return nil, nil
 	}
-	topics, err := aclfence.SelectedTopicNames(admin, topo.MirroredTopics())
+	topics, err := aclfence.MirroredTopicNames(admin, topo)
 	if err != nil {
 		return nil, fmt.Errorf("list topics: %w", err)
 	}

@@ -25,7 +25,7 @@
 //   - A group with members on the standby (StandbyGroup.Active) never has
 //     its committed offsets changed: the plan skips it, Apply re-checks it
 //     before each commit, and the coordinator's refusal is ErrGroupActive.
-//   - drctl's own groups (InternalGroupPrefix) are never translated or
+//   - drctl's own groups (topology.OwnsGroup) are never translated or
 //     synced, whatever mirror.groups selects.
 //   - A translated position is exact or says it is not (GroupPartition.Exact,
 //     Status): an unmapped partition is never committed.

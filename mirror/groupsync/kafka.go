@@ -65,7 +65,7 @@ func FetchCommitted(ctx context.Context, client sarama.Client, group string, sta
 }
 
 // listGroups returns the groups of the cluster that topo's group sync
-// handles (selectedGroup), sorted.
+// handles (topology.Topology.SyncsGroup), sorted.
 func listGroups(ctx context.Context, admin sarama.ClusterAdmin, topo *topology.Topology) ([]string, error) {
 	all, err := kafkaread.Await(ctx, admin.ListConsumerGroups)
 	if err != nil {
@@ -73,7 +73,7 @@ func listGroups(ctx context.Context, admin sarama.ClusterAdmin, topo *topology.T
 	}
 	var out []string
 	for g := range all {
-		if selectedGroup(topo, g) {
+		if topo.SyncsGroup(g) {
 			out = append(out, g)
 		}
 	}

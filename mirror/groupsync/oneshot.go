@@ -15,17 +15,14 @@ import (
 )
 
 // ErrInternalGroup is wrapped by the error for a group whose name starts
-// with InternalGroupPrefix: drctl's own groups are never translated.
+// with topology.InternalPrefix (topology.OwnsGroup): drctl's own groups are
+// never translated.
 var ErrInternalGroup = errors.New("drctl's own consumer group")
-
-// SelectedGroup reports whether the group sync of topo handles group: the
-// topology's mirror.groups selects it and it is not one of drctl's own.
-func SelectedGroup(topo *topology.Topology, group string) bool { return selectedGroup(topo, group) }
 
 // TranslateOptions choose what Translate translates.
 type TranslateOptions struct {
 	// Groups names the groups to translate. Empty: every group of the
-	// source that the topology selects (SelectedGroup), or, with
+	// source that the topology syncs (topology.Topology.SyncsGroup), or, with
 	// FromSnapshot, every group of the snapshot.
 	Groups []string
 	// FromSnapshot takes the source positions from the standby's snapshot
@@ -49,7 +46,7 @@ type TranslateOptions struct {
 // that group's Error.
 func Translate(ctx context.Context, topo *topology.Topology, link topology.Link, opts TranslateOptions) (*TranslationReport, error) {
 	for _, g := range opts.Groups {
-		if len(g) >= len(InternalGroupPrefix) && g[:len(InternalGroupPrefix)] == InternalGroupPrefix {
+		if topology.OwnsGroup(g) {
 			return nil, fmt.Errorf("group %s: %w: it is never translated", g, ErrInternalGroup)
 		}
 	}
@@ -157,7 +154,7 @@ func translateAll(ctx context.Context, dst sarama.Client, admin sarama.ClusterAd
 	if ends {
 		seen := map[topology.TopicPartition]bool{}
 		var tps []topology.TopicPartition
-		mirrored := mirroredTopics(topo)
+		mirrored := topo.Mirrors
 		for _, p := range positions {
 			for tp := range p.offsets {
 				if !seen[tp] && mirrored(tp.Topic) {
@@ -181,7 +178,7 @@ func translateAll(ctx context.Context, dst sarama.Client, admin sarama.ClusterAd
 				Standby: states[p.group], Partitions: []GroupPartition{}, Error: fmt.Sprintf("target %s: %v", link.Target, err)})
 			continue
 		}
-		out = append(out, translateGroup(p, x, mirroredTopics(topo), states[p.group], standby, targetEnds))
+		out = append(out, translateGroup(p, x, topo.Mirrors, states[p.group], standby, targetEnds))
 	}
 	return out, nil
 }

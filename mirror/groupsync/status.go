@@ -66,8 +66,10 @@ func ReadStatus(ctx context.Context, topo *topology.Topology, link topology.Link
 // offsets cannot be read is reported not in sync, with the reason.
 func StatusFrom(ctx context.Context, dst sarama.Client, topo *topology.Topology, link topology.Link) (map[string]Status, error) {
 	return statusFrom(statusReads{
-		snapshot:  func() (map[string]Snapshot, error) { return LoadSnapshot(ctx, dst, link) },
-		committed: func(group string) (map[topology.TopicPartition]CommittedOffset, error) { return FetchCommitted(ctx, dst, group, false) },
+		snapshot: func() (map[string]Snapshot, error) { return LoadSnapshot(ctx, dst, link) },
+		committed: func(group string) (map[topology.TopicPartition]CommittedOffset, error) {
+			return FetchCommitted(ctx, dst, group, false)
+		},
 	}, topo, link.Target, time.Now)
 }
 
@@ -112,7 +114,7 @@ func statusFrom(r statusReads, topo *topology.Topology, target string, now func(
 		out[name] = st
 	}
 	for name, s := range snaps {
-		if selectedGroup(topo, name) {
+		if topo.SyncsGroup(name) {
 			read(name, s)
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/drctl/drctl/offsettranslate"
@@ -15,11 +14,6 @@ import (
 // ErrGroupActive is wrapped by errors about a group that has members on
 // the standby: drctl never changes the committed offsets of such a group.
 var ErrGroupActive = errors.New("consumer group is active on the standby")
-
-// InternalGroupPrefix starts the names of drctl's own consumer groups (the
-// mirror's workers and progress). They are never translated or synced,
-// whatever mirror.groups selects.
-const InternalGroupPrefix = "_drctl"
 
 // GroupPartition is one partition of a group's translation.
 type GroupPartition struct {
@@ -170,19 +164,6 @@ func translateGroup(pos groupPositions, x translator, mirrored func(topic string
 	}
 	slices.Sort(gt.Unmirrored)
 	return gt
-}
-
-// mirroredTopics returns the predicate of the topics a topology mirrors.
-func mirroredTopics(topo *topology.Topology) func(string) bool {
-	return func(topic string) bool {
-		return !topology.IsInternalTopic(topic) && topo.MirroredTopics().Match(topic)
-	}
-}
-
-// selectedGroup reports whether group sync handles group: the topology
-// selects it and it is not one of drctl's own.
-func selectedGroup(topo *topology.Topology, group string) bool {
-	return !strings.HasPrefix(group, InternalGroupPrefix) && topo.Mirror.Groups.Match(group)
 }
 
 // SyncAction says what a group sync does, or did, with one group. The

@@ -10,7 +10,7 @@
 // it will not resolve on its own.
 //
 // It must not: delete a topic, shrink or reassign anything, touch a target
-// topic that is not selected or is internal (topology.IsInternalTopic), or
+// topic that the topology does not mirror (topology.Topology.Mirrors), or
 // copy records (package mirror does that). It needs no write access to the
 // source.
 //

@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
-
-	"github.com/drctl/drctl/topology"
 )
 
 // Options tune a Syncer.
@@ -40,7 +38,7 @@ type Options struct {
 // methods are safe for concurrent use; passes run one at a time.
 type Syncer struct {
 	src, dst sarama.ClusterAdmin
-	sel      topology.Selection
+	mirrors  func(topic string) bool
 	policy   policy
 	settle   time.Duration
 	owner    func(name, sourceID string) (bool, string)
@@ -53,11 +51,12 @@ type Syncer struct {
 // a pass loop until its deadline.
 const maxRounds = 2
 
-// New returns a Syncer that copies the topics sel selects from src (the live
-// active cluster) to dst (the standby). It only reads src.
-func New(src, dst sarama.ClusterAdmin, sel topology.Selection, opts Options) (*Syncer, error) {
-	if src == nil || dst == nil {
-		return nil, errors.New("topicsync: both the source and the target admin client are required")
+// New returns a Syncer that copies the topics mirrors selects from src (the
+// live active cluster) to dst (the standby); pass the topology's Mirrors. It
+// only reads src.
+func New(src, dst sarama.ClusterAdmin, mirrors func(topic string) bool, opts Options) (*Syncer, error) {
+	if src == nil || dst == nil || mirrors == nil {
+		return nil, errors.New("topicsync: the source and the target admin client and the topic selection are required")
 	}
 	if opts.Prefix != "" {
 		return nil, fmt.Errorf("topicsync: topic prefix %q: only identity naming is supported; remove the prefix", opts.Prefix)
@@ -75,12 +74,12 @@ func New(src, dst sarama.ClusterAdmin, sel topology.Selection, opts Options) (*S
 	if owner == nil {
 		owner = func(string, string) (bool, string) { return false, "" }
 	}
-	return &Syncer{src: src, dst: dst, sel: sel, policy: newPolicy(opts.ExcludeConfigs), settle: settle, owner: owner}, nil
+	return &Syncer{src: src, dst: dst, mirrors: mirrors, policy: newPolicy(opts.ExcludeConfigs), settle: settle, owner: owner}, nil
 }
 
 // selected reports whether a source topic is to be mirrored.
 func (s *Syncer) selected(name string) bool {
-	return !topology.IsInternalTopic(name) && s.sel.Match(name)
+	return s.mirrors(name)
 }
 
 // Sync runs one pass: it lists the source's selected, non-internal topics,

@@ -38,7 +38,7 @@ func newEnv(t *testing.T, o kfaketest.Options, opts Options) *env {
 	p := kfaketest.NewPair(t, o)
 	e := &env{pair: p, src: admin(t, p.Topology.Clusters["east"], nil), dst: admin(t, p.Topology.Clusters["west"], nil)}
 	var err error
-	if e.syncer, err = New(e.src, e.dst, p.Topology.Mirror.Topics, opts); err != nil {
+	if e.syncer, err = New(e.src, e.dst, p.Topology.Mirrors, opts); err != nil {
 		t.Fatal(err)
 	}
 	return e
@@ -246,7 +246,7 @@ func TestCapsReplicationFactor(t *testing.T) {
 	east := *p.Topology.Clusters["east"]
 	east.Bootstrap = src3.ListenAddrs()
 	src, dst := admin(t, &east, nil), admin(t, p.Topology.Clusters["west"], nil)
-	s, err := New(src, dst, p.Topology.Mirror.Topics, Options{})
+	s, err := New(src, dst, p.Topology.Mirrors, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -414,7 +414,7 @@ func TestPerTopicErrorDoesNotStopOthers(t *testing.T) {
 	limited := admin(t, e.pair.Topology.Clusters["west"], func(c *sarama.Config) {
 		c.Net.SASL.User, c.Net.SASL.Password = user, pass
 	})
-	s, err := New(e.src, limited, e.pair.Topology.Mirror.Topics, Options{})
+	s, err := New(e.src, limited, e.pair.Topology.Mirrors, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -439,11 +439,11 @@ func TestNewRejectsBadOptions(t *testing.T) {
 	p := kfaketest.NewPair(t, kfaketest.Options{})
 	a := admin(t, p.Topology.Clusters["east"], nil)
 	for _, o := range []Options{{Prefix: "east."}, {ExcludeConfigs: []string{""}}} {
-		if _, err := New(a, a, p.Topology.Mirror.Topics, o); err == nil {
+		if _, err := New(a, a, p.Topology.Mirrors, o); err == nil {
 			t.Errorf("New(%+v) = nil error", o)
 		}
 	}
-	if _, err := New(nil, a, p.Topology.Mirror.Topics, Options{}); err == nil {
+	if _, err := New(nil, a, p.Topology.Mirrors, Options{}); err == nil {
 		t.Error("New without a source admin = nil error")
 	}
 }
