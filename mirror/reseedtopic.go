@@ -35,7 +35,7 @@ type ReseedTopicResult struct {
 
 // ReseedTopic resolves a topic recreated on the link's source (#8 case 6c):
 // with salvage it first copies every committed record of the old copy on
-// the target into topic+SalvageTopicSuffix there (records unchanged,
+// the target into topo.SalvageTopic(topic) there (records unchanged,
 // provenance included); then it deletes the old copy and its progress and
 // records the new incarnation, so the running mirror creates the topic
 // again and copies the new incarnation from its earliest offset.
@@ -82,7 +82,7 @@ func ReseedTopic(ctx context.Context, topo *topology.Topology, link Link, topic 
 	}
 	if old.Exists {
 		if salvage {
-			res.SalvageTopic = topic + topo.Failover.SalvageTopicSuffix
+			res.SalvageTopic = topo.SalvageTopic(topic)
 			n, err := copyTopic(ctx, dst, admin, topo.Clusters[link.Target], topic, res.SalvageTopic, int32(old.Partitions))
 			res.Salvaged = n
 			if err != nil {
