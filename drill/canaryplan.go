@@ -222,7 +222,7 @@ func primeCanary(ctx context.Context, topo *topology.Topology, id, active, stand
 // preflight; refusals and problems become the result's problems.
 func failoverPreflight(ctx context.Context, topo *topology.Topology, to string) *PreflightResult {
 	pf := &PreflightResult{To: to}
-	p, err := failover.PlanFailover(ctx, topo, to, false, false)
+	p, err := failover.PlanFailover(ctx, topo, failover.FailoverRequest{To: to})
 	if err == nil {
 		_, err = failover.Preflight(ctx, topo, p)
 	}

@@ -190,7 +190,11 @@ func (x *failoverDrill) move(ctx context.Context, mp moveParams) (*Direction, er
 		}
 		return nil
 	})
-	p, err := failover.PlanFailover(ctx, x.topo, mp.To, false, mp.Failback)
+	req := failover.FailoverRequest{To: mp.To}
+	if mp.Failback {
+		req.Kind = failover.KindFailback
+	}
+	p, err := failover.PlanFailover(ctx, x.topo, req)
 	if err != nil {
 		return nil, fmt.Errorf("plan the failover to %s: %w", mp.To, err)
 	}

@@ -32,8 +32,8 @@ func TestFailoverRefusedWhileDrillRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, req := range []failover.FailoverRequest{{To: "west"}, {To: "west", Unplanned: true, ForceUnplanned: true}} {
-		plan, err := failover.PlanFailoverWith(ctx, topo, req)
+	for _, req := range []failover.FailoverRequest{{To: "west"}, {To: "west", Mode: failover.Unplanned, ForceUnplanned: true}} {
+		plan, err := failover.PlanFailover(ctx, topo, req)
 		if err != nil {
 			t.Fatalf("plan %+v: %v", req, err)
 		}
@@ -51,7 +51,7 @@ func TestFailoverRefusedWhileDrillRuns(t *testing.T) {
 			t.Fatalf("roles moved after a refused %+v: %+v -> %+v (%v)", req, before, after, err)
 		}
 	}
-	plan, err := failover.PlanFailover(ctx, topo, "west", false, false)
+	plan, err := failover.PlanFailover(ctx, topo, failover.FailoverRequest{To: "west"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -96,7 +96,11 @@ func runsSince(ctx context.Context, topo *topology.Topology, last Record) ([]str
 // failBackTo runs the failover that makes the cluster last found active
 // active again.
 func failBackTo(ctx context.Context, topo *topology.Topology, roles rolestate.State, last Record, o Options) (rolestate.State, string, error) {
-	p, err := failover.PlanFailover(ctx, topo, last.Active, false, last.Active == topo.Active)
+	req := failover.FailoverRequest{To: last.Active}
+	if last.Active == topo.Active {
+		req.Kind = failover.KindFailback
+	}
+	p, err := failover.PlanFailover(ctx, topo, req)
 	if err != nil {
 		return roles, "", fmt.Errorf("drill %s stopped with %s active; plan its restore to %s: %w", last.ID, roles.Active, last.Active, err)
 	}

@@ -182,7 +182,11 @@ func (x *failoverDrill) unplanned(ctx context.Context, mp moveParams) (*Directio
 	if err != nil {
 		return nil, err
 	}
-	p, err := failover.PlanFailoverWith(ctx, x.topo, failover.FailoverRequest{To: mp.To, Unplanned: true, ForceUnplanned: true, Failback: mp.Failback})
+	req := failover.FailoverRequest{To: mp.To, Mode: failover.Unplanned, ForceUnplanned: true}
+	if mp.Failback {
+		req.Kind = failover.KindFailback
+	}
+	p, err := failover.PlanFailover(ctx, x.topo, req)
 	if err != nil {
 		return nil, fmt.Errorf("plan the unplanned failover to %s: %w", mp.To, err)
 	}

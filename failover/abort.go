@@ -102,9 +102,8 @@ func Abort(ctx context.Context, topo *topology.Topology, id string, o AbortOptio
 	// The fence this run added.
 	fenceAt, fenced := -1, ""
 	for i, s := range p.Steps[:ponr] {
-		if s.Name == StepFenceActive || s.Name == StepFenceStale {
-			var cp clusterParams
-			if s.DecodeParams(&cp) == nil {
+		for _, t := range []plans.StepType[clusterParams]{fenceActiveStep, fenceStaleStep} {
+			if cp, err := t.Params(s); err == nil {
 				fenceAt, fenced = i, cp.Cluster
 			}
 		}

@@ -34,6 +34,28 @@ const (
 	StepFinish          = "finish"
 )
 
+// Step types: each step name with the type of its parameters, shared by
+// the builder (buildSteps) and the actions (registry).
+var (
+	preflightStep    = plans.NewStepType[preflightParams](StepPreflight)
+	beginStep        = plans.NewStepType[stateParams](StepBegin)
+	fenceActiveStep  = plans.NewStepType[clusterParams](StepFenceActive)
+	drainStep        = plans.NewStepType[drainParams](StepDrain)
+	flipStep         = plans.NewStepType[stateParams](StepFlip)
+	fenceMirrorStep  = plans.NewStepType[linkParams](StepFenceMirror)
+	rpoStep          = plans.NewStepType[linkParams](StepRPO)
+	translateStep    = plans.NewStepType[translateParams](StepTranslateGroups)
+	unfenceNewStep   = plans.NewStepType[clusterParams](StepUnfenceNew)
+	hooksBeforeStep  = plans.NewStepType[hooksParams](StepHooksBefore)
+	hooksStep        = plans.NewStepType[hooksParams](StepHooks)
+	fenceStaleStep   = plans.NewStepType[clusterParams](StepFenceStale)
+	salvageStep      = plans.NewStepType[reseedParams](StepSalvage)
+	wipeStep         = plans.NewStepType[reseedParams](StepWipe)
+	reseedStartStep  = plans.NewStepType[stateParams](StepReseedStart)
+	waitReseededStep = plans.NewStepType[waitParams](StepWaitReseeded)
+	finishStep       = plans.NewStepType[stateParams](StepFinish)
+)
+
 // Inputs is what a plan was built against; the guard compares it with the
 // world before every step.
 type Inputs struct {
@@ -137,26 +159,44 @@ func newRunID(kind string) string {
 // ReseedTimeout bounds the wait for a re-seeded standby to catch up.
 const ReseedTimeout = 2 * time.Hour
 
+// Mode says whether the old active cluster takes part in a failover.
+type Mode string
+
+const (
+	// Planned: the old active answers; it is fenced and the mirror from it
+	// drained before the roles flip. The zero Mode is Planned.
+	Planned Mode = "planned"
+	// Unplanned: the old active is down; no drain from it, the groups are
+	// translated from the standby's snapshot, and the reseed steps wait for
+	// it to come back.
+	Unplanned Mode = "unplanned"
+)
+
+// Kind says which run a failover plan is: a failover, or a failback (the
+// active role back to the home active).
+type Kind = rolestate.RunKind
+
+// The kinds of failover plans.
+const (
+	KindFailover = rolestate.RunFailover
+	KindFailback = rolestate.RunFailback
+)
+
 // FailoverRequest says which failover to plan.
 type FailoverRequest struct {
 	// To is the cluster that becomes active.
 	To string
-	// Unplanned: the active cluster is down; no drain from it.
-	Unplanned bool
-	// Failback moves the role back to the home active (To must be it).
-	Failback bool
+	// Kind is KindFailover (the zero value) or KindFailback (To must then
+	// be the home active).
+	Kind Kind
+	// Mode is Planned (the zero value) or Unplanned.
+	Mode Mode
 	// ForceUnplanned allows an unplanned failover although the active
 	// answers (--force-unplanned): the plan fences it first.
 	ForceUnplanned bool
 }
 
-// PlanFailover builds the plan that moves the active role to cluster to;
-// see PlanFailoverWith.
-func PlanFailover(ctx context.Context, topo *topology.Topology, to string, unplanned, failback bool) (*plans.Plan, error) {
-	return PlanFailoverWith(ctx, topo, FailoverRequest{To: to, Unplanned: unplanned, Failback: failback})
-}
-
-// PlanFailoverWith builds the plan that moves the active role to req.To.
+// PlanFailover builds the plan that moves the active role to req.To.
 // Planned: preflight, the before hooks, begin, fence the old active, drain the mirror, flip
 // the roles, fence the mirror link, translate the groups, unfence the new
 // active, run the hooks, then reseed the old active (salvage, wipe,
@@ -167,8 +207,28 @@ func PlanFailover(ctx context.Context, topo *topology.Topology, to string, unpla
 // finishes it). An unplanned failover of an active that answers is
 // refused unless req.ForceUnplanned, and then fences it first. Two names
 // for one cluster (equal cluster ids) are refused.
-func PlanFailoverWith(ctx context.Context, topo *topology.Topology, req FailoverRequest) (*plans.Plan, error) {
-	to, unplanned := req.To, req.Unplanned
+func PlanFailover(ctx context.Context, topo *topology.Topology, req FailoverRequest) (*plans.Plan, error) {
+	to := req.To
+	kind := req.Kind
+	if kind == "" {
+		kind = KindFailover
+	}
+	var unplanned bool
+	switch req.Mode {
+	case "", Planned:
+	case Unplanned:
+		unplanned = true
+	default:
+		return nil, fmt.Errorf("%w: failover mode %q is not known; use planned or unplanned", ErrRefused, req.Mode)
+	}
+	switch {
+	case kind != KindFailover && kind != KindFailback:
+		return nil, fmt.Errorf("%w: a failover plan is a failover or a failback, not %q", ErrRefused, kind)
+	case req.ForceUnplanned && !unplanned:
+		return nil, fmt.Errorf("%w: --force-unplanned forces an unplanned failover; add --unplanned", ErrRefused)
+	case kind == KindFailback && (to != topo.Active || unplanned):
+		return nil, fmt.Errorf("%w: a failback is a planned failover to the home active %s (active: in %s); for anything else plan a failover", ErrRefused, topo.Active, topo.Path)
+	}
 	if _, ok := topo.Clusters[to]; !ok {
 		return nil, fmt.Errorf("%w: no cluster %q in %s; use one of %v", ErrRefused, to, topo.Path, topo.ClusterNames())
 	}
@@ -213,10 +273,6 @@ func PlanFailoverWith(ctx context.Context, topo *topology.Topology, req Failover
 				return nil, fmt.Errorf("%w: %w", ErrRefused, err)
 			}
 		}
-	}
-	kind := rolestate.RunFailover
-	if req.Failback {
-		kind = rolestate.RunFailback
 	}
 	p := plans.New(newRunID(string(kind)), string(kind))
 	in := Inputs{Topology: topo.Name, TopologyDigest: topo.Digest, Epoch: cur.Epoch, Active: cur.Active, Standby: cur.Standby,
@@ -351,31 +407,32 @@ func failoverSteps(topo *topology.Topology, in Inputs, kind rolestate.RunKind, r
 	st := func(epoch int64, active, standby string, ph rolestate.Phase, r *rolestate.Run) rolestate.State {
 		return rolestate.State{Topology: topo.Name, Epoch: epoch, Active: active, Standby: standby, Phase: ph, Run: r, ClusterIDs: in.ClusterIDs}
 	}
-	add(plans.StepSpec{Name: StepPreflight, Title: fmt.Sprintf("Check %s and %s are ready", from, to),
-		Params: preflightParams{From: from, To: to, Unplanned: unplanned, Force: in.Force, ClusterIDs: in.ClusterIDs}})
+	add(preflightStep.Spec(fmt.Sprintf("Check %s and %s are ready", from, to),
+		preflightParams{From: from, To: to, Unplanned: unplanned, Force: in.Force, ClusterIDs: in.ClusterIDs}))
 	if len(topo.Failover.HooksBefore) > 0 {
 		// Before anything changes: a hook that fails stops the run with
 		// the roles, ACLs, data and groups as they were.
-		add(plans.StepSpec{Name: StepHooksBefore, Title: "Run the before hooks",
-			Params: hooksParams{Commands: topo.Failover.HooksBefore, Active: to, Standby: from}})
+		add(hooksBeforeStep.Spec("Run the before hooks", hooksParams{Commands: topo.Failover.HooksBefore, Active: to, Standby: from}))
 	}
 	flipEpoch := in.Epoch + 1
 	if !unplanned {
 		begin := st(in.Epoch+1, from, to, phase, run)
-		add(plans.StepSpec{Name: StepBegin, Title: fmt.Sprintf("Record the %s run in both clusters", kind),
-			Params: stateParams{State: begin, Clusters: []string{to, from}},
-			Expect: map[string]any{"epoch": in.Epoch, "phase": in.Phase}, Intend: map[string]any{"epoch": begin.Epoch, "phase": phase}})
+		s := beginStep.Spec(fmt.Sprintf("Record the %s run in both clusters", kind), stateParams{State: begin, Clusters: []string{to, from}})
+		s.Expect, s.Intend = map[string]any{"epoch": in.Epoch, "phase": in.Phase}, map[string]any{"epoch": begin.Epoch, "phase": phase}
+		add(s)
 	}
 	if !unplanned || in.Force {
-		add(plans.StepSpec{Name: StepFenceActive, Title: fmt.Sprintf("Fence %s against writes (%s)", from, topo.Failover.Fence),
-			Params: clusterParams{Cluster: from}, Destructive: topo.Failover.Fence != topology.FenceNone, // fence none changes nothing
-			Intend: map[string]any{"fence": string(topo.Failover.Fence), "principals": fencePrincipals(topo)}})
+		s := fenceActiveStep.Spec(fmt.Sprintf("Fence %s against writes (%s)", from, topo.Failover.Fence), clusterParams{Cluster: from})
+		s.Destructive = topo.Failover.Fence != topology.FenceNone // fence none changes nothing
+		s.Intend = map[string]any{"fence": string(topo.Failover.Fence), "principals": fencePrincipals(topo)}
+		add(s)
 	}
 	if !unplanned {
-		add(plans.StepSpec{Name: StepDrain, Title: fmt.Sprintf("Drain the mirror %s->%s", from, to),
-			Params: drainParams{Source: from, Target: to, Timeout: topo.Failover.DrainTimeout.String(), QuietPeriod: topo.Failover.QuietPeriod.String(),
-				Fence: string(topo.Failover.Fence), Rollback: stateParams{State: st(in.Epoch+1, from, to, rolestate.PhaseSteady, nil), Clusters: []string{to, from}}},
-			Intend: map[string]any{"lag_records": 0}})
+		s := drainStep.Spec(fmt.Sprintf("Drain the mirror %s->%s", from, to),
+			drainParams{Source: from, Target: to, Timeout: topo.Failover.DrainTimeout.String(), QuietPeriod: topo.Failover.QuietPeriod.String(),
+				Fence: string(topo.Failover.Fence), Rollback: stateParams{State: st(in.Epoch+1, from, to, rolestate.PhaseSteady, nil), Clusters: []string{to, from}}})
+		s.Intend = map[string]any{"lag_records": 0}
+		add(s)
 		flipEpoch = in.Epoch + 2
 	}
 	flip := st(flipEpoch, to, from, rolestate.PhaseWiping, run)
@@ -383,29 +440,28 @@ func failoverSteps(topo *topology.Topology, in Inputs, kind rolestate.RunKind, r
 	if unplanned {
 		flipOn = []string{to}
 	}
-	add(plans.StepSpec{Name: StepFlip, Title: fmt.Sprintf("Make %s the active cluster", to), Destructive: true,
-		Params: stateParams{State: flip, Clusters: flipOn},
-		Expect: map[string]any{"active": from, "standby": to}, Intend: map[string]any{"active": to, "standby": from, "epoch": flip.Epoch}})
-	add(plans.StepSpec{Name: StepFenceMirror, Title: fmt.Sprintf("Fence the mirror link %s->%s", from, to), Params: linkParams{Source: from, Target: to}})
+	s := flipStep.Spec(fmt.Sprintf("Make %s the active cluster", to), stateParams{State: flip, Clusters: flipOn})
+	s.Destructive = true
+	s.Expect, s.Intend = map[string]any{"active": from, "standby": to}, map[string]any{"active": to, "standby": from, "epoch": flip.Epoch}
+	add(s)
+	add(fenceMirrorStep.Spec(fmt.Sprintf("Fence the mirror link %s->%s", from, to), linkParams{Source: from, Target: to}))
 	if unplanned {
-		add(plans.StepSpec{Name: StepRPO, Title: fmt.Sprintf("Report what never left %s (RPO)", from), Params: linkParams{Source: from, Target: to}})
+		add(rpoStep.Spec(fmt.Sprintf("Report what never left %s (RPO)", from), linkParams{Source: from, Target: to}))
 	}
-	add(plans.StepSpec{Name: StepTranslateGroups, Title: fmt.Sprintf("Move consumer-group positions to %s", to),
-		Params: translateParams{Source: from, Target: to, FromSnapshot: unplanned}})
-	add(plans.StepSpec{Name: StepUnfenceNew, Title: fmt.Sprintf("Remove drctl's fence from %s, if any", to), Params: clusterParams{Cluster: to}})
+	add(translateStep.Spec(fmt.Sprintf("Move consumer-group positions to %s", to), translateParams{Source: from, Target: to, FromSnapshot: unplanned}))
+	add(unfenceNewStep.Spec(fmt.Sprintf("Remove drctl's fence from %s, if any", to), clusterParams{Cluster: to}))
 	if len(topo.Failover.HooksAfter) > 0 {
-		add(plans.StepSpec{Name: StepHooks, Title: "Run the after hooks", Params: hooksParams{Commands: topo.Failover.HooksAfter, Active: to, Standby: from}})
+		add(hooksStep.Spec("Run the after hooks", hooksParams{Commands: topo.Failover.HooksAfter, Active: to, Standby: from}))
 	}
 	addReseed(topo, in.ClusterIDs, add, from, to, flip.Epoch, run, unplanned)
 }
 
 func reseedSteps(topo *topology.Topology, in Inputs, run *rolestate.Run, add func(plans.StepSpec)) {
 	stale, active := in.From, in.To
-	add(plans.StepSpec{Name: StepPreflight, Title: fmt.Sprintf("Check %s and %s are ready", stale, active),
-		Params: preflightParams{From: stale, To: active, Reseed: true, Force: in.Force, ClusterIDs: in.ClusterIDs}})
+	add(preflightStep.Spec(fmt.Sprintf("Check %s and %s are ready", stale, active),
+		preflightParams{From: stale, To: active, Reseed: true, Force: in.Force, ClusterIDs: in.ClusterIDs}))
 	begin := rolestate.State{Topology: topo.Name, Epoch: in.Epoch + 1, Active: active, Standby: stale, Phase: rolestate.PhaseWiping, Run: run, ClusterIDs: in.ClusterIDs}
-	add(plans.StepSpec{Name: StepBegin, Title: "Record the reseed run in both clusters (the mirror into " + stale + " stops)",
-		Params: stateParams{State: begin, Clusters: []string{active, stale}}})
+	add(beginStep.Spec("Record the reseed run in both clusters (the mirror into "+stale+" stops)", stateParams{State: begin, Clusters: []string{active, stale}}))
 	addReseed(topo, in.ClusterIDs, add, stale, active, begin.Epoch, run, true)
 }
 
@@ -415,17 +471,19 @@ func addReseed(topo *topology.Topology, ids map[string]string, add func(plans.St
 		return rolestate.State{Topology: topo.Name, Epoch: epoch, Active: active, Standby: stale, Phase: ph, Run: r, ClusterIDs: ids}
 	}
 	if fenceFirst {
-		add(plans.StepSpec{Name: StepFenceStale, Title: fmt.Sprintf("Fence the stale cluster %s (waits for it to be reachable)", stale),
-			Params: clusterParams{Cluster: stale}, Destructive: true})
+		s := fenceStaleStep.Spec(fmt.Sprintf("Fence the stale cluster %s (waits for it to be reachable)", stale), clusterParams{Cluster: stale})
+		s.Destructive = true
+		add(s)
 	}
-	add(plans.StepSpec{Name: StepSalvage, Title: fmt.Sprintf("Salvage records on %s that never reached %s", stale, active),
-		Params: reseedParams{Stale: stale, Active: active}, Intend: map[string]any{"into": topo.SalvageTopic("<topic>") + " on " + active}})
-	add(plans.StepSpec{Name: StepWipe, Title: fmt.Sprintf("Wipe the mirrored topics and groups on %s", stale), Destructive: true,
-		Params: reseedParams{Stale: stale, Active: active}})
-	add(plans.StepSpec{Name: StepReseedStart, Title: fmt.Sprintf("Start re-seeding %s from %s", stale, active),
-		Params: stateParams{State: st(rolestate.PhaseReseeding, run), Clusters: []string{active, stale}}})
-	add(plans.StepSpec{Name: StepWaitReseeded, Title: fmt.Sprintf("Wait until %s has caught up with %s", stale, active),
-		Params: waitParams{Source: active, Target: stale, Timeout: ReseedTimeout.String()}})
-	add(plans.StepSpec{Name: StepFinish, Title: "Mark the roles steady",
-		Params: stateParams{State: st(rolestate.PhaseSteady, nil), Clusters: []string{active, stale}}})
+	salvage := salvageStep.Spec(fmt.Sprintf("Salvage records on %s that never reached %s", stale, active), reseedParams{Stale: stale, Active: active})
+	salvage.Intend = map[string]any{"into": topo.SalvageTopic("<topic>") + " on " + active}
+	add(salvage)
+	wipe := wipeStep.Spec(fmt.Sprintf("Wipe the mirrored topics and groups on %s", stale), reseedParams{Stale: stale, Active: active})
+	wipe.Destructive = true
+	add(wipe)
+	add(reseedStartStep.Spec(fmt.Sprintf("Start re-seeding %s from %s", stale, active),
+		stateParams{State: st(rolestate.PhaseReseeding, run), Clusters: []string{active, stale}}))
+	add(waitReseededStep.Spec(fmt.Sprintf("Wait until %s has caught up with %s", stale, active),
+		waitParams{Source: active, Target: stale, Timeout: ReseedTimeout.String()}))
+	add(finishStep.Spec("Mark the roles steady", stateParams{State: st(rolestate.PhaseSteady, nil), Clusters: []string{active, stale}}))
 }

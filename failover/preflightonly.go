@@ -15,8 +15,8 @@ func Preflight(ctx context.Context, topo *topology.Topology, p *plans.Plan) (pla
 		if s.Name != StepPreflight {
 			continue
 		}
-		var pp preflightParams
-		if err := s.DecodeParams(&pp); err != nil {
+		pp, err := preflightStep.Params(s)
+		if err != nil {
 			return plans.Result{}, err
 		}
 		return preflight(ctx, topo, pp)

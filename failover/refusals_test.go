@@ -44,7 +44,7 @@ func execute(t *testing.T, topo *topology.Topology, p *plans.Plan, journal strin
 
 func planTo(t *testing.T, topo *topology.Topology, to string) *plans.Plan {
 	t.Helper()
-	p, err := PlanFailover(kfaketest.Ctx(t, 30*time.Second), topo, to, false, false)
+	p, err := PlanFailover(kfaketest.Ctx(t, 30*time.Second), topo, FailoverRequest{To: to})
 	if err != nil {
 		t.Fatalf("plan failover to %s: %v", to, err)
 	}
@@ -323,7 +323,7 @@ func TestRefusalUnreachableStandby(t *testing.T) {
 		{"east", "east is already the active"},
 		{"north", "north"},
 	} {
-		_, err := PlanFailover(kfaketest.Ctx(t, 30*time.Second), topo, tc.to, false, false)
+		_, err := PlanFailover(kfaketest.Ctx(t, 30*time.Second), topo, FailoverRequest{To: tc.to})
 		if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("plan failover to %s: got %v, want a refusal saying %q", tc.to, err, tc.want)
 		}
@@ -333,7 +333,7 @@ func TestRefusalUnreachableStandby(t *testing.T) {
 	p.West.Close()
 
 	began := time.Now()
-	_, err := PlanFailover(kfaketest.Ctx(t, 30*time.Second), topo, "west", false, false)
+	_, err := PlanFailover(kfaketest.Ctx(t, 30*time.Second), topo, FailoverRequest{To: "west"})
 	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "west") || !strings.Contains(err.Error(), "unreachable") {
 		t.Errorf("plan failover to a stopped west: got %v, want a refusal naming west as unreachable", err)
 	}
@@ -423,7 +423,7 @@ func TestRefusalDrainTimeout(t *testing.T) {
 		t.Errorf("resume after the rollback: got %v, want plans.ErrStalePlan", rerr)
 	}
 	assertUnchanged(t, topo, after)
-	if _, err := PlanFailover(kfaketest.Ctx(t, 30*time.Second), topo, "west", false, false); err != nil {
+	if _, err := PlanFailover(kfaketest.Ctx(t, 30*time.Second), topo, FailoverRequest{To: "west"}); err != nil {
 		t.Errorf("a new failover cannot be planned after the rollback: %v", err)
 	}
 }

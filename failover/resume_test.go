@@ -153,7 +153,7 @@ func plannedSteps(t *testing.T) []string {
 	pair := kfaketest.NewPair(t, kfaketest.Options{Mirror: resumeMirrorYAML, Extra: resumeFailoverYAML})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	p, err := PlanFailover(ctx, pair.Topology, "west", false, false)
+	p, err := PlanFailover(ctx, pair.Topology, FailoverRequest{To: "west"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +239,7 @@ func setUpResume(t *testing.T) *resumeWorld {
 
 	pctx, pcancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer pcancel()
-	if w.plan, err = PlanFailover(pctx, w.topo, "west", false, false); err != nil {
+	if w.plan, err = PlanFailover(pctx, w.topo, FailoverRequest{To: "west"}); err != nil {
 		t.Fatal(err)
 	}
 	var in Inputs

@@ -234,7 +234,11 @@ func TestRoundTrip(t *testing.T) {
 	run := func(to string, failback bool) {
 		t.Helper()
 		pctx, pcancel := context.WithTimeout(ctx, 30*time.Second)
-		plan, err := PlanFailover(pctx, topo, to, false, failback)
+		req := FailoverRequest{To: to}
+		if failback {
+			req.Kind = KindFailback
+		}
+		plan, err := PlanFailover(pctx, topo, req)
 		pcancel()
 		if err != nil {
 			t.Fatal(err)

@@ -72,7 +72,7 @@ func TestRebuiltClusterFlagged(t *testing.T) {
 	p.Stop("east")
 	p.West.DropControl()
 
-	plan, err := PlanFailover(kfaketest.Ctx(t, 30*time.Second), topo, "west", true, false)
+	plan, err := PlanFailover(kfaketest.Ctx(t, 30*time.Second), topo, FailoverRequest{To: "west", Mode: Unplanned})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -213,10 +213,10 @@ func TestOneClusterTwoNamesRefused(t *testing.T) {
 		plan func() (*plans.Plan, error)
 	}{
 		{"planned", func() (*plans.Plan, error) {
-			return PlanFailover(kfaketest.Ctx(t, 30*time.Second), topo, "west", false, false)
+			return PlanFailover(kfaketest.Ctx(t, 30*time.Second), topo, FailoverRequest{To: "west"})
 		}},
 		{"unplanned", func() (*plans.Plan, error) {
-			return PlanFailover(kfaketest.Ctx(t, 30*time.Second), topo, "west", true, false)
+			return PlanFailover(kfaketest.Ctx(t, 30*time.Second), topo, FailoverRequest{To: "west", Mode: Unplanned})
 		}},
 		{"reseed", func() (*plans.Plan, error) { return PlanReseed(kfaketest.Ctx(t, 30*time.Second), topo, "west") }},
 	} {
@@ -248,7 +248,7 @@ func TestOneClusterTwoNamesRecorded(t *testing.T) {
 	setState(t, topo, 0, s, "west")
 	p.Stop("east")
 	before := snapshots(t, topo, "west")
-	_, err := PlanFailover(kfaketest.Ctx(t, 30*time.Second), topo, "west", true, false)
+	_, err := PlanFailover(kfaketest.Ctx(t, 30*time.Second), topo, FailoverRequest{To: "west", Mode: Unplanned})
 	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "one cluster") || !strings.Contains(err.Error(), "recorded") {
 		t.Fatalf("got %v, want a refusal naming one cluster under two names, as recorded", err)
 	}

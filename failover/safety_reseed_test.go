@@ -159,14 +159,14 @@ func TestUnplannedWithLiveActiveRefused(t *testing.T) {
 	seedOrders(t, topo)
 	kfaketest.CreateTopic(t, topo, "west", "orders", 3, nil)
 	before := snapshots(t, topo, "east", "west")
-	_, err := PlanFailover(kfaketest.Ctx(t, 30*time.Second), topo, "west", true, false)
+	_, err := PlanFailover(kfaketest.Ctx(t, 30*time.Second), topo, FailoverRequest{To: "west", Mode: Unplanned})
 	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "answers") || !strings.Contains(err.Error(), "--force-unplanned") {
 		t.Fatalf("unplanned failover of a live active: got %v, want a refusal naming --force-unplanned", err)
 	}
 	assertUnchanged(t, topo, before)
 
 	p.Stop("east")
-	saved, err := PlanFailover(kfaketest.Ctx(t, 30*time.Second), topo, "west", true, false)
+	saved, err := PlanFailover(kfaketest.Ctx(t, 30*time.Second), topo, FailoverRequest{To: "west", Mode: Unplanned})
 	if err != nil {
 		t.Fatalf("unplanned failover with east down: %v", err)
 	}
@@ -181,7 +181,7 @@ func TestUnplannedWithLiveActiveRefused(t *testing.T) {
 	assertUnchanged(t, topo, before)
 	noStepDone(t, topo, saved.ID)
 
-	forced, err := PlanFailoverWith(kfaketest.Ctx(t, 30*time.Second), topo, FailoverRequest{To: "west", Unplanned: true, ForceUnplanned: true})
+	forced, err := PlanFailover(kfaketest.Ctx(t, 30*time.Second), topo, FailoverRequest{To: "west", Mode: Unplanned, ForceUnplanned: true})
 	if err != nil {
 		t.Fatalf("forced: %v", err)
 	}

@@ -33,23 +33,12 @@ type Confirm func(question string) error
 // operator answered every question in advance (--yes).
 func registry(topo *topology.Topology, confirm Confirm, yes bool) *plans.Registry {
 	r := plans.NewRegistry()
-	reg := func(name string, f plans.ActionFunc) {
-		if err := r.Register(name, f); err != nil {
-			panic(err)
-		}
-	}
-	reg(StepPreflight, func(ctx context.Context, s plans.Step, _ *plans.RunContext) (plans.Result, error) {
-		var p preflightParams
-		if err := s.DecodeParams(&p); err != nil {
-			return plans.Result{}, err
-		}
+	var errs []error
+	must := func(err error) { errs = append(errs, err) }
+	must(preflightStep.Register(r, func(ctx context.Context, p preflightParams, _ *plans.RunContext) (plans.Result, error) {
 		return preflight(ctx, topo, p)
-	})
-	stateStep := func(ctx context.Context, s plans.Step, rc *plans.RunContext) (plans.Result, error) {
-		var p stateParams
-		if err := s.DecodeParams(&p); err != nil {
-			return plans.Result{}, err
-		}
+	}))
+	stateStep := func(ctx context.Context, p stateParams, rc *plans.RunContext) (plans.Result, error) {
 		w := connect(ctx, topo, p.Clusters...)
 		defer w.Close()
 		if err := w.transition(ctx, p.State, rc.Plan.ID, p.Clusters...); err != nil {
@@ -57,22 +46,16 @@ func registry(topo *topology.Topology, confirm Confirm, yes bool) *plans.Registr
 		}
 		return plans.NewResult(p.State.String(), p.State)
 	}
-	for _, name := range []string{StepBegin, StepFlip, StepReseedStart, StepFinish} {
-		reg(name, stateStep)
+	for _, t := range []plans.StepType[stateParams]{beginStep, flipStep, reseedStartStep, finishStep} {
+		must(t.Register(r, stateStep))
 	}
-	reg(StepRPO, rpoAction(topo))
-	reg(StepFenceActive, func(ctx context.Context, s plans.Step, _ *plans.RunContext) (plans.Result, error) {
-		var p clusterParams
-		if err := s.DecodeParams(&p); err != nil {
-			return plans.Result{}, err
-		}
+	must(rpoStep.Register(r, func(ctx context.Context, p linkParams, _ *plans.RunContext) (plans.Result, error) {
+		return reportRPO(ctx, topo, p)
+	}))
+	must(fenceActiveStep.Register(r, func(ctx context.Context, p clusterParams, _ *plans.RunContext) (plans.Result, error) {
 		return fenceCluster(ctx, topo, p.Cluster, confirm, yes)
-	})
-	reg(StepFenceStale, func(ctx context.Context, s plans.Step, _ *plans.RunContext) (plans.Result, error) {
-		var p clusterParams
-		if err := s.DecodeParams(&p); err != nil {
-			return plans.Result{}, err
-		}
+	}))
+	must(fenceStaleStep.Register(r, func(ctx context.Context, p clusterParams, _ *plans.RunContext) (plans.Result, error) {
 		if topo.Failover.Fence == topology.FenceNone {
 			return plans.NewResult("fence none: nothing to do on the stale cluster (the mirror does not run into it until it is wiped)", nil)
 		}
@@ -81,70 +64,42 @@ func registry(topo *topology.Topology, confirm Confirm, yes bool) *plans.Registr
 			return plans.Result{}, fmt.Errorf("%w; when %s is back, run drctl resume", err, p.Cluster)
 		}
 		return plans.NewResult(fmt.Sprintf("%d DENY WRITE ACL(s) in place on %s", len(rec.Added)+len(rec.Existing), p.Cluster), rec)
-	})
-	reg(StepDrain, func(ctx context.Context, s plans.Step, rc *plans.RunContext) (plans.Result, error) {
-		var p drainParams
-		if err := s.DecodeParams(&p); err != nil {
-			return plans.Result{}, err
-		}
+	}))
+	must(drainStep.Register(r, func(ctx context.Context, p drainParams, rc *plans.RunContext) (plans.Result, error) {
 		return drain(ctx, topo, p, rc)
-	})
-	reg(StepFenceMirror, func(ctx context.Context, s plans.Step, _ *plans.RunContext) (plans.Result, error) {
-		var p linkParams
-		if err := s.DecodeParams(&p); err != nil {
-			return plans.Result{}, err
-		}
+	}))
+	must(fenceMirrorStep.Register(r, func(ctx context.Context, p linkParams, _ *plans.RunContext) (plans.Result, error) {
 		n, err := mirror.FenceLink(ctx, topo, mirror.LinkFor(topo, p.Source, p.Target))
 		if err != nil {
 			return plans.Result{}, err
 		}
 		return plans.NewResult(fmt.Sprintf("%d shard(s) of %s->%s fenced", n, p.Source, p.Target), map[string]int{"shards": n})
-	})
-	reg(StepTranslateGroups, func(ctx context.Context, s plans.Step, _ *plans.RunContext) (plans.Result, error) {
-		var p translateParams
-		if err := s.DecodeParams(&p); err != nil {
-			return plans.Result{}, err
-		}
+	}))
+	must(translateStep.Register(r, func(ctx context.Context, p translateParams, _ *plans.RunContext) (plans.Result, error) {
 		return translateGroups(ctx, topo, p)
-	})
-	reg(StepUnfenceNew, func(ctx context.Context, s plans.Step, _ *plans.RunContext) (plans.Result, error) {
-		var p clusterParams
-		if err := s.DecodeParams(&p); err != nil {
-			return plans.Result{}, err
-		}
+	}))
+	must(unfenceNewStep.Register(r, func(ctx context.Context, p clusterParams, _ *plans.RunContext) (plans.Result, error) {
 		removed, err := Unfence(ctx, topo, p.Cluster)
 		if err != nil {
 			return plans.Result{}, err
 		}
 		return plans.NewResult(fmt.Sprintf("%d ACL(s) removed from %s", len(removed), p.Cluster), removed)
-	})
-	reg(StepHooksBefore, func(ctx context.Context, s plans.Step, rc *plans.RunContext) (plans.Result, error) {
-		var p hooksParams
-		if err := s.DecodeParams(&p); err != nil {
-			return plans.Result{}, err
-		}
+	}))
+	must(hooksBeforeStep.Register(r, func(ctx context.Context, p hooksParams, rc *plans.RunContext) (plans.Result, error) {
 		res, err := runHooks(ctx, p)
 		if err != nil {
 			return plans.Result{}, fmt.Errorf("failover.hooks.before: %w; nothing was changed (the before hooks run ahead of the fence and the role change): once what the hook checks is in order, run drctl resume %s (it runs the hooks again), or plan again", err, rc.Plan.ID)
 		}
 		return res, nil
-	})
-	reg(StepHooks, func(ctx context.Context, s plans.Step, _ *plans.RunContext) (plans.Result, error) {
-		var p hooksParams
-		if err := s.DecodeParams(&p); err != nil {
-			return plans.Result{}, err
-		}
+	}))
+	must(hooksStep.Register(r, func(ctx context.Context, p hooksParams, _ *plans.RunContext) (plans.Result, error) {
 		res, err := runHooks(ctx, p)
 		if err != nil {
 			return plans.Result{}, fmt.Errorf("failover.hooks.after: %w", err)
 		}
 		return res, nil
-	})
-	reg(StepSalvage, func(ctx context.Context, s plans.Step, rc *plans.RunContext) (plans.Result, error) {
-		var p reseedParams
-		if err := s.DecodeParams(&p); err != nil {
-			return plans.Result{}, err
-		}
+	}))
+	must(salvageStep.Register(r, func(ctx context.Context, p reseedParams, rc *plans.RunContext) (plans.Result, error) {
 		w := connect(ctx, topo, p.Stale)
 		changed := identityOf(w, rc, p.Stale)
 		w.Close()
@@ -158,26 +113,21 @@ func registry(topo *topology.Topology, confirm Confirm, yes bool) *plans.Registr
 			msg = changed.String() + "; " + msg
 		}
 		return plans.NewResult(msg, rep)
-	})
-	reg(StepWipe, func(ctx context.Context, s plans.Step, _ *plans.RunContext) (plans.Result, error) {
-		var p reseedParams
-		if err := s.DecodeParams(&p); err != nil {
-			return plans.Result{}, err
-		}
+	}))
+	must(wipeStep.Register(r, func(ctx context.Context, p reseedParams, _ *plans.RunContext) (plans.Result, error) {
 		rep, err := Wipe(ctx, topo, p.Stale, p.Active)
 		if err != nil {
 			return plans.Result{}, err
 		}
 		return plans.NewResult(fmt.Sprintf("deleted on %s: %d topic(s) (%s) and %d group(s) (%s)", p.Stale,
 			len(rep.TopicsDeleted), someNames(rep.TopicsDeleted), len(rep.GroupsDeleted), someNames(rep.GroupsDeleted)), rep)
-	})
-	reg(StepWaitReseeded, func(ctx context.Context, s plans.Step, rc *plans.RunContext) (plans.Result, error) {
-		var p waitParams
-		if err := s.DecodeParams(&p); err != nil {
-			return plans.Result{}, err
-		}
+	}))
+	must(waitReseededStep.Register(r, func(ctx context.Context, p waitParams, rc *plans.RunContext) (plans.Result, error) {
 		return waitReseeded(ctx, topo, p, rc)
-	})
+	}))
+	if err := errors.Join(errs...); err != nil {
+		panic(err) // two steps of one name: a programming error, caught by every test
+	}
 	return r
 }
 

@@ -96,7 +96,7 @@ func TestUnplannedFailoverRPOAndSalvage(t *testing.T) {
 	p.Stop("east") // the site goes down
 	p.West.DropControl()
 	pctx, pcancel := context.WithTimeout(ctx, 30*time.Second)
-	plan, err := PlanFailover(pctx, topo, "west", true, false)
+	plan, err := PlanFailover(pctx, topo, FailoverRequest{To: "west", Mode: Unplanned})
 	pcancel()
 	if err != nil {
 		t.Fatal(err)

@@ -81,13 +81,13 @@ func (m *Model) translateCmd(group string) tea.Cmd {
 
 // planCmd is `drctl plan failover --to TARGET [--unplanned]` (failback:
 // the plan `drctl failback` builds).
-func (m *Model) planCmd(what, target string, unplanned, failback bool) tea.Cmd {
+func (m *Model) planCmd(what string, req failover.FailoverRequest) tea.Cmd {
 	topo := m.opts.Topology
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		p, err := failover.PlanFailover(ctx, topo, target, unplanned, failback)
-		return planMsg{what: what, target: target, plan: p, err: err, unplanned: unplanned}
+		p, err := failover.PlanFailover(ctx, topo, req)
+		return planMsg{what: what, target: req.To, plan: p, err: err, unplanned: req.Mode == failover.Unplanned}
 	}
 }
 

@@ -419,18 +419,18 @@ func (m *Model) action(key string) tea.Cmd {
 			return nil
 		}
 		m.say(false, "planning a failover to %s ...", r.Standby)
-		return m.planCmd("failover", r.Standby, false, false)
+		return m.planCmd("failover", failover.FailoverRequest{To: r.Standby})
 	case "F":
 		if activeUp {
 			m.say(true, "F (unplanned failover) is offered only while the active %s is unreachable; f plans a planned failover", r.Active)
 			return nil
 		}
 		m.say(false, "planning an unplanned failover to %s ...", r.Standby)
-		return m.planCmd("unplanned failover", r.Standby, true, false)
+		return m.planCmd("unplanned failover", failover.FailoverRequest{To: r.Standby, Mode: failover.Unplanned})
 	case "b":
 		home := m.opts.Topology.Active
 		m.say(false, "planning a failback to %s ...", home)
-		return m.planCmd("failback", home, false, true)
+		return m.planCmd("failback", failover.FailoverRequest{To: home, Kind: failover.KindFailback})
 	case "R":
 		m.say(false, "looking for the run in progress ...")
 		return m.resumeIDCmd()

@@ -25,7 +25,7 @@ func TestRunsFromClustersOnKfake(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	plan, err := failover.PlanFailover(ctx, topo, "west", false, false)
+	plan, err := failover.PlanFailover(ctx, topo, failover.FailoverRequest{To: "west"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,7 +37,7 @@ func planCommand() *cli.Command {
 				}
 				ctx, cancel := context.WithTimeout(c.Context, 30*time.Second)
 				defer cancel()
-				p, err := failover.PlanFailoverWith(ctx, topo, failoverRequest(c))
+				p, err := failover.PlanFailover(ctx, topo, failoverRequest(c))
 				if err != nil {
 					return planError(err)
 				}
@@ -66,7 +66,11 @@ func forceUnplannedFlag() cli.Flag {
 }
 
 func failoverRequest(c *cli.Context) failover.FailoverRequest {
-	return failover.FailoverRequest{To: c.String("to"), Unplanned: c.Bool("unplanned") || c.Bool("force-unplanned"), ForceUnplanned: c.Bool("force-unplanned")}
+	req := failover.FailoverRequest{To: c.String("to"), ForceUnplanned: c.Bool("force-unplanned")}
+	if c.Bool("unplanned") || req.ForceUnplanned {
+		req.Mode = failover.Unplanned
+	}
+	return req
 }
 
 // printForced tells the operator which refusal a --force flag overrode.
@@ -105,7 +109,7 @@ func failoverCommand() *cli.Command {
 			forceUnplannedFlag()),
 		Action: func(c *cli.Context) error {
 			return planAndRun(c, func(ctx context.Context, topo *topology.Topology) (*plans.Plan, error) {
-				p, err := failover.PlanFailoverWith(ctx, topo, failoverRequest(c))
+				p, err := failover.PlanFailover(ctx, topo, failoverRequest(c))
 				if err != nil {
 					return nil, err
 				}
@@ -123,7 +127,7 @@ func failbackCommand() *cli.Command {
 		Flags: runFlags(),
 		Action: func(c *cli.Context) error {
 			return planAndRun(c, func(ctx context.Context, topo *topology.Topology) (*plans.Plan, error) {
-				return failover.PlanFailover(ctx, topo, topo.Active, false, true)
+				return failover.PlanFailover(ctx, topo, failover.FailoverRequest{To: topo.Active, Kind: failover.KindFailback})
 			})
 		},
 	}
