@@ -78,13 +78,7 @@ func canaryPlan(topo *topology.Topology, d *topology.NamedDrill, id, active, sta
 func canaryRegistry(topo *topology.Topology, journalDir string) *plans.Registry {
 	r := plans.NewRegistry()
 	reg := func(name string, f func(ctx context.Context, cp canaryParams, rc *plans.RunContext) (plans.Result, error)) {
-		_ = r.Register(name, plans.ActionFunc(func(ctx context.Context, s plans.Step, rc *plans.RunContext) (plans.Result, error) {
-			var cp canaryParams
-			if err := s.DecodeParams(&cp); err != nil {
-				return plans.Result{}, err
-			}
-			return f(ctx, cp, rc)
-		}))
+		_ = plans.NewStepType[canaryParams](name).Register(r, f)
 	}
 	reg(StepCanaryTopic, func(ctx context.Context, cp canaryParams, _ *plans.RunContext) (plans.Result, error) {
 		return canaryTopicStep(ctx, topo, cp)

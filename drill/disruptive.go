@@ -92,38 +92,26 @@ func failoverPlan(topo *topology.Topology, d *topology.NamedDrill, id, active, s
 	}
 	x := &failoverDrill{topo: topo, id: id, journal: o.journalDir(), interrupts: o.Interrupts, noteRun: noteRun, app: newFollower(topo, id, d.Params.Rate)}
 	r := plans.NewRegistry()
-	_ = r.Register(StepCanaryTopic, plans.ActionFunc(func(ctx context.Context, s plans.Step, _ *plans.RunContext) (plans.Result, error) {
-		var cp canaryParams
-		if err := s.DecodeParams(&cp); err != nil {
-			return plans.Result{}, err
-		}
+	_ = plans.NewStepType[canaryParams](StepCanaryTopic).Register(r, func(ctx context.Context, cp canaryParams, _ *plans.RunContext) (plans.Result, error) {
 		res, err := canaryTopicStep(ctx, topo, cp)
 		if err != nil {
 			return res, err
 		}
 		x.start(cp.Active)
 		return res, nil
-	}))
-	move := plans.ActionFunc(func(ctx context.Context, s plans.Step, _ *plans.RunContext) (plans.Result, error) {
-		var mp moveParams
-		if err := s.DecodeParams(&mp); err != nil {
-			return plans.Result{}, err
-		}
+	})
+	move := func(ctx context.Context, mp moveParams, _ *plans.RunContext) (plans.Result, error) {
 		dir, err := x.move(ctx, mp)
 		if err != nil {
 			return plans.Result{}, err
 		}
 		return plans.NewResult(fmt.Sprintf("%s is active: writes accepted after %.1f s, the canary group consumed after %.1f s (run %s)",
 			mp.To, dir.RTOWriteSeconds, dir.RTOConsumeSeconds, dir.RunID), dir)
-	})
-	_ = r.Register(StepFailover, move)
-	_ = r.Register(StepFailback, move)
+	}
+	_ = plans.NewStepType[moveParams](StepFailover).Register(r, move)
+	_ = plans.NewStepType[moveParams](StepFailback).Register(r, move)
 	x.registerUnplanned(r)
-	_ = r.Register(StepHold, plans.ActionFunc(func(ctx context.Context, s plans.Step, _ *plans.RunContext) (plans.Result, error) {
-		var hp holdParams
-		if err := s.DecodeParams(&hp); err != nil {
-			return plans.Result{}, err
-		}
+	_ = plans.NewStepType[holdParams](StepHold).Register(r, func(ctx context.Context, hp holdParams, _ *plans.RunContext) (plans.Result, error) {
 		d, err := time.ParseDuration(hp.Hold)
 		if err != nil {
 			return plans.Result{}, err
@@ -134,7 +122,7 @@ func failoverPlan(topo *topology.Topology, d *topology.NamedDrill, id, active, s
 		case <-time.After(d):
 		}
 		return plans.NewResult(fmt.Sprintf("held %s; the canary wrote and read throughout", d), nil)
-	}))
+	})
 	_ = r.Register(StepSettle, plans.ActionFunc(func(ctx context.Context, s plans.Step, rc *plans.RunContext) (plans.Result, error) {
 		dirs := x.settle(ctx, rc)
 		return plans.NewResult(settleSummary(dirs), dirs)

@@ -72,30 +72,22 @@ func pauseTTL(p pauseParams) time.Duration {
 }
 
 func (x *failoverDrill) registerUnplanned(r *plans.Registry) {
-	_ = r.Register(StepPauseMirror, plans.ActionFunc(func(ctx context.Context, s plans.Step, _ *plans.RunContext) (plans.Result, error) {
-		var pp pauseParams
-		if err := s.DecodeParams(&pp); err != nil {
-			return plans.Result{}, err
-		}
+	_ = plans.NewStepType[pauseParams](StepPauseMirror).Register(r, func(ctx context.Context, pp pauseParams, _ *plans.RunContext) (plans.Result, error) {
 		res, err := x.pauseMirror(ctx, pp)
 		if err != nil {
 			return plans.Result{}, err
 		}
 		return plans.NewResult(fmt.Sprintf("the mirror %s holds pause %s (after %d ms); %s acknowledged %d canary records meanwhile",
 			res.Link, res.ID, res.HeldAfterMS, pp.Source, res.Written), res)
-	}))
-	_ = r.Register(StepUnplannedFailover, plans.ActionFunc(func(ctx context.Context, s plans.Step, _ *plans.RunContext) (plans.Result, error) {
-		var mp moveParams
-		if err := s.DecodeParams(&mp); err != nil {
-			return plans.Result{}, err
-		}
+	})
+	_ = plans.NewStepType[moveParams](StepUnplannedFailover).Register(r, func(ctx context.Context, mp moveParams, _ *plans.RunContext) (plans.Result, error) {
 		dir, err := x.unplanned(ctx, mp)
 		if err != nil {
 			return plans.Result{}, err
 		}
 		return plans.NewResult(fmt.Sprintf("%s is active (run %s): RPO reported %d canary record(s) (%d over all topics, %.1f s), %d never reached %s (%d of this drill), %d salvaged; writes accepted after %.3f s, the canary group consumed after %.3f s",
 			mp.To, dir.RunID, dir.RPORecords, dir.RPOAllRecords, dir.RPOSeconds, dir.UnmirroredAll, mp.To, dir.Unmirrored, dir.Salvaged, dir.RTOWriteSeconds, dir.RTOConsumeSeconds), dir)
-	}))
+	})
 }
 
 // pauseMirror pauses the link pp.Source -> pp.Target, waits until the
