@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -146,7 +146,7 @@ func (s *Scheduler) entries() ([]entry, error) {
 		}
 		out = append(out, entry{drill: d, schedule: sch})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].drill.Name < out[j].drill.Name })
+	slices.SortFunc(out, func(a, b entry) int { return strings.Compare(a.drill.Name, b.drill.Name) })
 	return out, nil
 }
 

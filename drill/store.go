@@ -1,13 +1,14 @@
 package drill
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/IBM/sarama"
@@ -136,11 +137,8 @@ func History(ctx context.Context, topo *topology.Topology, o HistoryOptions) ([]
 	for _, r := range byID {
 		out = append(out, r)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].StartedAt.Equal(out[j].StartedAt) {
-			return out[i].StartedAt.After(out[j].StartedAt)
-		}
-		return out[i].ID > out[j].ID
+	slices.SortFunc(out, func(a, b Record) int { // newest first
+		return cmp.Or(b.StartedAt.Compare(a.StartedAt), strings.Compare(b.ID, a.ID))
 	})
 	if o.Limit > 0 && len(out) > o.Limit {
 		out = out[:o.Limit]

@@ -3,7 +3,8 @@ package failover
 import (
 	"context"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 
 	"github.com/IBM/sarama"
 
@@ -50,11 +51,7 @@ func (w *world) clusterIDs(ctx context.Context, v rolestate.View) (map[string]st
 // oneNameEach reports two names with the same cluster id. live holds the
 // ids the clusters gave now; the others were recorded earlier.
 func oneNameEach(path string, ids, live map[string]string) error {
-	names := make([]string, 0, len(ids))
-	for n := range ids {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(ids))
 	for i, a := range names {
 		for _, b := range names[i+1:] {
 			if ids[a] != ids[b] {

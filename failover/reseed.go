@@ -5,7 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -302,7 +302,7 @@ func Wipe(ctx context.Context, topo *topology.Topology, stale, active string) (*
 			groups = append(groups, g)
 		}
 	}
-	sort.Strings(groups)
+	slices.Sort(groups)
 	if len(groups) > 0 {
 		descs, err := admin.DescribeConsumerGroups(groups)
 		if err != nil {

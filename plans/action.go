@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"os/user"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -79,12 +80,7 @@ func (r *Registry) Lookup(name string) (Action, bool) {
 
 // Names lists the registered step names, sorted.
 func (r *Registry) Names() []string {
-	names := make([]string, 0, len(r.actions))
-	for n := range r.actions {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+	return slices.Sorted(maps.Keys(r.actions))
 }
 
 // Check reports every step of p that has no Action. The executor calls it

@@ -2,8 +2,9 @@ package topology
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
-	"sort"
+	"slices"
 	"time"
 	_ "time/tzdata" // schedules name IANA zones; do not depend on the machine's zoneinfo
 
@@ -99,12 +100,7 @@ func DefaultDrill(kind DrillKind) *NamedDrill {
 
 // DrillNames returns the named drills' names, sorted.
 func (d Drills) DrillNames() []string {
-	out := make([]string, 0, len(d.Named))
-	for n := range d.Named {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(d.Named))
 }
 
 // addCanaryToSelections makes the mirror copy the canary topic and sync

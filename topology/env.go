@@ -2,9 +2,11 @@ package topology
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
+	"maps"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -107,15 +109,11 @@ func (x *expansions) scrub(msg string) string {
 		}
 	}
 	// Longest first, so that a value inside another is not replaced in it.
-	sort.Slice(pairs, func(i, j int) bool { return len(pairs[i].from) > len(pairs[j].from) })
+	slices.SortFunc(pairs, func(a, b pair) int { return cmp.Compare(len(b.from), len(a.from)) })
 	for _, p := range pairs {
 		msg = strings.ReplaceAll(msg, p.from, p.to)
 	}
-	names := make([]string, 0, len(x.vars))
-	for name := range x.vars {
-		names = append(names, name)
-	}
-	sort.Slice(names, func(i, j int) bool { return len(x.vars[names[i]]) > len(x.vars[names[j]]) })
+	names := slices.SortedFunc(maps.Keys(x.vars), func(a, b string) int { return cmp.Compare(len(x.vars[b]), len(x.vars[a])) })
 	for _, name := range names {
 		if v := x.vars[name]; len(v) >= minScrubbed && !bytes.Contains(x.file, []byte(v)) {
 			msg = strings.ReplaceAll(msg, v, "${"+name+"}")

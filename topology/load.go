@@ -8,7 +8,7 @@ import (
 	"os"
 	"reflect"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -285,7 +285,7 @@ func checkKeys(n *yaml.Node, t reflect.Type, where string, done map[keyCheck]boo
 			fields[tag] = t.Field(i).Type
 			known = append(known, tag)
 		}
-		sort.Strings(known)
+		slices.Sort(known)
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			ft, ok := fields[k.Value]

@@ -3,9 +3,10 @@ package topology
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"regexp/syntax"
-	"sort"
+	"slices"
 	"time"
 )
 
@@ -160,7 +161,7 @@ func (s Selection) Filter(names []string) []string {
 			out = append(out, n)
 		}
 	}
-	sort.Strings(out)
+	slices.Sort(out)
 	return out
 }
 
@@ -184,12 +185,7 @@ func compileAll(exprs []string) ([]*regexp.Regexp, error) {
 
 // ClusterNames returns the cluster names, sorted.
 func (t *Topology) ClusterNames() []string {
-	names := make([]string, 0, len(t.Clusters))
-	for n := range t.Clusters {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+	return slices.Sorted(maps.Keys(t.Clusters))
 }
 
 // Other returns the name of the cluster that is not name (a topology has

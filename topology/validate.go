@@ -4,9 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/IBM/sarama"
@@ -30,11 +31,7 @@ func build(raw *rawFile, root *yaml.Node, path string) (*Topology, error) {
 		return nil, at(fmt.Sprintf(`"clusters" must describe exactly two clusters (an active and a standby); found %d`, len(raw.Clusters)), "clusters")
 	}
 	t := &Topology{Name: raw.Name, Clusters: map[string]*Cluster{}}
-	names := make([]string, 0, 2)
-	for n := range raw.Clusters {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(raw.Clusters))
 	for _, name := range names {
 		c, err := buildCluster(name, raw.Clusters[name], root, path)
 		if err != nil {

@@ -3,9 +3,10 @@ package topology
 import (
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"runtime"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -57,7 +58,7 @@ func sharedBootstrap(t *Topology, root *yaml.Node) []Warning {
 	if len(shared) == 0 {
 		return nil
 	}
-	sort.Strings(shared)
+	slices.Sort(shared)
 	what := "share the bootstrap address " + strings.Join(shared, ", ")
 	if len(seen) == len(inA) && len(seen) == len(uniqueKeys(b.Bootstrap)) {
 		what = "have the same bootstrap list"
@@ -173,12 +174,7 @@ func (t *Topology) fileModeWarnings(mode fs.FileMode) []Warning {
 }
 
 func sortedNames[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(m))
 }
 
 // valueAt returns the value node at a key path (aliases followed), or nil.

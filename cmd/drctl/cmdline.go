@@ -3,7 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -291,7 +291,7 @@ func suggestFlag(path []cmdLevel, typed string) string {
 // meant: at most one edit away (two for names of five letters or more),
 // where swapping two neighbouring letters is one edit.
 func closest(names []string, typed string) string {
-	sort.Strings(names)
+	slices.Sort(names)
 	best, dist := "", 1<<30
 	for _, n := range names {
 		if d := editDistance(n, typed); d < dist {

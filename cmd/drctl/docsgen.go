@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/cpuguy83/go-md2man/v2/md2man"
@@ -73,7 +73,7 @@ func writeReference(w *bytes.Buffer, app *cli.App, man bool) {
 	for name := range textOnly {
 		refused = append(refused, "`"+name+"`")
 	}
-	sort.Strings(refused)
+	slices.Sort(refused)
 	fmt.Fprintf(w, "These refuse `-o json|yaml` (exit 2), their output being a log, a script or a screen: %s.\n\n", strings.Join(refused, ", "))
 	h(2, "COMMANDS")
 	var walk func(prefix string, cmds []*cli.Command)

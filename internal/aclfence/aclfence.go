@@ -4,7 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -209,9 +210,7 @@ func decodeFence(raw []byte) (*Record, error) {
 }
 
 func writeFence(ctx context.Context, client sarama.Client, topo string, rec *Record) error {
-	sort.Slice(rec.Added, func(i, j int) bool {
-		return rec.Added[i].Topic+rec.Added[i].Principal < rec.Added[j].Topic+rec.Added[j].Principal
-	})
+	slices.SortFunc(rec.Added, func(a, b ACL) int { return strings.Compare(a.Topic+a.Principal, b.Topic+b.Principal) })
 	raw, err := json.Marshal(rec)
 	if err != nil {
 		return err
@@ -241,6 +240,6 @@ func MirroredTopicNames(admin sarama.ClusterAdmin, topo *topology.Topology) ([]s
 			out = append(out, name)
 		}
 	}
-	sort.Strings(out)
+	slices.Sort(out)
 	return out, nil
 }
