@@ -11,7 +11,8 @@
 // (a TUI, a cluster-side run-progress store).
 //
 // This package owns the plan format and its digest, the human rendering of a
-// plan, the step registry, the executor with its two-stage interrupt, the
+// plan, the step registry (StepType binds a step name to the Go type of its
+// parameters, for the builder and the Action alike), the executor with its two-stage interrupt, the
 // staleness guard, and the journal format together with reading it back to
 // resume a run.
 //
