@@ -120,7 +120,7 @@ func canaryRegistry(topo *topology.Topology, journalDir string) *plans.Registry 
 		return plans.NewResult(summary, pf)
 	})
 	reg(StepRPO, func(ctx context.Context, cp canaryParams, _ *plans.RunContext) (plans.Result, error) {
-		link := mirror.LinkFor(topo, cp.Active, cp.Standby)
+		link := topo.Link(cp.Active, cp.Standby)
 		rep, err := mirror.MeasureLag(ctx, topo, link)
 		if err != nil {
 			return plans.Result{}, fmt.Errorf("lag of %s: %w", link, err)

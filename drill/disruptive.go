@@ -171,7 +171,7 @@ func (x *failoverDrill) move(ctx context.Context, mp moveParams) (*Direction, er
 	// (the end of the run before) it restarts the link in steady mode,
 	// and a planned failover's preflight needs it running. Wait a little
 	// for it; if it does not come, the preflight says so.
-	link := mirror.LinkFor(x.topo, mp.From, mp.To)
+	link := x.topo.Link(mp.From, mp.To)
 	_ = pollUntil(ctx, 30*time.Second, func() error {
 		if ls := mirror.DescribeLink(ctx, x.topo, link); !ls.Running {
 			return fmt.Errorf("no mirror process runs for %s", link)

@@ -102,7 +102,7 @@ func (x *failoverDrill) pauseMirror(ctx context.Context, pp pauseParams) (*Pause
 	if roles.Active != pp.Source || roles.Standby != pp.Target {
 		return nil, fmt.Errorf("the roles moved: %s is active, %s standby (the drill started with %s active)", roles.Active, roles.Standby, pp.Source)
 	}
-	link := mirror.LinkFor(x.topo, pp.Source, pp.Target)
+	link := x.topo.Link(pp.Source, pp.Target)
 	now := time.Now().UTC()
 	p := mirror.Pause{Topology: x.topo.Name, Source: pp.Source, Target: pp.Target, Epoch: roles.Epoch, ID: x.id,
 		Holder: plans.LocalActor(), At: now, Until: now.Add(pauseTTL(pp))}
@@ -117,7 +117,7 @@ func (x *failoverDrill) pauseMirror(ctx context.Context, pp pauseParams) (*Pause
 		return nil, err
 	}
 	defer dst.Close()
-	tp := mirror.TopicPartition{Topic: x.topo.CanaryTopic(), Partition: 0}
+	tp := topology.TopicPartition{Topic: x.topo.CanaryTopic(), Partition: 0}
 	err = pollUntil(ctx, pauseConfirmWait, func() error {
 		seen, err := mirror.LastObserved(ctx, dst, link)
 		if err != nil {
@@ -255,8 +255,8 @@ func (x *failoverDrill) awaitObserved(ctx context.Context, from, to string) erro
 		return err
 	}
 	defer dst.Close()
-	link := mirror.LinkFor(x.topo, from, to)
-	tp := mirror.TopicPartition{Topic: x.topo.CanaryTopic(), Partition: 0}
+	link := x.topo.Link(from, to)
+	tp := topology.TopicPartition{Topic: x.topo.CanaryTopic(), Partition: 0}
 	err = pollUntil(ctx, pauseConfirmWait, func() error {
 		seen, err := mirror.LastObserved(ctx, dst, link)
 		if err != nil {

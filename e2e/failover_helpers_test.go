@@ -560,7 +560,7 @@ func (ft *foTopo) waitLinkCaught(t testing.TB, source, target string, timeout ti
 	waitFor(t, timeout, fmt.Sprintf("the mirror %s->%s caught up", source, target), func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		rep, err := mirror.MeasureLag(ctx, ft.Topo, mirror.LinkFor(ft.Topo, source, target))
+		rep, err := mirror.MeasureLag(ctx, ft.Topo, ft.Topo.Link(source, target))
 		if err != nil {
 			return err
 		}

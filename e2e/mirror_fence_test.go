@@ -49,7 +49,7 @@ func testFencedZombie(t *testing.T, phase rolestate.Phase) {
 		t.Fatal(err)
 	}
 	link := mt.link()
-	back := mirror.LinkFor(mt.Topo, "west", "east") // the zombie's daemon follows the new roles
+	back := mt.Topo.Link("west", "east") // the zombie's daemon follows the new roles
 	t.Cleanup(func() { deleteTopics(t, "east", back.ShardsTopic(), back.OffsetsTopic()) })
 
 	// A stream flows into east from before the hang until after the wake-up,

@@ -90,7 +90,7 @@ func writeMirrorTopology(t testing.TB, include string) *mirrorTopo {
 }
 
 // link is the east -> west link of the topology.
-func (m *mirrorTopo) link() mirror.Link { return mirror.LinkFor(m.Topo, "east", "west") }
+func (m *mirrorTopo) link() topology.Link { return m.Topo.Link("east", "west") }
 
 // dial connects to a cluster of the topology as drctl and closes the client
 // when the test ends.
@@ -335,7 +335,7 @@ func sumSamples(exposition, name string, labels ...string) (float64, bool, error
 
 // shardsOwned is the number of shards of the east -> west link the child
 // owns, from its /metrics.
-func (p *mirrorProc) shardsOwned(link mirror.Link) (int, error) {
+func (p *mirrorProc) shardsOwned(link topology.Link) (int, error) {
 	v, _, err := p.metric("drctl_mirror_shards_owned", `link="`+link.String()+`"`)
 	return int(v), err
 }

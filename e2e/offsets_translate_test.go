@@ -80,7 +80,7 @@ func newOffsetsTopo(t *testing.T, syncInterval time.Duration, suffix string) *of
 	return ot
 }
 
-func (ot *offsetsTopo) link() mirror.Link { return mirror.LinkFor(ot.topo, "east", "west") }
+func (ot *offsetsTopo) link() topology.Link { return ot.topo.Link("east", "west") }
 
 func (ot *offsetsTopo) env() []string { return []string{offsetsPasswordVar + "=" + env.Password} }
 

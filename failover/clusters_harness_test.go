@@ -45,7 +45,7 @@ func startMirror(t *testing.T, topo *topology.Topology, source, target string) {
 			t.Errorf("the mirror daemon did not stop within 30s")
 		}
 	})
-	link := mirror.LinkFor(topo, source, target)
+	link := topo.Link(source, target)
 	kfaketest.Wait(t, 30*time.Second, "mirror "+link.String()+" running", func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -58,7 +58,7 @@ func startMirror(t *testing.T, topo *topology.Topology, source, target string) {
 // copied to target up to its end.
 func waitMirrored(t *testing.T, topo *topology.Topology, source, target string) {
 	t.Helper()
-	link := mirror.LinkFor(topo, source, target)
+	link := topo.Link(source, target)
 	kfaketest.Wait(t, 30*time.Second, link.String()+" caught up", func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

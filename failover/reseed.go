@@ -79,7 +79,7 @@ func Salvage(ctx context.Context, topo *topology.Topology, stale, active string)
 	if err != nil {
 		return nil, fmt.Errorf("salvage: %w", err)
 	}
-	link := mirror.LinkFor(topo, stale, active)
+	link := topo.Link(stale, active)
 	tps, err := mirror.MirroredPartitions(src, topo)
 	if err != nil {
 		return nil, fmt.Errorf("salvage: list topics on %s: %w", stale, err)
@@ -282,7 +282,7 @@ func Wipe(ctx context.Context, topo *topology.Topology, stale, active string) (*
 	if err != nil {
 		return nil, fmt.Errorf("wipe %s: list topics: %w", stale, err)
 	}
-	link := mirror.LinkFor(topo, active, stale)
+	link := topo.Link(active, stale)
 	all, err := admin.ListTopics()
 	if err != nil {
 		return nil, fmt.Errorf("wipe %s: list topics: %w", stale, err)
@@ -355,7 +355,7 @@ func forgetProgress(ctx context.Context, topo *topology.Topology, stale, active 
 	if err != nil {
 		return fmt.Errorf("%s: %w", active, err)
 	}
-	g := mirror.LinkFor(topo, stale, active).ProgressGroup()
+	g := topo.Link(stale, active).ProgressGroup()
 	if err := admin.DeleteConsumerGroup(g); err != nil && !errors.Is(err, sarama.ErrGroupIDNotFound) {
 		return fmt.Errorf("%s: forget the progress of the retired link (delete group %s): %w", active, g, err)
 	}

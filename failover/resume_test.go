@@ -754,7 +754,7 @@ func sameRecords(got, want []kafkaread.Record) error {
 // waitResumeMirrored waits until east -> west copied everything.
 func waitResumeMirrored(t *testing.T, topo *topology.Topology) {
 	t.Helper()
-	link := mirror.LinkFor(topo, "east", "west")
+	link := topo.Link("east", "west")
 	partitions := 0
 	for _, n := range resumeTopics {
 		partitions += int(n)

@@ -69,7 +69,7 @@ func registry(topo *topology.Topology, confirm Confirm, yes bool) *plans.Registr
 		return drain(ctx, topo, p, rc)
 	}))
 	must(fenceMirrorStep.Register(r, func(ctx context.Context, p linkParams, _ *plans.RunContext) (plans.Result, error) {
-		n, err := mirror.FenceLink(ctx, topo, mirror.LinkFor(topo, p.Source, p.Target))
+		n, err := mirror.FenceLink(ctx, topo, topo.Link(p.Source, p.Target))
 		if err != nil {
 			return plans.Result{}, err
 		}
@@ -184,7 +184,7 @@ func preflight(ctx context.Context, topo *topology.Topology, p preflightParams) 
 				problems = append(problems, fmt.Sprintf("topic %s has %d partitions on %s and %d on %s", t, n, p.From, m, p.To))
 			}
 		}
-		ls, _ := mirror.DescribeLinkLagIn(ctx, w.Clusters, mirror.LinkFor(topo, p.From, p.To))
+		ls, _ := mirror.DescribeLinkLagIn(ctx, w.Clusters, topo.Link(p.From, p.To))
 		switch {
 		case ls.Error != "":
 			problems = append(problems, "mirror "+ls.Link+": "+ls.Error)
@@ -260,7 +260,7 @@ func drain(ctx context.Context, topo *topology.Topology, p drainParams, rc *plan
 	if err != nil {
 		return plans.Result{}, err
 	}
-	link := mirror.LinkFor(topo, p.Source, p.Target)
+	link := topo.Link(p.Source, p.Target)
 	start := time.Now()
 	var lastEnds string
 	stillSince := time.Now()
@@ -345,7 +345,7 @@ func endsKey(rep *mirror.LagReport) string {
 }
 
 func translateGroups(ctx context.Context, topo *topology.Topology, p translateParams) (plans.Result, error) {
-	link := mirror.LinkFor(topo, p.Source, p.Target)
+	link := topo.Link(p.Source, p.Target)
 	rep, err := groupsync.Translate(ctx, topo, link, groupsync.TranslateOptions{FromSnapshot: p.FromSnapshot})
 	if err != nil {
 		return plans.Result{}, fmt.Errorf("translate groups over %s: %w", link, err)
@@ -401,12 +401,12 @@ func waitReseeded(ctx context.Context, topo *topology.Topology, p waitParams, rc
 	if err != nil {
 		return plans.Result{}, err
 	}
-	link := mirror.LinkFor(topo, p.Source, p.Target)
+	link := topo.Link(p.Source, p.Target)
 	start := time.Now()
 	// goal holds each partition's source end when the wait first saw it:
 	// the target has caught up once the mirror is past it. Zero lag is no
 	// test: while producers write to the active, the lag is rarely zero.
-	goal := map[mirror.TopicPartition]int64{}
+	goal := map[topology.TopicPartition]int64{}
 	for {
 		ls := mirror.DescribeLink(ctx, topo, link)
 		switch {
@@ -415,7 +415,7 @@ func waitReseeded(ctx context.Context, topo *topology.Topology, p waitParams, rc
 			past := err == nil && allMirrored(rep)
 			for i := 0; err == nil && i < len(rep.Partitions); i++ {
 				pl := rep.Partitions[i]
-				tp := mirror.TopicPartition{Topic: pl.Topic, Partition: pl.Partition}
+				tp := topology.TopicPartition{Topic: pl.Topic, Partition: pl.Partition}
 				if _, ok := goal[tp]; !ok && pl.Error == "" {
 					goal[tp] = pl.SourceEnd
 				}

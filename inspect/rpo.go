@@ -41,12 +41,12 @@ func MeasureRPO(ctx context.Context, topo *topology.Topology, source, target str
 	if err != nil {
 		return nil, err
 	}
-	link := mirror.LinkFor(topo, source, target)
+	link := topo.Link(source, target)
 	seen, err := mirror.LastObserved(ctx, dst, link)
 	if err != nil {
 		return nil, fmt.Errorf("ends observed by %s on %s: %w", link, target, err)
 	}
-	var tps []mirror.TopicPartition
+	var tps []topology.TopicPartition
 	for tp := range seen {
 		tps = append(tps, tp)
 	}

@@ -209,7 +209,7 @@ func CollectStatusIn(ctx context.Context, clusters *kafkaconn.Clusters) (*Status
 		}
 	}
 	if len(clients) == len(names) {
-		link := mirror.LinkFor(topo, st.Roles.Active, st.Roles.Standby)
+		link := topo.Link(st.Roles.Active, st.Roles.Standby)
 		ls, rep := mirror.DescribeLinkLagIn(ctx, clusters, link)
 		st.Mirror, lag = &ls, rep
 		if syncs, err := groupsync.StatusFrom(ctx, clients[st.Roles.Standby], topo, link); err == nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/drctl/drctl/topology"
 )
 
 // A partition whose records the target refuses for a reason of its own (a
@@ -52,7 +53,7 @@ func partitionScoped(err error) bool {
 
 // block takes tp out of its shard for the retry pause; p is what the shard
 // knew of it (its committed progress and source end).
-func (e *Engine) block(tp TopicPartition, p partState, err error) {
+func (e *Engine) block(tp topology.TopicPartition, p partState, err error) {
 	msg := fmt.Sprintf("the target %s refuses its records: %v; the partition is retried every %v, the others go on",
 		e.link.Target, err, e.opts.BlockedRetry)
 	e.mu.Lock()
@@ -67,8 +68,8 @@ func (e *Engine) block(tp TopicPartition, p partState, err error) {
 }
 
 // copied clears the block of partitions a committed transaction copied.
-func (e *Engine) copied(tps map[TopicPartition]int64) {
-	var cleared []TopicPartition
+func (e *Engine) copied(tps map[topology.TopicPartition]int64) {
+	var cleared []topology.TopicPartition
 	e.mu.Lock()
 	for tp := range tps {
 		if b, ok := e.blocked[tp]; ok {
@@ -90,24 +91,24 @@ func (e *Engine) copied(tps map[TopicPartition]int64) {
 }
 
 // blockedNow reports whether tp is in its retry pause.
-func (e *Engine) blockedNowLocked(tp TopicPartition, now time.Time) bool {
+func (e *Engine) blockedNowLocked(tp topology.TopicPartition, now time.Time) bool {
 	b, ok := e.blocked[tp]
 	return ok && now.Before(b.until)
 }
 
 // heldOut returns the blocked partitions of shard that are out of it now
 // (in their retry pause), with what is known of them.
-func (e *Engine) heldOut(shard int32) map[TopicPartition]blockedPart {
+func (e *Engine) heldOut(shard int32) map[topology.TopicPartition]blockedPart {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	now := time.Now()
-	var out map[TopicPartition]blockedPart
+	var out map[topology.TopicPartition]blockedPart
 	for tp, b := range e.blocked {
 		if ShardOf(tp.Topic, tp.Partition, e.opts.Shards) != shard || !e.blockedNowLocked(tp, now) || b.next < 0 {
 			continue
 		}
 		if out == nil {
-			out = map[TopicPartition]blockedPart{}
+			out = map[topology.TopicPartition]blockedPart{}
 		}
 		out[tp] = b
 	}
@@ -115,7 +116,7 @@ func (e *Engine) heldOut(shard int32) map[TopicPartition]blockedPart {
 }
 
 // noteHeldEnd records the source end of a blocked partition.
-func (e *Engine) noteHeldEnd(tp TopicPartition, lso int64, at time.Time) {
+func (e *Engine) noteHeldEnd(tp topology.TopicPartition, lso int64, at time.Time) {
 	e.mu.Lock()
 	if b, ok := e.blocked[tp]; ok {
 		b.stable, b.stableAt = lso, at
@@ -198,7 +199,7 @@ func recordBytes(m *sarama.ProducerMessage) int {
 	return n
 }
 
-func (e *Engine) setBlockedGauge(tp TopicPartition, v float64) {
+func (e *Engine) setBlockedGauge(tp topology.TopicPartition, v float64) {
 	if e.metrics.Safety != nil {
 		e.metrics.Safety.Blocked.WithLabelValues(e.link.String(), tp.Topic, strconv.Itoa(int(tp.Partition))).Set(v)
 	}
@@ -206,4 +207,4 @@ func (e *Engine) setBlockedGauge(tp TopicPartition, v float64) {
 
 // setBlockedGaugeLocked clears tp's gauge; e.mu is held (the gauge has its
 // own lock).
-func (e *Engine) setBlockedGaugeLocked(tp TopicPartition) { e.setBlockedGauge(tp, 0) }
+func (e *Engine) setBlockedGaugeLocked(tp topology.TopicPartition) { e.setBlockedGauge(tp, 0) }

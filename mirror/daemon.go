@@ -66,7 +66,7 @@ type Daemon struct {
 }
 
 type linkKey struct {
-	link  Link
+	link  topology.Link
 	epoch int64
 	copy  bool
 }
@@ -103,7 +103,7 @@ func NewDaemon(topo *topology.Topology, opts DaemonOptions) *Daemon {
 // desired returns the link the role state allows now, and whether one is
 // allowed at all.
 func desired(st rolestate.State, topoName string) (linkKey, bool) {
-	link := Link{Topology: topoName, Source: st.Active, Target: st.Standby}
+	link := topology.Link{Topology: topoName, Source: st.Active, Target: st.Standby}
 	switch st.Phase {
 	case rolestate.PhaseSteady, "":
 		return linkKey{link: link, epoch: st.Epoch}, true

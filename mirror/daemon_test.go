@@ -95,7 +95,7 @@ func TestDaemonFollowsRoles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := FenceLink(ctx, p.Topology, LinkFor(p.Topology, "east", "west")); err != nil {
+	if _, err := FenceLink(ctx, p.Topology, p.Topology.Link("east", "west")); err != nil {
 		t.Fatal(err)
 	}
 	send(kfaketest.IdempotentProducer(t, west, ""), 30, "from-west")

@@ -115,7 +115,7 @@ func (o *Options) defaults() {
 // Several processes may run the same link; they share its shards.
 type Engine struct {
 	topo       *topology.Topology
-	link       Link
+	link       topology.Link
 	opts       Options
 	srcCluster *topology.Cluster
 	dstCluster *topology.Cluster
@@ -125,13 +125,13 @@ type Engine struct {
 	dstID      []byte
 
 	mu       sync.Mutex
-	byShard  map[int32][]TopicPartition
+	byShard  map[int32][]topology.TopicPartition
 	limits   map[string]int32 // source max.message.bytes of each ready topic
 	synced   bool
-	progress map[TopicPartition]int64
-	stable   map[TopicPartition]int64
-	trouble  map[TopicPartition]string
-	blocked  map[TopicPartition]blockedPart
+	progress map[topology.TopicPartition]int64
+	stable   map[topology.TopicPartition]int64
+	trouble  map[topology.TopicPartition]string
+	blocked  map[topology.TopicPartition]blockedPart
 	owned    map[int32]bool
 	buf      *budget
 	// partsGen changes whenever the partitions of a shard may have
@@ -153,18 +153,18 @@ func NewEngine(topo *topology.Topology, source, target string, opts Options) (*E
 	if src == nil || dst == nil || source == target {
 		return nil, fmt.Errorf("mirror: no link %s -> %s in topology %s", source, target, topo.Name)
 	}
-	link := LinkFor(topo, source, target)
+	link := topo.Link(source, target)
 	return &Engine{
 		topo: topo, link: link, opts: opts, srcCluster: src, dstCluster: dst,
 		metrics: opts.Metrics, log: opts.Logger.With("link", link.String()),
-		byShard: map[int32][]TopicPartition{}, progress: map[TopicPartition]int64{},
-		stable: map[TopicPartition]int64{}, trouble: map[TopicPartition]string{}, owned: map[int32]bool{},
-		blocked: map[TopicPartition]blockedPart{}, buf: newBudget(opts.MaxBufferedBytes),
+		byShard: map[int32][]topology.TopicPartition{}, progress: map[topology.TopicPartition]int64{},
+		stable: map[topology.TopicPartition]int64{}, trouble: map[topology.TopicPartition]string{}, owned: map[int32]bool{},
+		blocked: map[topology.TopicPartition]blockedPart{}, buf: newBudget(opts.MaxBufferedBytes),
 	}, nil
 }
 
 // Link returns the engine's link.
-func (e *Engine) Link() Link { return e.link }
+func (e *Engine) Link() topology.Link { return e.link }
 
 func (e *Engine) dial(ctx context.Context, c *topology.Cluster, tune func(*sarama.Config)) (sarama.Client, error) {
 	dctx, cancel := context.WithTimeout(ctx, c.Timeout+5*time.Second)
@@ -285,13 +285,13 @@ func (e *Engine) syncTopicsLoop(ctx context.Context, syncer topicSyncer, src, ds
 }
 
 func (e *Engine) publish(ready map[string]readyTopic, troubles map[string]string) {
-	by := map[int32][]TopicPartition{}
+	by := map[int32][]topology.TopicPartition{}
 	limits := map[string]int32{}
 	for topic, rt := range ready {
 		limits[topic] = rt.MaxMessageBytes
 		for p := int32(0); p < rt.Partitions; p++ {
 			s := ShardOf(topic, p, e.opts.Shards)
-			by[s] = append(by[s], TopicPartition{Topic: topic, Partition: p})
+			by[s] = append(by[s], topology.TopicPartition{Topic: topic, Partition: p})
 		}
 	}
 	for _, tps := range by {
@@ -314,20 +314,20 @@ func (e *Engine) publish(ready map[string]readyTopic, troubles map[string]string
 		}
 	}
 	for topic, msg := range troubles {
-		e.trouble[TopicPartition{Topic: topic, Partition: -1}] = msg
+		e.trouble[topology.TopicPartition{Topic: topic, Partition: -1}] = msg
 	}
 }
 
 // partitionsOf returns the partitions shard copies now: those of ready
 // topics, less the blocked ones in their retry pause.
-func (e *Engine) partitionsOf(shard int32) []TopicPartition {
+func (e *Engine) partitionsOf(shard int32) []topology.TopicPartition {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if len(e.blocked) == 0 {
 		return e.byShard[shard]
 	}
 	now := time.Now()
-	var out []TopicPartition
+	var out []topology.TopicPartition
 	for _, tp := range e.byShard[shard] {
 		if !e.blockedNowLocked(tp, now) {
 			out = append(out, tp)
@@ -336,7 +336,7 @@ func (e *Engine) partitionsOf(shard int32) []TopicPartition {
 	return out
 }
 
-func (e *Engine) setProgress(tp TopicPartition, next int64) {
+func (e *Engine) setProgress(tp topology.TopicPartition, next int64) {
 	e.mu.Lock()
 	e.progress[tp] = next
 	lso, ok := e.stable[tp]
@@ -346,7 +346,7 @@ func (e *Engine) setProgress(tp TopicPartition, next int64) {
 	}
 }
 
-func (e *Engine) setStable(tp TopicPartition, lso int64) {
+func (e *Engine) setStable(tp topology.TopicPartition, lso int64) {
 	e.mu.Lock()
 	e.stable[tp] = lso
 	next, ok := e.progress[tp]
@@ -356,7 +356,7 @@ func (e *Engine) setStable(tp TopicPartition, lso int64) {
 	}
 }
 
-func (e *Engine) noteTrouble(tp TopicPartition, msg string) {
+func (e *Engine) noteTrouble(tp topology.TopicPartition, msg string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.trouble[tp] = msg

@@ -24,7 +24,7 @@ import (
 // target's role state right after every initialisation, so it then sees
 // the new epoch and stops. It returns the number of shards fenced; a link
 // that never ran on this target has nothing to fence (0, nil).
-func FenceLink(ctx context.Context, topo *topology.Topology, link Link) (int, error) {
+func FenceLink(ctx context.Context, topo *topology.Topology, link topology.Link) (int, error) {
 	dst := topo.Clusters[link.Target]
 	if dst == nil {
 		return 0, fmt.Errorf("fence %s: no cluster %q in topology %s", link, link.Target, topo.Name)

@@ -24,7 +24,7 @@ import (
 // mirror caught up: its committed records (what a read_committed consumer
 // reads), its log start and last stable offset.
 type sourcePartition struct {
-	tp      TopicPartition
+	tp      topology.TopicPartition
 	records []kafkaread.Record
 	start   int64
 	end     int64 // last stable offset
@@ -112,7 +112,7 @@ func sameAsSource(got, want []kafkaread.Record) error {
 // commitSource commits offsets for group on the cluster behind client the
 // way an admin tool does (generation -1), with a raw request: the test
 // does not lean on the code under test to set up the source.
-func commitSource(t *testing.T, client sarama.Client, group string, offsets map[TopicPartition]int64) {
+func commitSource(t *testing.T, client sarama.Client, group string, offsets map[topology.TopicPartition]int64) {
 	t.Helper()
 	req := &sarama.OffsetCommitRequest{Version: 7, ConsumerGroup: group, ConsumerGroupGeneration: -1}
 	for tp, off := range offsets {
@@ -283,7 +283,7 @@ func testGroupTranslationIsExact(t *testing.T, seed uint64) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			sp := &sourcePartition{tp: TopicPartition{Topic: topic, Partition: part}, records: kfaketest.Records(t, src, topic, part, 0), start: ends.Start, end: ends.Stable}
+			sp := &sourcePartition{tp: topology.TopicPartition{Topic: topic, Partition: part}, records: kfaketest.Records(t, src, topic, part, 0), start: ends.Start, end: ends.Stable}
 			holes += int(sp.end-sp.start) - len(sp.records)
 			parts = append(parts, sp)
 		}
@@ -294,12 +294,12 @@ func testGroupTranslationIsExact(t *testing.T, seed uint64) {
 
 	// Random positions for many groups, committed on the source.
 	const groups = 24
-	want := map[string]map[TopicPartition]int64{}
+	want := map[string]map[topology.TopicPartition]int64{}
 	var names []string
 	for g := range groups {
 		name := fmt.Sprintf("g-%02d", g)
 		names = append(names, name)
-		offs := map[TopicPartition]int64{}
+		offs := map[topology.TopicPartition]int64{}
 		for _, sp := range parts {
 			if pos := sp.randomPosition(r); pos != -2 {
 				offs[sp.tp] = pos
@@ -308,8 +308,8 @@ func testGroupTranslationIsExact(t *testing.T, seed uint64) {
 		commitSource(t, src, name, offs)
 		want[name] = offs
 	}
-	commitSource(t, src, "g-excluded", map[TopicPartition]int64{{Topic: "plain", Partition: 0}: 3})
-	commitSource(t, src, "_drctl.fake", map[TopicPartition]int64{{Topic: "plain", Partition: 0}: 3})
+	commitSource(t, src, "g-excluded", map[topology.TopicPartition]int64{{Topic: "plain", Partition: 0}: 3})
+	commitSource(t, src, "_drctl.fake", map[topology.TopicPartition]int64{{Topic: "plain", Partition: 0}: 3})
 	committedAt := time.Now()
 
 	rep, err := groupsync.Translate(ctx, p.Topology, link, groupsync.TranslateOptions{})
@@ -323,7 +323,7 @@ func testGroupTranslationIsExact(t *testing.T, seed uint64) {
 	if !slices.Equal(got, names) {
 		t.Fatalf("translated groups %v, want the selected ones %v", got, names)
 	}
-	byTP := map[TopicPartition]*sourcePartition{}
+	byTP := map[topology.TopicPartition]*sourcePartition{}
 	for _, sp := range parts {
 		byTP[sp.tp] = sp
 	}
@@ -333,9 +333,9 @@ func testGroupTranslationIsExact(t *testing.T, seed uint64) {
 		if gt.Error != "" {
 			t.Fatalf("group %s: %s", gt.Group, gt.Error)
 		}
-		translated := map[TopicPartition]groupsync.GroupPartition{}
+		translated := map[topology.TopicPartition]groupsync.GroupPartition{}
 		for _, gp := range gt.Partitions {
-			translated[TopicPartition{Topic: gp.Topic, Partition: gp.Partition}] = gp
+			translated[topology.TopicPartition{Topic: gp.Topic, Partition: gp.Partition}] = gp
 		}
 		for _, sp := range parts {
 			pos, committedHere := want[gt.Group][sp.tp]
@@ -390,7 +390,7 @@ func testGroupTranslationIsExact(t *testing.T, seed uint64) {
 				return err
 			}
 			for _, gp := range gt.Partitions {
-				if c := now[TopicPartition{Topic: gp.Topic, Partition: gp.Partition}]; c.Offset != gp.Target || c.Metadata != "m-"+gt.Group {
+				if c := now[topology.TopicPartition{Topic: gp.Topic, Partition: gp.Partition}]; c.Offset != gp.Target || c.Metadata != "m-"+gt.Group {
 					return fmt.Errorf("%s %s/%d: standby at %d (%q), want %d", gt.Group, gp.Topic, gp.Partition, c.Offset, c.Metadata, gp.Target)
 				}
 			}
@@ -434,7 +434,7 @@ func testGroupTranslationIsExact(t *testing.T, seed uint64) {
 			}
 			n := 0
 			for _, o := range s.Offsets {
-				if want[name][TopicPartition{Topic: o.Topic, Partition: o.Partition}] != o.Offset {
+				if want[name][topology.TopicPartition{Topic: o.Topic, Partition: o.Partition}] != o.Offset {
 					return fmt.Errorf("snapshot of %s: %s/%d at %d", name, o.Topic, o.Partition, o.Offset)
 				}
 				n++
@@ -475,13 +475,13 @@ func testGroupTranslationIsExact(t *testing.T, seed uint64) {
 	for i := range 60 {
 		send(plain, "plain", int32(i%2), "", fmt.Sprintf("late-%d", i))
 	}
-	follow := map[TopicPartition]int64{}
+	follow := map[topology.TopicPartition]int64{}
 	for part := range int32(2) {
 		lso, err := kafkaread.LastStableOffset(ctx, src, "plain", part)
 		if err != nil {
 			t.Fatal(err)
 		}
-		follow[TopicPartition{Topic: "plain", Partition: part}] = lso
+		follow[topology.TopicPartition{Topic: "plain", Partition: part}] = lso
 	}
 	commitSource(t, src, "g-00", follow)
 	moved := time.Now()
@@ -498,10 +498,10 @@ func testGroupTranslationIsExact(t *testing.T, seed uint64) {
 				return err
 			}
 			last := recs[len(recs)-1]
-			if got := sourceOffset(last); got != follow[TopicPartition{Topic: "plain", Partition: part}]-1 {
+			if got := sourceOffset(last); got != follow[topology.TopicPartition{Topic: "plain", Partition: part}]-1 {
 				return fmt.Errorf("plain/%d: the target's last record is a copy of source offset %d; not caught up", part, got)
 			}
-			if got := now[TopicPartition{Topic: "plain", Partition: part}].Offset; got != last.Offset+1 {
+			if got := now[topology.TopicPartition{Topic: "plain", Partition: part}].Offset; got != last.Offset+1 {
 				return fmt.Errorf("plain/%d: standby at %d, want %d (after the last copied record)", part, got, last.Offset+1)
 			}
 		}
@@ -511,7 +511,7 @@ func testGroupTranslationIsExact(t *testing.T, seed uint64) {
 	t.Logf("whole test %v", time.Since(start).Round(time.Millisecond))
 }
 
-func positiveOffsets(m map[TopicPartition]int64) int {
+func positiveOffsets(m map[topology.TopicPartition]int64) int {
 	n := 0
 	for _, off := range m {
 		if off >= 0 {
@@ -521,7 +521,7 @@ func positiveOffsets(m map[TopicPartition]int64) int {
 	return n
 }
 
-func mustTranslate(t *testing.T, ctx context.Context, topo *topology.Topology, link Link, opts groupsync.TranslateOptions) *groupsync.TranslationReport {
+func mustTranslate(t *testing.T, ctx context.Context, topo *topology.Topology, link topology.Link, opts groupsync.TranslateOptions) *groupsync.TranslationReport {
 	t.Helper()
 	rep, err := groupsync.Translate(ctx, topo, link, opts)
 	if err != nil {
@@ -560,11 +560,11 @@ func TestGroupSyncNeverTouchesActiveGroups(t *testing.T) {
 	t.Logf("mirrored after %v", time.Since(start).Round(time.Millisecond))
 	// The standby's group has its own offset and a member.
 	const group = "g-busy"
-	orders0 := TopicPartition{Topic: "orders", Partition: 0}
-	commitSource(t, dst, group, map[TopicPartition]int64{orders0: 5})
+	orders0 := topology.TopicPartition{Topic: "orders", Partition: 0}
+	commitSource(t, dst, group, map[topology.TopicPartition]int64{orders0: 5})
 	member := joinGroup(t, west, group, "orders")
 	t.Logf("member joined after %v", time.Since(start).Round(time.Millisecond))
-	commitSource(t, src, group, map[TopicPartition]int64{orders0: 40})
+	commitSource(t, src, group, map[topology.TopicPartition]int64{orders0: 40})
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

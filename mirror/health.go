@@ -9,6 +9,7 @@ import (
 
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kafkaread"
+	"github.com/drctl/drctl/topology"
 )
 
 // linkHealth is what the engine measured of its whole link, independently
@@ -30,7 +31,7 @@ func (e *Engine) measureLink(ctx context.Context, src, dst sarama.Client) {
 	// Only the shards this process owns: another process reports the
 	// others (and a process that owns none is not stalled).
 	e.mu.Lock()
-	var tps []TopicPartition
+	var tps []topology.TopicPartition
 	for shard, ps := range e.byShard {
 		if e.owned[shard] {
 			tps = append(tps, ps...)

@@ -66,7 +66,7 @@ func (r *LagReport) Caught() bool {
 
 // MeasureLag compares the source's last stable offsets with the link's
 // committed progress on the target, for every selected source topic.
-func MeasureLag(ctx context.Context, topo *topology.Topology, link Link) (*LagReport, error) {
+func MeasureLag(ctx context.Context, topo *topology.Topology, link topology.Link) (*LagReport, error) {
 	clusters := kafkaconn.Open(ctx, topo, link.Source, link.Target)
 	defer clusters.Close()
 	return MeasureLagIn(ctx, clusters, link)
@@ -75,7 +75,7 @@ func MeasureLag(ctx context.Context, topo *topology.Topology, link Link) (*LagRe
 // MeasureLagIn is MeasureLag through a command's session: it uses the
 // session's clients of the link's clusters, dialling them only if the
 // session has not yet.
-func MeasureLagIn(ctx context.Context, clusters *kafkaconn.Clusters, link Link) (*LagReport, error) {
+func MeasureLagIn(ctx context.Context, clusters *kafkaconn.Clusters, link topology.Link) (*LagReport, error) {
 	topo := clusters.Topology()
 	clusters.Connect(ctx, link.Source, link.Target)
 	src, err := clusters.Need(link.Source)
@@ -124,7 +124,7 @@ func MeasureLagIn(ctx context.Context, clusters *kafkaconn.Clusters, link Link) 
 	return rep, nil
 }
 
-func partitionLag(ctx context.Context, src sarama.Client, tp TopicPartition, lso, start int64, progress map[TopicPartition]int64) PartitionLag {
+func partitionLag(ctx context.Context, src sarama.Client, tp topology.TopicPartition, lso, start int64, progress map[topology.TopicPartition]int64) PartitionLag {
 	pl := PartitionLag{Topic: tp.Topic, Partition: tp.Partition, SourceEnd: lso, Mirrored: -1}
 	from, ok := progress[tp]
 	if ok {
@@ -157,7 +157,7 @@ func partitionLag(ctx context.Context, src sarama.Client, tp TopicPartition, lso
 
 // MirroredPartitions lists, sorted, the partitions of the topics of the
 // cluster behind client that topo mirrors (topology.Topology.Mirrors).
-func MirroredPartitions(client sarama.Client, topo *topology.Topology) ([]TopicPartition, error) {
+func MirroredPartitions(client sarama.Client, topo *topology.Topology) ([]topology.TopicPartition, error) {
 	if err := client.RefreshMetadata(); err != nil {
 		return nil, err
 	}
@@ -165,7 +165,7 @@ func MirroredPartitions(client sarama.Client, topo *topology.Topology) ([]TopicP
 	if err != nil {
 		return nil, err
 	}
-	var out []TopicPartition
+	var out []topology.TopicPartition
 	for _, t := range topics {
 		if !topo.Mirrors(t) {
 			continue
@@ -175,10 +175,10 @@ func MirroredPartitions(client sarama.Client, topo *topology.Topology) ([]TopicP
 			return nil, fmt.Errorf("%s: %w", t, err)
 		}
 		for _, p := range parts {
-			out = append(out, TopicPartition{Topic: t, Partition: p})
+			out = append(out, topology.TopicPartition{Topic: t, Partition: p})
 		}
 	}
-	slices.SortFunc(out, func(a, b TopicPartition) int {
+	slices.SortFunc(out, func(a, b topology.TopicPartition) int {
 		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
 	})
 	return out, nil
@@ -188,11 +188,11 @@ func MirroredPartitions(client sarama.Client, topo *topology.Topology) ([]TopicP
 // errors of partitions the target refuses (written by the shards into the
 // ends topic), topics deleted or recreated on the source, and the last
 // reset of the target. A failure to read them leaves rep as it is.
-func addTroubles(ctx context.Context, src, dst sarama.Client, topo *topology.Topology, link Link, rep *LagReport) {
+func addTroubles(ctx context.Context, src, dst sarama.Client, topo *topology.Topology, link topology.Link, rep *LagReport) {
 	if ends, err := readEnds(ctx, dst, link); err == nil {
 		rep.Reset = ends.reset
 		for i, p := range rep.Partitions {
-			if msg, ok := ends.errors[TopicPartition{Topic: p.Topic, Partition: p.Partition}]; ok && p.Error == "" {
+			if msg, ok := ends.errors[topology.TopicPartition{Topic: p.Topic, Partition: p.Partition}]; ok && p.Error == "" {
 				rep.Partitions[i].Error = msg
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/drctl/drctl/topology"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -35,7 +36,7 @@ type LagClock struct {
 
 type lagKey struct {
 	link string
-	tp   TopicPartition
+	tp   topology.TopicPartition
 }
 
 func newLagClock() *LagClock {
@@ -49,7 +50,7 @@ func newLagClock() *LagClock {
 }
 
 // caught records that nothing of tp is pending.
-func (c *LagClock) caught(link string, tp TopicPartition) {
+func (c *LagClock) caught(link string, tp topology.TopicPartition) {
 	c.mu.Lock()
 	c.since[lagKey{link, tp}] = time.Time{}
 	c.mu.Unlock()
@@ -57,7 +58,7 @@ func (c *LagClock) caught(link string, tp TopicPartition) {
 
 // seenBehind records that the source end of tp is past the mirrored
 // position; it keeps an older, better-known timestamp.
-func (c *LagClock) seenBehind(link string, tp TopicPartition) {
+func (c *LagClock) seenBehind(link string, tp topology.TopicPartition) {
 	c.mu.Lock()
 	k := lagKey{link, tp}
 	if c.since[k].IsZero() {
@@ -68,7 +69,7 @@ func (c *LagClock) seenBehind(link string, tp TopicPartition) {
 
 // oldestPending records the source timestamp of the oldest record of tp
 // not yet mirrored, replacing whatever was known.
-func (c *LagClock) oldestPending(link string, tp TopicPartition, ts time.Time) {
+func (c *LagClock) oldestPending(link string, tp topology.TopicPartition, ts time.Time) {
 	c.mu.Lock()
 	c.since[lagKey{link, tp}] = ts
 	c.mu.Unlock()
@@ -76,7 +77,7 @@ func (c *LagClock) oldestPending(link string, tp TopicPartition, ts time.Time) {
 
 // forget drops the series of the partitions of link for which drop says
 // yes (all of them when drop is nil).
-func (c *LagClock) forget(link string, drop func(TopicPartition) bool) {
+func (c *LagClock) forget(link string, drop func(topology.TopicPartition) bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for k := range c.since {

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/drctl/drctl/internal/kfaketest"
+	"github.com/drctl/drctl/topology"
 )
 
 // TestLargeRecordIsCopied (#8 case 7): a record the source accepted (4 MB
@@ -93,7 +94,7 @@ func TestRefusedPartitionDoesNotHoldBackItsShard(t *testing.T) {
 	})
 
 	// status (inspect.Status lists LinkState.Problems).
-	ls := DescribeLink(context.Background(), p.Topology, LinkFor(p.Topology, "east", "west"))
+	ls := DescribeLink(context.Background(), p.Topology, p.Topology.Link("east", "west"))
 	if probs := strings.Join(ls.Problems(), "\n"); !strings.Contains(probs, "refused/0 cannot be copied") {
 		t.Errorf("link problems for status = %q", probs)
 	}
@@ -144,7 +145,7 @@ func TestBlockedPartitionEndsStayRecorded(t *testing.T) {
 		return nil
 	})
 	sendN(t, prod, "refused", 7, "while blocked")
-	link := LinkFor(p.Topology, "east", "west")
+	link := p.Topology.Link("east", "west")
 	waitFor(t, 20*time.Second, "the ends topic holds refused/0's source end", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -152,7 +153,7 @@ func TestBlockedPartitionEndsStayRecorded(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		o, ok := seen[TopicPartition{Topic: "refused", Partition: 0}]
+		o, ok := seen[topology.TopicPartition{Topic: "refused", Partition: 0}]
 		if !ok || o.End != 22 || o.Mirrored != 5 {
 			return fmt.Errorf("refused/0 observed %+v (found %v), want end 22, mirrored 5", o, ok)
 		}

@@ -2,8 +2,6 @@ package mirror
 
 import (
 	"hash/fnv"
-
-	"github.com/drctl/drctl/topology"
 )
 
 // DefaultShards is the number of shards of a link when the topology does
@@ -20,19 +18,6 @@ const (
 	// partition of the hop that wrote it, 8 bytes big-endian.
 	HeaderSourceOffset = "drctl.s"
 )
-
-// Link is one direction of mirroring: Source to Target, for a topology
-// (topology.Link, which names the link's internal topics, groups and
-// transactional ids).
-type Link = topology.Link
-
-// TopicPartition names one partition.
-type TopicPartition = topology.TopicPartition
-
-// LinkFor returns the link that copies from source to target.
-func LinkFor(topo *topology.Topology, source, target string) Link {
-	return topo.Link(source, target)
-}
 
 // ShardOf maps a source partition to a shard. The mapping depends only on
 // the topic name, the partition and the shard count, so it is the same in

@@ -95,7 +95,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 
 // partitionLag sets the lag of one source partition from the source's last
 // stable offset and the mirrored position (the next offset to copy).
-func (m *Metrics) partitionLag(link string, tp TopicPartition, lso, next int64) {
+func (m *Metrics) partitionLag(link string, tp topology.TopicPartition, lso, next int64) {
 	m.LagRecords.WithLabelValues(link, tp.Topic, strconv.Itoa(int(tp.Partition))).Set(float64(max(lso-next, 0)))
 	if lso > next {
 		m.LagSeconds.seenBehind(link, tp)
@@ -120,15 +120,15 @@ func (m *Metrics) ForgetLink(link string) {
 // forgetPartitions deletes the lag series of partitions this process no
 // longer copies (their shard moved to another worker): the new owner
 // reports them.
-func (m *Metrics) forgetPartitions(link string, tps []TopicPartition) {
+func (m *Metrics) forgetPartitions(link string, tps []topology.TopicPartition) {
 	for _, tp := range tps {
 		m.LagRecords.DeleteLabelValues(link, tp.Topic, strconv.Itoa(int(tp.Partition)))
 	}
-	drop := map[TopicPartition]bool{}
+	drop := map[topology.TopicPartition]bool{}
 	for _, tp := range tps {
 		drop[tp] = true
 	}
-	m.LagSeconds.forget(link, func(tp TopicPartition) bool { return drop[tp] })
+	m.LagSeconds.forget(link, func(tp topology.TopicPartition) bool { return drop[tp] })
 }
 
 // observeRoles sets the role gauges from a resolved view.

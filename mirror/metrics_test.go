@@ -19,6 +19,7 @@ import (
 	"github.com/drctl/drctl/internal/aclfence"
 	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/internal/rolestate"
+	"github.com/drctl/drctl/topology"
 )
 
 // series returns the values of a metric family gathered from reg, keyed by
@@ -54,7 +55,7 @@ func TestLagClock(t *testing.T) {
 	c.now = func() time.Time { return now }
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c)
-	p0, p1 := TopicPartition{Topic: "orders", Partition: 0}, TopicPartition{Topic: "orders", Partition: 1}
+	p0, p1 := topology.TopicPartition{Topic: "orders", Partition: 0}, topology.TopicPartition{Topic: "orders", Partition: 1}
 	const k0, k1 = "link=east->west,partition=0,topic=orders", "link=east->west,partition=1,topic=orders"
 	steps := []struct {
 		name string
@@ -68,7 +69,7 @@ func TestLagClock(t *testing.T) {
 		{"a timestamp from the future reads 0, not negative", func() { c.oldestPending("east->west", p1, now.Add(time.Minute)) }, map[string]float64{k0: 3600, k1: 0}},
 		{"stuck: it keeps growing between updates", func() { now = now.Add(10 * time.Minute) }, map[string]float64{k0: 4200, k1: 540}},
 		{"caught up again", func() { c.caught("east->west", p0) }, map[string]float64{k0: 0, k1: 540}},
-		{"a partition that moved away is forgotten", func() { c.forget("east->west", func(tp TopicPartition) bool { return tp == p1 }) }, map[string]float64{k0: 0}},
+		{"a partition that moved away is forgotten", func() { c.forget("east->west", func(tp topology.TopicPartition) bool { return tp == p1 }) }, map[string]float64{k0: 0}},
 		{"a stopped link is forgotten", func() { c.forget("east->west", nil) }, map[string]float64{}},
 	}
 	for _, s := range steps {
@@ -220,7 +221,7 @@ func TestDaemonMetrics(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := FenceLink(ctx, p.Topology, LinkFor(p.Topology, "east", "west")); err != nil {
+	if _, err := FenceLink(ctx, p.Topology, p.Topology.Link("east", "west")); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 30*time.Second, "west -> east running, east -> west gauges gone", func() error {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kafkaread"
+	"github.com/drctl/drctl/topology"
 )
 
 // Observed is what a shard last saw of one source partition.
@@ -93,7 +94,7 @@ func (s *shard) observedMessage() *sarama.ProducerMessage {
 // refreshStable reads the source's last stable offsets of the shard's
 // partitions, and of its blocked partitions in their retry pause: records
 // held back by a refusing target are counted like any other lag.
-func (s *shard) refreshStable(ctx context.Context) (map[TopicPartition]int64, error) {
+func (s *shard) refreshStable(ctx context.Context) (map[topology.TopicPartition]int64, error) {
 	tps := s.order
 	held := s.e.heldOut(s.id)
 	if len(held) > 0 {
@@ -123,7 +124,7 @@ func (s *shard) refreshStable(ctx context.Context) (map[TopicPartition]int64, er
 
 // LastObserved reads, from the target of link, what the mirror last saw
 // of every source partition.
-func LastObserved(ctx context.Context, dst sarama.Client, link Link) (map[TopicPartition]Observed, error) {
+func LastObserved(ctx context.Context, dst sarama.Client, link topology.Link) (map[topology.TopicPartition]Observed, error) {
 	v, err := readEnds(ctx, dst, link)
 	return v.observed, err
 }
@@ -131,13 +132,13 @@ func LastObserved(ctx context.Context, dst sarama.Client, link Link) (map[TopicP
 // endsView is everything the ends topic holds: the last observation of
 // every partition, the errors of blocked partitions and the reset note.
 type endsView struct {
-	observed map[TopicPartition]Observed
-	errors   map[TopicPartition]string
+	observed map[topology.TopicPartition]Observed
+	errors   map[topology.TopicPartition]string
 	reset    string
 }
 
-func readEnds(ctx context.Context, dst sarama.Client, link Link) (endsView, error) {
-	v := endsView{observed: map[TopicPartition]Observed{}, errors: map[TopicPartition]string{}}
+func readEnds(ctx context.Context, dst sarama.Client, link topology.Link) (endsView, error) {
+	v := endsView{observed: map[topology.TopicPartition]Observed{}, errors: map[topology.TopicPartition]string{}}
 	out := v.observed
 	info, err := kafkaread.Topic(ctx, dst, link.EndsTopic())
 	if err != nil {
@@ -161,7 +162,7 @@ func readEnds(ctx context.Context, dst sarama.Client, link Link) (endsView, erro
 		for name, msg := range rec.Errors {
 			if i := strings.LastIndexByte(name, '/'); i > 0 {
 				if p, err := strconv.Atoi(name[i+1:]); err == nil {
-					v.errors[TopicPartition{Topic: name[:i], Partition: int32(p)}] = msg
+					v.errors[topology.TopicPartition{Topic: name[:i], Partition: int32(p)}] = msg
 				}
 			}
 		}
@@ -169,7 +170,7 @@ func readEnds(ctx context.Context, dst sarama.Client, link Link) (endsView, erro
 			v.reset = rec.Reset
 		}
 		for _, o := range rec.Partitions {
-			tp := TopicPartition{Topic: o.Topic, Partition: o.Partition}
+			tp := topology.TopicPartition{Topic: o.Topic, Partition: o.Partition}
 			if old, ok := out[tp]; !ok || o.ObservedAtMs > old.ObservedAtMs {
 				out[tp] = o
 			}

@@ -38,12 +38,12 @@ type Pause struct {
 }
 
 // Holds reports whether the pause stops the copying of link at epoch now.
-func (p Pause) Holds(link Link, epoch int64, now time.Time) bool {
+func (p Pause) Holds(link topology.Link, epoch int64, now time.Time) bool {
 	return !p.Released && p.Topology == link.Topology && p.Source == link.Source && p.Target == link.Target &&
 		p.Epoch == epoch && now.Before(p.Until)
 }
 
-func pauseKey(topoName string, l Link) string { return topoName + "/" + l.String() }
+func pauseKey(topoName string, l topology.Link) string { return topoName + "/" + l.String() }
 
 // PutPause records p in every client's cluster; it fails unless the
 // target of its link took it (the daemons of a link whose source is lost
@@ -53,7 +53,7 @@ func PutPause(ctx context.Context, clients map[string]sarama.Client, p Pause) er
 	if err != nil {
 		return err
 	}
-	key := pauseKey(p.Topology, Link{Topology: p.Topology, Source: p.Source, Target: p.Target})
+	key := pauseKey(p.Topology, topology.Link{Topology: p.Topology, Source: p.Source, Target: p.Target})
 	if _, ok := clients[p.Target]; !ok {
 		return fmt.Errorf("pause %s: the link's target %s is not reachable", key, p.Target)
 	}
@@ -115,7 +115,7 @@ func DecodePause(raw []byte) (Pause, error) {
 
 // pausedBy returns the id of the pause that holds link at epoch now ("":
 // none).
-func pausedBy(ps []Pause, link Link, epoch int64, now time.Time) string {
+func pausedBy(ps []Pause, link topology.Link, epoch int64, now time.Time) string {
 	for _, p := range ps {
 		if p.Holds(link, epoch, now) {
 			return p.ID

@@ -11,6 +11,7 @@ import (
 
 	"github.com/drctl/drctl/internal/fuzzseed"
 	"github.com/drctl/drctl/internal/kfaketest"
+	"github.com/drctl/drctl/topology"
 )
 
 // TestDaemonHonoursPause: a pause of the running link at its epoch stops
@@ -53,7 +54,7 @@ func TestDaemonHonoursPause(t *testing.T) {
 			return nil
 		})
 	}
-	link := LinkFor(topo, "east", "west")
+	link := topo.Link("east", "west")
 	clients := map[string]sarama.Client{"east": src, "west": dst}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -74,7 +75,7 @@ func TestDaemonHonoursPause(t *testing.T) {
 			}
 			end := int64(0)
 			for part := range int32(2) {
-				o := seen[TopicPartition{Topic: "orders", Partition: part}]
+				o := seen[topology.TopicPartition{Topic: "orders", Partition: part}]
 				if o.Paused != id {
 					return fmt.Errorf("partition %d observed under pause %q", part, o.Paused)
 				}
@@ -140,7 +141,7 @@ func TestDaemonHonoursPause(t *testing.T) {
 }
 
 // readLag sums, from the ends topic, the source records not mirrored.
-func readLag(ctx context.Context, dst sarama.Client, link Link) (int64, error) {
+func readLag(ctx context.Context, dst sarama.Client, link topology.Link) (int64, error) {
 	seen, err := LastObserved(ctx, dst, link)
 	if err != nil {
 		return 0, err
@@ -175,12 +176,12 @@ func FuzzDecodePause(f *testing.F) {
 		if p.Topology == "" || p.Source == "" || p.Target == "" || p.Source == p.Target {
 			t.Fatalf("accepted a pause of no link: %+v", p)
 		}
-		link := Link{Topology: p.Topology, Source: p.Source, Target: p.Target}
+		link := topology.Link{Topology: p.Topology, Source: p.Source, Target: p.Target}
 		now := p.Until.Add(-time.Second)
 		if p.Holds(link, p.Epoch, now) != !p.Released {
 			t.Fatalf("pause %+v holds %v before its expiry", p, p.Holds(link, p.Epoch, now))
 		}
-		back := Link{Topology: p.Topology, Source: p.Target, Target: p.Source}
+		back := topology.Link{Topology: p.Topology, Source: p.Target, Target: p.Source}
 		if p.Holds(back, p.Epoch, now) || p.Holds(link, p.Epoch+1, now) || p.Holds(link, p.Epoch, p.Until) {
 			t.Fatalf("pause %+v holds another link, epoch or time", p)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/drctl/drctl/internal/kafkaread"
+	"github.com/drctl/drctl/topology"
 )
 
 // readProgress returns the committed progress (next source offset to copy)
@@ -17,12 +18,12 @@ import (
 // Partitions without progress are absent. It asks for stable offsets only,
 // so a progress commit of a transaction still being decided is never
 // returned; it waits (bounded by ctx) until such a transaction settles.
-func readProgress(ctx context.Context, dst sarama.Client, group string, tps []TopicPartition) (map[TopicPartition]int64, error) {
+func readProgress(ctx context.Context, dst sarama.Client, group string, tps []topology.TopicPartition) (map[topology.TopicPartition]int64, error) {
 	full, err := readProgressFull(ctx, dst, group, tps)
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[TopicPartition]int64, len(full))
+	out := make(map[topology.TopicPartition]int64, len(full))
 	for tp, p := range full {
 		out[tp] = p.next
 	}
@@ -56,8 +57,8 @@ func parseProgressMetadata(md string) int64 {
 	return 0
 }
 
-func readProgressFull(ctx context.Context, dst sarama.Client, group string, tps []TopicPartition) (map[TopicPartition]progressEntry, error) {
-	out := map[TopicPartition]progressEntry{}
+func readProgressFull(ctx context.Context, dst sarama.Client, group string, tps []topology.TopicPartition) (map[topology.TopicPartition]progressEntry, error) {
+	out := map[topology.TopicPartition]progressEntry{}
 	if len(tps) == 0 {
 		return out, nil
 	}
@@ -78,7 +79,7 @@ func readProgressFull(ctx context.Context, dst sarama.Client, group string, tps 
 	return out, nil
 }
 
-func collectProgress(resp *sarama.OffsetFetchResponse, tps []TopicPartition, out map[TopicPartition]progressEntry) error {
+func collectProgress(resp *sarama.OffsetFetchResponse, tps []topology.TopicPartition, out map[topology.TopicPartition]progressEntry) error {
 	switch resp.Err {
 	case sarama.ErrNoError:
 	case sarama.ErrGroupIDNotFound: // kfake's answer for a group with no offsets
@@ -138,6 +139,6 @@ func commitProgress(ctx context.Context, dst sarama.Client, group string, offset
 // ReadProgress returns the link's committed progress (the next source
 // offset to copy) of the given source partitions, read from the target;
 // partitions never mirrored are absent.
-func ReadProgress(ctx context.Context, dst sarama.Client, link Link, tps []TopicPartition) (map[TopicPartition]int64, error) {
+func ReadProgress(ctx context.Context, dst sarama.Client, link topology.Link, tps []topology.TopicPartition) (map[topology.TopicPartition]int64, error) {
 	return readProgress(ctx, dst, link.ProgressGroup(), tps)
 }

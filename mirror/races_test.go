@@ -10,6 +10,7 @@ import (
 	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/internal/rolestate"
 	"github.com/drctl/drctl/mirror/groupsync"
+	"github.com/drctl/drctl/topology"
 )
 
 // TestOldEpochOfSameDirectionIsRetired (#8 known race): after a failover
@@ -36,7 +37,7 @@ func TestOldEpochOfSameDirectionIsRetired(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := NewDaemon(p.Topology, DaemonOptions{Engine: Options{Shards: 1, IdleCheck: 100 * time.Millisecond, TopicSyncInterval: 200 * time.Millisecond}})
-	old, err := d.start(linkKey{link: LinkFor(p.Topology, "east", "west"), epoch: 1})
+	old, err := d.start(linkKey{link: p.Topology.Link("east", "west"), epoch: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +68,7 @@ func TestRPOSecondsSurviveRestart(t *testing.T) {
 	kfaketest.CreateTopicOn(t, src, "orders", 1, nil)
 	sendN(t, kfaketest.IdempotentProducer(t, east, ""), "orders", 10, "a")
 	last := kfaketest.Records(t, src, "orders", 0, 0)[9].Timestamp.UnixMilli()
-	link := LinkFor(p.Topology, "east", "west")
+	link := p.Topology.Link("east", "west")
 	for run := 1; run <= 2; run++ {
 		ctx, cancel := context.WithCancel(context.Background())
 		e, err := NewEngine(p.Topology, "east", "west", Options{Epoch: -1, Shards: 1, IdleCheck: 100 * time.Millisecond, TopicSyncInterval: 200 * time.Millisecond})
@@ -82,7 +83,7 @@ func TestRPOSecondsSurviveRestart(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			o := obs[TopicPartition{Topic: "orders", Partition: 0}]
+			o := obs[topology.TopicPartition{Topic: "orders", Partition: 0}]
 			if o.ObservedAtMs < since || o.Mirrored != 10 {
 				return errors.New("not yet")
 			}
@@ -110,7 +111,7 @@ func TestHungGroupSyncCannotCommitAfterFence(t *testing.T) {
 	e, _ := startEngine(t, p.Topology, Options{Epoch: -1, Shards: 1, TopicSyncInterval: 200 * time.Millisecond, IdleCheck: 100 * time.Millisecond})
 	waitCopied(t, src, dst, "orders", "kfake-east")
 	const group = "g-hung"
-	orders0 := TopicPartition{Topic: "orders", Partition: 0}
+	orders0 := topology.TopicPartition{Topic: "orders", Partition: 0}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	committedAt := func() int64 {
@@ -125,7 +126,7 @@ func TestHungGroupSyncCannotCommitAfterFence(t *testing.T) {
 		return -1
 	}
 
-	commitSource(t, src, group, map[TopicPartition]int64{orders0: 10})
+	commitSource(t, src, group, map[topology.TopicPartition]int64{orders0: 10})
 	g := groupsync.NewSyncer(e.groupSyncConfig(src, dst))
 	defer g.Close()
 	waitFor(t, 20*time.Second, "the group synced", func() error {
@@ -143,7 +144,7 @@ func TestHungGroupSyncCannotCommitAfterFence(t *testing.T) {
 	if _, err := FenceLink(ctx, p.Topology, e.Link()); err != nil {
 		t.Fatal(err)
 	}
-	commitSource(t, src, group, map[TopicPartition]int64{orders0: 30})
+	commitSource(t, src, group, map[topology.TopicPartition]int64{orders0: 30})
 	_, _ = g.Round(ctx)
 	if at := committedAt(); at != 10 {
 		t.Fatalf("the fenced group sync committed %d on the standby after the failover's fence", at)

@@ -44,7 +44,7 @@ type ReseedTopicResult struct {
 // the incarnation the mirror copies. The mirror does not copy a recreated
 // topic meanwhile, so the steps never race with it; an interrupted run can
 // be run again.
-func ReseedTopic(ctx context.Context, topo *topology.Topology, link Link, topic string, salvage bool) (ReseedTopicResult, error) {
+func ReseedTopic(ctx context.Context, topo *topology.Topology, link topology.Link, topic string, salvage bool) (ReseedTopicResult, error) {
 	res := ReseedTopicResult{Link: link.String(), Topic: topic}
 	src, err := kafkaconn.Dial(ctx, topo.Clusters[link.Source], nil)
 	if err != nil {

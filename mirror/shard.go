@@ -15,6 +15,7 @@ import (
 	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/internal/rolestate"
 	"github.com/drctl/drctl/offsettranslate"
+	"github.com/drctl/drctl/topology"
 )
 
 // ErrLinkRetired means the role state no longer allows this link to write:
@@ -33,8 +34,8 @@ type shard struct {
 	id    int32
 	e     *Engine
 	log   *slog.Logger
-	parts map[TopicPartition]*partState
-	order []TopicPartition
+	parts map[topology.TopicPartition]*partState
+	order []topology.TopicPartition
 	prod  sarama.AsyncProducer
 	dst   sarama.Client // for progress reads and the state check
 	srcCl sarama.Client
@@ -63,7 +64,7 @@ type shard struct {
 
 // partState is what a shard knows of one source partition.
 type partState struct {
-	tp       TopicPartition
+	tp       topology.TopicPartition
 	pc       sarama.PartitionConsumer
 	next     int64 // next source offset to copy (committed progress)
 	stable   int64 // last stable offset seen on the source (-1 unknown)
@@ -75,7 +76,7 @@ type partState struct {
 }
 
 type txnMeta struct {
-	tp    TopicPartition
+	tp    topology.TopicPartition
 	src   int64
 	ts    time.Time
 	bytes int // recordBytes of the copy
@@ -84,7 +85,7 @@ type txnMeta struct {
 // run owns the shard until ctx ends or an error stops it. On return every
 // transaction it opened is committed or aborted and its clients closed.
 func (s *shard) run(ctx context.Context) (err error) {
-	s.parts = map[TopicPartition]*partState{}
+	s.parts = map[topology.TopicPartition]*partState{}
 	s.in = make(chan *sarama.ConsumerMessage, s.e.opts.ChannelBuffer)
 	defer s.close()
 	if err := s.open(ctx); err != nil {
@@ -236,11 +237,11 @@ func (s *shard) refreshPartitions(ctx context.Context) error {
 		return nil
 	}
 	s.gen, s.refreshed = gen, time.Now()
-	want := map[TopicPartition]bool{}
+	want := map[topology.TopicPartition]bool{}
 	for _, tp := range s.e.partitionsOf(s.id) {
 		want[tp] = true
 	}
-	var added []TopicPartition
+	var added []topology.TopicPartition
 	for tp := range want {
 		if _, ok := s.parts[tp]; !ok {
 			added = append(added, tp)
@@ -420,7 +421,7 @@ func (s *shard) stopPartition(p *partState) {
 // refusal is the partition's own (see partitionScoped) the partition is
 // blocked first, so that the shard restarts without it.
 func (s *shard) produceFailed(perr *sarama.ProducerError) error {
-	tp := TopicPartition{Topic: perr.Msg.Topic, Partition: perr.Msg.Partition}
+	tp := topology.TopicPartition{Topic: perr.Msg.Topic, Partition: perr.Msg.Partition}
 	if md, ok := perr.Msg.Metadata.(txnMeta); ok && md.tp.Topic != "" && partitionScoped(perr.Err) {
 		known := partState{next: -1, stable: -1}
 		if p, ok := s.parts[tp]; ok {
@@ -458,7 +459,7 @@ func (s *shard) idle(ctx context.Context) error {
 		s.log.Warn("cannot read source end offsets", "err", err)
 		return nil
 	}
-	skip := map[TopicPartition]int64{}
+	skip := map[topology.TopicPartition]int64{}
 	probes := 0
 	for _, tp := range s.order {
 		p := s.parts[tp]

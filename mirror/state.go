@@ -37,7 +37,7 @@ type LinkState struct {
 
 // DescribeLink reads the link's worker group on the target and measures its
 // lag. Problems are reported in Error; it never fails as a whole.
-func DescribeLink(ctx context.Context, topo *topology.Topology, link Link) LinkState {
+func DescribeLink(ctx context.Context, topo *topology.Topology, link topology.Link) LinkState {
 	ls, _ := DescribeLinkLag(ctx, topo, link)
 	return ls
 }
@@ -45,7 +45,7 @@ func DescribeLink(ctx context.Context, topo *topology.Topology, link Link) LinkS
 // DescribeLinkLag is DescribeLink that also returns the per-partition lag
 // it measured (nil when it could not), for callers that show both (the
 // TUI) without measuring twice.
-func DescribeLinkLag(ctx context.Context, topo *topology.Topology, link Link) (LinkState, *LagReport) {
+func DescribeLinkLag(ctx context.Context, topo *topology.Topology, link topology.Link) (LinkState, *LagReport) {
 	clusters := kafkaconn.Open(ctx, topo, link.Target)
 	defer clusters.Close()
 	return DescribeLinkLagIn(ctx, clusters, link)
@@ -54,7 +54,7 @@ func DescribeLinkLag(ctx context.Context, topo *topology.Topology, link Link) (L
 // DescribeLinkLagIn is DescribeLinkLag through a command's session: it uses
 // the session's clients of the link's clusters, dialling them only if the
 // session has not yet.
-func DescribeLinkLagIn(ctx context.Context, clusters *kafkaconn.Clusters, link Link) (LinkState, *LagReport) {
+func DescribeLinkLagIn(ctx context.Context, clusters *kafkaconn.Clusters, link topology.Link) (LinkState, *LagReport) {
 	ls := LinkState{Link: link.String()}
 	clusters.Connect(ctx, link.Target)
 	dst, err := clusters.Need(link.Target)
@@ -88,7 +88,7 @@ func DescribeLinkLagIn(ctx context.Context, clusters *kafkaconn.Clusters, link L
 			if ls.PartitionErrors == nil {
 				ls.PartitionErrors = map[string]string{}
 			}
-			ls.PartitionErrors[TopicPartition{Topic: p.Topic, Partition: p.Partition}.String()] = p.Error
+			ls.PartitionErrors[topology.TopicPartition{Topic: p.Topic, Partition: p.Partition}.String()] = p.Error
 		}
 	}
 	return ls, rep

@@ -3,6 +3,8 @@ package mirror
 import (
 	"fmt"
 	"time"
+
+	"github.com/drctl/drctl/topology"
 )
 
 // targetReset handles a target that lost its data (restarted empty on the
@@ -19,11 +21,11 @@ func (e *Engine) targetReset(why string) {
 	for tp := range e.blocked {
 		e.setBlockedGaugeLocked(tp)
 	}
-	e.blocked = map[TopicPartition]blockedPart{}
-	e.trouble = map[TopicPartition]string{}
-	e.progress = map[TopicPartition]int64{}
-	e.stable = map[TopicPartition]int64{}
-	e.byShard, e.synced = map[int32][]TopicPartition{}, false
+	e.blocked = map[topology.TopicPartition]blockedPart{}
+	e.trouble = map[topology.TopicPartition]string{}
+	e.progress = map[topology.TopicPartition]int64{}
+	e.stable = map[topology.TopicPartition]int64{}
+	e.byShard, e.synced = map[int32][]topology.TopicPartition{}, false
 	e.mu.Unlock()
 	e.metrics.Safety.TargetResets.WithLabelValues(e.link.String()).Inc()
 	e.log.Error("the target lost its data; rebuilding the link and re-seeding from the source's earliest offsets", "why", why)

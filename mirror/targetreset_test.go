@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/drctl/drctl/internal/kfaketest"
+	"github.com/drctl/drctl/topology"
 )
 
 // TestStandbyLosesItsData (#8 case 5): the standby restarts empty on the
@@ -116,7 +117,7 @@ func TestHealthFailsWhileStalled(t *testing.T) {
 	fault.Remove()
 	e := d.Current()
 	e.mu.Lock()
-	e.blocked = map[TopicPartition]blockedPart{} // retry now rather than in an hour
+	e.blocked = map[topology.TopicPartition]blockedPart{} // retry now rather than in an hour
 	e.mu.Unlock()
 	waitCopied(t, src, dst, "orders", "kfake-east")
 	waitFor(t, 30*time.Second, "/healthz passing again", func() error {

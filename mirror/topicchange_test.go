@@ -129,7 +129,7 @@ func TestTopicDeletedOnActiveKeepsCopy(t *testing.T) {
 	if len(lag.TopicChanges) != 1 || lag.TopicChanges[0].Topic != "orders" || lag.TopicChanges[0].Kind != TopicDeleted {
 		t.Errorf("lag report topic changes = %+v, want orders deleted", lag.TopicChanges)
 	}
-	ls := DescribeLink(context.Background(), p.Topology, LinkFor(p.Topology, "east", "west"))
+	ls := DescribeLink(context.Background(), p.Topology, p.Topology.Link("east", "west"))
 	if probs := strings.Join(ls.Problems(), "\n"); !strings.Contains(probs, "topic orders deleted on east: the copy on west is kept") {
 		t.Errorf("link problems for status = %q", probs)
 	}
@@ -139,7 +139,7 @@ func measureLag(t *testing.T, topo *topology.Topology) *LagReport {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	rep, err := MeasureLag(ctx, topo, LinkFor(topo, "east", "west"))
+	rep, err := MeasureLag(ctx, topo, topo.Link("east", "west"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +260,7 @@ func TestTopicRecreatedOnActive(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	link := LinkFor(p.Topology, "east", "west")
+	link := p.Topology.Link("east", "west")
 	res, err := ReseedTopic(ctx, p.Topology, link, "orders", true)
 	if err != nil {
 		t.Fatal(err)
@@ -282,7 +282,7 @@ func TestTopicRecreatedOnActive(t *testing.T) {
 	waitCopied(t, src, dst, "orders", "kfake-east")
 	// The offset map still holds the old incarnation's entries: a group on
 	// the new one is never translated to a wrong offset (unmapped at worst).
-	commitSource(t, src, "g-new", map[TopicPartition]int64{{Topic: "orders", Partition: 0}: 25})
+	commitSource(t, src, "g-new", map[topology.TopicPartition]int64{{Topic: "orders", Partition: 0}: 25})
 	rep := mustTranslate(t, ctx, p.Topology, link, groupsync.TranslateOptions{Groups: []string{"g-new"}})
 	for _, gp := range rep.Groups[0].Partitions {
 		if gp.Exact && gp.Target != 25 {

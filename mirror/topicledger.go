@@ -31,7 +31,7 @@ type TopicLedger map[string]TopicRecord
 
 // ReadTopicLedger reads the link's topic records from the target; a target
 // without the topic has none.
-func ReadTopicLedger(ctx context.Context, dst sarama.Client, link Link) (TopicLedger, error) {
+func ReadTopicLedger(ctx context.Context, dst sarama.Client, link topology.Link) (TopicLedger, error) {
 	out := TopicLedger{}
 	info, err := kafkaread.Topic(ctx, dst, link.TopicsTopic())
 	if err != nil {
@@ -56,7 +56,7 @@ func ReadTopicLedger(ctx context.Context, dst sarama.Client, link Link) (TopicLe
 }
 
 // writeTopicRecord records rec on the target through prod.
-func writeTopicRecord(prod sarama.SyncProducer, link Link, rec TopicRecord) error {
+func writeTopicRecord(prod sarama.SyncProducer, link topology.Link, rec TopicRecord) error {
 	rec.AtMs = time.Now().UnixMilli()
 	raw, err := json.Marshal(rec)
 	if err != nil {
@@ -98,7 +98,7 @@ const (
 
 // topicChanges compares the ledger with the source's selected topics and
 // their ids (sourceIDs: name -> id, "" when the source reports none).
-func topicChanges(link Link, mirrors func(topic string) bool, ledger TopicLedger, sourceIDs map[string]string) []TopicChange {
+func topicChanges(link topology.Link, mirrors func(topic string) bool, ledger TopicLedger, sourceIDs map[string]string) []TopicChange {
 	var out []TopicChange
 	for name, rec := range ledger {
 		if !mirrors(name) {
@@ -119,7 +119,7 @@ func topicChanges(link Link, mirrors func(topic string) bool, ledger TopicLedger
 	return out
 }
 
-func recreatedMessage(link Link, topic string) string {
+func recreatedMessage(link topology.Link, topic string) string {
 	return fmt.Sprintf("recreated on %s (new topic id): the copy on %s holds the old incarnation and is kept, not mirrored into; "+
 		"run `drctl mirror reseed-topic %s --salvage --yes` (keep the old records in a quarantine topic) or `--drop --yes` to mirror the new one",
 		link.Source, link.Target, topic)

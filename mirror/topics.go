@@ -34,7 +34,7 @@ type ledgerSyncer struct {
 	s       *topicsync.Syncer
 	dst     sarama.Client
 	cl      *topology.Cluster
-	link    Link
+	link    topology.Link
 	mirrors func(topic string) bool
 	// changed receives, every pass, the topics deleted or recreated on the
 	// source (nil: nobody listens).
@@ -45,7 +45,7 @@ type ledgerSyncer struct {
 	prod   sarama.SyncProducer
 }
 
-func newTopicSyncer(src, dst sarama.Client, dstCluster *topology.Cluster, link Link, mirrors func(topic string) bool) (*ledgerSyncer, error) {
+func newTopicSyncer(src, dst sarama.Client, dstCluster *topology.Cluster, link topology.Link, mirrors func(topic string) bool) (*ledgerSyncer, error) {
 	sa, err := sarama.NewClusterAdminFromClient(src)
 	if err != nil {
 		return nil, fmt.Errorf("source admin: %w", err)

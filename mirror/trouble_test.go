@@ -69,7 +69,7 @@ func TestRetentionLossIsCounted(t *testing.T) {
 	}
 	lctx, lcancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer lcancel()
-	rep, err := MeasureLag(lctx, p.Topology, LinkFor(p.Topology, "east", "west"))
+	rep, err := MeasureLag(lctx, p.Topology, p.Topology.Link("east", "west"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,9 +47,9 @@ type txn struct {
 	start time.Time
 	// next is the progress each touched partition commits: the source
 	// offset after its last record taken (or an idle pass's skip).
-	next    map[TopicPartition]int64
-	pairs   map[TopicPartition][]offsettranslate.Pair
-	tsOf    map[TopicPartition]int64
+	next    map[topology.TopicPartition]int64
+	pairs   map[topology.TopicPartition][]offsettranslate.Pair
+	tsOf    map[topology.TopicPartition]int64
 	byTopic map[string][2]int
 	skipped map[string]int
 	// inflight bounds, per partition, the bytes sent and not yet
@@ -57,7 +57,7 @@ type txn struct {
 	// may build larger batches (a shard with a topic of larger records):
 	// sarama batches what is in flight, and a batch over the topic's limit
 	// would be refused whole.
-	inflight map[TopicPartition]int
+	inflight map[topology.TopicPartition]int
 	oldest   time.Time
 	// records and bytes (key + value) taken, for the size limits; sent
 	// and acked count what went to the producer and came back.
@@ -71,11 +71,11 @@ type txn struct {
 func (s *shard) newTxn() *txn {
 	return &txn{
 		s: s, start: time.Now(),
-		next:     map[TopicPartition]int64{},
-		pairs:    map[TopicPartition][]offsettranslate.Pair{},
-		tsOf:     map[TopicPartition]int64{},
+		next:     map[topology.TopicPartition]int64{},
+		pairs:    map[topology.TopicPartition][]offsettranslate.Pair{},
+		tsOf:     map[topology.TopicPartition]int64{},
 		byTopic:  map[string][2]int{},
-		inflight: map[TopicPartition]int{},
+		inflight: map[topology.TopicPartition]int{},
 	}
 }
 
@@ -98,7 +98,7 @@ func (s *shard) window() time.Duration {
 func (t *txn) take(m *sarama.ConsumerMessage) *sarama.ProducerMessage {
 	s := t.s
 	t.pulled += heldBytes(m)
-	tp := TopicPartition{Topic: m.Topic, Partition: m.Partition}
+	tp := topology.TopicPartition{Topic: m.Topic, Partition: m.Partition}
 	p, ok := s.parts[tp]
 	if !ok || m.Offset < p.next {
 		return nil
@@ -183,7 +183,7 @@ func (t *txn) ack(ok *sarama.ProducerMessage) {
 // committed even when ctx ends meanwhile (a graceful stop commits what is
 // in flight); ctx only closes it early. Any failure aborts the transaction
 // and is returned: the caller restarts the shard from committed progress.
-func (s *shard) transact(ctx context.Context, first *sarama.ConsumerMessage, extra map[TopicPartition]int64) error {
+func (s *shard) transact(ctx context.Context, first *sarama.ConsumerMessage, extra map[topology.TopicPartition]int64) error {
 	e := s.e
 	if e.opts.Delivery == topology.ExactlyOnce {
 		if err := s.prod.BeginTxn(); err != nil {

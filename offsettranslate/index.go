@@ -5,17 +5,13 @@ import (
 	"errors"
 	"slices"
 	"sync"
-)
 
-// TopicPartition names one source partition.
-type TopicPartition struct {
-	Topic     string `json:"topic" yaml:"topic"`
-	Partition int32  `json:"partition" yaml:"partition"`
-}
+	"github.com/drctl/drctl/topology"
+)
 
 // PartitionState summarises one partition's map.
 type PartitionState struct {
-	TopicPartition
+	topology.TopicPartition
 	// SourceNext is the mirror's read position (see
 	// PartitionMap.SourceNext), -1 when unknown.
 	SourceNext int64
@@ -34,7 +30,7 @@ type PartitionState struct {
 // writer adds while others translate).
 type Index struct {
 	mu   sync.RWMutex
-	maps map[TopicPartition]*PartitionMap
+	maps map[topology.TopicPartition]*PartitionMap
 }
 
 // Add adds every entry of b to its partition's map, in order (see
@@ -61,7 +57,7 @@ type staging struct {
 
 type segmentKey struct {
 	offsetsPartition int32
-	tp               TopicPartition
+	tp               topology.TopicPartition
 }
 
 // add records a batch read from a partition of the offsets topic, whose
@@ -71,7 +67,7 @@ func (s *staging) add(offsetsPartition int32, b Batch) {
 		s.segs = map[segmentKey]*PartitionMap{}
 	}
 	for _, e := range b.Entries {
-		k := segmentKey{offsetsPartition, TopicPartition{e.Topic, e.Partition}}
+		k := segmentKey{offsetsPartition, topology.TopicPartition{Topic: e.Topic, Partition: e.Partition}}
 		seg := s.segs[k]
 		if seg == nil {
 			seg = &PartitionMap{}
@@ -89,11 +85,11 @@ func (s *staging) add(offsetsPartition int32, b Batch) {
 // offset they start at (then end at), and segments that interleave make
 // the partition inconsistent, as two writers of one partition would.
 func (x *Index) merge(s *staging) error {
-	bySource := map[TopicPartition][]*PartitionMap{}
+	bySource := map[topology.TopicPartition][]*PartitionMap{}
 	for k, seg := range s.segs {
 		bySource[k.tp] = append(bySource[k.tp], seg)
 	}
-	tps := make([]TopicPartition, 0, len(bySource))
+	tps := make([]topology.TopicPartition, 0, len(bySource))
 	for tp, segs := range bySource {
 		tps = append(tps, tp)
 		// Ties on the start are stretches of entries without runs at
@@ -112,7 +108,7 @@ func (x *Index) merge(s *staging) error {
 			m := x.maps[tp]
 			if m == nil {
 				if x.maps == nil {
-					x.maps = map[TopicPartition]*PartitionMap{}
+					x.maps = map[topology.TopicPartition]*PartitionMap{}
 				}
 				x.maps[tp] = seg
 				if seg.err != nil {
@@ -131,16 +127,16 @@ func (x *Index) merge(s *staging) error {
 	return errors.Join(errs...)
 }
 
-func compareTopicPartition(a, b TopicPartition) int {
+func compareTopicPartition(a, b topology.TopicPartition) int {
 	return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
 }
 
 func (x *Index) addLocked(e Entry) error {
-	tp := TopicPartition{e.Topic, e.Partition}
+	tp := topology.TopicPartition{Topic: e.Topic, Partition: e.Partition}
 	m := x.maps[tp]
 	if m == nil {
 		if x.maps == nil {
-			x.maps = map[TopicPartition]*PartitionMap{}
+			x.maps = map[topology.TopicPartition]*PartitionMap{}
 		}
 		m = &PartitionMap{}
 		x.maps[tp] = m
@@ -157,7 +153,7 @@ func (x *Index) addLocked(e Entry) error {
 func (x *Index) Translate(topic string, partition int32, sourcePos int64) Result {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	m := x.maps[TopicPartition{topic, partition}]
+	m := x.maps[topology.TopicPartition{Topic: topic, Partition: partition}]
 	if m == nil {
 		return Result{Source: -1, Target: -1, Status: Unmapped}
 	}
@@ -179,7 +175,7 @@ func (x *Index) Partitions() []PartitionState {
 
 // PruneBelow prunes each listed partition's map below its bound (see
 // PartitionMap.PruneBelow) and returns the number of runs dropped.
-func (x *Index) PruneBelow(bounds map[TopicPartition]int64) int {
+func (x *Index) PruneBelow(bounds map[topology.TopicPartition]int64) int {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	n := 0

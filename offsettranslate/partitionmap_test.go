@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/drctl/drctl/topology"
 )
 
 func run(source, target, count int64) Run { return Run{Source: source, Target: target, Count: count} }
@@ -432,7 +434,7 @@ func TestMergeEqualsAdd(t *testing.T) {
 				t.Fatalf("case %d: merge: %v", i, err)
 			}
 		}
-		got := x.maps[TopicPartition{"orders", 3}]
+		got := x.maps[topology.TopicPartition{Topic: "orders", Partition: 3}]
 		if !slices.Equal(got.Runs(), want.Runs()) || got.SourceNext() != want.SourceNext() || got.entries != want.entries {
 			t.Fatalf("case %d: merged map %v next %d, want %v next %d", i, got.Runs(), got.SourceNext(), want.Runs(), want.SourceNext())
 		}

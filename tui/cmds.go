@@ -8,7 +8,6 @@ import (
 
 	"github.com/drctl/drctl/drill"
 	"github.com/drctl/drctl/failover"
-	"github.com/drctl/drctl/mirror"
 	"github.com/drctl/drctl/mirror/groupsync"
 	"github.com/drctl/drctl/plans"
 	"github.com/drctl/drctl/topology"
@@ -41,7 +40,7 @@ type resumeIDMsg struct {
 
 type syncPlanMsg struct {
 	group string
-	link  mirror.Link
+	link  topology.Link
 	plan  *groupsync.Plan
 	err   error
 }
@@ -63,9 +62,9 @@ func tickCmd(id int, d time.Duration) tea.Cmd {
 	return tea.Tick(d, func(time.Time) tea.Msg { return tickMsg{id} })
 }
 
-func (m *Model) link() mirror.Link {
+func (m *Model) link() topology.Link {
 	r := m.snap.Status.Roles
-	return mirror.LinkFor(m.opts.Topology, r.Active, r.Standby)
+	return m.opts.Topology.Link(r.Active, r.Standby)
 }
 
 // translateCmd is `drctl offsets translate --group G`.
@@ -117,7 +116,7 @@ func (m *Model) syncPlanCmd(group string) tea.Cmd {
 	}
 }
 
-func (m *Model) syncApplyCmd(group string, link mirror.Link, plan *groupsync.Plan) tea.Cmd {
+func (m *Model) syncApplyCmd(group string, link topology.Link, plan *groupsync.Plan) tea.Cmd {
 	topo, timeout := m.opts.Topology, m.opts.Timeout
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)

@@ -268,7 +268,7 @@ func (m *mirrorProc) stop() {
 // waitCaughtUp waits until the mirror east -> west has copied every
 // partition up to its end.
 func (b *bench) waitCaughtUp(ctx context.Context, timeout time.Duration) error {
-	link := mirror.LinkFor(b.topo, "east", "west")
+	link := b.topo.Link("east", "west")
 	deadline := time.Now().Add(timeout)
 	last := time.Now()
 	for {

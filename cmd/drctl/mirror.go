@@ -102,12 +102,12 @@ func mirrorRun(c *cli.Context) error {
 }
 
 // liveLink resolves the roles and returns the link they run.
-func liveLink(ctx context.Context, topo *topology.Topology) (mirror.Link, error) {
+func liveLink(ctx context.Context, topo *topology.Topology) (topology.Link, error) {
 	st, err := inspect.CollectRoles(ctx, topo)
 	if err != nil {
-		return mirror.Link{}, withCode(exitUnreachable, fmt.Errorf("cannot read the live roles: %w", err))
+		return topology.Link{}, withCode(exitUnreachable, fmt.Errorf("cannot read the live roles: %w", err))
 	}
-	return mirror.LinkFor(topo, st.Active, st.Standby), nil
+	return topo.Link(st.Active, st.Standby), nil
 }
 
 func mirrorLag(c *cli.Context) error {

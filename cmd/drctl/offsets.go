@@ -12,7 +12,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/drctl/drctl/internal/kafkaconn"
-	"github.com/drctl/drctl/mirror"
 	"github.com/drctl/drctl/mirror/groupsync"
 	"github.com/drctl/drctl/topology"
 )
@@ -69,7 +68,7 @@ func checkGroups(topo *topology.Topology, groups []string, sync bool) error {
 }
 
 // translateCmd resolves the live link and translates the flags' groups.
-func translateCmd(ctx context.Context, c *cli.Context, topo *topology.Topology) (*groupsync.TranslationReport, mirror.Link, error) {
+func translateCmd(ctx context.Context, c *cli.Context, topo *topology.Topology) (*groupsync.TranslationReport, topology.Link, error) {
 	link, err := liveLink(ctx, topo)
 	if err != nil {
 		return nil, link, err

@@ -322,7 +322,7 @@ const pruneAbove = 10000
 // translates as unmapped here and is left alone by the sync; a failover
 // translates from the whole map (offsettranslate.Load).
 func (g *Syncer) prune(positions []groupPositions) {
-	big := map[offsettranslate.TopicPartition]bool{}
+	big := map[topology.TopicPartition]bool{}
 	for _, st := range g.follower.Index().Partitions() {
 		if st.Runs > pruneAbove {
 			big[st.TopicPartition] = true
@@ -331,10 +331,10 @@ func (g *Syncer) prune(positions []groupPositions) {
 	if len(big) == 0 {
 		return
 	}
-	lowest := map[offsettranslate.TopicPartition]int64{}
+	lowest := map[topology.TopicPartition]int64{}
 	for _, gp := range positions {
 		for tp, off := range gp.offsets {
-			key := offsettranslate.TopicPartition{Topic: tp.Topic, Partition: tp.Partition}
+			key := topology.TopicPartition{Topic: tp.Topic, Partition: tp.Partition}
 			if !big[key] || off.Offset < 0 {
 				continue
 			}
