@@ -23,7 +23,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -414,7 +414,7 @@ func salvagedOffset(r kafkaread.Record) int64 {
 }
 
 func someKeys(keys []string) string {
-	sort.Strings(keys)
+	slices.Sort(keys)
 	if len(keys) > 5 {
 		return strings.Join(keys[:5], ", ") + fmt.Sprintf(", … (%d more)", len(keys)-5)
 	}

@@ -3,7 +3,7 @@ package inspect
 import (
 	"context"
 	"fmt"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/drctl/drctl/internal/kafkaconn"
@@ -50,7 +50,7 @@ func MeasureRPO(ctx context.Context, topo *topology.Topology, source, target str
 	for tp := range seen {
 		tps = append(tps, tp)
 	}
-	sort.Slice(tps, func(i, j int) bool { return tps[i].String() < tps[j].String() })
+	slices.SortFunc(tps, topology.TopicPartition.Compare)
 	progress, err := mirror.ReadProgress(ctx, dst, link, tps)
 	if err != nil {
 		return nil, fmt.Errorf("progress of %s on %s: %w", link, target, err)

@@ -5,7 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -295,12 +296,7 @@ func (e *Engine) publish(ready map[string]readyTopic, troubles map[string]string
 		}
 	}
 	for _, tps := range by {
-		sort.Slice(tps, func(i, j int) bool {
-			if tps[i].Topic != tps[j].Topic {
-				return tps[i].Topic < tps[j].Topic
-			}
-			return tps[i].Partition < tps[j].Partition
-		})
+		slices.SortFunc(tps, topology.TopicPartition.Compare)
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -384,12 +380,7 @@ func (e *Engine) Troubles() map[string]string {
 func (e *Engine) OwnedShards() []int32 {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	var out []int32
-	for s := range e.owned {
-		out = append(out, s)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	return out
+	return slices.Sorted(maps.Keys(e.owned))
 }
 
 // Ready reports whether the engine has synced topics and owns shards.

@@ -3,7 +3,7 @@ package mirror
 import (
 	"context"
 	"fmt"
-	"sort"
+	"slices"
 
 	"github.com/IBM/sarama"
 
@@ -102,7 +102,7 @@ func (ls LinkState) Problems() []string {
 	for tp, msg := range ls.PartitionErrors {
 		out = append(out, fmt.Sprintf("mirror %s: %s cannot be copied: %s", ls.Link, tp, msg))
 	}
-	sort.Strings(out)
+	slices.Sort(out)
 	for _, c := range ls.TopicChanges {
 		out = append(out, fmt.Sprintf("mirror %s: topic %s %s", ls.Link, c.Topic, c.Message))
 	}

@@ -4,7 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -115,7 +116,7 @@ func topicChanges(link topology.Link, mirrors func(topic string) bool, ledger To
 				Message: recreatedMessage(link, name)})
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Topic < out[j].Topic })
+	slices.SortFunc(out, func(a, b TopicChange) int { return strings.Compare(a.Topic, b.Topic) })
 	return out
 }
 

@@ -1,11 +1,12 @@
 package kafkaread
 
 import (
+	"cmp"
 	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -41,7 +42,7 @@ func Topic(ctx context.Context, client sarama.Client, topic string) (TopicInfo, 
 	}
 	var info TopicInfo
 	brokers := append([]*sarama.Broker(nil), md.Brokers...)
-	sort.Slice(brokers, func(i, j int) bool { return brokers[i].ID() < brokers[j].ID() })
+	slices.SortFunc(brokers, func(a, b *sarama.Broker) int { return cmp.Compare(a.ID(), b.ID()) })
 	for _, b := range brokers {
 		info.Brokers = append(info.Brokers, b.Addr())
 		if b.ID() == md.ControllerID {
@@ -87,7 +88,7 @@ func metadata(ctx context.Context, client sarama.Client, topic string) (*sarama.
 		return nil, sarama.ErrClosedClient
 	}
 	brokers := client.Brokers()
-	sort.Slice(brokers, func(i, j int) bool { return brokers[i].ID() < brokers[j].ID() })
+	slices.SortFunc(brokers, func(a, b *sarama.Broker) int { return cmp.Compare(a.ID(), b.ID()) })
 	if len(brokers) == 0 {
 		// A client with Metadata.Full off knows only its seed brokers
 		// until it first asks for a topic.

@@ -1,11 +1,12 @@
 package kafkaread
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -185,7 +186,7 @@ func fetch(ctx context.Context, b *sarama.Broker, version int16, topic string, p
 // range).
 func committedRecords(block *sarama.FetchResponseBlock, next, end int64, fn func(Record) error) (moved int64, partial bool, err error) {
 	aborted := append([]*sarama.AbortedTransaction(nil), block.AbortedTransactions...)
-	sort.Slice(aborted, func(i, j int) bool { return aborted[i].FirstOffset < aborted[j].FirstOffset })
+	slices.SortFunc(aborted, func(a, b *sarama.AbortedTransaction) int { return cmp.Compare(a.FirstOffset, b.FirstOffset) })
 	abortedPIDs := map[int64]bool{}
 	moved = next
 	for _, records := range block.RecordsSet {

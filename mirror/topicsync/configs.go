@@ -1,7 +1,7 @@
 package topicsync
 
 import (
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -152,7 +152,7 @@ func (p policy) wanted(set map[string]string, rf int16) (map[string]string, []st
 			want[k] = v
 		}
 	}
-	sort.Strings(notes)
+	slices.Sort(notes)
 	return want, notes
 }
 
@@ -186,6 +186,6 @@ func normPolicy(v string) string {
 	for i := range parts {
 		parts[i] = strings.ToLower(strings.TrimSpace(parts[i]))
 	}
-	sort.Strings(parts)
+	slices.Sort(parts)
 	return strings.Join(parts, ",")
 }

@@ -4,7 +4,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 
 	"github.com/IBM/sarama"
 )
@@ -26,7 +26,7 @@ func (v view) names() []string {
 	for n := range v.errs {
 		out = append(out, n)
 	}
-	sort.Strings(out)
+	slices.Sort(out)
 	return out
 }
 

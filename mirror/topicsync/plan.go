@@ -2,7 +2,7 @@ package topicsync
 
 import (
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -66,7 +66,7 @@ func (p policy) decide(src *observed, dst *observed, brokers int, owned bool) ch
 			c.notes = append(c.notes, fmt.Sprintf("%s=%s held back: mirrored records keep their original (older) timestamps, which this limit would reject; set it when the target is promoted", k, v))
 		}
 	}
-	sort.Strings(c.notes)
+	slices.Sort(c.notes)
 
 	if dst == nil {
 		p.decideCreate(&c, src, brokers)
@@ -112,7 +112,7 @@ func (p policy) decide(src *observed, dst *observed, brokers int, owned bool) ch
 			}
 		}
 	}
-	sort.Strings(c.remove)
+	slices.Sort(c.remove)
 	if p.rule(keyCleanupPolicy) == ruleMatch && owned {
 		if sv, ok := src.effective[keyCleanupPolicy]; ok && !samePolicy(sv, dst.effective[keyCleanupPolicy]) {
 			c.set[keyCleanupPolicy] = sv
