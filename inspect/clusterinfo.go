@@ -1,10 +1,11 @@
 package inspect
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/IBM/sarama"
@@ -53,7 +54,7 @@ func describeCluster(ctx context.Context, client sarama.Client) (ClusterInfo, er
 	for _, br := range md.Brokers {
 		info.Brokers = append(info.Brokers, Broker{ID: br.ID(), Addr: br.Addr()})
 	}
-	sort.Slice(info.Brokers, func(i, j int) bool { return info.Brokers[i].ID < info.Brokers[j].ID })
+	slices.SortFunc(info.Brokers, func(a, b Broker) int { return cmp.Compare(a.ID, b.ID) })
 	if err := ctx.Err(); err != nil {
 		return info, err
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -322,7 +321,7 @@ func SelectedGroups(admin sarama.ClusterAdmin, topo *topology.Topology) (map[str
 	if len(names) == 0 {
 		return out, nil
 	}
-	sort.Strings(names)
+	slices.Sort(names)
 	descs, err := admin.DescribeConsumerGroups(names)
 	if err != nil {
 		return nil, err

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 
@@ -255,8 +254,8 @@ func checkCluster(ctx context.Context, topo *topology.Topology, clusters *kafkac
 			}
 		}
 	}
-	sort.Strings(selected)
-	sort.Strings(denied)
+	slices.Sort(selected)
+	slices.Sort(denied)
 	switch {
 	case len(denied) > 0:
 		checks = add(checks, "topic permissions", CheckFail, "drctl may not use %s; grant Describe, Read, Write and DescribeConfigs on the mirrored topics", strings.Join(denied, "; "))

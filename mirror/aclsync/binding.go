@@ -2,7 +2,7 @@ package aclsync
 
 import (
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/IBM/sarama"
@@ -171,14 +171,14 @@ func Compare(scope Scope, active, standby []Binding) []PrincipalParity {
 	}
 	out := make([]PrincipalParity, 0, len(by))
 	for _, p := range by {
-		sort.Strings(p.Missing)
-		sort.Strings(p.Extra)
+		slices.Sort(p.Missing)
+		slices.Sort(p.Extra)
 		out = append(out, *p)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Principal < out[j].Principal })
+	slices.SortFunc(out, func(a, b PrincipalParity) int { return strings.Compare(a.Principal, b.Principal) })
 	return out
 }
 
 func sortBindings(bs []Binding) {
-	sort.Slice(bs, func(i, j int) bool { return bs[i].String() < bs[j].String() })
+	slices.SortFunc(bs, func(a, b Binding) int { return strings.Compare(a.String(), b.String()) })
 }
