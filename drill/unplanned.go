@@ -170,7 +170,7 @@ func (x *failoverDrill) unplanned(ctx context.Context, mp moveParams) (*Directio
 	if err != nil {
 		return nil, err
 	}
-	quarantineFrom, err := x.partitionEnd(ctx, mp.To, x.topo.CanaryTopic()+x.topo.Failover.SalvageTopicSuffix)
+	quarantineFrom, err := x.partitionEnd(ctx, mp.To, x.topo.SalvageTopic(x.topo.CanaryTopic()))
 	if err != nil {
 		return nil, err
 	}
@@ -346,7 +346,7 @@ func (x *failoverDrill) checkSalvage(ctx context.Context, dir *Direction, held [
 			unmirrored[r.key] = r.offset
 		}
 	}
-	salvaged, err := x.readKeyed(ctx, dir.To, topic+x.topo.Failover.SalvageTopicSuffix, quarantineFrom, salvagedOffset)
+	salvaged, err := x.readKeyed(ctx, dir.To, x.topo.SalvageTopic(topic), quarantineFrom, salvagedOffset)
 	if err != nil {
 		return err
 	}
