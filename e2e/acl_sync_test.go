@@ -134,20 +134,40 @@ func appProbe(t testing.TB, cluster, topic string) error {
 	return err
 }
 
-// appReadAndCommit reads partition 0 of topic from the start as app and
-// commits the position for group: what a consumer needs of its ACLs.
+// appReadAndCommit reads, as app, the first record of a partition of
+// topic that holds one and commits the position after it for group: what a
+// consumer needs of its ACLs.
 func appReadAndCommit(t testing.TB, cluster, topic, group string) error {
 	c, err := sarama.NewClient([]string{bootstrap(t, cluster)}, saramaConfig(t, env.AppUser, env.AppPass, mechSCRAM512))
 	if err != nil {
 		return err
 	}
 	defer c.Close()
+	parts, err := c.Partitions(topic)
+	if err != nil {
+		return err
+	}
+	part := int32(-1)
+	for _, p := range parts {
+		oldest, err1 := c.GetOffset(topic, p, sarama.OffsetOldest)
+		newest, err2 := c.GetOffset(topic, p, sarama.OffsetNewest)
+		if err := errors.Join(err1, err2); err != nil {
+			return err
+		}
+		if newest > oldest {
+			part = p
+			break
+		}
+	}
+	if part < 0 {
+		return fmt.Errorf("%s holds no record on %s", topic, cluster)
+	}
 	cons, err := sarama.NewConsumerFromClient(c)
 	if err != nil {
 		return err
 	}
 	defer cons.Close()
-	pc, err := cons.ConsumePartition(topic, 0, sarama.OffsetOldest)
+	pc, err := cons.ConsumePartition(topic, part, sarama.OffsetOldest)
 	if err != nil {
 		return err
 	}
@@ -165,7 +185,7 @@ func appReadAndCommit(t testing.TB, cluster, topic, group string) error {
 	if err != nil {
 		return err
 	}
-	pom, err := om.ManagePartition(topic, 0)
+	pom, err := om.ManagePartition(topic, part)
 	if err != nil {
 		return err
 	}
@@ -182,11 +202,11 @@ func appReadAndCommit(t testing.TB, cluster, topic, group string) error {
 	if err != nil {
 		return err
 	}
-	offs, err := admin.ListConsumerGroupOffsets(group, map[string][]int32{topic: {0}})
+	offs, err := admin.ListConsumerGroupOffsets(group, map[string][]int32{topic: {part}})
 	if err != nil {
 		return err
 	}
-	if b := offs.GetBlock(topic, 0); b == nil || b.Err != sarama.ErrNoError || b.Offset != next {
+	if b := offs.GetBlock(topic, part); b == nil || b.Err != sarama.ErrNoError || b.Offset != next {
 		return fmt.Errorf("group %s's committed offset is %+v, want %d", group, b, next)
 	}
 	return nil
