@@ -57,6 +57,11 @@ const (
 	// HeaderSalvagedOffset is the record's offset on the stale cluster
 	// (8 bytes, big endian); it makes a salvage resumable.
 	HeaderSalvagedOffset = "drctl.salvaged-offset"
+	// HeaderSalvagedTopicID is the id (hex) of the stale cluster's topic
+	// the record was read from. Offsets are only comparable within one
+	// topic id: a topic wiped and re-seeded (or deleted and created again)
+	// numbers its records from 0 again.
+	HeaderSalvagedTopicID = "drctl.salvaged-topic-id"
 )
 
 // Salvage copies every committed record that the stale cluster holds but
@@ -65,9 +70,11 @@ const (
 // that link, see forgetProgress) into quarantine topics on the active
 // cluster (<topic><suffix>, same partition), except the records that
 // carry the active cluster's provenance (drctl.o: they came from it).
-// Every salvaged record keeps its headers and gets HeaderSalvagedFrom and
-// HeaderSalvagedOffset. It is idempotent: a partition already salvaged in
-// part continues after the last salvaged offset.
+// Every salvaged record keeps its headers and gets HeaderSalvagedFrom,
+// HeaderSalvagedOffset and HeaderSalvagedTopicID. It is idempotent: a
+// partition already salvaged in part continues after the last offset
+// salvaged from the same cluster and the same topic id; records salvaged
+// from an earlier copy of the topic (before a wipe) never hide newer ones.
 func Salvage(ctx context.Context, topo *topology.Topology, stale, active string) (*SalvageReport, error) {
 	w := connect(ctx, topo, stale, active)
 	defer w.Close()
@@ -104,6 +111,7 @@ func Salvage(ctx context.Context, topo *topology.Topology, stale, active string)
 		}
 	}()
 	created := map[string]bool{}
+	topicIDs := map[string]string{}
 	for _, tp := range tps {
 		ends, err := kafkaread.PartitionEnds(ctx, src, tp.Topic, tp.Partition)
 		if err != nil {
@@ -124,7 +132,15 @@ func Salvage(ctx context.Context, topo *topology.Topology, stale, active string)
 			}
 			created[into] = true
 		}
-		done, err := lastSalvaged(ctx, dst, into, tp.Partition)
+		topicID, ok := topicIDs[tp.Topic]
+		if !ok {
+			info, err := kafkaread.Topic(ctx, src, tp.Topic)
+			if err != nil {
+				return nil, fmt.Errorf("salvage: %w", err)
+			}
+			topicID, topicIDs[tp.Topic] = info.ID, info.ID
+		}
+		done, err := lastSalvaged(ctx, dst, into, tp.Partition, staleID, topicID)
 		if err != nil {
 			return nil, fmt.Errorf("salvage: %w", err)
 		}
@@ -160,7 +176,8 @@ func Salvage(ctx context.Context, topo *topology.Topology, stale, active string)
 				headers = append(headers, *h)
 			}
 			headers = append(headers, sarama.RecordHeader{Key: []byte(HeaderSalvagedFrom), Value: []byte(staleID)},
-				sarama.RecordHeader{Key: []byte(HeaderSalvagedOffset), Value: off[:]})
+				sarama.RecordHeader{Key: []byte(HeaderSalvagedOffset), Value: off[:]},
+				sarama.RecordHeader{Key: []byte(HeaderSalvagedTopicID), Value: []byte(topicID)})
 			m := &sarama.ProducerMessage{Topic: into, Partition: tp.Partition, Value: sarama.ByteEncoder(r.Value), Headers: headers, Timestamp: r.Timestamp}
 			if r.Key != nil {
 				m.Key = sarama.ByteEncoder(r.Key)
@@ -215,19 +232,30 @@ func ensureSalvageTopic(ctx context.Context, src, dst sarama.Client, topic, into
 	return waitTopic(ctx, dst, into, true)
 }
 
-// lastSalvaged returns the highest stale offset already in the quarantine
-// partition (-1 when none). Quarantine records of older drctl versions
-// carry it in drctl.s instead of HeaderSalvagedOffset.
-func lastSalvaged(ctx context.Context, dst sarama.Client, into string, partition int32) (int64, error) {
+// lastSalvaged returns the highest offset already in the quarantine
+// partition that was salvaged from the stale cluster staleID's topic with id
+// topicID (-1 when none). Records salvaged from another cluster, or from
+// another copy of the topic (a different id: the topic was wiped and
+// re-seeded, or deleted and created again, since), do not count: their
+// offsets number other records, and counting them would skip unsalvaged
+// records silently. A record salvaged by an older drctl (no topic id
+// header) counts only when the cluster reports no topic ids; otherwise it
+// may be salvaged twice, never lost.
+func lastSalvaged(ctx context.Context, dst sarama.Client, into string, partition int32, staleID, topicID string) (int64, error) {
 	last := int64(-1)
 	_, err := kafkaread.ReadCommitted(ctx, dst, into, partition, 0, func(r kafkaread.Record) error {
 		off, legacy := int64(-1), int64(-1)
+		from, id, hasID := "", "", false
 		for _, h := range r.Headers {
 			switch string(h.Key) {
 			case HeaderSalvagedOffset:
 				if len(h.Value) == 8 {
 					off = int64(binary.BigEndian.Uint64(h.Value))
 				}
+			case HeaderSalvagedFrom:
+				from = string(h.Value)
+			case HeaderSalvagedTopicID:
+				id, hasID = string(h.Value), true
 			case mirror.HeaderSourceOffset:
 				if len(h.Value) == 8 {
 					legacy = int64(binary.BigEndian.Uint64(h.Value))
@@ -236,6 +264,12 @@ func lastSalvaged(ctx context.Context, dst sarama.Client, into string, partition
 		}
 		if off < 0 {
 			off = legacy
+		}
+		if from != "" && from != staleID {
+			return nil // salvaged from another cluster
+		}
+		if id != topicID || (!hasID && topicID != "") {
+			return nil // salvaged from another copy of the topic
 		}
 		last = max(last, off)
 		return nil

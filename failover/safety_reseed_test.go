@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -224,5 +225,67 @@ func TestSalvageAfterWipe(t *testing.T) {
 	}
 	if rep.Records != 5 {
 		t.Errorf("salvaged %d record(s) of the recreated topic, want all 5", rep.Records)
+	}
+}
+
+// TestSalvageAfterTheTopicWasRecreated: records salvaged from an earlier
+// copy of a topic (before a wipe and re-seed, or a delete and re-create)
+// never hide the records of the new copy, whose offsets start at 0 again:
+// every one of them reaches quarantine, and a second salvage of the same
+// copy adds nothing.
+func TestSalvageAfterTheTopicWasRecreated(t *testing.T) {
+	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: ordersBillingYAML, Extra: "failover: {fence: none, drain_timeout: 30s}\n"})
+	topo := p.Topology
+	into := "orders" + topo.Failover.SalvageTopicSuffix
+	app := func(v string) []sarama.RecordHeader { return []sarama.RecordHeader{headerOf("app", v)} }
+	quarantined := func() []string {
+		recs, err := readCommitted(kfaketest.Dial(t, topo, "east"), into, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var vals []string
+		for _, r := range recs {
+			for _, h := range r.Headers {
+				if string(h.Key) == "app" {
+					vals = append(vals, string(h.Value))
+				}
+			}
+		}
+		return vals
+	}
+	salvage := func(want int64) {
+		t.Helper()
+		rep, err := Salvage(kfaketest.Ctx(t, 60*time.Second), topo, "west", "east")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Records != want {
+			t.Errorf("salvage reported %d record(s), want %d", rep.Records, want)
+		}
+	}
+
+	kfaketest.CreateTopic(t, topo, "west", "orders", 1, nil)
+	produceHeaders(t, topo, "west", "orders", app("a1"), app("a2"), app("a3"), app("a4"), app("a5"))
+	salvage(5)
+
+	// The topic is deleted and created again on west; its three records
+	// have offsets 0-2, below the five already salvaged.
+	admin := kfaketest.Admin(t, kfaketest.Dial(t, topo, "west"))
+	if err := admin.DeleteTopic("orders"); err != nil {
+		t.Fatal(err)
+	}
+	kfaketest.Wait(t, 30*time.Second, "orders deleted on west", func() (bool, string) {
+		topics, err := admin.ListTopics()
+		_, there := topics["orders"]
+		return err == nil && !there, fmt.Sprint(err)
+	})
+	kfaketest.CreateTopic(t, topo, "west", "orders", 1, nil)
+	produceHeaders(t, topo, "west", "orders", app("b1"), app("b2"), app("b3"))
+	salvage(3)
+	salvage(3) // the same copy again: counted, nothing added
+	got := quarantined()
+	want := []string{"a1", "a2", "a3", "a4", "a5", "b1", "b2", "b3"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("quarantine holds %v, want %v: records of the new copy of the topic were skipped or doubled", got, want)
 	}
 }
