@@ -131,6 +131,11 @@ func registry(topo *topology.Topology, confirm Confirm, yes bool) *plans.Registr
 	return r
 }
 
+// mirrorStartWait is how long a planned run's preflight waits for a mirror
+// process to run the link before it refuses: the mirror restarts its link
+// within its role poll (5 s) after the roles change.
+const mirrorStartWait = 10 * time.Second
+
 func preflight(ctx context.Context, topo *topology.Topology, p preflightParams) (plans.Result, error) {
 	names := []string{p.To}
 	if !p.Unplanned || p.Force {
@@ -184,7 +189,18 @@ func preflight(ctx context.Context, topo *topology.Topology, p preflightParams) 
 				problems = append(problems, fmt.Sprintf("topic %s has %d partitions on %s and %d on %s", t, n, p.From, m, p.To))
 			}
 		}
-		ls, _ := mirror.DescribeLinkLagIn(ctx, w.Clusters, topo.Link(p.From, p.To))
+		link := topo.Link(p.From, p.To)
+		ls, _ := mirror.DescribeLinkLagIn(ctx, w.Clusters, link)
+		// Right after a role change (the end of a failback or reseed) the
+		// mirror restarts its link within its role poll and its worker
+		// group is empty for a moment: give it mirrorStartWait to come.
+		for deadline := time.Now().Add(mirrorStartWait); ls.Error == "" && !ls.Running && time.Now().Before(deadline) && ctx.Err() == nil; {
+			select {
+			case <-ctx.Done():
+			case <-time.After(500 * time.Millisecond):
+			}
+			ls, _ = mirror.DescribeLinkLagIn(ctx, w.Clusters, link)
+		}
 		switch {
 		case ls.Error != "":
 			problems = append(problems, "mirror "+ls.Link+": "+ls.Error)

@@ -199,6 +199,13 @@ func resumeCommand() *cli.Command {
 			cancel()
 			if err != nil {
 				if errors.Is(err, failover.ErrNothingToResume) {
+					// The clusters name no run, but this machine may hold
+					// one killed before it recorded itself there.
+					if st := failover.UnfinishedRun(failover.JournalDir(), topo.Name); st != nil {
+						n := len(st.Plan.Steps)
+						return fmt.Errorf("no run is recorded in progress in the clusters, but this machine's journal holds run %s (%s) stopped at step %d/%d (%s): finish it with drctl resume %s, or undo it with drctl abort %s",
+							st.Plan.ID, st.Plan.Kind, min(st.Next+1, n), n, st.Plan.Steps[min(st.Next, n-1)].Name, st.Plan.ID, st.Plan.ID)
+					}
 					// No run left: a stopped drill may still need its
 					// clean-up (a mirror pause, the roles it found).
 					return drillCleanup(c, topo, err)
