@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -94,6 +95,9 @@ type Syncer struct {
 	dstAdmin sarama.ClusterAdmin
 	follower *offsettranslate.Follower
 	prod     sarama.SyncProducer
+	// sending counts the snapshot sends still in flight (see
+	// writeSnapshots); Close waits for them before it closes prod.
+	sending sync.WaitGroup
 	// fence commits the groups' offsets, fenced by a link's fence.
 	fence *fencedCommitter
 	// retired: the role state no longer allows the link; the groups
@@ -118,6 +122,7 @@ func NewSyncer(cfg Config) *Syncer {
 
 // Close aborts an open transaction and closes the sync's producers.
 func (g *Syncer) Close() {
+	g.sending.Wait() // a snapshot send cut short by its context ends first
 	if g.prod != nil {
 		_ = g.prod.Close()
 	}
@@ -214,7 +219,7 @@ func (g *Syncer) Round(ctx context.Context) (paused bool, err error) {
 		}
 	}
 	slices.Sort(gone)
-	if err := writeSnapshots(ctx, g.prod, link, snaps, gone); err != nil {
+	if err := writeSnapshots(ctx, g.prod, &g.sending, link, snaps, gone); err != nil {
 		return false, err
 	}
 	for _, n := range gone {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -137,8 +138,11 @@ func newSnapshotProducer(c *topology.Cluster) (sarama.SyncProducer, error) {
 }
 
 // writeSnapshots writes one record per snapshot and a tombstone per name in
-// gone to the link's snapshot topic.
-func writeSnapshots(ctx context.Context, p sarama.SyncProducer, link topology.Link, snaps []Snapshot, gone []string) error {
+// gone to the link's snapshot topic. It returns when ctx ends, but the send
+// goes on (bounded by the producer's timeouts) and is counted in inflight
+// until it ends: the producer must not be closed before inflight.Wait, or
+// the send would panic on the closed producer.
+func writeSnapshots(ctx context.Context, p sarama.SyncProducer, inflight *sync.WaitGroup, link topology.Link, snaps []Snapshot, gone []string) error {
 	msgs := make([]*sarama.ProducerMessage, 0, len(snaps)+len(gone))
 	for _, s := range snaps {
 		v, err := json.Marshal(s)
@@ -153,7 +157,15 @@ func writeSnapshots(ctx context.Context, p sarama.SyncProducer, link topology.Li
 	if len(msgs) == 0 {
 		return nil
 	}
-	if _, err := kafkaread.Await(ctx, func() (struct{}, error) { return struct{}{}, p.SendMessages(msgs) }); err != nil {
+	sent := make(chan error, 1)
+	inflight.Go(func() { sent <- p.SendMessages(msgs) })
+	var err error
+	select {
+	case err = <-sent:
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	if err != nil {
 		return fmt.Errorf("write group snapshot to %s on %s: %w", link.GroupsTopic(), link.Target, err)
 	}
 	return nil
