@@ -28,7 +28,14 @@ func TestCompletionInShells(t *testing.T) {
 		}
 	}
 	bin := drctlBinary(t)
-	home := t.TempDir()
+	// Not t.TempDir: fish keeps writing its generated completions under
+	// HOME in the background after the shell is gone, and TempDir's
+	// strict clean-up would fail the test.
+	home, err := os.MkdirTemp("", "drctl-completion-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(home) })
 	if err := os.WriteFile(filepath.Join(home, "plan-x.json"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
