@@ -231,7 +231,7 @@ func failoverPreflight(ctx context.Context, topo *topology.Topology, to string) 
 // problemLines splits failover's "N problem(s):\n  - a\n  - b" into lines.
 func problemLines(err error) []string {
 	var out []string
-	for _, l := range strings.Split(err.Error(), "\n") {
+	for l := range strings.SplitSeq(err.Error(), "\n") {
 		if s, ok := strings.CutPrefix(strings.TrimSpace(l), "- "); ok {
 			out = append(out, s)
 		}

@@ -88,7 +88,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 				continue
 			}
 			if ctx.Err() != nil {
-				return nil
+				return nil //nolint:nilerr // the scheduler is stopping: that is no error
 			}
 			s.RunSlot(ctx, e.drill, next[i])
 			next[i] = nextSlot(e.schedule, maxTime(at, s.now()))

@@ -82,12 +82,10 @@ func TestTwoSchedulersRunEachSlotOnce(t *testing.T) {
 	recs := make([]*Record, 2)
 	logs := make([]bytes.Buffer, 2)
 	for i := range recs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			s := &Scheduler{Topo: topo, Options: Options{JournalDir: dir}, Log: slog.New(slog.NewJSONHandler(&logs[i], nil))}
 			recs[i] = s.RunSlot(context.Background(), d, slot)
-		}()
+		})
 	}
 	wg.Wait()
 	if (recs[0] == nil) == (recs[1] == nil) {
@@ -116,14 +114,12 @@ func TestTwoSchedulersRunEachSlotOnce(t *testing.T) {
 	defer cancel()
 	regs := []*prometheus.Registry{prometheus.NewRegistry(), prometheus.NewRegistry()}
 	for i := range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			s := &Scheduler{Topo: topo, Options: Options{JournalDir: dir}, Metrics: NewMetrics(regs[i])}
 			if err := s.Run(ctx); err != nil {
 				t.Errorf("scheduler %d: %v", i, err)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	hist, err := History(context.Background(), topo, HistoryOptions{JournalDir: dir})

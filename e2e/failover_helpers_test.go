@@ -391,8 +391,8 @@ func (r *foRun) sumSteps(first, last string) time.Duration {
 }
 
 func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i] + " ..."
+	if before, _, ok := strings.Cut(s, "\n"); ok {
+		return before + " ..."
 	}
 	return s
 }

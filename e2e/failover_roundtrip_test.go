@@ -62,7 +62,7 @@ func TestFailoverRoundTripRealKafka(t *testing.T) {
 	eastBefore, westBefore := ft.acls(t, "east"), ft.acls(t, "west")
 	t.Logf("east's ACLs before: %d, west's: %d", len(eastBefore), len(westBefore))
 	ledgerProd := ft.mirrorTopo().producer(t, "east", "")
-	for i := 0; i < 20; i++ {
+	for i := range 20 {
 		if _, _, err := ledgerProd.SendMessage(&sarama.ProducerMessage{Topic: ledger, Partition: int32(i % 2), Value: sarama.StringEncoder("entry-" + strconv.Itoa(i))}); err != nil {
 			t.Fatal(err)
 		}

@@ -151,7 +151,7 @@ func TestFailoverSafetyRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; i < 60; i++ {
+	for i := range 60 {
 		if _, _, err := p.SendMessage(&sarama.ProducerMessage{Topic: orders, Key: sarama.StringEncoder(fmt.Sprint(i)), Value: sarama.StringEncoder(fmt.Sprint(i))}); err != nil {
 			t.Fatal(err)
 		}

@@ -58,7 +58,7 @@ func TestFailoverUnplannedRealKafka(t *testing.T) {
 	// Mirrored: small records.
 	small := foProducer(t, "east", sarama.CompressionNone)
 	const n1 = 60
-	for i := 0; i < n1; i++ {
+	for i := range n1 {
 		foSend(t, small, orders, int32(i%parts), "k"+strconv.Itoa(i), "small-"+strconv.Itoa(i))
 	}
 	ft.waitLinkCaught(t, "east", "west", time.Minute)
@@ -98,7 +98,7 @@ func TestFailoverUnplannedRealKafka(t *testing.T) {
 		offset     int64
 	}
 	unmirrored := make([][]sent, parts)
-	for i := 0; i < n2; i++ {
+	for i := range n2 {
 		p := int32(i % parts)
 		key, value := "k"+strconv.Itoa(n1+i), foBigValue(n1+i)
 		off := foSend(t, big, orders, p, key, value)
@@ -178,7 +178,7 @@ func TestFailoverUnplannedRealKafka(t *testing.T) {
 	quarantine := orders + ft.Topo.Failover.SalvageTopicSuffix
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	for p := int32(0); p < parts; p++ {
+	for p := range int32(parts) {
 		got, err := readPartition(ctx, westCl, quarantine, p)
 		if err != nil {
 			t.Fatalf("read %s/%d on west: %v", quarantine, p, err)

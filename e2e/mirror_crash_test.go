@@ -53,7 +53,7 @@ func TestMirrorSIGKILLRealKafka(t *testing.T) {
 		copied       float64       // records this incarnation had committed on west just before the kill
 	}
 	var rounds []round
-	for i := 0; i < kills; i++ {
+	for i := range kills {
 		p := startMirror(t, mt, fmt.Sprintf("mirror-%02d", i))
 		started := time.Now()
 		waitFor(t, 60*time.Second, p.name+" owns shards", func() error {

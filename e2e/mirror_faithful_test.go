@@ -34,10 +34,10 @@ func TestMirrorFaithfulRealKafka(t *testing.T) {
 		late     = prefix + "-late"     // created while the mirror runs
 		outside  = "mfx-" + prefix      // not selected
 	)
-	createTopic(t, "east", orders, 4, map[string]*string{"retention.ms": strp("604800000"), "max.message.bytes": strp("2097152")})
-	createTopic(t, "east", accounts, 3, map[string]*string{"cleanup.policy": strp("compact"), "min.cleanable.dirty.ratio": strp("0.3")})
+	createTopic(t, "east", orders, 4, map[string]*string{"retention.ms": new("604800000"), "max.message.bytes": new("2097152")})
+	createTopic(t, "east", accounts, 3, map[string]*string{"cleanup.policy": new("compact"), "min.cleanable.dirty.ratio": new("0.3")})
 	createTopic(t, "east", payments, 2, nil)
-	createTopic(t, "east", logtime, 1, map[string]*string{"message.timestamp.type": strp("LogAppendTime")})
+	createTopic(t, "east", logtime, 1, map[string]*string{"message.timestamp.type": new("LogAppendTime")})
 	createTopic(t, "east", outside, 1, nil)
 	t.Cleanup(func() { deleteTopics(t, "west", orders, accounts, payments, logtime, late) })
 
@@ -86,7 +86,7 @@ func TestMirrorFaithfulRealKafka(t *testing.T) {
 
 	// orders: null keys, an empty key and value, null and empty header
 	// values, a repeated header key; transactions in between, one aborted.
-	for i := 0; i < 400; i++ {
+	for i := range 400 {
 		var key []byte
 		switch {
 		case i%5 == 0: // null key
@@ -107,14 +107,14 @@ func TestMirrorFaithfulRealKafka(t *testing.T) {
 			sarama.RecordHeader{Key: []byte("dup"), Value: []byte("b")}))
 		if i%100 == 99 {
 			var msgs []*sarama.ProducerMessage
-			for j := 0; j < 8; j++ {
+			for j := range 8 {
 				msgs = append(msgs, record(orders, int32(j%4), []byte("txn"), []byte(fmt.Sprintf("order txn %d/%d", i, j))))
 			}
 			inTxn(i == 199, msgs...)
 		}
 	}
 	// accounts: keyed updates and tombstones (null values).
-	for i := 0; i < 150; i++ {
+	for i := range 150 {
 		key := []byte(fmt.Sprintf("acct-%d", i%20))
 		value := []byte(fmt.Sprintf("balance %d", i*7))
 		if i%13 == 12 {
@@ -123,16 +123,16 @@ func TestMirrorFaithfulRealKafka(t *testing.T) {
 		send(plain, record(accounts, int32(i%3), key, value, sarama.RecordHeader{Key: []byte("v"), Value: []byte(fmt.Sprint(i))}))
 	}
 	// payments: 12 transactions of 6 records, every third aborted.
-	for tx := 0; tx < 12; tx++ {
+	for tx := range 12 {
 		var msgs []*sarama.ProducerMessage
-		for j := 0; j < 6; j++ {
+		for j := range 6 {
 			msgs = append(msgs, record(payments, int32(j%2), []byte(fmt.Sprintf("pay-%d", j)), []byte(fmt.Sprintf("payment %d/%d", tx, j)),
 				sarama.RecordHeader{Key: []byte("tx"), Value: []byte(fmt.Sprint(tx))}))
 		}
 		inTxn(tx%3 == 2, msgs...)
 	}
 	// logtime: the copy keeps the time the source broker stamped.
-	for i := 0; i < 30; i++ {
+	for i := range 30 {
 		send(plain, record(logtime, 0, []byte("lt"), []byte(fmt.Sprintf("stamped by east %d", i))))
 	}
 	send(plain, record(outside, 0, []byte("x"), []byte("never mirrored")))
@@ -214,8 +214,8 @@ func TestMirrorFaithfulRealKafka(t *testing.T) {
 
 	// A topic created now is mirrored within 10 s.
 	created := time.Now()
-	createTopic(t, "east", late, 2, map[string]*string{"retention.ms": strp("86400000")})
-	for i := 0; i < 10; i++ {
+	createTopic(t, "east", late, 2, map[string]*string{"retention.ms": new("86400000")})
+	for i := range 10 {
 		send(plain, record(late, int32(i%2), []byte("late"), []byte(fmt.Sprintf("late %d", i))))
 	}
 	waitFor(t, 10*time.Second-time.Since(created), "the late topic mirrored within 10 s of its creation", func() error {
@@ -234,7 +234,7 @@ func TestMirrorFaithfulRealKafka(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := sadmin.AlterConfig(sarama.TopicResource, orders, map[string]*string{
-		"retention.ms": strp("259200000"), "max.message.bytes": strp("2097152"),
+		"retention.ms": new("259200000"), "max.message.bytes": new("2097152"),
 	}, false); err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +243,7 @@ func TestMirrorFaithfulRealKafka(t *testing.T) {
 	}
 	changed := time.Now()
 	grown := mt.producer(t, "east", "") // a producer that sees the new partitions
-	for i := 0; i < 12; i++ {
+	for i := range 12 {
 		send(grown, record(orders, int32(4+i%2), []byte("grown"), []byte(fmt.Sprintf("new partition %d", i))))
 	}
 	waitFor(t, 30*time.Second, "new partitions and config mirrored", func() error {
@@ -294,7 +294,7 @@ func TestMirrorFaithfulRealKafka(t *testing.T) {
 	}
 }
 
-func strp(s string) *string { return &s }
+//go:fix inline
 
 // checkTopic fails the test unless topic on the admin's cluster has parts
 // partitions and the given config values.

@@ -297,7 +297,7 @@ func (p *mirrorProc) metric(name string, labels ...string) (float64, bool, error
 func sumSamples(exposition, name string, labels ...string) (float64, bool, error) {
 	var sum float64
 	found := false
-	for _, line := range strings.Split(exposition, "\n") {
+	for line := range strings.SplitSeq(exposition, "\n") {
 		if !strings.HasPrefix(line, name) {
 			continue
 		}
@@ -388,7 +388,7 @@ func readPartitions(client sarama.Client, topic string, n int32) ([][]kafkaread.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	out := make([][]kafkaread.Record, n)
-	for p := int32(0); p < n; p++ {
+	for p := range n {
 		recs, err := readPartition(ctx, client, topic, p)
 		if err != nil {
 			return nil, err
@@ -514,7 +514,7 @@ func partitionEnds(client sarama.Client, topic string, n int32) ([]kafkaread.End
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	out := make([]kafkaread.Ends, n)
-	for p := int32(0); p < n; p++ {
+	for p := range n {
 		e, err := kafkaread.PartitionEnds(ctx, client, topic, p)
 		if err != nil {
 			return nil, err

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -177,14 +177,14 @@ func readyShards(p *mirrorProc) ([]int32, error) {
 		return nil, fmt.Errorf("%s /readyz: no shard list in %q", p.name, body)
 	}
 	var out []int32
-	for _, f := range strings.Fields(m[1]) {
+	for f := range strings.FieldsSeq(m[1]) {
 		n, err := strconv.Atoi(f)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, int32(n))
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	slices.Sort(out)
 	return out, nil
 }
 

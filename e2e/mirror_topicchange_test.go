@@ -33,7 +33,7 @@ func TestMirrorTopicChangesRealKafka(t *testing.T) {
 		salvage  = recreate + mt.Topo.Failover.SalvageTopicSuffix
 	)
 	for _, tp := range []string{policy, deleted, recreate} {
-		createTopic(t, "east", tp, 2, map[string]*string{"cleanup.policy": strp("delete")})
+		createTopic(t, "east", tp, 2, map[string]*string{"cleanup.policy": new("delete")})
 	}
 	t.Cleanup(func() { deleteTopics(t, "west", policy, deleted, recreate, salvage) })
 	src, dst := mt.dial(t, "east"), mt.dial(t, "west")
@@ -43,7 +43,7 @@ func TestMirrorTopicChangesRealKafka(t *testing.T) {
 	}
 	send := func(p sarama.SyncProducer, topic, tag string, n int) {
 		t.Helper()
-		for i := 0; i < n; i++ {
+		for i := range n {
 			if _, _, err := p.SendMessage(&sarama.ProducerMessage{Topic: topic, Partition: int32(i % 2),
 				Key: sarama.StringEncoder(fmt.Sprintf("k%d", i)), Value: sarama.StringEncoder(fmt.Sprintf("%s-%d", tag, i))}); err != nil {
 				t.Fatalf("produce to %s: %v", topic, err)
@@ -67,7 +67,7 @@ func TestMirrorTopicChangesRealKafka(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := sadmin.AlterConfig(sarama.TopicResource, policy, map[string]*string{"cleanup.policy": strp("compact")}, false); err != nil {
+	if err := sadmin.AlterConfig(sarama.TopicResource, policy, map[string]*string{"cleanup.policy": new("compact")}, false); err != nil {
 		t.Fatal(err)
 	}
 	if err := sadmin.DeleteTopic(deleted); err != nil {
@@ -196,7 +196,7 @@ func TestMirrorLargeRecordRealKafka(t *testing.T) {
 	prefix := uniqueName(t, "lr")
 	mt := writeMirrorTopology(t, topicPattern(prefix+"-"))
 	big, small := prefix+"-big", prefix+"-small"
-	createTopic(t, "east", big, 3, map[string]*string{"max.message.bytes": strp("6291456")})
+	createTopic(t, "east", big, 3, map[string]*string{"max.message.bytes": new("6291456")})
 	createTopic(t, "east", small, 2, nil)
 	t.Cleanup(func() { deleteTopics(t, "west", big, small) })
 	src, dst := mt.dial(t, "east"), mt.dial(t, "west")
@@ -224,16 +224,16 @@ func TestMirrorLargeRecordRealKafka(t *testing.T) {
 		}
 	}
 	proc := startMirror(t, mt, "mirror", "--shards", "2")
-	for i := 0; i < 10; i++ {
-		for p := int32(0); p < 3; p++ {
+	for i := range 10 {
+		for p := range int32(3) {
 			send(big, p, []byte(fmt.Sprintf("before-%d", i)))
 		}
 		send(small, int32(i%2), []byte(fmt.Sprintf("before-%d", i)))
 	}
 	large := bytes.Repeat([]byte("drctl"), 800_000) // 4,000,000 bytes
 	send(big, 0, large)
-	for i := 0; i < 10; i++ {
-		for p := int32(0); p < 3; p++ {
+	for i := range 10 {
+		for p := range int32(3) {
 			send(big, p, []byte(fmt.Sprintf("after-%d", i)))
 		}
 		send(small, int32(i%2), []byte(fmt.Sprintf("after-%d", i)))

@@ -173,7 +173,7 @@ func (m *offsetsMirror) metric(name string, labels ...string) (float64, error) {
 		return 0, err
 	}
 	sum := 0.0
-	for _, line := range strings.Split(string(body), "\n") {
+	for line := range strings.SplitSeq(string(body), "\n") {
 		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
 			continue
 		}

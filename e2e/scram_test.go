@@ -132,7 +132,7 @@ func (c *scramClient) hmac(key []byte, msg string) []byte {
 // scramAttrs splits "a=1,b=2" into a map; values may contain '='.
 func scramAttrs(msg string) map[string]string {
 	out := map[string]string{}
-	for _, part := range strings.Split(msg, ",") {
+	for part := range strings.SplitSeq(msg, ",") {
 		if k, v, ok := strings.Cut(part, "="); ok {
 			out[k] = v
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -23,8 +24,8 @@ func outputOf(t *testing.T, dir, id, name string) json.RawMessage {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := len(st.Plan.Steps) - 1; i >= 0; i-- {
-		if st.Plan.Steps[i].Name == name && st.Outputs[i] != nil {
+	for i, v := range slices.Backward(st.Plan.Steps) {
+		if v.Name == name && st.Outputs[i] != nil {
 			return st.Outputs[i]
 		}
 	}

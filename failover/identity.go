@@ -36,9 +36,7 @@ func (w *world) clusterIDs(ctx context.Context, v rolestate.View) (map[string]st
 			ids[name] = id
 		}
 	}
-	for name, id := range live {
-		ids[name] = id
-	}
+	maps.Copy(ids, live)
 	if err := oneNameEach(w.topo.Path, ids, live); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrRefused, err)
 	}
@@ -83,9 +81,7 @@ func identityProblems(w *world, recorded map[string]string) ([]string, error) {
 	}
 	var problems []string
 	ids := map[string]string{}
-	for name, id := range recorded {
-		ids[name] = id
-	}
+	maps.Copy(ids, recorded)
 	for _, name := range w.topo.ClusterNames() {
 		now, rec := live[name], recorded[name]
 		if now != "" && rec != "" && now != rec {

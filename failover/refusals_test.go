@@ -160,12 +160,10 @@ func TestRefusalConcurrentFailovers(t *testing.T) {
 	start := make(chan struct{})
 	var wg sync.WaitGroup
 	for i := range plansRun {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			<-start
 			errs[i] = execute(t, topo, plansRun[i], t.TempDir(), confirms[i])
-		}()
+		})
 	}
 	close(start)
 	wg.Wait()

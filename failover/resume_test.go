@@ -643,7 +643,7 @@ func (p *appProducer) trySend(topic string, n int) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var msgs []*sarama.ProducerMessage
-	for i := 0; i < n; i++ {
+	for i := range n {
 		v := fmt.Sprintf("%s-%05d", topic, p.seq+i)
 		msgs = append(msgs, &sarama.ProducerMessage{Topic: topic, Key: sarama.StringEncoder(v), Value: sarama.StringEncoder(v)})
 	}
@@ -703,7 +703,7 @@ func committedOf(t *testing.T, cl sarama.Client, group string) map[string]int64 
 	}
 	tps := map[string][]int32{}
 	for topic, n := range resumeTopics {
-		for part := int32(0); part < n; part++ {
+		for part := range n {
 			tps[topic] = append(tps[topic], part)
 		}
 	}

@@ -65,14 +65,14 @@ func (a *app) produceOnce() error {
 	}
 	defer p.Close()
 	var msgs []*sarama.ProducerMessage
-	for i := 0; i < 20; i++ {
+	for i := range 20 {
 		msgs = append(msgs, &sarama.ProducerMessage{Topic: a.topic, Key: sarama.StringEncoder(strconv.Itoa(seq + i)), Value: sarama.StringEncoder(strconv.Itoa(seq + i))})
 	}
 	if err := p.SendMessages(msgs); err != nil {
 		return err
 	}
 	a.mu.Lock()
-	for i := 0; i < 20; i++ {
+	for i := range 20 {
 		a.acked[seq+i] = true
 	}
 	a.seq += 20
@@ -208,13 +208,13 @@ func TestRoundTrip(t *testing.T) {
 	defer func() { cancel(); <-dDone }()
 
 	a := &app{t: t, topo: topo, topic: "orders", group: "billing", active: "east", acked: map[int]bool{}, consumed: map[int]int{}}
-	for i := 0; i < 10; i++ {
+	for range 10 {
 		if err := a.produceOnce(); err != nil {
 			t.Fatal(err)
 		}
 	}
 	a.consumeAll("east") // the group reads part of the data on east
-	for i := 0; i < 10; i++ {
+	for range 10 {
 		if err := a.produceOnce(); err != nil {
 			t.Fatal(err)
 		}
@@ -265,7 +265,7 @@ func TestRoundTrip(t *testing.T) {
 	a.check("after failover to west")
 	a.pause(false)
 
-	for i := 0; i < 10; i++ {
+	for range 10 {
 		if err := a.produceOnce(); err != nil {
 			t.Fatal(err)
 		}

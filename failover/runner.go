@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"sync"
@@ -107,9 +108,7 @@ func Execute(ctx context.Context, topo *topology.Topology, p *plans.Plan, o RunO
 	for i := 0; i < start.From; i++ {
 		store.rec.Done[i] = true
 	}
-	for i, raw := range start.Outputs {
-		store.rec.Outputs[i] = raw
-	}
+	maps.Copy(store.rec.Outputs, start.Outputs)
 	hooks := []plans.Hook{journal, plans.Required(store)}
 	switch {
 	case o.JSON != nil:

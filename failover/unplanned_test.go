@@ -47,7 +47,7 @@ func TestUnplannedFailoverRPOAndSalvage(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer prod.Close()
-		for i := 0; i < n; i++ {
+		for i := range n {
 			if _, _, err := prod.SendMessage(&sarama.ProducerMessage{Topic: "orders", Partition: int32(i % 2), Value: sarama.StringEncoder(fmt.Sprint(i))}); err != nil {
 				t.Fatal(err)
 			}
@@ -135,7 +135,7 @@ func TestUnplannedFailoverRPOAndSalvage(t *testing.T) {
 	}
 	west := kfaketest.Dial(t, topo, "west")
 	n := 0
-	for part := int32(0); part < 2; part++ {
+	for part := range int32(2) {
 		recs, err := readCommitted(west, "orders"+topo.Failover.SalvageTopicSuffix, part)
 		if err != nil {
 			t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/IBM/sarama"
+
 	"github.com/drctl/drctl/topology"
 )
 

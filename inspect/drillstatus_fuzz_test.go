@@ -39,7 +39,7 @@ func FuzzDecodeDrillStatus(f *testing.F) {
 		fold := drillFold{topology: topo.Name}
 		var newest, pass time.Time
 		accepted := 0
-		for _, line := range bytes.Split(raw, []byte("\n")) {
+		for line := range bytes.SplitSeq(raw, []byte("\n")) {
 			fold.add(line)
 			h, err := decodeDrillHeader(line)
 			if err != nil || h.Topology != topo.Name {

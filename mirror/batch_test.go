@@ -29,11 +29,11 @@ func TestLargeTransactions(t *testing.T) {
 	value := make([]byte, 1024)
 	const n = 20000
 	go func() {
-		for i := 0; i < n; i++ {
+		for i := range n {
 			prod.Input() <- &sarama.ProducerMessage{Topic: "big", Partition: int32(i % 2), Value: sarama.ByteEncoder(value)}
 		}
 	}()
-	for i := 0; i < n; i++ {
+	for range n {
 		select {
 		case <-prod.Successes():
 		case perr := <-prod.Errors():
@@ -52,7 +52,7 @@ func TestLargeTransactions(t *testing.T) {
 	go func() { done <- e.Run(ctx) }()
 	waitFor(t, 60*time.Second, "the backlog copied", func() error {
 		total := 0
-		for part := int32(0); part < 2; part++ {
+		for part := range int32(2) {
 			d, err := readAll(dst, "big", part)
 			if err != nil {
 				return err
@@ -61,7 +61,7 @@ func TestLargeTransactions(t *testing.T) {
 		}
 		if total != n {
 			if total > n {
-				for part := int32(0); part < 2; part++ {
+				for part := range int32(2) {
 					d, _ := readAll(dst, "big", part)
 					seen := map[int64]int{}
 					for _, r := range d {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+
 	"github.com/drctl/drctl/topology"
 )
 

@@ -53,10 +53,3 @@ func (b *budget) release(n int64) {
 	b.freed = make(chan struct{})
 	b.mu.Unlock()
 }
-
-// inUse returns the bytes held now.
-func (b *budget) inUse() int64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.held
-}

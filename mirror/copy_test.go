@@ -47,7 +47,7 @@ func testFaithfulCopy(t *testing.T, delivery string) {
 			t.Fatal(err)
 		}
 	}
-	for i := 0; i < 200; i++ {
+	for i := range 200 {
 		var key []byte
 		if i%7 != 0 {
 			key = []byte(fmt.Sprintf("k%d", i%13)) // some null keys
@@ -56,11 +56,11 @@ func testFaithfulCopy(t *testing.T, delivery string) {
 		send(plain, "skipped", 0, key)
 	}
 	// Transactions on pay.eu: every third aborted.
-	for tx := 0; tx < 12; tx++ {
+	for tx := range 12 {
 		if err := txn.BeginTxn(); err != nil {
 			t.Fatal(err)
 		}
-		for i := 0; i < 5; i++ {
+		for i := range 5 {
 			send(txn, "pay.eu", int32(i%2), []byte(fmt.Sprintf("c%d", i)))
 		}
 		var err error
@@ -95,7 +95,7 @@ func testFaithfulCopy(t *testing.T, delivery string) {
 			if err := dst.RefreshMetadata(topic); err != nil {
 				return err
 			}
-			for part := int32(0); part < parts; part++ {
+			for part := range parts {
 				s, err := readAll(src, topic, part)
 				if err != nil {
 					return err
@@ -151,7 +151,7 @@ func testFaithfulCopy(t *testing.T, delivery string) {
 	// added later is picked up too.
 	start := time.Now()
 	kfaketest.CreateTopicOn(t, src, "late", 2, nil)
-	for i := 0; i < 10; i++ {
+	for i := range 10 {
 		send(plain, "late", int32(i%2), []byte("x"))
 	}
 	waitFor(t, 10*time.Second, "late topic copied", check("late", 2))
@@ -164,7 +164,7 @@ func testFaithfulCopy(t *testing.T, delivery string) {
 		t.Fatal(err)
 	}
 	plain2 := kfaketest.IdempotentProducer(t, east, "") // a producer that knows the new partitions
-	for i := 0; i < 12; i++ {
+	for i := range 12 {
 		send(plain2, "orders", int32(4+i%2), []byte("new"))
 	}
 	waitFor(t, 15*time.Second, "new partitions copied", check("orders", 6))

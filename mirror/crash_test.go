@@ -108,15 +108,13 @@ func TestExactlyOnceAcrossKills(t *testing.T) {
 	var wg sync.WaitGroup
 	produced := make(chan error, 1)
 	var streamDone atomic.Bool
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	wg.Go(func() {
 		produced <- produceStream(east, "stream", partitions, records, 15*time.Millisecond)
 		streamDone.Store(true)
-	}()
+	})
 
 	streaming := 0
-	for i := 0; i < kills; i++ {
+	for range kills {
 		c := startChild(t, p.Path, 4)
 		c.waitOwning(t, 30*time.Second)
 		time.Sleep(time.Duration(50+rand.IntN(400)) * time.Millisecond) // a random moment to crash at
@@ -132,7 +130,7 @@ func TestExactlyOnceAcrossKills(t *testing.T) {
 	final := startChild(t, p.Path, 4)
 	final.waitOwning(t, 30*time.Second)
 	waitFor(t, 90*time.Second, "every record mirrored exactly once", func() error {
-		for part := int32(0); part < partitions; part++ {
+		for part := range int32(partitions) {
 			s, err := readAll(src, "stream", part)
 			if err != nil {
 				return err
@@ -149,7 +147,7 @@ func TestExactlyOnceAcrossKills(t *testing.T) {
 		return nil
 	})
 	total := 0
-	for part := int32(0); part < partitions; part++ {
+	for part := range int32(partitions) {
 		total += len(kfaketest.Records(t, src, "stream", part, 0))
 	}
 	if streaming < kills/2 {

@@ -142,7 +142,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	stop := func() {
 		if cancel != nil {
 			cancel()
-			<-running
+			<-running //nolint:errcheck // stopping the link on purpose: it ends with ctx's cancellation
 			cancel, running = nil, nil
 			d.mu.Lock()
 			d.current, d.key = nil, linkKey{}

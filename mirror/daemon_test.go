@@ -24,7 +24,7 @@ func TestDaemonFollowsRoles(t *testing.T) {
 	src, dst := kfaketest.DialCluster(t, east), kfaketest.DialCluster(t, west)
 	kfaketest.CreateTopicOn(t, src, "orders", 2, nil)
 	send := func(c sarama.SyncProducer, n int, tag string) {
-		for i := 0; i < n; i++ {
+		for i := range n {
 			if _, _, err := c.SendMessage(&sarama.ProducerMessage{Topic: "orders", Partition: int32(i % 2), Value: sarama.StringEncoder(tag)}); err != nil {
 				t.Fatal(err)
 			}
@@ -32,7 +32,7 @@ func TestDaemonFollowsRoles(t *testing.T) {
 	}
 	count := func(cl sarama.Client) (int, map[string]int) {
 		n, tags := 0, map[string]int{}
-		for part := int32(0); part < 2; part++ {
+		for part := range int32(2) {
 			d, err := readAll(cl, "orders", part)
 			if err != nil {
 				return -1, nil

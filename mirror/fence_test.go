@@ -1,7 +1,6 @@
 package mirror
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -23,7 +22,7 @@ func TestFencedMirrorCannotWrite(t *testing.T) {
 	kfaketest.CreateTopicOn(t, src, "orders", 2, nil)
 	prod := kfaketest.IdempotentProducer(t, east, "")
 	send := func(n int) {
-		for i := 0; i < n; i++ {
+		for i := range n {
 			if _, _, err := prod.SendMessage(&sarama.ProducerMessage{Topic: "orders", Partition: int32(i % 2), Value: sarama.StringEncoder("x")}); err != nil {
 				t.Fatal(err)
 			}
@@ -31,7 +30,7 @@ func TestFencedMirrorCannotWrite(t *testing.T) {
 	}
 	count := func() int {
 		n := 0
-		for part := int32(0); part < 2; part++ {
+		for part := range int32(2) {
 			d, err := readAll(dst, "orders", part)
 			if err != nil {
 				return -1 // not created yet
@@ -42,8 +41,7 @@ func TestFencedMirrorCannotWrite(t *testing.T) {
 	}
 	send(100)
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := t.Context()
 	e, err := NewEngine(p.Topology, "east", "west", Options{Epoch: 0, Shards: 2, IdleCheck: 100 * time.Millisecond,
 		TopicSyncInterval: 200 * time.Millisecond,
 		Allowed:           func(st rolestate.State) bool { return st.Active == "east" && st.Standby == "west" }})

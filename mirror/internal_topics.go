@@ -18,17 +18,14 @@ func (e *Engine) ensureInternalTopics(ctx context.Context, dst sarama.Client) er
 	if err != nil {
 		return fmt.Errorf("target %s: admin: %w", e.link.Target, err)
 	}
-	rf := int16(min(3, len(dst.Brokers())))
-	if rf < 1 {
-		rf = 1
-	}
+	rf := max(int16(min(3, len(dst.Brokers()))), 1)
 	retention := strconv.FormatInt(e.opts.OffsetsRetention.Milliseconds(), 10)
 	topics := []struct {
 		name    string
 		configs map[string]*string
 	}{
-		{e.link.ShardsTopic(), map[string]*string{"retention.ms": ptr("3600000")}},
-		{e.link.OffsetsTopic(), map[string]*string{"cleanup.policy": ptr("delete"), "retention.ms": &retention}},
+		{e.link.ShardsTopic(), map[string]*string{"retention.ms": new("3600000")}},
+		{e.link.OffsetsTopic(), map[string]*string{"cleanup.policy": new("delete"), "retention.ms": &retention}},
 	}
 	compact := "compact"
 	for _, name := range []string{e.link.EndsTopic(), e.link.TopicsTopic()} {
@@ -69,4 +66,4 @@ func (e *Engine) offsetsPartitions(ctx context.Context, dst sarama.Client) (int3
 	return int32(len(parts)), ctx.Err()
 }
 
-func ptr(s string) *string { return &s }
+//go:fix inline

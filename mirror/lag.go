@@ -106,13 +106,11 @@ func MeasureLagIn(ctx context.Context, clusters *kafkaconn.Clusters, link topolo
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 8)
 	for i, tp := range tps {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			rep.Partitions[i] = partitionLag(ctx, src, tp, stable[tp], starts[tp], progress)
-		}()
+		})
 	}
 	wg.Wait()
 	addTroubles(ctx, src, dst, topo, link, rep)

@@ -5,8 +5,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/drctl/drctl/topology"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/drctl/drctl/topology"
 )
 
 // LagClock is drctl_mirror_lag_seconds: per source partition, the age of

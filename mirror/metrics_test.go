@@ -90,7 +90,7 @@ func TestLagSecondsWhileStuck(t *testing.T) {
 	kfaketest.CreateTopicOn(t, kfaketest.DialCluster(t, east), "orders", 2, nil)
 	old := time.Now().Add(-time.Hour)
 	prod := kfaketest.IdempotentProducer(t, east, "")
-	for i := 0; i < 20; i++ {
+	for i := range 20 {
 		if _, _, err := prod.SendMessage(&sarama.ProducerMessage{Topic: "orders", Partition: int32(i % 2), Value: sarama.StringEncoder("v"), Timestamp: old}); err != nil {
 			t.Fatal(err)
 		}
@@ -164,7 +164,7 @@ func TestDaemonMetrics(t *testing.T) {
 	src, dst := kfaketest.DialCluster(t, east), kfaketest.DialCluster(t, west)
 	kfaketest.CreateTopicOn(t, src, "orders", 2, nil)
 	prod := kfaketest.IdempotentProducer(t, east, "")
-	for i := 0; i < 10; i++ {
+	for i := range 10 {
 		if _, _, err := prod.SendMessage(&sarama.ProducerMessage{Topic: "orders", Partition: int32(i % 2), Value: sarama.StringEncoder("v")}); err != nil {
 			t.Fatal(err)
 		}
@@ -246,7 +246,7 @@ func TestDaemonMetrics(t *testing.T) {
 
 func grepLines(body, sub string) string {
 	var out []string
-	for _, l := range strings.Split(body, "\n") {
+	for l := range strings.SplitSeq(body, "\n") {
 		if strings.Contains(l, sub) && !strings.HasPrefix(l, "#") {
 			out = append(out, l)
 		}

@@ -135,7 +135,7 @@ func copyTopic(ctx context.Context, cl sarama.Client, admin sarama.ClusterAdmin,
 	}
 	defer prod.Close()
 	var n int64
-	for p := int32(0); p < partitions; p++ {
+	for p := range partitions {
 		_, err := kafkaread.ReadCommitted(ctx, cl, from, p, 0, func(r kafkaread.Record) error {
 			hs := make([]sarama.RecordHeader, 0, len(r.Headers))
 			for _, h := range r.Headers {

@@ -80,7 +80,7 @@ func TestTwoProcessesSplitAndTakeOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 60*time.Second, "every record mirrored exactly once", func() error {
-		for part := int32(0); part < partitions; part++ {
+		for part := range int32(partitions) {
 			s, err := readAll(src, "stream", part)
 			if err != nil {
 				return err

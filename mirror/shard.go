@@ -69,8 +69,7 @@ type partState struct {
 	next     int64 // next source offset to copy (committed progress)
 	stable   int64 // last stable offset seen on the source (-1 unknown)
 	stableAt time.Time
-	lastTs   int64 // source timestamp (ms) of the last record copied
-	oldestTs time.Time
+	lastTs   int64     // source timestamp (ms) of the last record copied
 	lastSeen time.Time // when a record of this partition last arrived
 	stop     chan struct{}
 }
@@ -371,9 +370,7 @@ func (s *shard) startPartition(ctx context.Context, p *partState, ends *srcEnds)
 		p.next = ends.Start
 	}
 	link := s.e.link.String()
-	s.fwd.Add(1)
-	go func() {
-		defer s.fwd.Done()
+	s.fwd.Go(func() {
 		for {
 			select {
 			case m, ok := <-pc.Messages():
@@ -402,7 +399,7 @@ func (s *shard) startPartition(ctx context.Context, p *partState, ends *srcEnds)
 				return
 			}
 		}
-	}()
+	})
 	return nil
 }
 

@@ -130,7 +130,7 @@ func TestHealthFailsWhileStalled(t *testing.T) {
 
 func metricLines(s string, subs ...string) string {
 	var out []string
-	for _, l := range strings.Split(s, "\n") {
+	for l := range strings.SplitSeq(s, "\n") {
 		for _, sub := range subs {
 			if strings.HasPrefix(l, sub) {
 				out = append(out, l)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -47,7 +48,7 @@ func runEngine(t *testing.T, topo *topology.Topology, opts Options) *Engine {
 // sendN writes n records tagged tag to partition 0 of topic.
 func sendN(t *testing.T, prod sarama.SyncProducer, topic string, n int, tag string) {
 	t.Helper()
-	for i := 0; i < n; i++ {
+	for i := range n {
 		if _, _, err := prod.SendMessage(&sarama.ProducerMessage{Topic: topic, Key: sarama.StringEncoder(fmt.Sprint(i)), Value: sarama.StringEncoder(fmt.Sprintf("%s-%d", tag, i))}); err != nil {
 			t.Fatalf("send to %s: %v", topic, err)
 		}
@@ -85,10 +86,8 @@ func deleteTopic(t *testing.T, cl sarama.Client, name string) {
 			return err
 		}
 		ts, _ := cl.Topics()
-		for _, n := range ts {
-			if n == name {
-				return fmt.Errorf("%s still listed", name)
-			}
+		if slices.Contains(ts, name) {
+			return fmt.Errorf("%s still listed", name)
 		}
 		return nil
 	})

@@ -23,7 +23,7 @@ func TestRetentionLossIsCounted(t *testing.T) {
 	kfaketest.CreateTopicOn(t, src, "orders", 1, nil)
 	prod := kfaketest.IdempotentProducer(t, east, "")
 	send := func(n int) {
-		for i := 0; i < n; i++ {
+		for i := range n {
 			if _, _, err := prod.SendMessage(&sarama.ProducerMessage{Topic: "orders", Value: sarama.StringEncoder(fmt.Sprint(i))}); err != nil {
 				t.Fatal(err)
 			}

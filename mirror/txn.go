@@ -3,6 +3,7 @@ package mirror
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -195,9 +196,7 @@ func (s *shard) transact(ctx context.Context, first *sarama.ConsumerMessage, ext
 		s.held.Add(-t.pulled)
 		e.buf.release(t.pulled)
 	}()
-	for tp, off := range extra {
-		t.next[tp] = off
-	}
+	maps.Copy(t.next, extra)
 	var pending *sarama.ProducerMessage // taken, not yet queued
 	open := first != nil
 	if open {

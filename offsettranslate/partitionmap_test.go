@@ -377,7 +377,7 @@ func TestIndexOrdersEntriesAcrossBatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := mapOf(t, workedExample...)
-	for pos := int64(0); pos < 12; pos++ {
+	for pos := range int64(12) {
 		if got := x.Translate("orders", 3, pos); got != want.Translate(pos) {
 			t.Errorf("Translate(%d) = %+v, want %+v", pos, got, want.Translate(pos))
 		}

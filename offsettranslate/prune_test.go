@@ -7,7 +7,7 @@ import "testing"
 // guess.
 func TestPruneBelow(t *testing.T) {
 	var m PartitionMap
-	for i := int64(0); i < 10; i++ {
+	for i := range int64(10) {
 		// Ten transactions of 10 records; each commit marker takes one
 		// target offset.
 		e := Entry{Topic: "t", Partition: 0, Runs: []Run{{Source: i * 10, Target: i * 11, Count: 10}}, SourceNext: i*10 + 10}

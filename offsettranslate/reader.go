@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 
 	"github.com/IBM/sarama"
@@ -129,9 +130,7 @@ func (f *Follower) Poll(ctx context.Context, client sarama.Client) error {
 		next[p] = end
 	}
 	ierr := f.index.merge(&staged)
-	for p, end := range next {
-		f.next[p] = end
-	}
+	maps.Copy(f.next, next)
 	if ierr != nil {
 		return fmt.Errorf("read offset map %s: %w", f.topic, ierr)
 	}

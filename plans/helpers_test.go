@@ -206,7 +206,7 @@ func (w *failingWriter) Sync() error {
 func decodeEvents(t testing.TB, s string) []Event {
 	t.Helper()
 	var out []Event
-	for _, line := range strings.Split(strings.TrimSpace(s), "\n") {
+	for line := range strings.SplitSeq(strings.TrimSpace(s), "\n") {
 		var e Event
 		if err := json.Unmarshal([]byte(line), &e); err != nil {
 			t.Fatalf("JSON stream line %q: %v", line, err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -119,7 +120,7 @@ func TestReadJournalRejects(t *testing.T) {
 			return l
 		}, "step-started for step 8, the plan has 4 steps"},
 		{"another plan's run", func(l []string) []string {
-			l = append(l[:len(l):len(l)], strings.Replace(l[0], `"digest":"sha256:`, `"digest":"sha256:0`, 1))
+			l = append(slices.Clip(l), strings.Replace(l[0], `"digest":"sha256:`, `"digest":"sha256:0`, 1))
 			return append(l, l[1])
 		}, "run-started for plan sha256:0"},
 	}

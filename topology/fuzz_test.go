@@ -40,8 +40,7 @@ func FuzzParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		topo, err := Parse("f.yaml", data, fuzzLookup)
 		if err != nil {
-			var te *Error
-			if !errors.As(err, &te) {
+			if _, ok := errors.AsType[*Error](err); !ok {
 				t.Fatalf("error %T %v is not an *Error", err, err)
 			}
 			msg := err.Error()

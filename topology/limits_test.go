@@ -119,7 +119,7 @@ func TestHostileInputs(t *testing.T) {
 	// bootstrap list: walking the aliases naively multiplies the two.
 	var manyClusters strings.Builder
 	manyClusters.WriteString("name: t\nclusters:\n  east: &c {bootstrap: " + list("k:1", MaxListItems) + "}\n")
-	for i := 0; i < MaxListItems; i++ {
+	for i := range MaxListItems {
 		fmt.Fprintf(&manyClusters, "  c%d: *c\n", i)
 	}
 	cases := []struct {

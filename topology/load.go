@@ -161,8 +161,7 @@ func Parse(path string, data []byte, lookup func(string) (string, bool)) (*Topol
 	}
 	x := newExpansions(data)
 	wrap := func(err error) error {
-		var pe *Error
-		if errors.As(err, &pe) {
+		if pe, ok := errors.AsType[*Error](err); ok {
 			pe.File, pe.Msg = path, x.scrub(pe.Msg)
 			return pe
 		}
@@ -179,7 +178,7 @@ func Parse(path string, data []byte, lookup func(string) (string, bool)) (*Topol
 	if root.Kind != yaml.MappingNode {
 		return nil, &Error{File: path, Line: root.Line, Msg: "the top level must be a mapping (name:, clusters:, active:, standby: ...)"}
 	}
-	if err := checkKeys(root, reflect.TypeOf(rawFile{}), "", map[keyCheck]bool{}); err != nil {
+	if err := checkKeys(root, reflect.TypeFor[rawFile](), "", map[keyCheck]bool{}); err != nil {
 		return nil, wrap(err)
 	}
 	if err := x.expandEnv(root, lookup); err != nil {
@@ -223,8 +222,7 @@ func yamlSyntaxError(err error) error {
 
 // decodeError turns yaml.v3's type errors into one positioned line.
 func decodeError(err error) error {
-	var pe *Error
-	if errors.As(err, &pe) {
+	if pe, ok := errors.AsType[*Error](err); ok {
 		return pe
 	}
 	if strings.Contains(err.Error(), "excessive aliasing") {
@@ -272,17 +270,17 @@ func checkKeys(n *yaml.Node, t reflect.Type, where string, done map[keyCheck]boo
 		if n.Kind != yaml.MappingNode {
 			return nil // a type error; Decode reports it with its line
 		}
-		if t == reflect.TypeOf(duration{}) {
+		if t == reflect.TypeFor[duration]() {
 			return nil
 		}
 		fields := map[string]reflect.Type{}
 		var known []string
-		for i := 0; i < t.NumField(); i++ {
-			tag := strings.Split(t.Field(i).Tag.Get("yaml"), ",")[0]
+		for field := range t.Fields() {
+			tag, _, _ := strings.Cut(field.Tag.Get("yaml"), ",")
 			if tag == "" || tag == "-" {
 				continue
 			}
-			fields[tag] = t.Field(i).Type
+			fields[tag] = field.Type
 			known = append(known, tag)
 		}
 		slices.Sort(known)

@@ -172,8 +172,7 @@ func compileAll(exprs []string) ([]*regexp.Regexp, error) {
 		if err != nil {
 			// The parser's message repeats the expression; keep only its
 			// code, since the expression may come from a ${VAR}.
-			var se *syntax.Error
-			if errors.As(err, &se) {
+			if se, ok := errors.AsType[*syntax.Error](err); ok {
 				return nil, fmt.Errorf("bad regular expression %q: %s", e, se.Code)
 			}
 			return nil, fmt.Errorf("bad regular expression %q: %v", e, err)

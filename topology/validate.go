@@ -250,8 +250,7 @@ func buildCluster(name string, rc *rawCluster, root *yaml.Node, path string) (*C
 // pathCause is the cause of a failed file operation without the path it
 // names (a path from a ${VAR} is shown as written by the caller).
 func pathCause(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
+	if pe, ok := errors.AsType[*fs.PathError](err); ok {
 		return pe.Err
 	}
 	return err

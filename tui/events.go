@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -122,8 +123,8 @@ func (v *eventsView) Add(es ...Event) {
 		v.all = v.all[len(v.all)-maxEvents:]
 	}
 	rows := make([][]string, 0, len(v.all))
-	for i := len(v.all) - 1; i >= 0; i-- {
-		e := v.all[i]
+	for _, e := range slices.Backward(v.all) {
+
 		text := e.Text
 		if e.Bad {
 			text = "! " + text

@@ -169,7 +169,7 @@ func runEvents() []plans.Event {
 	start := ev(plans.EventRunStarted, 0, 0)
 	start.Plan = p
 	out := []plans.Event{start}
-	for i := 0; i < 3; i++ {
+	for i := range 3 {
 		out = append(out, ev(plans.EventStepStarted, i, time.Duration(i)*time.Second))
 		done := ev(plans.EventStepDone, i, time.Duration(i)*time.Second+500*time.Millisecond)
 		done.ElapsedMS, done.Summary = 500, "ok"

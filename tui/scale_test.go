@@ -42,9 +42,7 @@ func TestScale(t *testing.T) {
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 16)
 	for g := range groups {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			group := fmt.Sprintf("g%04d", g)
@@ -58,7 +56,7 @@ func TestScale(t *testing.T) {
 			if _, err := coord.CommitOffset(req); err != nil {
 				t.Error(err)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 

@@ -163,7 +163,7 @@ func (b *bench) produce(ctx context.Context) (int, error) {
 	errc := make(chan error, 1)
 	go func() {
 		var first error
-		for i := 0; i < total; i++ {
+		for range total {
 			select {
 			case <-p.Successes():
 			case perr := <-p.Errors():

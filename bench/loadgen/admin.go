@@ -245,7 +245,7 @@ func runExists(args []string) error {
 func selfUsage() (int64, float64) {
 	var hwm int64
 	if b, err := os.ReadFile("/proc/self/status"); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
+		for line := range strings.SplitSeq(string(b), "\n") {
 			if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
 				hwm, _ = strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
 			}

@@ -301,7 +301,7 @@ func runFanoutWait(args []string) error {
 		if err != nil {
 			return err
 		}
-		for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		for line := range strings.SplitSeq(strings.TrimSpace(string(raw)), "\n") {
 			var p fanoutPart
 			var end int64
 			if _, err := fmt.Sscanf(line, "%s %d %d", &p.topic, &p.part, &end); err == nil {

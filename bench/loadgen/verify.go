@@ -86,13 +86,11 @@ func runVerify(args []string) error {
 	work := make(chan int)
 	var wg sync.WaitGroup
 	for range *parallel {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for p := range work {
 				results[p], errs[p] = checkPartition(sc, tc, *srcTopic, *topic, int32(p), srcOffs[p], tgtOffs[p], *every, seed)
 			}
-		}()
+		})
 	}
 	for p := range ns {
 		work <- p

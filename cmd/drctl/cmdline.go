@@ -80,12 +80,10 @@ func lookupFlag(path []cmdLevel, name string) (int, cli.Flag) {
 	if name == "help" || name == "h" {
 		return len(path) - 1, cli.HelpFlag
 	}
-	for i := len(path) - 1; i >= 0; i-- {
-		for _, f := range path[i].flags {
-			for _, n := range f.Names() {
-				if n == name {
-					return i, f
-				}
+	for i, p := range slices.Backward(path) {
+		for _, f := range p.flags {
+			if slices.Contains(f.Names(), name) {
+				return i, f
 			}
 		}
 	}
@@ -190,11 +188,8 @@ func normalizeArgs(app *cli.App, args []string) ([]string, error) {
 		}
 	}
 	if len(positional) > 0 && path[len(path)-1].cmd != nil {
-		for _, p := range positional {
-			if isFlag(p) {
-				out = append(out, "--")
-				break
-			}
+		if slices.ContainsFunc(positional, isFlag) {
+			out = append(out, "--")
 		}
 	}
 	return append(out, positional...), nil

@@ -138,17 +138,17 @@ func writeCommand(w *bytes.Buffer, h func(int, string), path string, c *cli.Comm
 // splitExamples separates the examples from a description that ends with
 // "Examples:" and one command per line.
 func splitExamples(desc string) (string, []string) {
-	i := strings.Index(desc, "Examples:")
-	if i < 0 {
+	before, after, ok := strings.Cut(desc, "Examples:")
+	if !ok {
 		return strings.TrimSpace(desc), nil
 	}
 	var ex []string
-	for _, l := range strings.Split(desc[i+len("Examples:"):], "\n") {
+	for l := range strings.SplitSeq(after, "\n") {
 		if l = strings.TrimSpace(l); l != "" {
 			ex = append(ex, l)
 		}
 	}
-	return strings.TrimSpace(desc[:i]), ex
+	return strings.TrimSpace(before), ex
 }
 
 func writeFlags(w *bytes.Buffer, flags []cli.Flag, man bool) {

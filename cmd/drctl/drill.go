@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -116,10 +117,8 @@ func drillError(err error) error {
 }
 
 func checkReportFormat(f string) error {
-	for _, ok := range report.Formats {
-		if f == ok {
-			return nil
-		}
+	if slices.Contains(report.Formats, f) {
+		return nil
 	}
 	return withCode(exitBadInput, fmt.Errorf("--format %q is not a report format; use md, json, junit or html", f))
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -49,10 +50,8 @@ func isBoolFlag(c *cli.Context, name string) bool {
 		}
 		for _, f := range cc.Command.Flags {
 			if _, ok := f.(*cli.BoolFlag); ok {
-				for _, n := range f.Names() {
-					if n == name {
-						return true
-					}
+				if slices.Contains(f.Names(), name) {
+					return true
 				}
 			}
 		}

@@ -82,7 +82,7 @@ func TestDrillSchedule(t *testing.T) {
 	// --log-format json: every line is one object; the drills' lines name
 	// the drill, its slot and the record.
 	passed := 0
-	for _, line := range strings.Split(strings.TrimSpace(errb.String()), "\n") {
+	for line := range strings.SplitSeq(strings.TrimSpace(errb.String()), "\n") {
 		var entry map[string]any
 		if err := json.Unmarshal([]byte(line), &entry); err != nil {
 			t.Errorf("log line is not JSON: %q", line)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -92,10 +93,8 @@ func chainBefore(first, next cli.BeforeFunc) cli.BeforeFunc {
 
 func hasFlag(flags []cli.Flag, name string) bool {
 	for _, f := range flags {
-		for _, n := range f.Names() {
-			if n == name {
-				return true
-			}
+		if slices.Contains(f.Names(), name) {
+			return true
 		}
 	}
 	return false

@@ -33,7 +33,7 @@ func TestStatusTextFenceAndStep(t *testing.T) {
 	}
 	for name, want := range map[string]string{"east": "IN PLACE", "west": "none (drctl may not Alter ACLs", "north": "-"} {
 		var row string
-		for _, line := range strings.Split(out, "\n") {
+		for line := range strings.SplitSeq(out, "\n") {
 			if strings.Contains(line, " "+name+" ") {
 				row = line
 				break

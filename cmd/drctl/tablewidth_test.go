@@ -26,7 +26,7 @@ func TestTablesFitTheTerminal(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("exit %d: %s", code, stderr)
 		}
-		for _, line := range strings.Split(out, "\n") {
+		for line := range strings.SplitSeq(out, "\n") {
 			if strings.ContainsAny(line, "│┌└├") && utf8.RuneCountInString(line) > cols {
 				t.Errorf("COLUMNS=%d: a %d-column line:\n%s", cols, utf8.RuneCountInString(line), out)
 				break

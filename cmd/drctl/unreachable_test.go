@@ -29,7 +29,7 @@ func TestUnreachableSaidOnce(t *testing.T) {
 		if code != exitUnreachable {
 			t.Errorf("%v: exit %d, want %d (a cluster could not be reached)", args, code, exitUnreachable)
 		}
-		for _, line := range strings.Split(out+stderr, "\n") {
+		for line := range strings.SplitSeq(out+stderr, "\n") {
 			if !strings.Contains(line, "unreachable") || !strings.Contains(line, "cluster east") {
 				continue
 			}

@@ -219,12 +219,7 @@ func writeFence(ctx context.Context, client sarama.Client, topo string, rec *Rec
 }
 
 func contains(list []ACL, a ACL) bool {
-	for _, x := range list {
-		if x == a {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(list, a)
 }
 
 // MirroredTopicNames lists, sorted, the topics of a cluster that topo

@@ -69,9 +69,7 @@ func Resolve(ctx context.Context, topo *topology.Topology, clients map[string]sa
 	states := make([]ClusterState, len(names))
 	var wg sync.WaitGroup
 	for i, name := range names {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			client := clients[name]
 			if client == nil {
 				states[i] = ClusterState{Err: fmt.Sprintf("cluster %s: not connected", name)}
@@ -87,7 +85,7 @@ func Resolve(ctx context.Context, topo *topology.Topology, clients map[string]sa
 				msg = fmt.Sprintf("cluster %s: no answer in time: %v", name, err)
 			}
 			states[i] = ClusterState{Err: msg}
-		}()
+		})
 	}
 	wg.Wait()
 

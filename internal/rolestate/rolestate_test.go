@@ -284,14 +284,12 @@ func TestConcurrentCompareAndSet(t *testing.T) {
 		var wg sync.WaitGroup
 		start := make(chan struct{})
 		for i := range errs {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			wg.Go(func() {
 				mine := next
 				mine.UpdatedBy = fmt.Sprintf("writer-%d", i)
 				<-start
 				errs[i] = e.cas(t, "east", state.Epoch, mine)
-			}()
+			})
 		}
 		close(start)
 		wg.Wait()

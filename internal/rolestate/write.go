@@ -37,14 +37,12 @@ func WriteAll(ctx context.Context, targets []Target, next State) []WriteResult {
 	results := make([]WriteResult, len(targets))
 	var wg sync.WaitGroup
 	for i, t := range targets {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			results[i].Cluster = t.Cluster
 			if err := CompareAndSet(ctx, t.Client, t.Config, t.Expected, next); err != nil {
 				results[i].Err = fmt.Errorf("cluster %s: %w", t.Cluster, err)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	return results

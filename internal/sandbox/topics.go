@@ -16,13 +16,13 @@ type demoTopic struct {
 	configs    map[string]*string
 }
 
-func ptr(s string) *string { return &s }
+//go:fix inline
 
 // Retention keeps a long-running in-memory sandbox bounded; the compacted
 // topic keeps the latest record of each of its 50 keys instead.
 var (
-	deleteConfigs  = map[string]*string{"retention.ms": ptr("10800000")} // 3h
-	compactConfigs = map[string]*string{"cleanup.policy": ptr("compact")}
+	deleteConfigs  = map[string]*string{"retention.ms": new("10800000")} // 3h
+	compactConfigs = map[string]*string{"cleanup.policy": new("compact")}
 )
 
 // demoTopics are created on east at start. The standby (west) stays empty:

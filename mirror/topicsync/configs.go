@@ -126,10 +126,8 @@ func (p policy) rule(key string) rule {
 	case keyMaxMessageBytes:
 		return ruleSizeLimit
 	}
-	for _, w := range timestampWindows {
-		if key == w {
-			return ruleTimestampWindow
-		}
+	if slices.Contains(timestampWindows, key) {
+		return ruleTimestampWindow
 	}
 	return ruleCopy
 }

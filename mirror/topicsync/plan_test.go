@@ -2,6 +2,7 @@ package topicsync
 
 import (
 	"errors"
+	"maps"
 	"reflect"
 	"strings"
 	"testing"
@@ -14,9 +15,7 @@ func obs(parts int32, rf int16, set map[string]string, eff ...string) *observed 
 		keyCleanupPolicy: "delete",
 		keyTimestampType: createTime,
 	}}
-	for k, v := range set {
-		o.effective[k] = v
-	}
+	maps.Copy(o.effective, set)
 	for i := 0; i+1 < len(eff); i += 2 {
 		o.effective[eff[i]] = eff[i+1]
 	}

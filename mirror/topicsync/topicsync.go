@@ -63,10 +63,8 @@ func New(src, dst sarama.ClusterAdmin, mirrors func(topic string) bool, opts Opt
 	if opts.Prefix != "" {
 		return nil, fmt.Errorf("topicsync: topic prefix %q: only identity naming is supported; remove the prefix", opts.Prefix)
 	}
-	for _, k := range opts.ExcludeConfigs {
-		if k == "" {
-			return nil, errors.New("topicsync: empty config key in the config exclusions; remove it")
-		}
+	if slices.Contains(opts.ExcludeConfigs, "") {
+		return nil, errors.New("topicsync: empty config key in the config exclusions; remove it")
 	}
 	settle := opts.SettleTimeout
 	if settle <= 0 {

@@ -212,7 +212,7 @@ func TestCreatesMissingTopicsAndIsIdempotent(t *testing.T) {
 	// A second pass with nothing changed: no writes, one metadata and one
 	// describe-configs request per cluster.
 	srcReqs, dstReqs := countRequests(e.pair.East), countRequests(e.pair.West)
-	for i := 0; i < 3; i++ {
+	for i := range 3 {
 		srcReqs.reset()
 		dstReqs.reset()
 		rep, took = sync1(t, e.syncer)
