@@ -117,7 +117,13 @@ func (s *Scheduler) RunSlot(ctx context.Context, d *topology.NamedDrill, slot ti
 		s.Metrics.Observe(d, rec, err)
 	}
 	if err != nil {
-		s.log(slog.LevelError, "drill did not run", d, slot, "error", err.Error())
+		if errors.Is(err, ErrBusy) {
+			// Expected beside a failover, failback or reseed: the slot
+			// is skipped (and counted in drctl_drill_busy_total).
+			s.log(slog.LevelInfo, "drill skipped: another run is in progress", d, slot, "reason", err.Error())
+		} else {
+			s.log(slog.LevelError, "drill did not run", d, slot, "error", err.Error())
+		}
 		if rec == nil {
 			return nil
 		}
