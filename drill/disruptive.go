@@ -178,23 +178,12 @@ func (x *failoverDrill) move(ctx context.Context, mp moveParams) (*Direction, er
 		}
 		return nil
 	})
-	req := failover.FailoverRequest{To: mp.To}
-	if mp.Failback {
-		req.Kind = failover.KindFailback
-	}
-	p, err := failover.PlanFailover(ctx, x.topo, req)
+	p, err := x.planMove(ctx, mp, failover.FailoverRequest{To: mp.To}, "failover")
 	if err != nil {
-		return nil, fmt.Errorf("plan the failover to %s: %w", mp.To, err)
+		return nil, err
 	}
 	dir.RunID = p.ID
-	if err := x.noteRun(p.ID); err != nil {
-		return nil, fmt.Errorf("record run %s with the drill before it starts: %w", p.ID, err)
-	}
 	start := time.Now()
-	x.app.mu.Lock()
-	delete(x.app.firstAck, mp.To)
-	delete(x.app.firstRead, mp.To)
-	x.app.mu.Unlock()
 	var fenceErr error
 	probed := false
 	watch := &eventWatcher{on: func(e plans.Event) {
@@ -230,6 +219,28 @@ func (x *failoverDrill) move(ctx context.Context, mp moveParams) (*Direction, er
 // awaitRTO waits (a minute at most) until the new active to accepted the
 // canary's writes and its group consumed there, and sets dir's RTOs from
 // start, or dir.Error.
+// planMove plans the run of one direction of a disruptive drill (req, made
+// a failback when mp says so), records its id with the drill before it
+// starts, and forgets the canary's first write and read on mp.To, which
+// the run's RTO is measured by.
+func (x *failoverDrill) planMove(ctx context.Context, mp moveParams, req failover.FailoverRequest, what string) (*plans.Plan, error) {
+	if mp.Failback {
+		req.Kind = failover.KindFailback
+	}
+	p, err := failover.PlanFailover(ctx, x.topo, req)
+	if err != nil {
+		return nil, fmt.Errorf("plan the %s to %s: %w", what, mp.To, err)
+	}
+	if err := x.noteRun(p.ID); err != nil {
+		return nil, fmt.Errorf("record run %s with the drill before it starts: %w", p.ID, err)
+	}
+	x.app.mu.Lock()
+	delete(x.app.firstAck, mp.To)
+	delete(x.app.firstRead, mp.To)
+	x.app.mu.Unlock()
+	return p, nil
+}
+
 func (x *failoverDrill) awaitRTO(ctx context.Context, to string, start time.Time, dir *Direction) error {
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {

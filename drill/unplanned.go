@@ -174,23 +174,12 @@ func (x *failoverDrill) unplanned(ctx context.Context, mp moveParams) (*Directio
 	if err != nil {
 		return nil, err
 	}
-	req := failover.FailoverRequest{To: mp.To, Mode: failover.Unplanned, ForceUnplanned: true}
-	if mp.Failback {
-		req.Kind = failover.KindFailback
-	}
-	p, err := failover.PlanFailover(ctx, x.topo, req)
+	p, err := x.planMove(ctx, mp, failover.FailoverRequest{To: mp.To, Mode: failover.Unplanned, ForceUnplanned: true}, "unplanned failover")
 	if err != nil {
-		return nil, fmt.Errorf("plan the unplanned failover to %s: %w", mp.To, err)
+		return nil, err
 	}
 	dir.RunID = p.ID
-	if err := x.noteRun(p.ID); err != nil {
-		return nil, fmt.Errorf("record run %s with the drill before it starts: %w", p.ID, err)
-	}
 	start := time.Now()
-	x.app.mu.Lock()
-	delete(x.app.firstAck, mp.To)
-	delete(x.app.firstRead, mp.To)
-	x.app.mu.Unlock()
 	var (
 		fenceErr error
 		probed   bool
