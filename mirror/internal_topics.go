@@ -7,6 +7,8 @@ import (
 	"strconv"
 
 	"github.com/IBM/sarama"
+
+	"github.com/drctl/drctl/internal/kafkaread"
 )
 
 // ensureInternalTopics creates, on the target, the shards topic and the
@@ -27,9 +29,13 @@ func (e *Engine) ensureInternalTopics(ctx context.Context, dst sarama.Client) er
 		{e.link.ShardsTopic(), map[string]*string{"retention.ms": new("3600000")}},
 		{e.link.OffsetsTopic(), map[string]*string{"cleanup.policy": new("delete"), "retention.ms": &retention}},
 	}
-	compact := "compact"
+	// The ends topic takes a whole view from every shard about once a
+	// second: small segments let the cleaner keep it near one record per
+	// shard (readers start from its end anyway, see latestEnds).
+	compacted := map[string]*string{"cleanup.policy": new("compact"), "segment.bytes": new("8388608"),
+		"segment.ms": new("600000"), "min.cleanable.dirty.ratio": new("0.1")}
 	for _, name := range []string{e.link.EndsTopic(), e.link.TopicsTopic()} {
-		err = admin.CreateTopic(name, &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: rf, ConfigEntries: map[string]*string{"cleanup.policy": &compact}}, false)
+		err = admin.CreateTopic(name, &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: rf, ConfigEntries: compacted}, false)
 		if err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {
 			return fmt.Errorf("target %s: create %s: %w", e.link.Target, name, err)
 		}
@@ -39,6 +45,23 @@ func (e *Engine) ensureInternalTopics(ctx context.Context, dst sarama.Client) er
 		if err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {
 			return fmt.Errorf("target %s: create %s: %w", e.link.Target, t.name, err)
 		}
+	}
+	// CreateTopics answers before every broker's metadata has the new
+	// topics; until they show, targetChange would take a topic just
+	// created for one the target lost.
+	if _, err := kafkaread.Retry(ctx, kafkaread.Patient, func(int) (struct{}, error) {
+		for _, name := range []string{e.link.ShardsTopic(), e.link.OffsetsTopic(), e.link.EndsTopic(), e.link.TopicsTopic()} {
+			info, err := kafkaread.Topic(ctx, dst, name)
+			if err != nil {
+				return struct{}{}, err
+			}
+			if !info.Exists {
+				return struct{}{}, fmt.Errorf("target %s: %s created but not yet in the metadata: %w", e.link.Target, name, sarama.ErrLeaderNotAvailable)
+			}
+		}
+		return struct{}{}, nil
+	}); err != nil {
+		return err
 	}
 	if err := dst.RefreshMetadata(e.link.ShardsTopic()); err != nil {
 		return fmt.Errorf("target %s: metadata of %s: %w", e.link.Target, e.link.ShardsTopic(), err)

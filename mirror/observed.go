@@ -3,6 +3,7 @@ package mirror
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -147,12 +148,9 @@ func readEnds(ctx context.Context, dst sarama.Client, link topology.Link) (endsV
 	if !info.Exists {
 		return v, nil
 	}
-	latest := map[string][]byte{}
-	if _, err := kafkaread.ReadCommitted(ctx, dst, link.EndsTopic(), 0, 0, func(r kafkaread.Record) error {
-		latest[string(r.Key)] = r.Value
-		return nil
-	}); err != nil {
-		return v, fmt.Errorf("read %s: %w", link.EndsTopic(), err)
+	latest, err := latestEnds(ctx, dst, link)
+	if err != nil {
+		return v, err
 	}
 	for _, raw := range latest {
 		rec, err := decodeObserved(raw)
@@ -177,6 +175,52 @@ func readEnds(ctx context.Context, dst sarama.Client, link topology.Link) (endsV
 		}
 	}
 	return v, nil
+}
+
+// errWindowRead ends the read of one window of the ends topic.
+var errWindowRead = errors.New("window read")
+
+// latestEnds returns the last record of every key (shard) of the ends
+// topic. Every shard writes its whole view each time, about once a second,
+// so only the newest record per shard counts; the topic is compacted but
+// its active segment holds every write (at 10,000 partitions about 190 KB
+// per shard per second). It therefore reads from the end backwards, in
+// windows growing fourfold, until it has a record from every shard of the
+// link (the shards topic's partition count) or reached the log start.
+func latestEnds(ctx context.Context, dst sarama.Client, link topology.Link) (map[string][]byte, error) {
+	ends, err := kafkaread.PartitionEnds(ctx, dst, link.EndsTopic(), 0)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", link.EndsTopic(), err)
+	}
+	shards := 0
+	if info, err := kafkaread.Topic(ctx, dst, link.ShardsTopic()); err == nil && info.Exists {
+		shards = info.Partitions
+	}
+	latest := map[string][]byte{}
+	upper := ends.Stable
+	for window := int64(max(4*shards, 16)); upper > ends.Start; window *= 4 {
+		from := max(ends.Start, upper-window)
+		seen := map[string][]byte{}
+		if _, err := kafkaread.ReadCommitted(ctx, dst, link.EndsTopic(), 0, from, func(r kafkaread.Record) error {
+			if r.Offset >= upper {
+				return errWindowRead
+			}
+			seen[string(r.Key)] = r.Value
+			return nil
+		}); err != nil && !errors.Is(err, errWindowRead) {
+			return nil, fmt.Errorf("read %s: %w", link.EndsTopic(), err)
+		}
+		for k, raw := range seen {
+			if _, newer := latest[k]; !newer {
+				latest[k] = raw
+			}
+		}
+		upper = from
+		if shards > 0 && len(latest) >= shards {
+			break
+		}
+	}
+	return latest, nil
 }
 
 // decodeObserved decodes one record of the ends topic.
