@@ -22,6 +22,12 @@ func TestLargeTransactions(t *testing.T) {
 	cfg, _ := east.SaramaConfig()
 	cfg.Producer.Return.Successes = true
 	cfg.Producer.Partitioner = sarama.NewManualPartitioner
+	// Idempotent: a retried produce under load must not put a record
+	// twice into the source (the target once read 20,001 of 20,000 with a
+	// plain producer here).
+	cfg.Producer.Idempotent = true
+	cfg.Producer.RequiredAcks = sarama.WaitForAll
+	cfg.Net.MaxOpenRequests = 1
 	prod, err := sarama.NewAsyncProducer(east.Bootstrap, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -41,6 +47,17 @@ func TestLargeTransactions(t *testing.T) {
 		}
 	}
 	prod.Close()
+	written := 0
+	for part := range int32(2) {
+		d, err := readAll(src, "big", part)
+		if err != nil {
+			t.Fatal(err)
+		}
+		written += len(d)
+	}
+	if written != n {
+		t.Fatalf("the source holds %d records, want %d: the test's producer wrote some twice", written, n)
+	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
