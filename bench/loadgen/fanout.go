@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+
+	"github.com/drctl/drctl/internal/kafkaread"
 )
 
 // The fanout modes measure a mirror at scale: many topics of many
@@ -377,10 +380,6 @@ func runFanoutWait(args []string) error {
 // commitMiddle commits group's offset at the middle of every partition on
 // the source, as a consumer that read half of it would.
 func commitMiddle(cl sarama.Client, group string, parts []fanoutPart, offs map[fanoutPart]partOffsets) error {
-	coord, err := cl.Coordinator(group)
-	if err != nil {
-		return err
-	}
 	// In chunks: the coordinator writes one commit as one batch, and 10,000
 	// offsets exceed the brokers' message.max.bytes.
 	const chunk = 1000
@@ -390,16 +389,30 @@ func commitMiddle(cl sarama.Client, group string, parts []fanoutPart, offs map[f
 			o := offs[p]
 			req.AddBlock(p.topic, p.part, o.Start+(o.End-o.Start)/2, 0, "")
 		}
-		resp, err := coord.CommitOffset(req)
-		if err != nil {
-			return err
-		}
-		for t, ps := range resp.Errors {
-			for p, e := range ps {
-				if !errors.Is(e, sarama.ErrNoError) {
-					return fmt.Errorf("commit %s %s/%d: %w", group, t, p, e)
+		// A coordinator that just became one (a new group's offsets
+		// partition) answers COORDINATOR_LOAD_IN_PROGRESS for a while.
+		if _, err := kafkaread.Retry(context.Background(), kafkaread.Patient, func(attempt int) (struct{}, error) {
+			if attempt > 0 {
+				_ = cl.RefreshCoordinator(group)
+			}
+			coord, err := cl.Coordinator(group)
+			if err != nil {
+				return struct{}{}, err
+			}
+			resp, err := coord.CommitOffset(req)
+			if err != nil {
+				return struct{}{}, err
+			}
+			for t, ps := range resp.Errors {
+				for p, e := range ps {
+					if !errors.Is(e, sarama.ErrNoError) {
+						return struct{}{}, fmt.Errorf("commit %s %s/%d: %w", group, t, p, e)
+					}
 				}
 			}
+			return struct{}{}, nil
+		}); err != nil {
+			return err
 		}
 	}
 	return nil
