@@ -20,6 +20,12 @@
 #   west  client SASL_PLAINTEXT://127.0.0.1:49092  controller PLAINTEXT 127.0.0.1:49093
 #   and on each, P+3 SASL_SSL (TLS + SCRAM-SHA-512), P+5 SSL with client certificates
 #   required (mTLS), P+7 SSL whose broker certificate has expired (for error tests).
+# With DRCTL_E2E_WAN=1 (off by default; the benchmark's wan scenario sets it) each
+# broker also has a WAN listener: SASL_PLAINTEXT (PLAIN, same users) bound on P+9
+# but advertised as 127.0.0.1:P+11, where a proxy (bench/wanproxy) is to listen and
+# forward to P+9. A client bootstrapping at P+11 then gets P+11 back in metadata
+# and stays behind the proxy for every connection. `kafka.sh env` exports
+# DRCTL_E2E_EAST_WAN / DRCTL_E2E_WEST_WAN (P+11) and *_WAN_UPSTREAM (P+9) then.
 # Users (SASL PLAIN and SCRAM-SHA-512): drctl/drctl-secret (super user), app/app-secret;
 # over mTLS the principal is the client certificate's common name (drctl, app).
 # The CA and certificates (e2e/tlscerts, written once) are in $DRCTL_E2E_HOME/tls.
@@ -85,6 +91,22 @@ controller_port() { echo $(($(client_port "$1") + 1)); }
 tls_port() { echo $(($(client_port "$1") + 3)); }         # SASL_SSL
 mtls_port() { echo $(($(client_port "$1") + 5)); }        # SSL, client certificate required
 expired_tls_port() { echo $(($(client_port "$1") + 7)); } # SSL, expired broker certificate
+wan_port() { echo $(($(client_port "$1") + 9)); }          # WAN listener, bound (DRCTL_E2E_WAN=1)
+wan_proxy_port() { echo $(($(client_port "$1") + 11)); }   # WAN listener, advertised: the proxy
+
+# wan_enabled: DRCTL_E2E_WAN asks for the WAN listener (on the next start).
+wan_enabled() {
+	case "${DRCTL_E2E_WAN:-0}" in
+	1) return 0 ;;
+	0 | "") return 1 ;;
+	*) die "DRCTL_E2E_WAN=${DRCTL_E2E_WAN}: want 1 (add the WAN listener) or 0" ;;
+	esac
+}
+
+# wan_running NAME: NAME's running broker was started with the WAN listener.
+wan_running() {
+	[[ -n "$(pid_of "$1")" ]] && grep -c '^listeners=.*,WAN://' "$(run_dir "$1")/server.properties" >/dev/null 2>&1
+}
 
 # targets ARG: the cluster names that ARG (east, west, all, or empty = all) stands for.
 targets() {
@@ -218,22 +240,31 @@ tls_certs() {
 }
 
 write_configs() {
-	local name=$1 dir port cport tport mport xport
+	local name=$1 dir port cport tport mport xport wan_l="" wan_a="" wan_map="" wan_conf=""
 	dir="$(run_dir "$name")"
 	port="$(client_port "$name")"
 	cport="$(controller_port "$name")"
 	tport="$(tls_port "$name")"
 	mport="$(mtls_port "$name")"
 	xport="$(expired_tls_port "$name")"
+	if wan_enabled; then
+		wan_l=",WAN://127.0.0.1:$(wan_port "$name")"
+		wan_a=",WAN://127.0.0.1:$(wan_proxy_port "$name")"
+		wan_map=",WAN:SASL_PLAINTEXT"
+		wan_conf="
+# WAN (DRCTL_E2E_WAN=1): bound on P+9, advertised as the proxy on P+11 (bench/wanproxy).
+listener.name.wan.sasl.enabled.mechanisms=PLAIN
+listener.name.wan.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username=\"$ADMIN_USER\" password=\"$ADMIN_PASSWORD\" user_$ADMIN_USER=\"$ADMIN_PASSWORD\" user_$APP_USER=\"$APP_PASSWORD\";"
+	fi
 	mkdir -p "$dir/data"
 	cat >"$dir/server.properties" <<EOF
 # Written by e2e/kafka.sh on every start; edit the script, not this file.
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:$cport
-listeners=SASL_PLAINTEXT://127.0.0.1:$port,SASL_SSL://127.0.0.1:$tport,SSL://127.0.0.1:$mport,EXPIRED://127.0.0.1:$xport,CONTROLLER://127.0.0.1:$cport
-advertised.listeners=SASL_PLAINTEXT://127.0.0.1:$port,SASL_SSL://127.0.0.1:$tport,SSL://127.0.0.1:$mport,EXPIRED://127.0.0.1:$xport
-listener.security.protocol.map=CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL,SSL:SSL,EXPIRED:SSL
+listeners=SASL_PLAINTEXT://127.0.0.1:$port,SASL_SSL://127.0.0.1:$tport,SSL://127.0.0.1:$mport,EXPIRED://127.0.0.1:$xport,CONTROLLER://127.0.0.1:$cport$wan_l
+advertised.listeners=SASL_PLAINTEXT://127.0.0.1:$port,SASL_SSL://127.0.0.1:$tport,SSL://127.0.0.1:$mport,EXPIRED://127.0.0.1:$xport$wan_a
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL,SSL:SSL,EXPIRED:SSL$wan_map
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=SASL_PLAINTEXT
 
@@ -256,7 +287,7 @@ listener.name.expired.ssl.keystore.location=$TLS_DIR/broker-expired-keystore.pem
 sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-512
 sasl.mechanism.inter.broker.protocol=PLAIN
 listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="$ADMIN_USER" password="$ADMIN_PASSWORD" user_$ADMIN_USER="$ADMIN_PASSWORD" user_$APP_USER="$APP_PASSWORD";
-listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;$wan_conf
 
 # ACLs: drctl (and ANONYMOUS, the PLAINTEXT controller listener) bypass them; everyone
 # else may do anything until an ACL names the resource (drctl fences with DENY WRITE).
@@ -403,7 +434,9 @@ start_one() {
 		log "$name: already running (pid $pid) on 127.0.0.1:$port"
 		return 0
 	fi
-	for p in "$port" "$cport" "$(tls_port "$name")" "$(mtls_port "$name")" "$(expired_tls_port "$name")"; do
+	local ports=("$port" "$cport" "$(tls_port "$name")" "$(mtls_port "$name")" "$(expired_tls_port "$name")")
+	wan_enabled && ports+=("$(wan_port "$name")")
+	for p in "${ports[@]}"; do
 		if port_open "$p"; then
 			die "$name: port 127.0.0.1:$p is already in use by another process (not this script's $name broker); stop it first"
 		fi
@@ -558,7 +591,7 @@ cmd_status() {
 	for n in $(targets "${1:-all}"); do
 		pid="$(pid_of "$n")"
 		if [[ -n "$pid" ]]; then
-			echo "$n: running pid=$pid bootstrap=127.0.0.1:$(client_port "$n") cluster.id=$(cluster_id "$n")"
+			echo "$n: running pid=$pid bootstrap=127.0.0.1:$(client_port "$n") cluster.id=$(cluster_id "$n")$(wan_running "$n" && echo " wan=127.0.0.1:$(wan_proxy_port "$n")->127.0.0.1:$(wan_port "$n")")"
 		elif [[ -f "$(run_dir "$n")/data/meta.properties" ]]; then
 			echo "$n: stopped (data kept, cluster.id=$(cluster_id "$n"))"
 		else
@@ -583,7 +616,7 @@ cmd_logs() {
 }
 
 cmd_env() {
-	local kv
+	local kv n
 	for kv in \
 		"DRCTL_E2E_EAST=127.0.0.1:$(client_port east)" \
 		"DRCTL_E2E_WEST=127.0.0.1:$(client_port west)" \
@@ -606,6 +639,12 @@ cmd_env() {
 		"DRCTL_E2E_KAFKA_LIBS=$LIBS"; do
 		printf 'export %s=%q\n' "${kv%%=*}" "${kv#*=}"
 	done
+	if wan_enabled; then
+		for n in east west; do
+			printf 'export DRCTL_E2E_%s_WAN=%q\n' "${n^^}" "127.0.0.1:$(wan_proxy_port "$n")"
+			printf 'export DRCTL_E2E_%s_WAN_UPSTREAM=%q\n' "${n^^}" "127.0.0.1:$(wan_port "$n")"
+		done
+	fi
 }
 
 usage() {
