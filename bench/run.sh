@@ -5,7 +5,7 @@
 #   BENCH_RECORDS=200000 bench/run.sh     a quicker throughput run
 #
 # It runs on the two e2e clusters of e2e/kafka.sh (started here if they are not
-# running; left running afterwards) and has three scenarios (BENCH_SCENARIOS):
+# running; left running afterwards) and has these scenarios (BENCH_SCENARIOS):
 #
 # throughput: the data (BENCH_RECORDS x BENCH_SIZE bytes over BENCH_PARTITIONS
 #   partitions) is written once into a source topic on east; then each
@@ -36,6 +36,20 @@
 #   12-partition topic while loadgen latency writes BENCH_LAT_RATE (5000)
 #   records/s into it for BENCH_LAT_DURATION (60s) after a warm-up, and reads
 #   the target: latency percentiles from record timestamp to readable on west.
+# wan: the throughput measurement (BENCH_WAN_RECORDS (300000) records over
+#   BENCH_PARTITIONS partitions, written once) for each of BENCH_WAN_MIRRORS
+#   (drctl-alo drctl-eos mm2-alo mm2-eos), first on the LAN (direct), then
+#   through bench/wanproxy at each one-way latency of BENCH_WAN_LATENCIES
+#   ("25 50" ms, added in both directions, so the round trip is twice that;
+#   jitter BENCH_WAN_JITTER (0) ms; 0 means through the proxy without delay).
+#   The mirror is placed near the target (the proxy between the mirror and the
+#   source, the MirrorMaker 1 practice) and, for BENCH_WAN_SOURCE_MIRRORS
+#   (drctl-alo drctl-eos), also near the source (the proxy between the mirror
+#   and the target). The mirror bootstraps at the proxy, and the brokers'
+#   WAN listener (e2e/kafka.sh, DRCTL_E2E_WAN=1, set here) advertises the
+#   proxy, so every connection of the mirror to that cluster crosses it;
+#   loadgen's count and verify go direct. Needs clusters started with
+#   DRCTL_E2E_WAN=1 (run.sh says so if they run without it).
 #
 # Mirrors use identity topic naming: each writes a topic with the source's name
 # on west, which is deleted (and gone) before the next mirror starts, so every
@@ -57,6 +71,8 @@
 #   BENCH_MEM_PARTITIONS, BENCH_MEM_RECORDS, BENCH_MEM_HOLD, BENCH_MEM_MIRRORS
 #   BENCH_LAT_RATE, BENCH_LAT_DURATION, BENCH_LAT_WARMUP (10s), BENCH_LAT_MIRRORS
 #   BENCH_SCALE_TOPICS, BENCH_SCALE_PARTITIONS, BENCH_SCALE_RECORDS
+#   BENCH_WAN_RECORDS, BENCH_WAN_MIRRORS, BENCH_WAN_LATENCIES, BENCH_WAN_JITTER,
+#   BENCH_WAN_SOURCE_MIRRORS
 #   BENCH_MM2_TASKS, BENCH_MM2_HEAP, BENCH_MM2_TUNING, BENCH_MM2_EXTRA: see bench/mm2.sh
 #   BENCH_DRCTL (a drctl binary; default: built from this checkout)
 #   BENCH_DRCTL_ARGS (extra arguments for drctl mirror run; default
@@ -91,8 +107,15 @@ LAT_MIRRORS="${BENCH_LAT_MIRRORS:-mm2-eos drctl-eos}"
 SCALE_TOPICS="${BENCH_SCALE_TOPICS:-500}"
 SCALE_PARTITIONS="${BENCH_SCALE_PARTITIONS:-20}"
 SCALE_RECORDS="${BENCH_SCALE_RECORDS:-10}"
+WAN_RECORDS="${BENCH_WAN_RECORDS:-300000}"
+WAN_MIRRORS="${BENCH_WAN_MIRRORS:-drctl-alo drctl-eos mm2-alo mm2-eos}"
+WAN_LATENCIES="${BENCH_WAN_LATENCIES:-25 50}"
+WAN_JITTER="${BENCH_WAN_JITTER:-0}"
+WAN_SOURCE_MIRRORS="${BENCH_WAN_SOURCE_MIRRORS:-drctl-alo drctl-eos}"
 SEED=1
 
+# The wan scenario needs the brokers' WAN listener (if this script starts them).
+[[ " $SCENARIOS " == *" wan "* ]] && export DRCTL_E2E_WAN=1
 eval "$("$KAFKA_SH" env)"
 EAST="$DRCTL_E2E_EAST"
 WEST="$DRCTL_E2E_WEST"
@@ -107,9 +130,14 @@ SRC_TOPIC="bench-$RUN_ID-src"
 COPY_TOPIC="bench-$RUN_ID-copy"
 MEM_TOPIC="bench-$RUN_ID-p$MEM_PARTITIONS"
 SCALE_PREFIX="bench-$RUN_ID-s"
+WAN_TOPIC="bench-$RUN_ID-wan"
 CLK_TCK="$(getconf CLK_TCK)"
 LOADGEN="$WORK/bin/loadgen"
 DRCTL="${BENCH_DRCTL:-$WORK/bin/drctl}"
+WANPROXY="$WORK/bin/wanproxy"
+# How the mirror reaches each cluster: direct, or (wan scenario) through the proxy.
+MIRROR_EAST="$EAST"
+MIRROR_WEST="$WEST"
 
 # `run.sh report WORKDIR` prints the report of an earlier run again (from
 # WORKDIR/settings.env and WORKDIR/results.txt), e.g. after editing this script.
@@ -250,6 +278,7 @@ cleanup() {
 	if [[ -n "$RUNNING_PID" ]]; then
 		stop_pid "$RUNNING_PID" "mirror"
 	fi
+	[[ -z "${WAN_PROXY_PID:-}" ]] || stop_pid "$WAN_PROXY_PID" "wanproxy"
 	if [[ "$KEEP" != 1 && -x "$LOADGEN" ]]; then
 		log "deleting this run's topics"
 		for t in "${EAST_TOPICS[@]}"; do
@@ -279,10 +308,10 @@ drctl_topology() {
 name: $name
 clusters:
   east:
-    bootstrap: [$EAST]
+    bootstrap: [$MIRROR_EAST]
     sasl: {mechanism: PLAIN, username: $USER_NAME, password: "\${BENCH_DRCTL_PASSWORD}"}
   west:
-    bootstrap: [$WEST]
+    bootstrap: [$MIRROR_WEST]
     sasl: {mechanism: PLAIN, username: $USER_NAME, password: "\${BENCH_DRCTL_PASSWORD}"}
 active: east
 standby: west
@@ -312,7 +341,8 @@ start_mirror() {
 	MIRROR_LOG="$base.log"
 	case "$kind" in
 	mm2)
-		"$MM2_SH" props "$mode" "$topic" "$MIRROR_NAME" >"$base.properties"
+		DRCTL_E2E_EAST="$MIRROR_EAST" DRCTL_E2E_WEST="$MIRROR_WEST" \
+			"$MM2_SH" props "$mode" "$topic" "$MIRROR_NAME" >"$base.properties"
 		log "$tag/$mirror: starting MirrorMaker 2 ($base.properties, log $MIRROR_LOG)"
 		CPU0="$(busy_cpu)"
 		BROKERS0="$(brokers_cpu)"
@@ -491,30 +521,127 @@ copy_once() {
 	delete_topics "$WEST" "$COPY_TOPIC" # the next run (and the mirrors) start from a clean target
 }
 
-run_throughput_mirror() { # run_throughput_mirror MIRROR
-	local m=$1 rc=0 out line usage exact=0
-	delete_topics "$WEST" "$SRC_TOPIC" # identity naming: the mirror creates it
-	start_mirror "$m" "$SRC_TOPIC" throughput || rc=$?
+# run_throughput_mirror MIRROR [TAG [TOPIC [EXTRA]]]: MIRROR copies TOPIC
+# (default the throughput scenario's source) to west; the result line is
+# TAG/MIRROR (default tag throughput), with EXTRA fields appended.
+run_throughput_mirror() {
+	local m=$1 tag=${2:-throughput} topic=${3:-$SRC_TOPIC} extra=${4:-} rc=0 out line usage exact=0
+	delete_topics "$WEST" "$topic" # identity naming: the mirror creates it
+	start_mirror "$m" "$topic" "$tag" || rc=$?
 	if [[ $rc -eq 3 ]]; then
-		echo "throughput/$m status=unavailable" >>"$RAW"
+		echo "$tag/$m status=unavailable" >>"$RAW"
 		return 0
 	elif [[ $rc -ne 0 ]]; then
-		echo "throughput/$m status=failed" >>"$RAW"
+		echo "$tag/$m status=failed" >>"$RAW"
 		return 1
 	fi
-	out="$WORK/throughput-$m.count"
-	if ! wait_copied "throughput/$m" "$SRC_TOPIC" "$out"; then
-		echo "throughput/$m status=failed" >>"$RAW"
-		finish_mirror "$m" "$SRC_TOPIC" throughput
+	out="$WORK/$tag-$m.count"
+	if ! wait_copied "$tag/$m" "$topic" "$out"; then
+		echo "$tag/$m status=failed" >>"$RAW"
+		finish_mirror "$m" "$topic" "$tag"
 		return 1
 	fi
 	usage="$(usage_now)"
-	stop_pid "$MIRROR_PID" "throughput/$m"
+	stop_pid "$MIRROR_PID" "$tag/$m"
 	line="$(grep '^RESULT' "$out")"
 	[[ "$m" == *-eos ]] && exact=1
-	echo "throughput/$m status=ok ${line#RESULT } $usage $(verify_copy "throughput-$m" "$SRC_TOPIC" "$exact")" >>"$RAW"
-	log "throughput/$m: done after $(rget done_s "$line") s (first record after $(rget first_s "$line") s), steady $(rget steady_records_per_s "$line") records/s; $usage"
-	finish_mirror "$m" "$SRC_TOPIC" throughput
+	echo "$tag/$m status=ok ${line#RESULT } $usage${extra:+ $extra} $(verify_copy "$tag-$m" "$topic" "$exact")" >>"$RAW"
+	log "$tag/$m: done after $(rget done_s "$line") s (first record after $(rget first_s "$line") s), steady $(rget steady_records_per_s "$line") records/s; $usage"
+	finish_mirror "$m" "$topic" "$tag"
+}
+
+# --- wan: the mirror across a simulated WAN link ---------------------------------------
+
+# wan_check: both clusters run with the WAN listener (e2e/kafka.sh,
+# DRCTL_E2E_WAN=1); otherwise say how to get it.
+wan_check() {
+	local st
+	st="$("$KAFKA_SH" status)"
+	if [[ "$(grep -c ' wan=' <<<"$st")" != 2 || -z "${DRCTL_E2E_EAST_WAN:-}" ]]; then
+		note "wan: skipped: the clusters run without the WAN listener; restart them with it: DRCTL_E2E_WAN=1 $KAFKA_SH restart (with this run's DRCTL_E2E_* settings)"
+		return 1
+	fi
+}
+
+# wan_proxy_start CLUSTER LATENCY_MS: bench/wanproxy in front of CLUSTER's WAN
+# listener (LATENCY_MS each way, BENCH_WAN_JITTER); the mirror then reaches
+# CLUSTER through it (MIRROR_EAST or MIRROR_WEST). Sets WAN_PROXY_PID.
+wan_proxy_start() {
+	local cluster=$1 ms=$2 listen upstream out _
+	if [[ $cluster == east ]]; then
+		listen="$DRCTL_E2E_EAST_WAN" upstream="$DRCTL_E2E_EAST_WAN_UPSTREAM"
+	else
+		listen="$DRCTL_E2E_WEST_WAN" upstream="$DRCTL_E2E_WEST_WAN_UPSTREAM"
+	fi
+	out="$WORK/wanproxy-$cluster-$ms.out"
+	"$WANPROXY" -route "$listen=$upstream" -latency "${ms}ms" -jitter "${WAN_JITTER}ms" >"$out" 2>&1 </dev/null &
+	WAN_PROXY_PID=$!
+	for _ in $(seq 1 300); do
+		grep -q '^READY' "$out" && break
+		alive "$WAN_PROXY_PID" || break
+		sleep 0.1
+	done
+	if ! grep -q '^READY' "$out"; then
+		note "wan: wanproxy did not start: $(tail -n1 "$out" | cut -c1-200)"
+		stop_pid "$WAN_PROXY_PID" wanproxy
+		WAN_PROXY_PID=""
+		return 1
+	fi
+	if [[ $cluster == east ]]; then MIRROR_EAST="$listen"; else MIRROR_WEST="$listen"; fi
+}
+
+wan_proxy_stop() {
+	[[ -n "${WAN_PROXY_PID:-}" ]] && stop_pid "$WAN_PROXY_PID" wanproxy
+	WAN_PROXY_PID=""
+	MIRROR_EAST="$EAST"
+	MIRROR_WEST="$WEST"
+}
+
+# run_wan_mirror MIRROR PLACEMENT LATENCY: MIRROR copies the wan topic with the
+# proxy in front of the source (PLACEMENT target: the mirror runs near the
+# target) or of the target (PLACEMENT source); LATENCY lan: no proxy.
+run_wan_mirror() {
+	local m=$1 place=$2 ms=$3 tag cpu0 rc=0
+	if [[ $ms == lan ]]; then
+		tag="wan-lan"
+		log "=== wan/$m: on the LAN (no proxy)"
+		run_throughput_mirror "$m" "$tag" "$WAN_TOPIC" "placement=lan latency_ms=0" || rc=$?
+		return $rc
+	fi
+	tag="wan-$place-$ms"
+	log "=== wan/$m: near the $place, ${ms} ms each way to the $([[ $place == target ]] && echo source || echo target)"
+	wan_proxy_start "$([[ $place == target ]] && echo east || echo west)" "$ms" || {
+		echo "$tag/$m status=failed" >>"$RAW"
+		return 1
+	}
+	cpu0="$(cpu_of "$WAN_PROXY_PID")"
+	run_throughput_mirror "$m" "$tag" "$WAN_TOPIC" "placement=$place latency_ms=$ms proxy_cpu_s=PROXYCPU" || rc=$?
+	# The proxy's CPU during the run (it is one more process on the 2 cores).
+	sed -i "s|^\($tag/$m .*\)proxy_cpu_s=PROXYCPU|\1proxy_cpu_s=$(calc "$(cpu_of "$WAN_PROXY_PID") - $cpu0")|" "$RAW"
+	wan_proxy_stop
+	return $rc
+}
+
+run_wan() {
+	local m ms
+	wan_check || return 0
+	(cd "$REPO" && go build -o "$WANPROXY" ./bench/wanproxy) || {
+		note "wan: bench/wanproxy did not build; scenario skipped"
+		return 0
+	}
+	produce_source "$WAN_TOPIC" "$WAN_RECORDS" "$PARTITIONS" wan
+	# Each mirror's runs follow each other (LAN, then every latency), so that
+	# its ratio to its own LAN figure spans minutes, not the whole run.
+	for m in $WAN_MIRRORS; do
+		run_wan_mirror "$m" lan lan || true
+		for ms in $WAN_LATENCIES; do
+			run_wan_mirror "$m" target "$ms" || true
+		done
+		[[ " $WAN_SOURCE_MIRRORS " == *" $m "* ]] || continue
+		for ms in $WAN_LATENCIES; do
+			run_wan_mirror "$m" source "$ms" || true
+		done
+	done
 }
 
 run_memory_mirror() { # run_memory_mirror MIRROR
@@ -749,6 +876,68 @@ report_throughput() {
 	echo
 }
 
+report_wan() {
+	local m place ms line status steady lan mm2 ratio_lan ratio_mm2 src places
+	src="$(raw_of wan/source)"
+	echo "## Across a WAN"
+	echo
+	echo "$WAN_RECORDS records ($SIZE-byte values) over $PARTITIONS partitions, written once to east" \
+		"($(printf '%.0f' "$(rget records_per_s "$src")") records/s); each mirror copies them to west on the LAN, then through" \
+		"bench/wanproxy (toxiproxy's latency toxic, in process) adding the one-way latency in both directions" \
+		"(jitter ${WAN_JITTER} ms). *near the target*: the proxy is between the mirror and the source (east);" \
+		"*near the source*: between the mirror and the target (west). The mirror bootstraps at the proxy and the" \
+		"brokers' WAN listener advertises it, so all its connections to that cluster cross it."
+	echo
+	echo "| mirror | delivery | mirror runs | one-way latency (ms) | done after (s) | start-up (s) | records/s (steady) | MB/s | vs its LAN figure | vs MM2, same delivery and path | peak RSS (MiB) | CPU (s) | proxy CPU (s) | check |"
+	echo "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+	for m in $WAN_MIRRORS; do
+		places="lan"
+		for ms in $WAN_LATENCIES; do places+=" target-$ms"; done
+		if [[ " $WAN_SOURCE_MIRRORS " == *" $m "* ]]; then
+			for ms in $WAN_LATENCIES; do places+=" source-$ms"; done
+		fi
+		lan="$(rget steady_records_per_s "$(raw_of "wan-lan/$m")")"
+		for place in $places; do
+			line="$(raw_of "wan-$place/$m")"
+			ms="${place#*-}"
+			[[ $place == lan ]] && ms=0
+			status="$(rget status "$line")"
+			local where
+			case "$place" in
+			lan) where="LAN" ;;
+			target-*) where="near the target" ;;
+			source-*) where="near the source" ;;
+			esac
+			if [[ "$status" != ok ]]; then
+				echo "| $m | $(delivery_of "$m") | $where | $ms | ${status:-not run} | | | | | | | | | |"
+				continue
+			fi
+			steady="$(rget steady_records_per_s "$line")"
+			ratio_lan=""
+			[[ -n "$lan" && $place != lan ]] && ratio_lan="$(awk "BEGIN { printf \"%.0f%%\", 100 * $steady / $lan }")"
+			ratio_mm2=""
+			case "$m" in
+			drctl-*)
+				mm2="$(rget steady_records_per_s "$(raw_of "wan-$place/mm2-${m#drctl-}")")"
+				[[ -n "$mm2" ]] && ratio_mm2="$(awk "BEGIN { printf \"%.2f\", $steady / $mm2 }")"
+				;;
+			mm2-*) ratio_mm2="1.00" ;;
+			esac
+			printf '| %s | %s | %s | %s | %.1f | %.1f | %.0f | %.1f | %s | %s | %s | %s | %s | %s |\n' \
+				"$m" "$(delivery_of "$m")" "$where" "$ms" "$(rget done_s "$line")" "$(rget first_s "$line")" "$steady" \
+				"$(calc "$steady * ($SIZE + 16) / 1e6")" "$ratio_lan" "$ratio_mm2" "$(rget rss_mb "$line")" "$(rget cpu_s "$line")" \
+				"$(rget proxy_cpu_s "$line")" "$(check_of "$line")"
+		done
+	done
+	echo
+	echo "- *steady*, *done after*, *start-up* and *check* as in the throughput table; *vs its LAN figure*: the"
+	echo "  mirror's steady rate over its own LAN run in this run (the runs of one mirror follow each other)."
+	echo "- *proxy CPU*: bench/wanproxy's CPU during the run; it competes with the mirror and the brokers for the"
+	echo "  $(nproc) cores. The proxy has no TCP window of its own, so only the round trips are simulated, not a"
+	echo "  real WAN's bandwidth limit or loss."
+	echo
+}
+
 report_memory() {
 	local m line status
 	echo "## Memory with $MEM_PARTITIONS partitions"
@@ -847,6 +1036,7 @@ write_report() {
 		memory) report_memory ;;
 		latency) report_latency ;;
 		scale) report_scale ;;
+		wan) report_wan ;;
 		esac
 	done
 	if [[ -s "$NOTES" ]]; then
@@ -865,6 +1055,7 @@ save_settings() {
 	local v
 	for v in RUN_ID STAMP SCENARIOS RECORDS SIZE PARTITIONS CONTENDERS VERIFY MEM_PARTITIONS MEM_RECORDS \
 		MEM_HOLD MEM_MIRRORS LAT_RATE LAT_DURATION LAT_WARMUP LAT_MIRRORS SCALE_TOPICS SCALE_PARTITIONS SCALE_RECORDS \
+		WAN_RECORDS WAN_MIRRORS WAN_LATENCIES WAN_JITTER WAN_SOURCE_MIRRORS \
 		BENCH_CMD LOAD_START LOAD_END \
 		DURATION_MIN BENCH_MM2_TASKS BENCH_MM2_HEAP BENCH_MM2_TUNING BENCH_MM2_EXTRA BENCH_COPY_RUNS \
 		DRCTL_E2E_KAFKA_VERSION HEAD_DESC; do
@@ -932,6 +1123,7 @@ main() {
 			done
 			;;
 		scale) run_scale || true ;;
+		wan) run_wan || true ;;
 		*) note "unknown scenario '$s' skipped" ;;
 		esac
 	done
