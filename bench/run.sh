@@ -36,7 +36,8 @@
 #   12-partition topic while loadgen latency writes BENCH_LAT_RATE (5000)
 #   records/s into it for BENCH_LAT_DURATION (60s) after a warm-up, and reads
 #   the target: latency percentiles from record timestamp to readable on west.
-# wan: the throughput measurement (BENCH_WAN_RECORDS (300000) records over
+# wan: the throughput measurement (BENCH_WAN_RECORDS (BENCH_RECORDS if set,
+#   else 300000) records over
 #   BENCH_PARTITIONS partitions, written once) for each of BENCH_WAN_MIRRORS
 #   (drctl-alo drctl-eos mm2-alo mm2-eos), first on the LAN (direct), then
 #   through bench/wanproxy at each one-way latency of BENCH_WAN_LATENCIES
@@ -107,7 +108,7 @@ LAT_MIRRORS="${BENCH_LAT_MIRRORS:-mm2-eos drctl-eos}"
 SCALE_TOPICS="${BENCH_SCALE_TOPICS:-500}"
 SCALE_PARTITIONS="${BENCH_SCALE_PARTITIONS:-20}"
 SCALE_RECORDS="${BENCH_SCALE_RECORDS:-10}"
-WAN_RECORDS="${BENCH_WAN_RECORDS:-300000}"
+WAN_RECORDS="${BENCH_WAN_RECORDS:-${BENCH_RECORDS:-300000}}"
 WAN_MIRRORS="${BENCH_WAN_MIRRORS:-drctl-alo drctl-eos mm2-alo mm2-eos}"
 WAN_LATENCIES="${BENCH_WAN_LATENCIES:-25 50}"
 WAN_JITTER="${BENCH_WAN_JITTER:-0}"
