@@ -15,6 +15,8 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/drctl/drctl/inspect"
+	"github.com/drctl/drctl/internal/aclfence"
+	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/mirror"
 	"github.com/drctl/drctl/mirror/groupsync"
 	"github.com/drctl/drctl/plans"
@@ -264,9 +266,12 @@ func fenceCluster(ctx context.Context, topo *topology.Topology, cluster string, 
 }
 
 // drain waits until the mirror has copied everything up to the source's
-// last stable offsets and those stayed still for the quiet period. On
-// timeout it restores the plan's starting roles and removes its fence, so
-// both clusters are as they were, and returns ErrDrainTimeout.
+// last stable offsets and those stayed still for the quiet period, or,
+// with the acl fence, until the drain is proven complete (proveDrained)
+// twice, fenceSettle apart, with the same end offsets: then the quiet
+// period is not needed. On timeout it restores the plan's starting roles
+// and removes its fence, so both clusters are as they were, and returns
+// ErrDrainTimeout.
 func drain(ctx context.Context, topo *topology.Topology, p drainParams, rc *plans.RunContext) (plans.Result, error) {
 	timeout, err := time.ParseDuration(p.Timeout)
 	if err != nil {
@@ -276,16 +281,22 @@ func drain(ctx context.Context, topo *topology.Topology, p drainParams, rc *plan
 	if err != nil {
 		return plans.Result{}, err
 	}
+	fenced := p.Fence == string(topology.FenceACL)
+	settle := min(fenceSettle, quiet)
 	link := topo.Link(p.Source, p.Target)
 	start := time.Now()
 	var lastEnds string
 	stillSince := time.Now()
+	// provenEnds and provenAt: the high-water marks of the first proof of
+	// a run of proofs that saw the same ones, and when it was made.
+	var provenEnds string
+	var provenAt time.Time
 	for {
 		// One measurement may not outlast the drain's deadline by much: a
 		// hung broker must not hold the drain (and its rollback) for long.
 		mctx, cancel := context.WithTimeout(ctx, min(20*time.Second, max(time.Second, timeout-time.Since(start))))
 		measured := time.Now()
-		rep, err := mirror.MeasureLag(mctx, topo, link)
+		rep, proof, err := measureDrain(mctx, topo, link, fenced)
 		took := time.Since(measured)
 		cancel()
 		if err == nil {
@@ -293,16 +304,31 @@ func drain(ctx context.Context, topo *topology.Topology, p drainParams, rc *plan
 			if ends != lastEnds {
 				lastEnds, stillSince = ends, time.Now()
 			}
+			switch {
+			case !fenced || proof.why != "":
+				provenEnds = ""
+			case proof.ends != provenEnds:
+				provenEnds, provenAt = proof.ends, time.Now()
+			case measured.Sub(provenAt) >= settle:
+				return plans.NewResult(fmt.Sprintf("drained in %v: proven (the fence holds on every broker, no transaction is open, every partition is mirrored to its last stable offset)", time.Since(start).Round(time.Millisecond)),
+					map[string]any{"lag_records": 0, "partitions": len(rep.Partitions), "proven": true})
+			}
 			caught := rep.Caught()
 			if caught && time.Since(stillSince) >= quiet {
 				return plans.NewResult(fmt.Sprintf("drained in %v", time.Since(start).Round(time.Millisecond)), map[string]any{"lag_records": 0, "partitions": len(rep.Partitions)})
 			}
 			msg := fmt.Sprintf("%d records, %.1fs behind", rep.TotalRecords, rep.MaxSeconds)
-			if caught {
+			switch {
+			case provenEnds != "":
+				msg = fmt.Sprintf("caught up and proven drained; confirming the end offsets %v later", settle)
+			case caught && fenced:
+				msg = fmt.Sprintf("caught up; waiting %v for the end offsets to stay still (not proven drained: %s)", quiet, proof.why)
+			case caught:
 				msg = fmt.Sprintf("caught up; waiting %v for the end offsets to stay still", quiet)
 			}
 			rc.Progress(msg, -1)
 		} else {
+			provenEnds = ""
 			rc.Progress("lag unknown: "+err.Error(), -1)
 		}
 		if time.Since(start) > timeout {
@@ -317,17 +343,55 @@ func drain(ctx context.Context, topo *topology.Topology, p drainParams, rc *plan
 					p.Source, p.Target, took.Round(time.Millisecond), p.Source, p.Target, quiet, timeout)
 			case rep.Caught():
 				why = fmt.Sprintf("the mirror %s->%s caught up, but the source end offsets did not stay still for %v within %v (are producers still writing? is failover.quiet_period shorter than failover.drain_timeout?)", p.Source, p.Target, quiet, timeout)
+				if fenced && proof.why != "" {
+					why += "; the drain was not proven complete either: " + proof.why
+				}
 			}
 			return plans.Result{}, rollbackDrain(ctx, topo, p, why, rc.Plan.ID)
+		}
+		// While a proof holds, the next measurement is the one that can
+		// confirm it: no sooner than the settle allows.
+		next := 250 * time.Millisecond
+		if provenEnds != "" {
+			next = max(time.Until(provenAt.Add(settle)), 10*time.Millisecond)
 		}
 		select {
 		case <-ctx.Done():
 			return plans.Result{}, ctx.Err()
 		case <-rc.Stopping():
 			return plans.Result{}, fmt.Errorf("%w: stopped draining %s->%s (drctl resume drains again; drctl abort undoes the run)", plans.ErrInterrupted, p.Source, p.Target)
-		case <-time.After(250 * time.Millisecond):
+		case <-time.After(next):
 		}
 	}
+}
+
+// measureDrain measures the link's lag and, when fenced, proves what it
+// can of the drain (proveDrained), through one session: first the fence,
+// then the lag, then the high-water marks, so that what the lag shows was
+// read with the fence already in force. A failed proof is no error: its
+// reason is the proof's.
+func measureDrain(ctx context.Context, topo *topology.Topology, link topology.Link, fenced bool) (*mirror.LagReport, drainProof, error) {
+	clusters := kafkaconn.Open(ctx, topo, link.Source, link.Target)
+	defer clusters.Close()
+	var fence aclfence.Proof
+	var ferr error
+	if fenced {
+		if src, err := clusters.Need(link.Source); err == nil {
+			fence, ferr = aclfence.Prove(ctx, src, topo, link.Source)
+		}
+	}
+	rep, err := mirror.MeasureLagIn(ctx, clusters, link)
+	if err != nil || !fenced {
+		return rep, drainProof{}, err
+	}
+	if ferr != nil {
+		return rep, drainProof{why: "the fence could not be read on every broker: " + ferr.Error()}, nil
+	}
+	proof, perr := proveDrained(ctx, clusters, topo, link.Source, fence, rep)
+	if perr != nil {
+		return rep, drainProof{why: perr.Error()}, nil
+	}
+	return rep, proof, nil
 }
 
 func rollbackDrain(ctx context.Context, topo *topology.Topology, p drainParams, why string, runID string) error {

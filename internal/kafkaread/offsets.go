@@ -111,16 +111,24 @@ func withLeader(ctx context.Context, client sarama.Client, topic string, partiti
 // partition (the read_committed end), one request per broker. Any
 // partition it cannot measure makes the whole call fail.
 func StableOffsets(ctx context.Context, client sarama.Client, tps []topology.TopicPartition) (map[topology.TopicPartition]int64, error) {
-	return listOffsets(ctx, client, tps, sarama.OffsetNewest)
+	return listOffsets(ctx, client, tps, sarama.OffsetNewest, sarama.ReadCommitted)
+}
+
+// HighWatermarks asks the leaders for the high-water mark of each
+// partition, one request per broker. A partition's high-water mark is
+// above its last stable offset (StableOffsets) while a transaction is open
+// on it.
+func HighWatermarks(ctx context.Context, client sarama.Client, tps []topology.TopicPartition) (map[topology.TopicPartition]int64, error) {
+	return listOffsets(ctx, client, tps, sarama.OffsetNewest, sarama.ReadUncommitted)
 }
 
 // StartOffsets asks the leaders for the log start offset of each partition,
 // one request per broker.
 func StartOffsets(ctx context.Context, client sarama.Client, tps []topology.TopicPartition) (map[topology.TopicPartition]int64, error) {
-	return listOffsets(ctx, client, tps, sarama.OffsetOldest)
+	return listOffsets(ctx, client, tps, sarama.OffsetOldest, sarama.ReadCommitted)
 }
 
-func listOffsets(ctx context.Context, client sarama.Client, tps []topology.TopicPartition, at int64) (map[topology.TopicPartition]int64, error) {
+func listOffsets(ctx context.Context, client sarama.Client, tps []topology.TopicPartition, at int64, iso sarama.IsolationLevel) (map[topology.TopicPartition]int64, error) {
 	byBroker := map[*sarama.Broker]*sarama.OffsetRequest{}
 	for _, tp := range tps {
 		b, err := client.Leader(tp.Topic, tp.Partition)
@@ -132,7 +140,7 @@ func listOffsets(ctx context.Context, client sarama.Client, tps []topology.Topic
 		}
 		req, ok := byBroker[b]
 		if !ok {
-			req = &sarama.OffsetRequest{Version: 4, IsolationLevel: sarama.ReadCommitted}
+			req = &sarama.OffsetRequest{Version: 4, IsolationLevel: iso}
 			byBroker[b] = req
 		}
 		req.AddBlock(tp.Topic, tp.Partition, at, 1)
