@@ -9,6 +9,8 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -204,15 +206,27 @@ func (s *runStore) Handle(ctx context.Context, e plans.Event) error {
 	}
 	w := connect(ctx, s.topo)
 	defer w.Close()
+	// The clusters are written at once: each write is independent (the
+	// record is the same; one that lands is enough), and a step boundary
+	// should cost one write's time, not one per cluster.
+	var mu sync.Mutex
 	var errs []error
 	ok := 0
+	var wg sync.WaitGroup
 	for name, c := range w.clients {
-		if err := kvstore.Put(ctx, c, topology.RunsTopic, s.rec.Plan.ID, raw); err != nil {
-			errs = append(errs, fmt.Errorf("cluster %s: %w", name, err))
-			continue
-		}
-		ok++
+		wg.Go(func() {
+			err := kvstore.Put(ctx, c, topology.RunsTopic, s.rec.Plan.ID, raw)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, fmt.Errorf("cluster %s: %w", name, err))
+				return
+			}
+			ok++
+		})
 	}
+	wg.Wait()
+	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
 	if ok == 0 {
 		errs = append(errs, errNoClusters)
 		return fmt.Errorf("record run progress in the clusters: %w", errors.Join(errs...))
