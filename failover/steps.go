@@ -287,8 +287,10 @@ func drain(ctx context.Context, topo *topology.Topology, p drainParams, rc *plan
 	start := time.Now()
 	var lastEnds string
 	stillSince := time.Now()
-	// provenEnds and provenAt: the high-water marks of the first proof of
-	// a run of proofs that saw the same ones, and when it was made.
+	// proven: the last measurement proved the drain; provenEnds and
+	// provenAt: the high-water marks of the first proof of a run of
+	// proofs that saw the same ones, and when it was made.
+	var proven bool
 	var provenEnds string
 	var provenAt time.Time
 	for {
@@ -306,9 +308,9 @@ func drain(ctx context.Context, topo *topology.Topology, p drainParams, rc *plan
 			}
 			switch {
 			case !fenced || proof.why != "":
-				provenEnds = ""
-			case proof.ends != provenEnds:
-				provenEnds, provenAt = proof.ends, time.Now()
+				proven = false
+			case !proven || proof.ends != provenEnds:
+				proven, provenEnds, provenAt = true, proof.ends, time.Now()
 			case measured.Sub(provenAt) >= settle:
 				return plans.NewResult(fmt.Sprintf("drained in %v: proven (the fence holds on every broker, no transaction is open, every partition is mirrored to its last stable offset)", time.Since(start).Round(time.Millisecond)),
 					map[string]any{"lag_records": 0, "partitions": len(rep.Partitions), "proven": true})
@@ -319,7 +321,7 @@ func drain(ctx context.Context, topo *topology.Topology, p drainParams, rc *plan
 			}
 			msg := fmt.Sprintf("%d records, %.1fs behind", rep.TotalRecords, rep.MaxSeconds)
 			switch {
-			case provenEnds != "":
+			case proven:
 				msg = fmt.Sprintf("caught up and proven drained; confirming the end offsets %v later", settle)
 			case caught && fenced:
 				msg = fmt.Sprintf("caught up; waiting %v for the end offsets to stay still (not proven drained: %s)", quiet, proof.why)
@@ -328,7 +330,7 @@ func drain(ctx context.Context, topo *topology.Topology, p drainParams, rc *plan
 			}
 			rc.Progress(msg, -1)
 		} else {
-			provenEnds = ""
+			proven = false
 			rc.Progress("lag unknown: "+err.Error(), -1)
 		}
 		if time.Since(start) > timeout {
@@ -352,7 +354,7 @@ func drain(ctx context.Context, topo *topology.Topology, p drainParams, rc *plan
 		// While a proof holds, the next measurement is the one that can
 		// confirm it: no sooner than the settle allows.
 		next := 250 * time.Millisecond
-		if provenEnds != "" {
+		if proven {
 			next = max(time.Until(provenAt.Add(settle)), 10*time.Millisecond)
 		}
 		select {
