@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/IBM/sarama"
 
@@ -49,19 +50,10 @@ func (e *Engine) ensureInternalTopics(ctx context.Context, dst sarama.Client) er
 	// CreateTopics answers before every broker's metadata has the new
 	// topics; until they show, targetChange would take a topic just
 	// created for one the target lost.
-	if _, err := kafkaread.Retry(ctx, kafkaread.Patient, func(int) (struct{}, error) {
-		for _, name := range []string{e.link.ShardsTopic(), e.link.OffsetsTopic(), e.link.EndsTopic(), e.link.TopicsTopic()} {
-			info, err := kafkaread.Topic(ctx, dst, name)
-			if err != nil {
-				return struct{}{}, err
-			}
-			if !info.Exists {
-				return struct{}{}, fmt.Errorf("target %s: %s created but not yet in the metadata: %w", e.link.Target, name, sarama.ErrLeaderNotAvailable)
-			}
+	for _, name := range []string{e.link.ShardsTopic(), e.link.OffsetsTopic(), e.link.EndsTopic(), e.link.TopicsTopic()} {
+		if err := kafkaread.AwaitLeaders(ctx, dst, name, 30*time.Second); err != nil {
+			return fmt.Errorf("target %s: %w", e.link.Target, err)
 		}
-		return struct{}{}, nil
-	}); err != nil {
-		return err
 	}
 	if err := dst.RefreshMetadata(e.link.ShardsTopic()); err != nil {
 		return fmt.Errorf("target %s: metadata of %s: %w", e.link.Target, e.link.ShardsTopic(), err)

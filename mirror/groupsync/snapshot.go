@@ -124,6 +124,11 @@ func ensureGroupsTopic(ctx context.Context, dst sarama.Client, link topology.Lin
 	if err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {
 		return fmt.Errorf("target %s: create %s: %w", link.Target, link.GroupsTopic(), err)
 	}
+	// Created is not yet listed: reading it at once failed with an unknown
+	// topic (a warning at every fresh start).
+	if err := kafkaread.AwaitLeaders(ctx, dst, link.GroupsTopic(), 30*time.Second); err != nil {
+		return fmt.Errorf("target %s: %w", link.Target, err)
+	}
 	return nil
 }
 
