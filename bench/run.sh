@@ -45,8 +45,8 @@
 #   jitter BENCH_WAN_JITTER (0) ms; 0 means through the proxy without delay).
 #   The mirror is placed near the target (the proxy between the mirror and the
 #   source, the MirrorMaker 1 practice) and, for BENCH_WAN_SOURCE_MIRRORS
-#   (drctl-alo drctl-eos), also near the source (the proxy between the mirror
-#   and the target). The mirror bootstraps at the proxy, and the brokers'
+#   (drctl-alo drctl-eos; empty for none), also near the source (the proxy
+#   between the mirror and the target). The mirror bootstraps at the proxy, and the brokers'
 #   WAN listener (e2e/kafka.sh, DRCTL_E2E_WAN=1, set here) advertises the
 #   proxy, so every connection of the mirror to that cluster crosses it;
 #   loadgen's count and verify go direct. Needs clusters started with
@@ -112,7 +112,7 @@ WAN_RECORDS="${BENCH_WAN_RECORDS:-${BENCH_RECORDS:-300000}}"
 WAN_MIRRORS="${BENCH_WAN_MIRRORS:-drctl-alo drctl-eos mm2-alo mm2-eos}"
 WAN_LATENCIES="${BENCH_WAN_LATENCIES:-25 50}"
 WAN_JITTER="${BENCH_WAN_JITTER:-0}"
-WAN_SOURCE_MIRRORS="${BENCH_WAN_SOURCE_MIRRORS:-drctl-alo drctl-eos}"
+WAN_SOURCE_MIRRORS="${BENCH_WAN_SOURCE_MIRRORS-drctl-alo drctl-eos}" # empty: none
 SEED=1
 
 # The wan scenario needs the brokers' WAN listener (if this script starts them).
@@ -279,6 +279,7 @@ cleanup() {
 	if [[ -n "$RUNNING_PID" ]]; then
 		stop_pid "$RUNNING_PID" "mirror"
 	fi
+	[[ -z "${COUNT_PID:-}" ]] || stop_pid "$COUNT_PID" "loadgen count"
 	[[ -z "${WAN_PROXY_PID:-}" ]] || stop_pid "$WAN_PROXY_PID" "wanproxy"
 	if [[ "$KEEP" != 1 && -x "$LOADGEN" ]]; then
 		log "deleting this run's topics"
@@ -420,6 +421,7 @@ wait_copied() {
 	"$LOADGEN" count -src-brokers "$EAST" -brokers "$WEST" -src-topic "$src" -t0 "$MIRROR_T0" \
 		-timeout "${COUNT_TIMEOUT:-$TIMEOUT}s" >"$out" 2> >(tee "$out.log" >&2) &
 	cpid=$!
+	COUNT_PID=$cpid # stopped by cleanup if this script is interrupted
 	while alive "$cpid"; do
 		if ! alive "$MIRROR_PID"; then
 			note "$name: the mirror process exited before the target held all records (see $MIRROR_LOG)"
@@ -429,6 +431,7 @@ wait_copied() {
 		sleep 0.2
 	done
 	wait "$cpid" || rc=$?
+	COUNT_PID=""
 	if [[ $rc -ne 0 ]] || ! grep -q '^RESULT' "$out"; then
 		note "$name: the copy did not complete (loadgen count exit $rc: $(tail -n1 "$out.log" | cut -c1-200); logs: $MIRROR_LOG, $out.log)"
 		return 1
