@@ -36,21 +36,21 @@
 #   12-partition topic while loadgen latency writes BENCH_LAT_RATE (5000)
 #   records/s into it for BENCH_LAT_DURATION (60s) after a warm-up, and reads
 #   the target: latency percentiles from record timestamp to readable on west.
-# wan: the throughput measurement (BENCH_WAN_RECORDS (BENCH_RECORDS if set,
-#   else 300000) records over
-#   BENCH_PARTITIONS partitions, written once) for each of BENCH_WAN_MIRRORS
-#   (drctl-alo drctl-eos mm2-alo mm2-eos), first on the LAN (direct), then
-#   through bench/wanproxy at each one-way latency of BENCH_WAN_LATENCIES
-#   ("25 50" ms, added in both directions, so the round trip is twice that;
-#   jitter BENCH_WAN_JITTER (0) ms; 0 means through the proxy without delay).
-#   The mirror is placed near the target (the proxy between the mirror and the
-#   source, the MirrorMaker 1 practice) and, for BENCH_WAN_SOURCE_MIRRORS
-#   (drctl-alo drctl-eos; empty for none), also near the source (the proxy
-#   between the mirror and the target). The mirror bootstraps at the proxy, and the brokers'
-#   WAN listener (e2e/kafka.sh, DRCTL_E2E_WAN=1, set here) advertises the
-#   proxy, so every connection of the mirror to that cluster crosses it;
-#   loadgen's count and verify go direct. Needs clusters started with
-#   DRCTL_E2E_WAN=1 (run.sh says so if they run without it).
+# wan: the throughput measurement (BENCH_WAN_RECORDS records, default
+#   BENCH_RECORDS if set, else 300000, over BENCH_PARTITIONS partitions,
+#   written once) for each of BENCH_WAN_MIRRORS (drctl-alo drctl-eos mm2-alo
+#   mm2-eos), first on the LAN (direct), then through bench/wanproxy at each
+#   one-way latency of BENCH_WAN_LATENCIES ("25 50" ms, added in both
+#   directions, so the round trip is twice that; jitter BENCH_WAN_JITTER (0)
+#   ms; 0 means through the proxy without delay). The mirror is placed near
+#   the target (the proxy between the mirror and the source, the MirrorMaker 1
+#   practice) and, for BENCH_WAN_SOURCE_MIRRORS (drctl-alo drctl-eos; empty
+#   for none), also near the source (the proxy between the mirror and the
+#   target). The mirror bootstraps at the proxy, and the brokers' WAN listener
+#   (e2e/kafka.sh, DRCTL_E2E_WAN=1, set here) advertises the proxy, so every
+#   connection of the mirror to that cluster crosses it; loadgen's count and
+#   verify go direct. Needs clusters started with DRCTL_E2E_WAN=1 (run.sh says
+#   so if they run without it).
 #
 # Mirrors use identity topic naming: each writes a topic with the source's name
 # on west, which is deleted (and gone) before the next mirror starts, so every
