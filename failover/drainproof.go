@@ -13,13 +13,16 @@ import (
 )
 
 // fenceSettle is how long a proof of the drain must hold, with the same
-// end offsets, before the drain ends on it (or the quiet period, if that
-// is shorter). A broker authorises a produce request and then appends it:
-// one it authorised just before the fence's ACL reached it may land a
-// moment after the proof first holds. A second measurement this much later
-// that finds the same high-water marks bounds that window; it is not a
-// wait for producers to stop (the fence has stopped them).
-const fenceSettle = time.Second
+// high-water marks, before the drain ends on it (or the quiet period, if
+// that is shorter). A broker authorises a produce request and then appends
+// it, and the high-water mark moves once the followers have the record: a
+// request authorised just before the fence's ACL reached the broker may
+// show a moment after the proof first holds. A second measurement this much
+// later that finds the same high-water marks bounds that window (a follower
+// slower than this would escape it: its records would show on the old
+// active after the flip, where the reseed's salvage saves them). It is not
+// a wait for producers to stop: the fence has stopped them.
+const fenceSettle = 500 * time.Millisecond
 
 // drainProof is one measurement's proof that the drain is complete: why
 // not ("" when it is), and the source's high-water marks it saw (a second

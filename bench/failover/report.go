@@ -12,6 +12,7 @@ import (
 // active (applications can move), and the reseed of the old active.
 const (
 	firstStep     = "preflight"
+	flipRolesStep = "flip-roles"
 	lastFlipStep  = "translate-groups"
 	firstTailStep = "unfence-new-active"
 	lastStep      = "finish"
@@ -54,9 +55,10 @@ func (r *result) report(o options, records, positions int, initialCopy time.Dura
 		}
 	}
 	flip, flipAt := r.span(firstStep, lastFlipStep)
+	_, rolesAt := r.span(firstStep, flipRolesStep)
 	tail, _ := r.span(firstTailStep, lastStep)
-	fmt.Fprintf(&b, "\n- to the flip (%s .. %s): **%.1fs** of steps, done %.1fs after `drctl failover` started (planning and the checks between steps included)\n",
-		firstStep, lastFlipStep, flip.Seconds(), flipAt.Seconds())
+	fmt.Fprintf(&b, "\n- to the flip (%s .. %s): **%.1fs** of steps, done %.1fs after `drctl failover` started (planning and the checks between steps included); the roles flipped (%s done) %.1fs after it started\n",
+		firstStep, lastFlipStep, flip.Seconds(), flipAt.Seconds(), flipRolesStep, rolesAt.Seconds())
 	fmt.Fprintf(&b, "- reseed tail (%s .. %s): **%.1fs**\n", firstTailStep, lastStep, tail.Seconds())
 	fmt.Fprintf(&b, "- whole `drctl failover --to west --yes`: **%.1fs** wall, exit %d\n", r.wall.Seconds(), r.code)
 	return b.String()
