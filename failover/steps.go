@@ -407,15 +407,34 @@ func rollbackDrain(ctx context.Context, topo *topology.Topology, p drainParams, 
 			undo = append(undo, fmt.Sprintf("removed the %d fence ACL(s) from %s", len(removed), p.Source))
 		}
 	}
-	w := connect(rctx, topo, p.Rollback.Clusters...)
-	defer w.Close()
-	if err := w.transition(rctx, p.Rollback.State, runID, p.Rollback.Clusters...); err != nil {
+	if err := restoreRoles(rctx, topo, p.Rollback, runID); err != nil {
 		undo = append(undo, "restoring the roles failed: "+err.Error())
 	} else {
 		undo = append(undo, "roles restored ("+p.Rollback.State.String()+")")
 	}
 	return fmt.Errorf("%w: %s; %s. Check drctl mirror lag, raise failover.drain_timeout, or fail over with --unplanned",
 		ErrDrainTimeout, why, strings.Join(undo, "; "))
+}
+
+// restoreRoles writes the rollback state, again while a cluster is
+// unreachable (a broker that held the drain may answer again a moment
+// later; a new client right after it resumes can still fail), until ctx
+// ends. The transition is idempotent: a cluster already restored is left
+// alone.
+func restoreRoles(ctx context.Context, topo *topology.Topology, rb stateParams, runID string) error {
+	for {
+		w := connect(ctx, topo, rb.Clusters...)
+		err := w.transition(ctx, rb.State, runID, rb.Clusters...)
+		w.Close()
+		if err == nil || !errors.Is(err, ErrUnreachable) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 func endsKey(rep *mirror.LagReport) string {
