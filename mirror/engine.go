@@ -42,9 +42,12 @@ type Options struct {
 	TxnLinger       time.Duration // its shortest window without a backlog (5ms)
 	MaxBatchRecords int           // most records per transaction (20,000)
 	MaxBatchBytes   int           // most key+value bytes per transaction (2 MiB)
-	FetchBytes      int32         // bytes per partition per fetch (1 MiB)
-	FetchWait       time.Duration // how long a fetch may wait for data (100ms)
-	ChannelBuffer   int           // records buffered per shard (2048)
+	FetchBytes      int32         // bytes per partition per fetch, at most (1 MiB)
+	// FetchResponseBytes bounds a shard's fetch response: its partitions
+	// share it, each getting at least 32 KiB (4 MiB; see fetcher.go).
+	FetchResponseBytes int32
+	FetchWait          time.Duration // how long a fetch may wait for data (100ms)
+	ChannelBuffer      int           // records buffered per shard (2048)
 	// MaxBufferedBytes bounds the source records the engine holds between
 	// fetch and commit, over all its shards (64 MiB; see budget).
 	MaxBufferedBytes  int64
@@ -97,6 +100,9 @@ func (o *Options) defaults() {
 	if o.FetchBytes <= 0 {
 		o.FetchBytes = 1 << 20
 	}
+	if o.FetchResponseBytes <= 0 {
+		o.FetchResponseBytes = defaultRespBytes
+	}
 	if o.MaxBufferedBytes <= 0 {
 		o.MaxBufferedBytes = 64 << 20
 	}
@@ -127,7 +133,8 @@ type Engine struct {
 
 	mu       sync.Mutex
 	byShard  map[int32][]topology.TopicPartition
-	limits   map[string]int32 // source max.message.bytes of each ready topic
+	limits   map[string]int32  // source max.message.bytes of each ready topic
+	ids      map[string]string // source topic id of each ready topic (the ledger's)
 	synced   bool
 	progress map[topology.TopicPartition]int64
 	stable   map[topology.TopicPartition]int64
@@ -288,8 +295,10 @@ func (e *Engine) syncTopicsLoop(ctx context.Context, syncer topicSyncer, src, ds
 func (e *Engine) publish(ready map[string]readyTopic, troubles map[string]string) {
 	by := map[int32][]topology.TopicPartition{}
 	limits := map[string]int32{}
+	ids := map[string]string{}
 	for topic, rt := range ready {
 		limits[topic] = rt.MaxMessageBytes
+		ids[topic] = rt.SourceID
 		for p := int32(0); p < rt.Partitions; p++ {
 			s := ShardOf(topic, p, e.opts.Shards)
 			by[s] = append(by[s], topology.TopicPartition{Topic: topic, Partition: p})
@@ -300,7 +309,7 @@ func (e *Engine) publish(ready map[string]readyTopic, troubles map[string]string
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.byShard, e.synced, e.limits = by, true, limits
+	e.byShard, e.synced, e.limits, e.ids = by, true, limits, ids
 	e.partsGen.Add(1)
 	// Topic-level troubles are this pass's; partition-level ones stay
 	// until the partition copies again.
@@ -330,6 +339,14 @@ func (e *Engine) partitionsOf(shard int32) []topology.TopicPartition {
 		}
 	}
 	return out
+}
+
+// topicID returns the source topic id the link mirrors for topic ("":
+// unknown).
+func (e *Engine) topicID(topic string) string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.ids[topic]
 }
 
 func (e *Engine) setProgress(tp topology.TopicPartition, next int64) {

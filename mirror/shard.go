@@ -1,11 +1,13 @@
 package mirror
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,13 +41,12 @@ type shard struct {
 	prod  sarama.AsyncProducer
 	dst   sarama.Client // for progress reads and the state check
 	srcCl sarama.Client
-	cons  sarama.Consumer
+	fetch *fetcher // reads the source partitions into in (fetcher.go)
 	in    chan *sarama.ConsumerMessage
 	// held is the bytes of the engine's budget this shard holds: records
 	// admitted to in and not yet released by the end of their transaction.
 	held   atomic.Int64
-	fwd    sync.WaitGroup // the partitions' forwarders into in
-	offPar int32          // partition of the offsets topic this shard writes
+	offPar int32 // partition of the offsets topic this shard writes
 	// prodLimit is the producer's MaxMessageBytes (see Engine.shardLimit).
 	prodLimit int
 
@@ -65,13 +66,12 @@ type shard struct {
 // partState is what a shard knows of one source partition.
 type partState struct {
 	tp       topology.TopicPartition
-	pc       sarama.PartitionConsumer
-	next     int64 // next source offset to copy (committed progress)
-	stable   int64 // last stable offset seen on the source (-1 unknown)
+	fp       *fetchPart // its place in the shard's fetcher (nil: not fetched)
+	next     int64      // next source offset to copy (committed progress)
+	stable   int64      // last stable offset seen on the source (-1 unknown)
 	stableAt time.Time
 	lastTs   int64     // source timestamp (ms) of the last record copied
 	lastSeen time.Time // when a record of this partition last arrived
-	stop     chan struct{}
 }
 
 type txnMeta struct {
@@ -161,30 +161,18 @@ func (s *shard) open(ctx context.Context) error {
 				s.id, ErrLinkRetired, st.Epoch, st.Active, e.opts.Epoch)
 		}
 	}
-	s.srcCl, err = e.dial(ctx, e.srcCluster, func(c *sarama.Config) {
-		c.Consumer.IsolationLevel = sarama.ReadCommitted
-		c.Consumer.Return.Errors = true
-		c.Consumer.Fetch.Default = e.opts.FetchBytes
-		// One fetch response holds at most this much, however many
-		// partitions the shard has: it bounds the memory of a shard.
-		c.Consumer.Fetch.Max = int32(max(4<<20, s.prodLimit+1<<20))
-		c.Consumer.MaxWaitTime = e.opts.FetchWait
-		// Consumer.MaxProcessingTime stays at sarama's 100ms: a partition
-		// whose records wait while the shard commits (or starts its other
-		// partitions) is paused, not allowed to stall the broker consumer,
-		// whose subscriptions the shard needs to go on.
-		// Records wait in the shard's buffer, admitted by the engine's
-		// budget; a partition's own channel only smooths its hand-over.
-		c.ChannelBufferSize = 16
-		c.Metadata.Full = false
-	})
+	s.srcCl, err = e.dial(ctx, e.srcCluster, func(c *sarama.Config) { c.Metadata.Full = false })
 	if err != nil {
 		return err
 	}
-	s.cons, err = sarama.NewConsumerFromClient(s.srcCl)
+	s.fetch, err = newFetcher(s.srcCl, e.opts.FetchBytes, e.opts.FetchResponseBytes, e.opts.FetchWait, fetchSink{
+		out: s.in, buf: e.buf, held: &s.held,
+		outOfRange: s.outOfRange, recreated: s.recreated, failed: s.fetchFailed,
+	}, s.log)
 	if err != nil {
-		return fmt.Errorf("shard %d: consumer on %s: %w", s.id, e.link.Source, err)
+		return fmt.Errorf("shard %d: fetch from %s: %w", s.id, e.link.Source, err)
 	}
+	s.fetch.start(ctx)
 	parts, err := e.offsetsPartitions(ctx, s.dst)
 	if err != nil {
 		return err
@@ -208,12 +196,11 @@ func (s *shard) close() {
 	}
 	// Records still buffered are dropped (the next run of the shard reads
 	// them again from its committed progress): give their bytes back once
-	// no forwarder can add more.
-	s.fwd.Wait()
-	s.e.buf.release(s.held.Swap(0))
-	if s.cons != nil {
-		_ = s.cons.Close()
+	// the fetcher can add no more.
+	if s.fetch != nil {
+		s.fetch.close()
 	}
+	s.e.buf.release(s.held.Swap(0))
 	if s.srcCl != nil {
 		_ = s.srcCl.Close()
 	}
@@ -273,16 +260,18 @@ func (s *shard) refreshPartitions(ctx context.Context) error {
 		return fmt.Errorf("shard %d: read progress on %s: %w", s.id, s.e.link.Target, err)
 	}
 	// The source ends of every added partition, in one request per broker
-	// and kind: a shard of thousands of partitions starts them all at once
-	// rather than one round trip after another.
+	// and kind, and their topics' ids in one metadata request: a shard of
+	// thousands of partitions starts them all at once rather than one round
+	// trip after another.
 	starts, serr := kafkaread.StartOffsets(ctx, s.srcCl, added)
 	stables, lerr := kafkaread.StableOffsets(ctx, s.srcCl, added)
+	ids, ierr := kafkaread.TopicIDs(ctx, s.srcCl, topicsOf(added))
 	parts := make([]*partState, len(added))
 	errs := make([]error, len(added))
 	sem := make(chan struct{}, startParallel)
 	var wg sync.WaitGroup
 	for i, tp := range added {
-		p := &partState{tp: tp, next: -1, stable: -1, stop: make(chan struct{}), lastSeen: time.Now()}
+		p := &partState{tp: tp, next: -1, stable: -1, lastSeen: time.Now()}
 		if pe, ok := progress[tp]; ok {
 			p.next, p.lastTs = pe.next, pe.lastTs
 		}
@@ -299,7 +288,12 @@ func (s *shard) refreshPartitions(ctx context.Context) error {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			errs[i] = s.startPartition(ctx, p, ends)
+			id, err := s.sameIncarnation(tp, ids, ierr)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			errs[i] = s.startPartition(ctx, p, ends, id)
 		}()
 	}
 	wg.Wait()
@@ -322,15 +316,11 @@ const startParallel = 32
 // srcEnds are a source partition's log start and last stable offset.
 type srcEnds struct{ Start, Stable int64 }
 
-// startPartition starts consuming p from its progress. A position below the
-// source's log start means retention removed records before they were
-// mirrored: they are counted as lost and copying goes on from the log start.
-// A position beyond the source's end means the topic was recreated or
-// truncated: the partition is refused, loudly, since copying the new log
-// would mix two histories in one target partition. ends, when known, are
-// the partition's source ends (else they are asked for). It may run
+// startPartition starts fetching p from its progress (see resumeAt); id is
+// the source topic id its progress belongs to. ends, when known, are the
+// partition's source ends (else they are asked for). It may run
 // concurrently with the starts of other partitions of the shard.
-func (s *shard) startPartition(ctx context.Context, p *partState, ends *srcEnds) error {
+func (s *shard) startPartition(ctx context.Context, p *partState, ends *srcEnds, id string) error {
 	if ends == nil {
 		e, err := kafkaread.PartitionEnds(ctx, s.srcCl, p.tp.Topic, p.tp.Partition)
 		if err != nil {
@@ -338,79 +328,101 @@ func (s *shard) startPartition(ctx context.Context, p *partState, ends *srcEnds)
 		}
 		ends = &srcEnds{Start: e.Start, Stable: e.Stable}
 	}
-	from := sarama.OffsetOldest
+	from := ends.Start
 	if p.next >= 0 {
-		switch {
-		case p.next < ends.Start:
-			lost := ends.Start - p.next
-			s.e.metrics.Lost.WithLabelValues(s.e.link.String(), p.tp.Topic).Add(float64(lost))
-			s.e.noteTrouble(p.tp, fmt.Sprintf("%d records removed by retention on %s before they were mirrored (offsets %d to %d)",
-				lost, s.e.link.Source, p.next, ends.Start-1))
-			s.log.Error("records lost to source retention", "partition", p.tp.String(), "lost", lost, "from", p.next, "to", ends.Start-1)
-			from = ends.Start
-		case p.next > ends.Stable:
-			// Progress never passes the last stable offset: the mirror
-			// copies committed records only.
-			msg := fmt.Sprintf("mirrored position %d is beyond the source's end %d: the topic was recreated or truncated on %s; delete the target topic on %s to mirror it again, or exclude it",
-				p.next, ends.Stable, s.e.link.Source, s.e.link.Target)
-			s.e.noteTrouble(p.tp, msg)
-			return errors.New(msg)
-		default:
-			from = p.next
+		var err error
+		if from, err = s.resumeAt(p.tp, p.next, *ends); err != nil {
+			return err
 		}
 	}
-	pc, err := s.cons.ConsumePartition(p.tp.Topic, p.tp.Partition, from)
-	if err != nil {
-		return err
-	}
-	p.pc = pc
-	if from >= 0 {
-		p.next = from
-	} else {
-		p.next = ends.Start
-	}
-	link := s.e.link.String()
-	s.fwd.Go(func() {
-		for {
-			select {
-			case m, ok := <-pc.Messages():
-				if !ok {
-					return
-				}
-				n := heldBytes(m)
-				if !s.e.buf.acquire(n, p.stop) {
-					return
-				}
-				s.held.Add(n)
-				select {
-				case s.in <- m:
-				case <-p.stop:
-					s.held.Add(-n)
-					s.e.buf.release(n)
-					return
-				}
-			case cerr, ok := <-pc.Errors():
-				if !ok {
-					return
-				}
-				s.e.metrics.Errors.WithLabelValues(link, "source").Inc()
-				s.log.Warn("source fetch error", "partition", p.tp.String(), "err", cerr.Err)
-			case <-p.stop:
-				return
-			}
-		}
-	})
+	p.next = from
+	p.fp = s.fetch.add(p.tp, from, id)
 	return nil
 }
 
-func (s *shard) stopPartition(p *partState) {
-	select {
-	case <-p.stop:
-	default:
-		close(p.stop)
+// resumeAt returns where copying tp goes on from next, the first source
+// offset not mirrored yet. A position below the source's log start means
+// retention removed records before they were mirrored: they are counted as
+// lost and copying goes on from the log start. A position beyond the
+// source's end means the topic was recreated or truncated: the partition is
+// refused, loudly (an error wrapping errRefused), since copying the new log
+// would mix two histories in one target partition.
+func (s *shard) resumeAt(tp topology.TopicPartition, next int64, ends srcEnds) (int64, error) {
+	switch {
+	case next < ends.Start:
+		lost := ends.Start - next
+		s.e.metrics.Lost.WithLabelValues(s.e.link.String(), tp.Topic).Add(float64(lost))
+		s.e.noteTrouble(tp, fmt.Sprintf("%d records removed by retention on %s before they were mirrored (offsets %d to %d)",
+			lost, s.e.link.Source, next, ends.Start-1))
+		s.log.Error("records lost to source retention", "partition", tp.String(), "lost", lost, "from", next, "to", ends.Start-1)
+		return ends.Start, nil
+	case next > ends.Stable:
+		// Progress never passes the last stable offset: the mirror
+		// copies committed records only.
+		msg := fmt.Sprintf("mirrored position %d is beyond the source's end %d: the topic was recreated or truncated on %s; delete the target topic on %s to mirror it again, or exclude it",
+			next, ends.Stable, s.e.link.Source, s.e.link.Target)
+		s.e.noteTrouble(tp, msg)
+		return 0, fmt.Errorf("%w: %s", errRefused, msg)
 	}
-	if p.pc != nil {
-		p.pc.AsyncClose()
+	return next, nil
+}
+
+// sameIncarnation checks that the source topic of tp is the incarnation
+// the link mirrors (the topic ledger's id, as the engine last published
+// it) and returns its id. ids are the source's topic ids (ierr: the
+// lookup's error). A recreated topic is reported and refused.
+func (s *shard) sameIncarnation(tp topology.TopicPartition, ids map[string]string, ierr error) (string, error) {
+	if ierr != nil {
+		return "", ierr
+	}
+	id, ok := ids[tp.Topic]
+	if !ok {
+		return "", fmt.Errorf("topic %s is not on %s: %w", tp.Topic, s.e.link.Source, sarama.ErrUnknownTopicOrPartition)
+	}
+	want := s.e.topicID(tp.Topic)
+	if want != "" && id != "" && id != want {
+		s.recreated(tp, id)
+		return "", fmt.Errorf("%w: topic %s has id %s on %s, the mirror copies id %s", errRefused, tp.Topic, id, s.e.link.Source, want)
+	}
+	return cmp.Or(want, id), nil
+}
+
+// outOfRange resolves a fetch position the source called out of range,
+// once the fetcher has checked the topic's id (see resumeAt).
+func (s *shard) outOfRange(ctx context.Context, tp topology.TopicPartition, at int64) (int64, error) {
+	ends, err := kafkaread.PartitionEnds(ctx, s.srcCl, tp.Topic, tp.Partition)
+	if err != nil {
+		return 0, err
+	}
+	return s.resumeAt(tp, at, srcEnds{Start: ends.Start, Stable: ends.Stable})
+}
+
+// recreated reports tp, whose source topic has a new id: nothing of the new
+// incarnation is copied (the topic sync holds the topic back).
+func (s *shard) recreated(tp topology.TopicPartition, id string) {
+	s.e.noteTrouble(topology.TopicPartition{Topic: tp.Topic, Partition: -1}, recreatedMessage(s.e.link, tp.Topic))
+	s.log.Error("source topic recreated: not copying its new incarnation", "partition", tp.String(), "source_id", id, "mirrored_id", s.e.topicID(tp.Topic))
+}
+
+// fetchFailed counts and logs a fetch error of tp.
+func (s *shard) fetchFailed(tp topology.TopicPartition, err error) {
+	s.e.metrics.Errors.WithLabelValues(s.e.link.String(), "source").Inc()
+	s.log.Warn("source fetch error", "partition", tp.String(), "err", err)
+}
+
+func topicsOf(tps []topology.TopicPartition) []string {
+	var out []string
+	for _, tp := range tps {
+		if !slices.Contains(out, tp.Topic) {
+			out = append(out, tp.Topic)
+		}
+	}
+	return out
+}
+
+func (s *shard) stopPartition(p *partState) {
+	if p.fp != nil {
+		s.fetch.remove(p.fp)
 	}
 }
 

@@ -24,6 +24,9 @@ type readyTopic struct {
 	// (0: unknown): the mirror's producer must be able to send a batch
 	// that large.
 	MaxMessageBytes int32
+	// SourceID is the source topic's id ("": the source reports none): the
+	// incarnation the mirror copies.
+	SourceID string
 }
 
 // ledgerSyncer runs topicsync passes and keeps the link's topic ledger: it
@@ -138,7 +141,7 @@ func (a *ledgerSyncer) sync(ctx context.Context) (map[string]readyTopic, map[str
 			}
 		}
 		if t.Ready() {
-			ready[t.Name] = readyTopic{Partitions: t.Partitions, MaxMessageBytes: t.MaxMessageBytes}
+			ready[t.Name] = readyTopic{Partitions: t.Partitions, MaxMessageBytes: t.MaxMessageBytes, SourceID: t.SourceID}
 		}
 	}
 	changes := topicChanges(a.link, a.mirrors, ledger, ids)

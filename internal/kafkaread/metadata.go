@@ -77,10 +77,36 @@ func Topic(ctx context.Context, client sarama.Client, topic string) (TopicInfo, 
 	return info, nil
 }
 
+// TopicIDs returns the ids (hex) of topics that exist on the cluster, in one
+// metadata request: a topic missing from the result does not exist, and an
+// empty id means the cluster reports none. A topic deleted and created again
+// under its name has a new id, so a reader that knows the id it started
+// from can tell the two incarnations apart. Like Topic it never creates a
+// topic.
+func TopicIDs(ctx context.Context, client sarama.Client, topics []string) (map[string]string, error) {
+	md, err := metadata(ctx, client, topics...)
+	if err != nil {
+		return nil, fmt.Errorf("metadata of %d topic(s): %w", len(topics), err)
+	}
+	ids := make(map[string]string, len(topics))
+	for _, tm := range md.Topics {
+		switch {
+		case errors.Is(tm.Err, sarama.ErrUnknownTopicOrPartition):
+		case !errors.Is(tm.Err, sarama.ErrNoError):
+			return nil, fmt.Errorf("metadata of topic %s: %w", tm.Name, tm.Err)
+		case tm.Uuid != (sarama.Uuid{}):
+			ids[tm.Name] = hex.EncodeToString(tm.Uuid[:])
+		default:
+			ids[tm.Name] = ""
+		}
+	}
+	return ids, nil
+}
+
 // metadata asks the brokers the client knows, one after the other, for the
-// metadata of topic, with automatic topic creation off. The first answer
+// metadata of topics, with automatic topic creation off. The first answer
 // wins.
-func metadata(ctx context.Context, client sarama.Client, topic string) (*sarama.MetadataResponse, error) {
+func metadata(ctx context.Context, client sarama.Client, topics ...string) (*sarama.MetadataResponse, error) {
 	if client == nil {
 		return nil, errors.New("no client")
 	}
@@ -101,7 +127,7 @@ func metadata(ctx context.Context, client sarama.Client, topic string) (*sarama.
 	}
 	var errs []error
 	for _, b := range brokers {
-		req := sarama.NewMetadataRequest(client.Config().Version, []string{topic})
+		req := sarama.NewMetadataRequest(client.Config().Version, topics)
 		req.AllowAutoTopicCreation = false
 		md, err := Await(ctx, func() (*sarama.MetadataResponse, error) {
 			if err := b.Open(client.Config()); err != nil && !errors.Is(err, sarama.ErrAlreadyConnected) {

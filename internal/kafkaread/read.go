@@ -65,7 +65,7 @@ func ReadCommitted(ctx context.Context, client sarama.Client, topic string, part
 		return from, fmt.Errorf("read %s/%d from offset %d: the log ends at %d (truncated or recreated): %w",
 			topic, partition, from, ends.High, sarama.ErrOffsetOutOfRange)
 	}
-	version, err := fetchVersion(client.Config().Version)
+	version, err := FetchVersion(client.Config().Version)
 	if err != nil {
 		return from, fmt.Errorf("read %s/%d: %w", topic, partition, err)
 	}
@@ -105,7 +105,7 @@ func ReadCommitted(ctx context.Context, client sarama.Client, topic string, part
 			return next, fmt.Errorf("read %s/%d at offset %d: %w", topic, partition, next, err)
 		}
 
-		moved, partial, err := committedRecords(block, next, end, fn)
+		moved, partial, err := CommittedRecords(block, next, end, fn)
 		if err != nil {
 			return moved, fmt.Errorf("read %s/%d at offset %d: %w", topic, partition, moved, err)
 		}
@@ -121,7 +121,7 @@ func ReadCommitted(ctx context.Context, client sarama.Client, topic string, part
 				return next, fmt.Errorf("read %s/%d: no progress at offset %d after %d fetches (last stable offset %d)",
 					topic, partition, next, stalls, end)
 			}
-			if err := Sleep(ctx, Brief.pause(stalls-1)); err != nil {
+			if err := Sleep(ctx, Brief.Pause(stalls-1)); err != nil {
 				return next, fmt.Errorf("read %s/%d at offset %d: %w", topic, partition, next, err)
 			}
 		}
@@ -129,9 +129,10 @@ func ReadCommitted(ctx context.Context, client sarama.Client, topic string, part
 	return next, nil
 }
 
-// fetchVersion picks the newest fetch version sarama and the configured
-// Kafka version share; read_committed needs version 4 (Kafka 0.11).
-func fetchVersion(v sarama.KafkaVersion) (int16, error) {
+// FetchVersion picks the newest fetch version sarama and the configured
+// Kafka version share; read_committed needs version 4 (Kafka 0.11), and
+// every version it picks carries the aborted-transaction lists.
+func FetchVersion(v sarama.KafkaVersion) (int16, error) {
 	switch {
 	case v.IsAtLeast(sarama.V2_7_0_0):
 		return 12, nil
@@ -174,17 +175,21 @@ func fetch(ctx context.Context, b *sarama.Broker, version int16, topic string, p
 	return block, nil
 }
 
-// committedRecords hands fn the committed data records of one fetch
-// response block with offsets in [next, end), and returns the offset after
-// the last batch it consumed. partial reports that the block held only part
+// CommittedRecords hands fn the committed data records of one
+// read_committed fetch response block with offsets in [next, end) (end may
+// be math.MaxInt64: the broker returns nothing past the last stable
+// offset), and returns the offset after the last batch it consumed, the
+// position of the next fetch. partial reports that the block held only part
 // of a batch, so nothing could be consumed and a larger fetch is needed.
+// The records' keys, values and headers point into the response: a caller
+// that keeps them past the response copies them.
 //
 // A batch is skipped whole when it is a control batch, or a transactional
 // batch whose producer has an aborted transaction in the block's list that
 // begins at or before the batch and whose abort marker has not been passed
 // yet (the broker lists every aborted transaction overlapping the fetched
 // range).
-func committedRecords(block *sarama.FetchResponseBlock, next, end int64, fn func(Record) error) (moved int64, partial bool, err error) {
+func CommittedRecords(block *sarama.FetchResponseBlock, next, end int64, fn func(Record) error) (moved int64, partial bool, err error) {
 	aborted := append([]*sarama.AbortedTransaction(nil), block.AbortedTransactions...)
 	slices.SortFunc(aborted, func(a, b *sarama.AbortedTransaction) int { return cmp.Compare(a.FirstOffset, b.FirstOffset) })
 	abortedPIDs := map[int64]bool{}

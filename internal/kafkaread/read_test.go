@@ -328,7 +328,7 @@ func TestCommittedRecordsTable(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			block := &sarama.FetchResponseBlock{RecordsSet: tt.sets, AbortedTransactions: tt.aborted}
 			var got []string
-			moved, partial, err := committedRecords(block, tt.next, tt.end, func(r Record) error {
+			moved, partial, err := CommittedRecords(block, tt.next, tt.end, func(r Record) error {
 				got = append(got, string(r.Value))
 				return nil
 			})

@@ -102,10 +102,11 @@ func (p Policy) backOff() *backoff.ExponentialBackOff {
 	}
 }
 
-// pause is the policy's pause before attempt n+1 (n from 0), without
+// Pause is the policy's pause before attempt n+1 (n from 0), without
 // jitter: for waits that are not retries of an error, such as a read that
-// made no progress.
-func (p Policy) pause(n int) time.Duration {
+// made no progress, and for loops that go on after an error rather than
+// give up (the mirror's fetcher backs a failing partition off by it).
+func (p Policy) Pause(n int) time.Duration {
 	d := p.First
 	for range n {
 		d *= 2

@@ -85,11 +85,11 @@ func TestPolicyPause(t *testing.T) {
 	p := Policy{First: 50 * time.Millisecond, Max: time.Second}
 	ms := time.Millisecond
 	for n, want := range []time.Duration{50 * ms, 100 * ms, 200 * ms, 400 * ms, 800 * ms, time.Second, time.Second} {
-		if got := p.pause(n); got != want {
+		if got := p.Pause(n); got != want {
 			t.Errorf("pause(%d) = %v, want %v", n, got, want)
 		}
 	}
-	if got := p.pause(200); got != time.Second {
+	if got := p.Pause(200); got != time.Second {
 		t.Errorf("pause(200) = %v, want the maximum", got)
 	}
 }

@@ -1,0 +1,564 @@
+package mirror
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/drctl/drctl/internal/kafkaread"
+	"github.com/drctl/drctl/topology"
+)
+
+// A shard reads its source partitions with a fetcher of its own rather than
+// sarama's consumer. sarama's partition consumer keeps the records it
+// fetched pointing into the whole fetch response until they are handed
+// over, so with many partitions per shard many responses stay alive, each
+// pinned by a few records (170-210 MB of a 1,000-partition mirror's heap,
+// see bench/README.md, issue 14). The fetcher instead:
+//
+//   - sends, each round, one read_committed fetch request per source leader
+//     broker covering the shard's partitions led by it (at most
+//     maxPartsPerFetch of them, taken in turn), in parallel, outside any fetch
+//     session;
+//   - bounds each partition's share (respBytes divided among the request's
+//     partitions, at least minPartBytes, at most partBytes) and so the whole
+//     response; a batch larger than its share comes whole when its partition
+//     is the first of a request (KIP-74), so a partition that came back empty
+//     though it has data goes first in its next request;
+//   - decodes the response with kafkaread.CommittedRecords (control batches
+//     and aborted transactions dropped as read_committed requires), copies
+//     each record's key, value and headers into one small buffer of its own,
+//     and drops the response before handing anything over;
+//   - hands the records to the shard in offset order through the engine's
+//     byte budget, in the fetch loop itself: a partition's next request is
+//     sent only after its records are all handed over (or its partition was
+//     removed), which keeps its order across leader changes.
+//
+// Errors never stop the fetcher: a partition whose leader moved or whose
+// broker connection broke is looked up anew after a pause of the Brief
+// retry policy; one whose fetch says UNKNOWN_TOPIC_OR_PARTITION,
+// UNKNOWN_TOPIC_ID, INCONSISTENT_TOPIC_ID or OFFSET_OUT_OF_RANGE fetches
+// nothing more until the source's topic id is checked against the id the
+// partition was started for: a topic deleted and created again under its
+// name is a different log, and copying it from the old position would mix
+// two histories in one target partition. Only then is an out-of-range
+// position resolved (retention loss counted, a truncated log refused).
+
+// fetchResponseCeiling is the MaxBytes of every fetch request. The
+// response is bounded by the partitions' shares instead (whose sum is at
+// most about respBytes), because kfake leaves the aborted-transaction list
+// out of a partition that the response-level limit cut short, and such a
+// partition's aborted records would read as committed.
+const fetchResponseCeiling = 64 << 20
+
+// Bounds of the fetcher's requests (see the comment at the top).
+const (
+	minPartBytes     = 32 << 10
+	defaultRespBytes = 4 << 20
+)
+
+// fetchPart is one source partition in a fetcher.
+type fetchPart struct {
+	tp topology.TopicPartition
+	// id is the source topic id the partition was started for ("":
+	// unknown, not checked).
+	id string
+	// stop is closed when the partition is removed; mu is held while one
+	// of its records is handed over, so that once remove returns nothing
+	// more of it is.
+	stop     chan struct{}
+	stopOnce sync.Once
+	mu       sync.Mutex
+
+	// Owned by the fetch loop (set once by add before the loop sees it).
+	at      int64 // next offset to fetch
+	boost   int32 // the partition's share after a partial batch (0: none)
+	first   bool  // goes first in its next request (KIP-74)
+	suspect bool  // its topic id is checked before it fetches again
+	oor     bool  // its position was out of range: resolve it after the check
+	refresh bool  // its leader is looked up anew
+	dead    bool  // fetches nothing more; it waits to be removed
+	fails   int
+	retryAt time.Time
+}
+
+func (p *fetchPart) stopped() bool {
+	select {
+	case <-p.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// backoff pauses p after a failure, by the Brief retry policy.
+func (p *fetchPart) backoff() {
+	p.retryAt = time.Now().Add(kafkaread.Brief.Pause(p.fails))
+	p.fails++
+}
+
+// fetchSink is where a fetcher's records and troubles go: the shard.
+type fetchSink struct {
+	out  chan<- *sarama.ConsumerMessage
+	buf  *budget
+	held *atomic.Int64
+	// outOfRange resolves an out-of-range position of a partition whose
+	// topic id was checked: the offset to go on from, or an error that
+	// stops the partition (a truncated log), already reported.
+	outOfRange func(ctx context.Context, tp topology.TopicPartition, at int64) (int64, error)
+	// recreated reports a partition whose topic has another id now.
+	recreated func(tp topology.TopicPartition, id string)
+	// failed counts and logs a fetch error of a partition.
+	failed func(tp topology.TopicPartition, err error)
+}
+
+// fetcher reads a shard's source partitions; see the comment at the top.
+type fetcher struct {
+	cl        sarama.Client
+	version   int16
+	partBytes int32
+	respBytes int32
+	wait      time.Duration
+	sink      fetchSink
+	log       *slog.Logger
+
+	mu    sync.Mutex
+	parts map[topology.TopicPartition]*fetchPart
+	kick  chan struct{}
+
+	rr     int // rotates the partitions' order among rounds
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func newFetcher(cl sarama.Client, partBytes, respBytes int32, wait time.Duration, sink fetchSink, log *slog.Logger) (*fetcher, error) {
+	version, err := kafkaread.FetchVersion(cl.Config().Version)
+	if err != nil {
+		return nil, err
+	}
+	return &fetcher{
+		cl: cl, version: version, partBytes: max(partBytes, minPartBytes), respBytes: max(respBytes, minPartBytes),
+		wait: wait, sink: sink, log: log,
+		parts: map[topology.TopicPartition]*fetchPart{}, kick: make(chan struct{}, 1),
+	}, nil
+}
+
+// start runs the fetch loop until close.
+func (f *fetcher) start(ctx context.Context) {
+	ctx, f.cancel = context.WithCancel(ctx)
+	f.done = make(chan struct{})
+	go func() {
+		defer close(f.done)
+		f.loop(ctx)
+	}()
+}
+
+// close removes every partition and waits for the fetch loop to end.
+func (f *fetcher) close() {
+	f.mu.Lock()
+	all := slices.Collect(maps.Values(f.parts))
+	f.mu.Unlock()
+	for _, p := range all {
+		f.remove(p)
+	}
+	if f.cancel != nil {
+		f.cancel()
+		<-f.done
+	}
+}
+
+// add starts fetching tp from offset at; id is the source topic id the
+// position belongs to. It costs no request.
+func (f *fetcher) add(tp topology.TopicPartition, at int64, id string) *fetchPart {
+	p := &fetchPart{tp: tp, id: id, at: at, stop: make(chan struct{})}
+	f.mu.Lock()
+	old := f.parts[tp]
+	f.parts[tp] = p
+	f.mu.Unlock()
+	if old != nil {
+		f.stopPart(old)
+	}
+	f.wake()
+	return p
+}
+
+// remove stops p: once it returns, no record of p is handed over any more
+// (records handed over before are the shard's to drop).
+func (f *fetcher) remove(p *fetchPart) {
+	f.mu.Lock()
+	if f.parts[p.tp] == p {
+		delete(f.parts, p.tp)
+	}
+	f.mu.Unlock()
+	f.stopPart(p)
+}
+
+// stopPart closes p.stop, then waits for a hand-over of p in progress
+// (which gives up at once) to end.
+func (f *fetcher) stopPart(p *fetchPart) {
+	p.stopOnce.Do(func() { close(p.stop) })
+	p.mu.Lock()
+	p.mu.Unlock() //nolint:staticcheck // an empty critical section: waits for give
+}
+
+func (f *fetcher) wake() {
+	select {
+	case f.kick <- struct{}{}:
+	default:
+	}
+}
+
+// fetched is one partition's records of one response, copied out of it.
+type fetched struct {
+	p       *fetchPart
+	msgs    []*sarama.ConsumerMessage
+	next    int64
+	empty   bool // nothing returned though the partition has data
+	partial bool
+	err     error
+}
+
+func (f *fetcher) loop(ctx context.Context) {
+	for ctx.Err() == nil {
+		f.mu.Lock()
+		parts := slices.Collect(maps.Values(f.parts))
+		f.mu.Unlock()
+		slices.SortFunc(parts, func(a, b *fetchPart) int { return a.tp.Compare(b.tp) })
+		now := time.Now()
+		var ready, suspects []*fetchPart
+		next := time.Time{} // earliest retry of a waiting partition
+		for _, p := range parts {
+			switch {
+			case p.dead || p.stopped():
+			case p.retryAt.After(now):
+				if next.IsZero() || p.retryAt.Before(next) {
+					next = p.retryAt
+				}
+			case p.suspect:
+				suspects = append(suspects, p)
+			default:
+				ready = append(ready, p)
+			}
+		}
+		if len(suspects) > 0 {
+			ready = append(ready, f.checkIDs(ctx, suspects)...)
+		}
+		byLeader := f.route(ctx, ready)
+		if len(byLeader) == 0 {
+			f.idle(ctx, next)
+			continue
+		}
+		results := f.fetchAll(ctx, byLeader)
+		for _, r := range results {
+			if !f.handOver(ctx, r) {
+				break
+			}
+		}
+	}
+}
+
+// idle waits for a partition to be added or removed, or until the next
+// retry (forever when none is due).
+func (f *fetcher) idle(ctx context.Context, until time.Time) {
+	var due <-chan time.Time
+	if !until.IsZero() {
+		t := time.NewTimer(max(time.Until(until), time.Millisecond))
+		defer t.Stop()
+		due = t.C
+	}
+	select {
+	case <-ctx.Done():
+	case <-f.kick:
+	case <-due:
+	}
+}
+
+// checkIDs looks up the topic ids of suspect partitions in one request and
+// returns those that may fetch again.
+func (f *fetcher) checkIDs(ctx context.Context, suspects []*fetchPart) []*fetchPart {
+	var topics []string
+	for _, p := range suspects {
+		if !slices.Contains(topics, p.tp.Topic) {
+			topics = append(topics, p.tp.Topic)
+		}
+	}
+	ids, err := kafkaread.TopicIDs(ctx, f.cl, topics)
+	if err != nil {
+		for _, p := range suspects {
+			f.sink.failed(p.tp, err)
+			p.backoff()
+		}
+		return nil
+	}
+	var ok []*fetchPart
+	for _, p := range suspects {
+		id, exists := ids[p.tp.Topic]
+		switch {
+		case !exists:
+			// Deleted (the topic sync reports it and removes the
+			// partition), or not yet visible: ask again later.
+			p.backoff()
+			continue
+		case p.id != "" && id != "" && id != p.id:
+			p.dead = true
+			f.sink.recreated(p.tp, id)
+			continue
+		}
+		if p.oor {
+			at, err := f.sink.outOfRange(ctx, p.tp, p.at)
+			if err != nil {
+				if errors.Is(err, errRefused) {
+					p.dead = true
+				} else {
+					f.sink.failed(p.tp, err)
+					p.backoff()
+				}
+				continue
+			}
+			p.at, p.oor = at, false
+		}
+		p.suspect, p.refresh = false, true
+		ok = append(ok, p)
+	}
+	return ok
+}
+
+// errRefused marks a partition the mirror refuses to copy from where it
+// stands (outOfRange reported why).
+var errRefused = errors.New("partition refused")
+
+// route groups the partitions by their leader, refreshing the metadata of
+// the topics whose leader must be looked up anew.
+func (f *fetcher) route(ctx context.Context, ready []*fetchPart) map[*sarama.Broker][]*fetchPart {
+	var stale []string
+	for _, p := range ready {
+		if p.refresh && !slices.Contains(stale, p.tp.Topic) {
+			stale = append(stale, p.tp.Topic)
+		}
+	}
+	if len(stale) > 0 {
+		if _, err := kafkaread.Await(ctx, func() (struct{}, error) { return struct{}{}, f.cl.RefreshMetadata(stale...) }); err != nil {
+			f.log.Debug("source metadata refresh failed", "topics", len(stale), "err", err)
+		}
+	}
+	by := map[*sarama.Broker][]*fetchPart{}
+	for _, p := range ready {
+		b, err := f.cl.Leader(p.tp.Topic, p.tp.Partition)
+		if err != nil {
+			f.sink.failed(p.tp, fmt.Errorf("find leader: %w", err))
+			if errors.Is(err, sarama.ErrUnknownTopicOrPartition) {
+				p.suspect = true
+			}
+			p.refresh = true
+			p.backoff()
+			continue
+		}
+		p.refresh = false
+		by[b] = append(by[b], p)
+	}
+	return by
+}
+
+// fetchAll sends one request per leader, in parallel, and returns every
+// partition's outcome, copied out of the responses.
+func (f *fetcher) fetchAll(ctx context.Context, byLeader map[*sarama.Broker][]*fetchPart) []fetched {
+	f.rr++
+	brokers := slices.SortedFunc(maps.Keys(byLeader), func(a, b *sarama.Broker) int { return cmp.Compare(a.ID(), b.ID()) })
+	outs := make([][]fetched, len(brokers))
+	var wg sync.WaitGroup
+	for i, b := range brokers {
+		ps := f.requestOrder(byLeader[b])
+		wg.Go(func() { outs[i] = f.fetchFrom(ctx, b, ps) })
+	}
+	wg.Wait()
+	var all []fetched
+	for _, o := range outs {
+		all = append(all, o...)
+	}
+	return all
+}
+
+// requestOrder picks the partitions of one request and their order: those
+// that came back empty though they have data first, then the others in
+// turn from a rotating start, at most maxPartsPerFetch in all.
+func (f *fetcher) requestOrder(ps []*fetchPart) []*fetchPart {
+	limit := max(1, int(f.respBytes/minPartBytes))
+	out := make([]*fetchPart, 0, min(len(ps), limit))
+	for _, p := range ps {
+		if p.first {
+			out = append(out, p)
+		}
+	}
+	start := f.rr % len(ps)
+	for i := range ps {
+		p := ps[(start+i)%len(ps)]
+		if !p.first {
+			out = append(out, p)
+		}
+	}
+	return out[:min(len(out), limit)]
+}
+
+// fetchFrom sends one fetch for ps to b and decodes the response.
+func (f *fetcher) fetchFrom(ctx context.Context, b *sarama.Broker, ps []*fetchPart) []fetched {
+	req := &sarama.FetchRequest{
+		Version:     f.version,
+		MaxWaitTime: int32(f.wait / time.Millisecond),
+		MinBytes:    1,
+		MaxBytes:    fetchResponseCeiling,
+		Isolation:   sarama.ReadCommitted,
+	}
+	if f.version >= 7 {
+		req.SessionEpoch = -1 // a full fetch that opens no session
+	}
+	share := min(f.partBytes, max(minPartBytes, f.respBytes/int32(len(ps))))
+	for _, p := range ps {
+		req.AddBlock(p.tp.Topic, p.tp.Partition, p.at, max(share, p.boost), -1)
+	}
+	resp, err := kafkaread.Await(ctx, func() (*sarama.FetchResponse, error) { return b.Fetch(req) })
+	if err == nil && resp.ErrorCode != 0 {
+		err = sarama.KError(resp.ErrorCode)
+	}
+	out := make([]fetched, len(ps))
+	for i, p := range ps {
+		out[i].p = p
+		if err != nil {
+			out[i].err = err
+			continue
+		}
+		out[i] = decodeBlock(p, resp.GetBlock(p.tp.Topic, p.tp.Partition))
+	}
+	if err != nil && ctx.Err() == nil {
+		// A broken connection is opened again at the next lookup.
+		_ = b.Close()
+	}
+	return out
+}
+
+// decodeBlock copies p's committed records out of its response block. A
+// partition missing from the response (a response cut short) got nothing.
+func decodeBlock(p *fetchPart, block *sarama.FetchResponseBlock) fetched {
+	r := fetched{p: p, next: p.at}
+	if block == nil {
+		return r
+	}
+	if !errors.Is(block.Err, sarama.ErrNoError) {
+		r.err = block.Err
+		return r
+	}
+	next, partial, err := kafkaread.CommittedRecords(block, p.at, math.MaxInt64, func(rec kafkaread.Record) error {
+		r.msgs = append(r.msgs, ownedMessage(p.tp, rec))
+		return nil
+	})
+	if err != nil {
+		r.err = err
+		return r
+	}
+	r.next, r.partial = next, partial
+	r.empty = next == p.at && block.LastStableOffset > p.at
+	return r
+}
+
+// ownedMessage copies rec out of its fetch response: key, value and
+// headers share one buffer of the record's own. A null key or value stays
+// null.
+func ownedMessage(tp topology.TopicPartition, rec kafkaread.Record) *sarama.ConsumerMessage {
+	n := len(rec.Key) + len(rec.Value)
+	for _, h := range rec.Headers {
+		n += len(h.Key) + len(h.Value)
+	}
+	buf := make([]byte, 0, n)
+	own := func(b []byte) []byte {
+		if b == nil {
+			return nil
+		}
+		buf = append(buf, b...)
+		return buf[len(buf)-len(b) : len(buf) : len(buf)]
+	}
+	m := &sarama.ConsumerMessage{
+		Topic: tp.Topic, Partition: tp.Partition, Offset: rec.Offset, Timestamp: rec.Timestamp,
+		Key: own(rec.Key), Value: own(rec.Value),
+	}
+	if len(rec.Headers) > 0 {
+		hs := make([]sarama.RecordHeader, len(rec.Headers))
+		m.Headers = make([]*sarama.RecordHeader, len(rec.Headers))
+		for i, h := range rec.Headers {
+			hs[i] = sarama.RecordHeader{Key: own(h.Key), Value: own(h.Value)}
+			m.Headers[i] = &hs[i]
+		}
+	}
+	return m
+}
+
+// Fetch errors that make the fetcher check the partition's topic id.
+var (
+	errUnknownTopicID      = sarama.KError(100)
+	errInconsistentTopicID = sarama.KError(103)
+)
+
+// handOver gives r's records to the shard in order, then moves r's
+// partition on. It returns false when ctx ended.
+func (f *fetcher) handOver(ctx context.Context, r fetched) bool {
+	p := r.p
+	if r.err != nil {
+		f.sink.failed(p.tp, r.err)
+		switch {
+		case errors.Is(r.err, sarama.ErrOffsetOutOfRange):
+			p.suspect, p.oor = true, true
+		case errors.Is(r.err, sarama.ErrUnknownTopicOrPartition), errors.Is(r.err, errUnknownTopicID), errors.Is(r.err, errInconsistentTopicID):
+			p.suspect = true
+		}
+		p.refresh = true
+		p.backoff()
+		return ctx.Err() == nil
+	}
+	for _, m := range r.msgs {
+		if !f.give(p, m) {
+			return ctx.Err() == nil
+		}
+	}
+	p.at, p.fails = r.next, 0
+	switch {
+	case r.partial:
+		p.boost, p.first = min(max(2*p.boost, 2*f.partBytes), 1<<30), true
+	case r.empty:
+		p.first = true
+	default:
+		p.first, p.boost = false, 0
+	}
+	return ctx.Err() == nil
+}
+
+// give hands m to the shard once the engine's budget has room for it; it
+// returns false, having handed nothing, when p was removed first.
+func (f *fetcher) give(p *fetchPart, m *sarama.ConsumerMessage) bool {
+	n := heldBytes(m)
+	if !f.sink.buf.acquire(n, p.stop) {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopped() {
+		f.sink.buf.release(n)
+		return false
+	}
+	f.sink.held.Add(n)
+	select {
+	case f.sink.out <- m:
+		return true
+	case <-p.stop:
+	}
+	f.sink.held.Add(-n)
+	f.sink.buf.release(n)
+	return false
+}
