@@ -27,14 +27,16 @@ import (
 // see bench/README.md, issue 14). The fetcher instead:
 //
 //   - sends, each round, one read_committed fetch request per source leader
-//     broker covering the shard's partitions led by it (at most
-//     maxPartsPerFetch of them, taken in turn), in parallel, outside any fetch
-//     session;
-//   - bounds each partition's share (respBytes divided among the request's
-//     partitions, at least minPartBytes, at most partBytes) and so the whole
-//     response; a batch larger than its share comes whole when its partition
-//     is the first of a request (KIP-74), so a partition that came back empty
-//     though it has data goes first in its next request;
+//     broker covering all the shard's partitions led by it, in parallel,
+//     outside any fetch session;
+//   - bounds each partition's share and so the whole response: a partition
+//     that returned nothing last time gets a small share (idleShare), the
+//     others split what is left of respBytes (at most partBytes each), so a
+//     response holds about respBytes however many partitions the shard has,
+//     and a few busy partitions among many idle ones still fetch in bulk. A
+//     batch larger than its share comes whole when its partition is the
+//     first of a request (KIP-74), so a partition that came back empty though
+//     it has data goes first in its next request;
 //   - decodes the response with kafkaread.CommittedRecords (control batches
 //     and aborted transactions dropped as read_committed requires), copies
 //     each record's key, value and headers into one small buffer of its own,
@@ -61,9 +63,12 @@ import (
 // partition's aborted records would read as committed.
 const fetchResponseCeiling = 64 << 20
 
-// Bounds of the fetcher's requests (see the comment at the top).
+// Bounds of the fetcher's requests (see the comment at the top): a
+// partition's share is at least minPartBytes, an idle one's at most
+// idleShareMax.
 const (
-	minPartBytes     = 32 << 10
+	minPartBytes     = 8 << 10
+	idleShareMax     = 32 << 10
 	defaultRespBytes = 4 << 20
 )
 
@@ -83,6 +88,7 @@ type fetchPart struct {
 	// Owned by the fetch loop (set once by add before the loop sees it).
 	at      int64 // next offset to fetch
 	boost   int32 // the partition's share after a partial batch (0: none)
+	busy    bool  // its last fetch returned records
 	first   bool  // goes first in its next request (KIP-74)
 	suspect bool  // its topic id is checked before it fetches again
 	oor     bool  // its position was out of range: resolve it after the check
@@ -226,6 +232,9 @@ type fetched struct {
 	empty   bool // nothing returned though the partition has data
 	partial bool
 	err     error
+	// reported: err is the request's, reported once for all its
+	// partitions.
+	reported bool
 }
 
 func (f *fetcher) loop(ctx context.Context) {
@@ -388,12 +397,11 @@ func (f *fetcher) fetchAll(ctx context.Context, byLeader map[*sarama.Broker][]*f
 	return all
 }
 
-// requestOrder picks the partitions of one request and their order: those
-// that came back empty though they have data first, then the others in
-// turn from a rotating start, at most maxPartsPerFetch in all.
+// requestOrder orders the partitions of one request: those that came back
+// empty though they have data first, then the others from a rotating
+// start.
 func (f *fetcher) requestOrder(ps []*fetchPart) []*fetchPart {
-	limit := max(1, int(f.respBytes/minPartBytes))
-	out := make([]*fetchPart, 0, min(len(ps), limit))
+	out := make([]*fetchPart, 0, len(ps))
 	for _, p := range ps {
 		if p.first {
 			out = append(out, p)
@@ -406,7 +414,19 @@ func (f *fetcher) requestOrder(ps []*fetchPart) []*fetchPart {
 			out = append(out, p)
 		}
 	}
-	return out[:min(len(out), limit)]
+	return out
+}
+
+// shares returns the partition shares of a request for n partitions of
+// which busy returned records last time: see the comment at the top.
+func (f *fetcher) shares(n, busy int) (idle, active int32) {
+	idle = min(idleShareMax, max(minPartBytes, f.respBytes/int32(n)))
+	active = f.partBytes
+	if busy > 0 {
+		left := max(0, int64(f.respBytes)-int64(n-busy)*int64(idle))
+		active = int32(min(int64(f.partBytes), max(int64(idle), left/int64(busy))))
+	}
+	return idle, active
 }
 
 // fetchFrom sends one fetch for ps to b and decodes the response.
@@ -421,8 +441,18 @@ func (f *fetcher) fetchFrom(ctx context.Context, b *sarama.Broker, ps []*fetchPa
 	if f.version >= 7 {
 		req.SessionEpoch = -1 // a full fetch that opens no session
 	}
-	share := min(f.partBytes, max(minPartBytes, f.respBytes/int32(len(ps))))
+	busy := 0
 	for _, p := range ps {
+		if p.busy {
+			busy++
+		}
+	}
+	idle, active := f.shares(len(ps), busy)
+	for _, p := range ps {
+		share := idle
+		if p.busy {
+			share = active
+		}
 		req.AddBlock(p.tp.Topic, p.tp.Partition, p.at, max(share, p.boost), -1)
 	}
 	resp, err := kafkaread.Await(ctx, func() (*sarama.FetchResponse, error) { return b.Fetch(req) })
@@ -430,17 +460,20 @@ func (f *fetcher) fetchFrom(ctx context.Context, b *sarama.Broker, ps []*fetchPa
 		err = sarama.KError(resp.ErrorCode)
 	}
 	out := make([]fetched, len(ps))
-	for i, p := range ps {
-		out[i].p = p
-		if err != nil {
-			out[i].err = err
-			continue
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
 		}
-		out[i] = decodeBlock(p, resp.GetBlock(p.tp.Topic, p.tp.Partition))
-	}
-	if err != nil && ctx.Err() == nil {
-		// A broken connection is opened again at the next lookup.
+		// One report for the request; a broken connection is opened
+		// again at the next lookup.
+		f.sink.failed(ps[0].tp, fmt.Errorf("fetch %d partition(s) from broker %s: %w", len(ps), b.Addr(), err))
 		_ = b.Close()
+	}
+	for i, p := range ps {
+		out[i] = fetched{p: p, err: err, reported: err != nil}
+		if err == nil {
+			out[i] = decodeBlock(p, resp.GetBlock(p.tp.Topic, p.tp.Partition))
+		}
 	}
 	return out
 }
@@ -510,8 +543,13 @@ var (
 // partition on. It returns false when ctx ended.
 func (f *fetcher) handOver(ctx context.Context, r fetched) bool {
 	p := r.p
+	if ctx.Err() != nil {
+		return false
+	}
 	if r.err != nil {
-		f.sink.failed(p.tp, r.err)
+		if !r.reported {
+			f.sink.failed(p.tp, r.err)
+		}
 		switch {
 		case errors.Is(r.err, sarama.ErrOffsetOutOfRange):
 			p.suspect, p.oor = true, true
@@ -527,7 +565,7 @@ func (f *fetcher) handOver(ctx context.Context, r fetched) bool {
 			return ctx.Err() == nil
 		}
 	}
-	p.at, p.fails = r.next, 0
+	p.at, p.fails, p.busy = r.next, 0, len(r.msgs) > 0
 	switch {
 	case r.partial:
 		p.boost, p.first = min(max(2*p.boost, 2*f.partBytes), 1<<30), true

@@ -1,0 +1,371 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/drctl/drctl/internal/kafkaread"
+	"github.com/drctl/drctl/internal/kfaketest"
+	"github.com/drctl/drctl/topology"
+)
+
+// writeInterleaved writes rounds of records into every partition of topic:
+// each round a transaction whose records go one batch at a time (so a
+// transaction spans fetches), aborted every third round, followed by a
+// plain idempotent record (a null key, every other one a null value). The
+// values are 3,000 bytes or more: with the fetcher's small shares, fetch
+// boundaries fall inside transactions, aborted ones included.
+func writeInterleaved(t *testing.T, c *topology.Cluster, topic string, partitions int32, rounds int) {
+	t.Helper()
+	txp := kfaketest.IdempotentProducer(t, c, "writer-"+topic)
+	plain := kfaketest.IdempotentProducer(t, c, "")
+	pad := strings.Repeat("x", 3000)
+	for r := range rounds {
+		if err := txp.BeginTxn(); err != nil {
+			t.Fatal(err)
+		}
+		for p := range partitions {
+			for i := range 5 {
+				if _, _, err := txp.SendMessage(&sarama.ProducerMessage{Topic: topic, Partition: p,
+					Key:     sarama.StringEncoder(fmt.Sprintf("k%d-%d", r, i)),
+					Value:   sarama.StringEncoder(fmt.Sprintf("round %d record %d %s", r, i, pad[:r*37%500]) + pad),
+					Headers: []sarama.RecordHeader{{Key: []byte("round"), Value: []byte(fmt.Sprint(r))}, {Key: []byte("empty"), Value: []byte{}}},
+				}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		end := txp.CommitTxn
+		if r%3 == 1 {
+			end = txp.AbortTxn
+		}
+		if err := end(); err != nil {
+			t.Fatal(err)
+		}
+		for p := range partitions {
+			m := &sarama.ProducerMessage{Topic: topic, Partition: p}
+			if r%2 == 0 {
+				m.Value = sarama.StringEncoder(fmt.Sprintf("plain %d", r))
+			}
+			if _, _, err := plain.SendMessage(m); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// testFetcher runs a fetcher on src with small shares (fetches of a few
+// records) that hands its records to out; troubles fail the test.
+func testFetcher(t *testing.T, src sarama.Client, out chan *sarama.ConsumerMessage, tune ...func(*fetchSink)) *fetcher {
+	t.Helper()
+	var held atomic.Int64
+	sink := fetchSink{
+		out: out, buf: newBudget(1 << 30), held: &held,
+		outOfRange: func(_ context.Context, tp topology.TopicPartition, at int64) (int64, error) {
+			t.Errorf("%s: offset %d out of range", tp, at)
+			return 0, errRefused
+		},
+		recreated: func(tp topology.TopicPartition, id string) { t.Errorf("%s: recreated (id %s)", tp, id) },
+		failed:    func(tp topology.TopicPartition, err error) { t.Logf("%s: %v", tp, err) },
+	}
+	for _, fn := range tune {
+		fn(&sink)
+	}
+	f, err := newFetcher(src, minPartBytes, 2*idleShareMax, 50*time.Millisecond, sink, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.start(context.Background())
+	t.Cleanup(f.close)
+	return f
+}
+
+// sameMessages compares what a fetcher handed over with the partition's
+// committed records: same offsets in order, keys and values (null ones
+// included), headers and timestamps.
+func sameMessages(want []kafkaread.Record, got []*sarama.ConsumerMessage) error {
+	if len(got) != len(want) {
+		return fmt.Errorf("%d records handed over, %d committed", len(got), len(want))
+	}
+	for i, w := range want {
+		g := got[i]
+		switch {
+		case g.Offset != w.Offset:
+			return fmt.Errorf("record %d: offset %d, want %d", i, g.Offset, w.Offset)
+		case string(g.Key) != string(w.Key) || (g.Key == nil) != (w.Key == nil):
+			return fmt.Errorf("offset %d: key %q, want %q", w.Offset, g.Key, w.Key)
+		case string(g.Value) != string(w.Value) || (g.Value == nil) != (w.Value == nil):
+			return fmt.Errorf("offset %d: value differs (null: %v, want %v)", w.Offset, g.Value == nil, w.Value == nil)
+		case !g.Timestamp.Equal(w.Timestamp):
+			return fmt.Errorf("offset %d: timestamp %v, want %v", w.Offset, g.Timestamp, w.Timestamp)
+		case len(g.Headers) != len(w.Headers):
+			return fmt.Errorf("offset %d: %d headers, want %d", w.Offset, len(g.Headers), len(w.Headers))
+		}
+		for j, h := range w.Headers {
+			if string(g.Headers[j].Key) != string(h.Key) || string(g.Headers[j].Value) != string(h.Value) {
+				return fmt.Errorf("offset %d: header %d is %s=%s, want %s=%s", w.Offset, j, g.Headers[j].Key, g.Headers[j].Value, h.Key, h.Value)
+			}
+		}
+	}
+	return nil
+}
+
+func receive(t *testing.T, out <-chan *sarama.ConsumerMessage, within time.Duration) *sarama.ConsumerMessage {
+	t.Helper()
+	select {
+	case m := <-out:
+		return m
+	case <-time.After(within):
+		t.Fatalf("no record handed over within %v", within)
+		return nil
+	}
+}
+
+// TestFetcherHandsOverCommittedRecordsThroughLeaderMovesAndDroppedConnections:
+// over three brokers, with fetches of a few records (fetch boundaries inside
+// transactions), the fetcher hands over exactly the committed records of
+// every partition, in order, with keys, values, headers and timestamps
+// intact, while every partition's leader moves and fetch connections are
+// dropped in the middle of the copy.
+func TestFetcherHandsOverCommittedRecordsThroughLeaderMovesAndDroppedConnections(t *testing.T) {
+	const parts = 4
+	p := kfaketest.NewPair(t, kfaketest.Options{ClusterOpts: []kfake.Opt{kfake.NumBrokers(3)}})
+	east := p.Topology.Clusters["east"]
+	src := kfaketest.DialCluster(t, east)
+	kfaketest.CreateTopicOn(t, src, "tx", parts, nil)
+	writeInterleaved(t, east, "tx", parts, 24)
+	want := map[int32][]kafkaread.Record{}
+	total := 0
+	for part := range int32(parts) {
+		recs, err := readAll(src, "tx", part)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[part] = recs
+		total += len(recs)
+	}
+	if total != parts*(16*5+24) {
+		t.Fatalf("the source holds %d committed records, want %d", total, parts*(16*5+24))
+	}
+
+	out := make(chan *sarama.ConsumerMessage, 4)
+	f := testFetcher(t, src, out)
+	for part := range int32(parts) {
+		f.add(topology.TopicPartition{Topic: "tx", Partition: part}, 0, "")
+	}
+	got := map[int32][]*sarama.ConsumerMessage{}
+	var dropped atomic.Int32
+	for n := range total {
+		m := receive(t, out, 60*time.Second)
+		if cap(m.Value) != len(m.Value) || cap(m.Key) != len(m.Key) {
+			t.Fatalf("tx/%d offset %d: key or value is part of a larger buffer (cap %d/%d, len %d/%d): it pins its fetch response",
+				m.Partition, m.Offset, cap(m.Key), cap(m.Value), len(m.Key), len(m.Value))
+		}
+		got[m.Partition] = append(got[m.Partition], m)
+		if n == total/3 {
+			for part := range int32(parts) {
+				to := (p.East.LeaderFor("tx", part) + 1) % 3
+				if err := p.East.MoveTopicPartition("tx", part, to); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// Three fetch connections are closed under the fetcher; later
+			// fetches pass.
+			p.East.ControlKey(int16(kmsg.Fetch), func(kmsg.Request) (kmsg.Response, error, bool) {
+				p.East.KeepControl()
+				if dropped.Load() >= 3 {
+					return nil, nil, false
+				}
+				dropped.Add(1)
+				return nil, errors.New("connection dropped by the test"), true
+			})
+		}
+	}
+	if d := dropped.Load(); d < 3 {
+		t.Errorf("%d fetch connections dropped, want 3", d)
+	}
+	for part := range int32(parts) {
+		if err := sameMessages(want[part], got[part]); err != nil {
+			t.Errorf("tx/%d: %v", part, err)
+		}
+	}
+	select {
+	case m := <-out:
+		t.Errorf("an extra record after the copy: %s/%d offset %d", m.Topic, m.Partition, m.Offset)
+	case <-time.After(300 * time.Millisecond):
+	}
+}
+
+// TestFetcherRemovedPartitionHandsOverNothingMore: once remove returns, not
+// one more record of the partition is handed over, while the shard's other
+// partitions go on; added again, it starts where it is told.
+func TestFetcherRemovedPartitionHandsOverNothingMore(t *testing.T) {
+	p := kfaketest.NewPair(t, kfaketest.Options{})
+	src := kfaketest.DialCluster(t, p.Topology.Clusters["east"])
+	kfaketest.CreateTopicOn(t, src, "rm", 2, nil)
+	kfaketest.ProduceEach(t, p.Topology, "east", "rm", 2, 200)
+	out := make(chan *sarama.ConsumerMessage) // unbuffered: records wait in the fetcher
+	f := testFetcher(t, src, out)
+	p0 := f.add(topology.TopicPartition{Topic: "rm", Partition: 0}, 0, "")
+	f.add(topology.TopicPartition{Topic: "rm", Partition: 1}, 0, "")
+	n := map[int32]int{}
+	for n[0] < 20 {
+		m := receive(t, out, 30*time.Second)
+		n[m.Partition]++
+	}
+	f.remove(p0)
+	for n[1] < 200 {
+		m := receive(t, out, 30*time.Second)
+		if m.Partition == 0 {
+			t.Fatalf("rm/0 offset %d handed over after its removal", m.Offset)
+		}
+		if want := int64(n[1]); m.Offset != want {
+			t.Fatalf("rm/1: offset %d, want %d", m.Offset, want)
+		}
+		n[1]++
+	}
+	select {
+	case m := <-out:
+		t.Fatalf("%s/%d offset %d handed over after the copy (rm/0 was removed)", m.Topic, m.Partition, m.Offset)
+	case <-time.After(300 * time.Millisecond):
+	}
+
+	f.add(topology.TopicPartition{Topic: "rm", Partition: 0}, 150, "")
+	for want := int64(150); want < 200; want++ {
+		if m := receive(t, out, 30*time.Second); m.Partition != 0 || m.Offset != want {
+			t.Fatalf("after re-adding rm/0 at 150: %s/%d offset %d, want rm/0 offset %d", m.Topic, m.Partition, m.Offset, want)
+		}
+	}
+}
+
+// TestMirrorManyPartitionsInOneShardThroughChurn: one shard copies 120
+// partitions of transactional records (aborted transactions interleaved,
+// fetch boundaries inside transactions) exactly, record by record, while
+// every source leader moves and fetch connections are dropped mid-copy.
+func TestMirrorManyPartitionsInOneShardThroughChurn(t *testing.T) {
+	const parts = 120
+	p := kfaketest.NewPair(t, kfaketest.Options{ClusterOpts: []kfake.Opt{kfake.NumBrokers(3)}, Mirror: "  topics: {include: [\"many\"]}"})
+	east := p.Topology.Clusters["east"]
+	src, dst := kfaketest.DialCluster(t, east), kfaketest.DialCluster(t, p.Topology.Clusters["west"])
+	kfaketest.CreateTopicOn(t, src, "many", parts, nil)
+	writeInterleaved(t, east, "many", parts, 4)
+	// Paused, the shard copies nothing while its fetcher fills its
+	// buffer (256 records) and waits: the churn below comes mid-copy.
+	e := runEngine(t, p.Topology, Options{Shards: 1, FetchBytes: 16 << 10, FetchResponseBytes: 256 << 10, MaxBatchRecords: 200, ChannelBuffer: 256})
+	e.SetPaused("test")
+	waitFor(t, 60*time.Second, "records fetched", func() error {
+		e.buf.mu.Lock()
+		defer e.buf.mu.Unlock()
+		if e.buf.held < 200*3000 {
+			return fmt.Errorf("%d bytes held", e.buf.held)
+		}
+		return nil
+	})
+	for part := range int32(parts) {
+		if err := p.East.MoveTopicPartition("many", part, (p.East.LeaderFor("many", part)+1)%3); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var dropped atomic.Int32
+	p.East.ControlKey(int16(kmsg.Fetch), func(kmsg.Request) (kmsg.Response, error, bool) {
+		p.East.KeepControl()
+		if dropped.Load() >= 5 {
+			return nil, nil, false
+		}
+		dropped.Add(1)
+		return nil, errors.New("connection dropped by the test"), true
+	})
+	e.SetPaused("")
+	for part := range int32(parts) {
+		waitFor(t, 60*time.Second, fmt.Sprintf("many/%d copied record by record", part), func() error {
+			s, err := readAll(src, "many", part)
+			if err != nil {
+				return err
+			}
+			d, err := readAll(dst, "many", part)
+			if err != nil {
+				return err
+			}
+			return sameRecords(s, d, "kfake-east")
+		})
+	}
+	if d := dropped.Load(); d < 5 {
+		t.Errorf("%d fetch connections dropped, want 5", d)
+	}
+}
+
+// TestFetcherChecksTopicIDAfterOutOfRange: a position out of range is
+// resolved only after the topic's id is checked. With the id the partition
+// was started for, the shard's resolution (here: retention moved the log
+// start) is where it goes on; with another id (the topic was recreated
+// under its name) the partition is reported and hands over nothing, even
+// though the new log has records at its position.
+func TestFetcherChecksTopicIDAfterOutOfRange(t *testing.T) {
+	p := kfaketest.NewPair(t, kfaketest.Options{})
+	src := kfaketest.DialCluster(t, p.Topology.Clusters["east"])
+	kfaketest.CreateTopicOn(t, src, "oor", 2, nil)
+	kfaketest.ProduceEach(t, p.Topology, "east", "oor", 2, 40)
+	if err := kfaketest.Admin(t, src).DeleteRecords("oor", map[int32]int64{0: 25}); err != nil {
+		t.Fatal(err)
+	}
+	ids, err := kafkaread.TopicIDs(kfaketest.Ctx(t, 10*time.Second), src, []string{"oor"})
+	if err != nil || ids["oor"] == "" {
+		t.Fatalf("topic id of oor: %q, %v", ids["oor"], err)
+	}
+	var resolved, recreated atomic.Int32
+	out := make(chan *sarama.ConsumerMessage, 64)
+	f := testFetcher(t, src, out, func(s *fetchSink) {
+		s.outOfRange = func(_ context.Context, tp topology.TopicPartition, at int64) (int64, error) {
+			if tp.Partition != 0 || at != 5 {
+				t.Errorf("out of range: %s at %d, want oor/0 at 5", tp, at)
+			}
+			resolved.Add(1)
+			return 25, nil
+		}
+		s.recreated = func(tp topology.TopicPartition, id string) {
+			if tp.Partition != 1 || id != ids["oor"] {
+				t.Errorf("recreated: %s with id %s, want oor/1 with %s", tp, id, ids["oor"])
+			}
+			recreated.Add(1)
+		}
+	})
+	f.add(topology.TopicPartition{Topic: "oor", Partition: 0}, 5, ids["oor"])
+	// oor/1 was started for another incarnation, 60 records long: 50 is
+	// beyond the log that carries the name now.
+	f.add(topology.TopicPartition{Topic: "oor", Partition: 1}, 50, "00000000000000000000000000000001")
+	for want := int64(25); want < 40; want++ {
+		if m := receive(t, out, 30*time.Second); m.Partition != 0 || m.Offset != want {
+			t.Fatalf("%s/%d offset %d, want oor/0 offset %d", m.Topic, m.Partition, m.Offset, want)
+		}
+	}
+	waitFor(t, 10*time.Second, "oor/1 reported recreated", func() error {
+		if recreated.Load() == 0 {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	prod := kfaketest.IdempotentProducer(t, p.Topology.Clusters["east"], "")
+	for i := range 30 { // oor/1 now reaches past 50
+		if _, _, err := prod.SendMessage(&sarama.ProducerMessage{Topic: "oor", Partition: 1, Value: sarama.StringEncoder(fmt.Sprint(i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case m := <-out:
+		t.Fatalf("%s/%d offset %d handed over; oor/1 belongs to another incarnation", m.Topic, m.Partition, m.Offset)
+	case <-time.After(500 * time.Millisecond):
+	}
+	if resolved.Load() != 1 || recreated.Load() != 1 {
+		t.Errorf("out of range resolved %d times, recreation reported %d times; want 1 and 1", resolved.Load(), recreated.Load())
+	}
+}
