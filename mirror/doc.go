@@ -8,6 +8,13 @@
 // The mirror never writes to the source cluster: its progress, its offset
 // map and its coordination all live on the target.
 //
+// Each shard reads its source partitions with a fetcher of its own
+// (fetcher.go), not sarama's consumer: one read_committed fetch per leader
+// broker for all the shard's partitions, each response decoded into records
+// that own their bytes and dropped at once, so that the memory a shard holds
+// is bounded by its share of the engine's byte budget, not by the number of
+// its partitions.
+//
 // # Contracts
 //
 //   - Partition-faithful copy: a record lands in the same partition of the
@@ -20,7 +27,10 @@
 //     target; a restarted shard fences its transactional id first, then reads
 //     its progress. A source partition is always written under the same
 //     transactional id. Aborted source records are never copied
-//     (read_committed).
+//     (read_committed). A source topic deleted and created again under its
+//     name is never copied into the old incarnation's copy: a shard checks
+//     the topic id when it starts a partition and after every fetch error
+//     that may mean a new log (unknown topic, offset out of range).
 //   - One writer: after FenceLink initialises a link's transactional ids, no
 //     mirror of that direction can write again, even one that wakes up later.
 //   - The offset map written with the data is what makes group translation

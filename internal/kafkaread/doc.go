@@ -11,6 +11,10 @@
 // and follow batch offsets (so compacted logs and transaction markers leave
 // no gaps unaccounted for).
 //
+// CommittedRecords, the decoder of one read_committed fetch response block,
+// is shared with the mirror's own fetcher; TopicIDs tells two incarnations
+// of a topic name apart.
+//
 // The package never creates a topic (metadata requests disable automatic
 // topic creation), joins no consumer group and commits nothing. Every call
 // takes a context and returns when it ends, even though a sarama request in

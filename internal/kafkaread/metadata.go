@@ -84,6 +84,9 @@ func Topic(ctx context.Context, client sarama.Client, topic string) (TopicInfo, 
 // from can tell the two incarnations apart. Like Topic it never creates a
 // topic.
 func TopicIDs(ctx context.Context, client sarama.Client, topics []string) (map[string]string, error) {
+	if len(topics) == 0 {
+		return map[string]string{}, nil // an empty list would ask for every topic
+	}
 	md, err := metadata(ctx, client, topics...)
 	if err != nil {
 		return nil, fmt.Errorf("metadata of %d topic(s): %w", len(topics), err)

@@ -339,3 +339,44 @@ func TestCommittedRecordsTable(t *testing.T) {
 		})
 	}
 }
+
+// TestTopicIDsTellIncarnationsApart: a topic deleted and created again under
+// its name has a new id; a missing topic is left out and never created.
+func TestTopicIDsTellIncarnationsApart(t *testing.T) {
+	c, client := newCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	first, err := TopicIDs(ctx, client, []string{topic, "missing"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(first[topic]) != 32 {
+		t.Fatalf("id of %s = %q, want 32 hex digits", topic, first[topic])
+	}
+	if _, ok := first["missing"]; ok {
+		t.Errorf("a missing topic has an id: %v", first)
+	}
+	acfg := baseConfig()
+	acfg.Metadata.Full = true
+	admin, err := sarama.NewClusterAdmin(c.ListenAddrs(), acfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	if err := admin.DeleteTopic(topic); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: 1}, false); err != nil {
+		t.Fatal(err)
+	}
+	again, err := TopicIDs(ctx, client, []string{topic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again[topic] == "" || again[topic] == first[topic] {
+		t.Errorf("id after the re-creation = %q, before %q: want a new one", again[topic], first[topic])
+	}
+	if info, err := Topic(ctx, client, "missing"); err != nil || info.Exists {
+		t.Errorf("the missing topic was created (exists %v, %v)", info.Exists, err)
+	}
+}
