@@ -44,7 +44,7 @@ type Options struct {
 	MaxBatchBytes   int           // most key+value bytes per transaction (2 MiB)
 	FetchBytes      int32         // bytes per partition per fetch, at most (1 MiB)
 	// FetchResponseBytes bounds a shard's fetch response: its partitions
-	// share it, each getting at least 32 KiB (4 MiB; see fetcher.go).
+	// share it, each getting at least 8 KiB (2 MiB; see fetcher.go).
 	FetchResponseBytes int32
 	FetchWait          time.Duration // how long a fetch may wait for data (100ms)
 	ChannelBuffer      int           // records buffered per shard (2048)

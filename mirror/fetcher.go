@@ -69,7 +69,7 @@ const fetchResponseCeiling = 64 << 20
 const (
 	minPartBytes     = 8 << 10
 	idleShareMax     = 32 << 10
-	defaultRespBytes = 4 << 20
+	defaultRespBytes = 2 << 20
 )
 
 // fetchPart is one source partition in a fetcher.
