@@ -142,7 +142,11 @@ type fetcher struct {
 	parts map[topology.TopicPartition]*fetchPart
 	kick  chan struct{}
 
-	rr     int // rotates the partitions' order among rounds
+	rr int // rotates the partitions' order among rounds
+	// errs gathers a round's partition errors, reported once per
+	// distinct error at the end of the round (a leader change of a
+	// thousand partitions is one report, not a thousand).
+	errs   map[string]*roundErr
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -264,6 +268,7 @@ func (f *fetcher) loop(ctx context.Context) {
 		}
 		byLeader := f.route(ctx, ready)
 		if len(byLeader) == 0 {
+			f.flushErrs()
 			f.idle(ctx, next)
 			continue
 		}
@@ -273,7 +278,38 @@ func (f *fetcher) loop(ctx context.Context) {
 				break
 			}
 		}
+		f.flushErrs()
 	}
+}
+
+type roundErr struct {
+	tp  topology.TopicPartition
+	err error
+	n   int
+}
+
+// note gathers a partition's error for the end of the round.
+func (f *fetcher) note(tp topology.TopicPartition, err error) {
+	if f.errs == nil {
+		f.errs = map[string]*roundErr{}
+	}
+	k := err.Error()
+	if e, ok := f.errs[k]; ok {
+		e.n++
+		return
+	}
+	f.errs[k] = &roundErr{tp: tp, err: err, n: 1}
+}
+
+func (f *fetcher) flushErrs() {
+	for _, e := range f.errs {
+		err := e.err
+		if e.n > 1 {
+			err = fmt.Errorf("%w (and %d more partitions)", err, e.n-1)
+		}
+		f.sink.failed(e.tp, err)
+	}
+	clear(f.errs)
 }
 
 // idle waits for a partition to be added or removed, or until the next
@@ -304,7 +340,7 @@ func (f *fetcher) checkIDs(ctx context.Context, suspects []*fetchPart) []*fetchP
 	ids, err := kafkaread.TopicIDs(ctx, f.cl, topics)
 	if err != nil {
 		for _, p := range suspects {
-			f.sink.failed(p.tp, err)
+			f.note(p.tp, err)
 			p.backoff()
 		}
 		return nil
@@ -329,7 +365,7 @@ func (f *fetcher) checkIDs(ctx context.Context, suspects []*fetchPart) []*fetchP
 				if errors.Is(err, errRefused) {
 					p.dead = true
 				} else {
-					f.sink.failed(p.tp, err)
+					f.note(p.tp, err)
 					p.backoff()
 				}
 				continue
@@ -364,7 +400,7 @@ func (f *fetcher) route(ctx context.Context, ready []*fetchPart) map[*sarama.Bro
 	for _, p := range ready {
 		b, err := f.cl.Leader(p.tp.Topic, p.tp.Partition)
 		if err != nil {
-			f.sink.failed(p.tp, fmt.Errorf("find leader: %w", err))
+			f.note(p.tp, fmt.Errorf("find leader: %w", err))
 			if errors.Is(err, sarama.ErrUnknownTopicOrPartition) {
 				p.suspect = true
 			}
@@ -548,7 +584,7 @@ func (f *fetcher) handOver(ctx context.Context, r fetched) bool {
 	}
 	if r.err != nil {
 		if !r.reported {
-			f.sink.failed(p.tp, r.err)
+			f.note(p.tp, r.err)
 		}
 		switch {
 		case errors.Is(r.err, sarama.ErrOffsetOutOfRange):
