@@ -93,7 +93,6 @@ type fetchPart struct {
 	suspect bool  // its topic id is checked before it fetches again
 	oor     bool  // its position was out of range: resolve it after the check
 	refresh bool  // its leader is looked up anew
-	dead    bool  // fetches nothing more; it waits to be removed
 	fails   int
 	retryAt time.Time
 }
@@ -107,7 +106,8 @@ func (p *fetchPart) stopped() bool {
 	}
 }
 
-// backoff pauses p after a failure, by the Brief retry policy.
+// backoff pauses p after a failure, by the Brief retry policy (at most a
+// second).
 func (p *fetchPart) backoff() {
 	p.retryAt = time.Now().Add(kafkaread.Brief.Pause(p.fails))
 	p.fails++
@@ -249,14 +249,9 @@ func (f *fetcher) loop(ctx context.Context) {
 		slices.SortFunc(parts, func(a, b *fetchPart) int { return a.tp.Compare(b.tp) })
 		now := time.Now()
 		var ready, suspects []*fetchPart
-		next := time.Time{} // earliest retry of a waiting partition
 		for _, p := range parts {
 			switch {
-			case p.dead || p.stopped():
-			case p.retryAt.After(now):
-				if next.IsZero() || p.retryAt.Before(next) {
-					next = p.retryAt
-				}
+			case p.stopped(), p.retryAt.After(now):
 			case p.suspect:
 				suspects = append(suspects, p)
 			default:
@@ -269,7 +264,7 @@ func (f *fetcher) loop(ctx context.Context) {
 		byLeader := f.route(ctx, ready)
 		if len(byLeader) == 0 {
 			f.flushErrs()
-			f.idle(ctx, next)
+			f.idle(ctx, nextRetry(parts, now))
 			continue
 		}
 		results := f.fetchAll(ctx, byLeader)
@@ -310,6 +305,18 @@ func (f *fetcher) flushErrs() {
 		f.sink.failed(e.tp, err)
 	}
 	clear(f.errs)
+}
+
+// nextRetry returns the earliest retry after since of the partitions that
+// wait after a failure (zero: none waits).
+func nextRetry(parts []*fetchPart, since time.Time) time.Time {
+	var next time.Time
+	for _, p := range parts {
+		if !p.stopped() && p.retryAt.After(since) && (next.IsZero() || p.retryAt.Before(next)) {
+			next = p.retryAt
+		}
+	}
+	return next
 }
 
 // idle waits for a partition to be added or removed, or until the next
@@ -355,19 +362,22 @@ func (f *fetcher) checkIDs(ctx context.Context, suspects []*fetchPart) []*fetchP
 			p.backoff()
 			continue
 		case p.id != "" && id != "" && id != p.id:
-			p.dead = true
+			// The topic sync holds the new incarnation back and removes
+			// the partition; until then it is checked again and again.
 			f.sink.recreated(p.tp, id)
+			p.backoff()
 			continue
 		}
 		if p.oor {
 			at, err := f.sink.outOfRange(ctx, p.tp, p.at)
 			if err != nil {
-				if errors.Is(err, errRefused) {
-					p.dead = true
-				} else {
+				// A refusal (the log ends before the position) is checked
+				// again too: a source broker that restarts may report a
+				// high-water mark below what it served before for a moment.
+				if !errors.Is(err, errRefused) {
 					f.note(p.tp, err)
-					p.backoff()
 				}
+				p.backoff()
 				continue
 			}
 			p.at, p.oor = at, false
