@@ -54,7 +54,13 @@ import (
 // partition was started for: a topic deleted and created again under its
 // name is a different log, and copying it from the old position would mix
 // two histories in one target partition. Only then is an out-of-range
-// position resolved (retention loss counted, a truncated log refused).
+// position resolved (retention loss counted; a position past the log's end
+// refused, reported, and asked again after a pause, since a source broker
+// that restarts reports low ends for a moment). Fetch version 12 names
+// topics, not ids: a deletion and re-creation that both fall between two
+// fetches of a partition, with no error in between, is not seen here (the
+// topic sync reports it at its next pass, and the next start of the
+// partition refuses it).
 
 // fetchResponseCeiling is the MaxBytes of every fetch request. The
 // response is bounded by the partitions' shares instead (whose sum is at
@@ -119,8 +125,9 @@ type fetchSink struct {
 	buf  *budget
 	held *atomic.Int64
 	// outOfRange resolves an out-of-range position of a partition whose
-	// topic id was checked: the offset to go on from, or an error that
-	// stops the partition (a truncated log), already reported.
+	// topic id was checked: the offset to go on from, or an error (one
+	// wrapping errRefused is a position past the log's end, already
+	// reported). The fetcher asks again after a pause.
 	outOfRange func(ctx context.Context, tp topology.TopicPartition, at int64) (int64, error)
 	// recreated reports a partition whose topic has another id now.
 	recreated func(tp topology.TopicPartition, id string)
