@@ -11,6 +11,9 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/mirror/groupsync"
@@ -291,5 +294,54 @@ func TestTopicRecreatedOnActive(t *testing.T) {
 	}
 	if _, err := ReseedTopic(ctx, p.Topology, link, "orders", false); !errors.Is(err, ErrNotRecreated) {
 		t.Errorf("a second reseed-topic: %v, want ErrNotRecreated", err)
+	}
+}
+
+// TestRecreatedTopicNotResumedBeforeTheSyncSeesIt: a partition that starts
+// again (here: after a block) while the engine still holds the topic as
+// ready from before a re-creation on the source — the topic sync has not
+// run since — checks the topic's id first: the old incarnation's progress
+// is never resumed on the new log, even though the new log reaches past it.
+func TestRecreatedTopicNotResumedBeforeTheSyncSeesIt(t *testing.T) {
+	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: "  topics: {include: [\"orders\"]}"})
+	east := p.Topology.Clusters["east"]
+	src, dst := kfaketest.DialCluster(t, east), kfaketest.DialCluster(t, p.Topology.Clusters["west"])
+	kfaketest.CreateTopicOn(t, src, "orders", 1, nil)
+	sendN(t, kfaketest.IdempotentProducer(t, east, ""), "orders", 20, "old")
+	// One topic sync pass only: the engine keeps the first incarnation's
+	// id for the rest of the test.
+	e := runEngine(t, p.Topology, Options{Shards: 1, TopicSyncInterval: time.Hour, BlockedRetry: time.Second})
+	waitCopied(t, src, dst, "orders", "kfake-east")
+
+	fault := p.West.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: "orders", Err: kerr.MessageTooLarge, Count: -1})
+	sendN(t, kfaketest.IdempotentProducer(t, east, ""), "orders", 1, "refused")
+	waitFor(t, 20*time.Second, "orders/0 blocked", func() error {
+		if tr := e.Troubles()["orders/0"]; !strings.Contains(tr, "refuses its records") {
+			return fmt.Errorf("troubles = %v", e.Troubles())
+		}
+		return nil
+	})
+	deleteTopic(t, src, "orders")
+	kfaketest.CreateTopicOn(t, src, "orders", 1, nil)
+	sendN(t, kfaketest.IdempotentProducer(t, east, ""), "orders", 30, "new")
+	fault.Remove()
+	waitFor(t, 20*time.Second, "the re-creation reported by the shard", func() error {
+		if tr := e.Troubles()["orders"]; !strings.Contains(tr, "recreated on east") {
+			return fmt.Errorf("troubles %v", e.Troubles())
+		}
+		return nil
+	})
+	// Every later start of the partition (once per IdleCheck) is refused
+	// too: wait for three more.
+	refused := func() float64 { return testutil.ToFloat64(e.metrics.Errors.WithLabelValues("east->west", "source")) }
+	seen := refused()
+	waitFor(t, 20*time.Second, "three more refused starts", func() error {
+		if n := refused() - seen; n < 3 {
+			return fmt.Errorf("%v refused since the report", n)
+		}
+		return nil
+	})
+	if d := kfaketest.Records(t, dst, "orders", 0, 0); len(d) != 20 || string(d[19].Value) != "old-19" {
+		t.Fatalf("west's orders holds %d records (last %q), want the old incarnation's 20 untouched", len(d), d[len(d)-1].Value)
 	}
 }
