@@ -116,10 +116,14 @@ func ensureGroupsTopic(ctx context.Context, dst sarama.Client, link topology.Lin
 		return fmt.Errorf("target %s: admin: %w", link.Target, err)
 	}
 	// The admin shares dst; closing it would close dst.
-	compact := "compact"
+	// Every sync round rewrites each group's snapshot (a group of 10,000
+	// partitions is about 600 KB), and readers start from the beginning:
+	// small segments let the cleaner keep the topic near one record per
+	// group.
 	rf := int16(max(1, min(3, len(info.Brokers))))
 	detail := &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: rf,
-		ConfigEntries: map[string]*string{"cleanup.policy": &compact}}
+		ConfigEntries: map[string]*string{"cleanup.policy": new("compact"), "segment.bytes": new("8388608"),
+			"segment.ms": new("600000"), "min.cleanable.dirty.ratio": new("0.1")}}
 	_, err = kafkaread.Await(ctx, func() (struct{}, error) { return struct{}{}, admin.CreateTopic(link.GroupsTopic(), detail, false) })
 	if err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {
 		return fmt.Errorf("target %s: create %s: %w", link.Target, link.GroupsTopic(), err)
