@@ -90,6 +90,12 @@ type fetchPart struct {
 	stop     chan struct{}
 	stopOnce sync.Once
 	mu       sync.Mutex
+	// Under mu: handedEnd is the offset after the last record handed over
+	// (-1: none yet) and clearedTo the offset up to which every committed
+	// data record of the partition has been handed over (the fetch
+	// position after a hand-over, past control batches and aborted
+	// transactions); see skippable.
+	handedEnd, clearedTo int64
 
 	// Owned by the fetch loop (set once by add before the loop sees it).
 	at      int64 // next offset to fetch
@@ -197,7 +203,7 @@ func (f *fetcher) close() {
 // add starts fetching tp from offset at; id is the source topic id the
 // position belongs to. It costs no request.
 func (f *fetcher) add(tp topology.TopicPartition, at int64, id string) *fetchPart {
-	p := &fetchPart{tp: tp, id: id, at: at, stop: make(chan struct{})}
+	p := &fetchPart{tp: tp, id: id, at: at, stop: make(chan struct{}), handedEnd: -1, clearedTo: at}
 	f.mu.Lock()
 	old := f.parts[tp]
 	f.parts[tp] = p
@@ -586,6 +592,24 @@ func ownedMessage(tp topology.TopicPartition, rec kafkaread.Record) *sarama.Cons
 	return m
 }
 
+// skippable returns the offset the partition's committed progress next
+// may move to without copying anything, or next itself: when every record
+// handed over so far lies below next (copied, or dropped as a
+// re-delivery), the offsets from next up to the fetch position hold no
+// committed data record (only transaction markers and aborted records),
+// because the fetcher hands over every committed data record it passes.
+// It lets an idle shard move past trailing markers without probing the
+// source (a probe costs a few round trips, and an idle pass makes only a
+// few).
+func (p *fetchPart) skippable(next int64) int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.handedEnd > next || p.clearedTo <= next {
+		return next
+	}
+	return p.clearedTo
+}
+
 // Fetch errors that make the fetcher check the partition's topic id.
 var (
 	errUnknownTopicID      = sarama.KError(100)
@@ -619,6 +643,9 @@ func (f *fetcher) handOver(ctx context.Context, r fetched) bool {
 		}
 	}
 	p.at, p.fails, p.busy = r.next, 0, len(r.msgs) > 0
+	p.mu.Lock()
+	p.clearedTo = max(p.clearedTo, r.next)
+	p.mu.Unlock()
 	switch {
 	case r.partial:
 		p.boost, p.first = min(max(2*p.boost, 2*f.partBytes), 1<<30), true
@@ -646,6 +673,7 @@ func (f *fetcher) give(p *fetchPart, m *sarama.ConsumerMessage) bool {
 	f.sink.held.Add(n)
 	select {
 	case f.sink.out <- m:
+		p.handedEnd = m.Offset + 1
 		return true
 	case <-p.stop:
 	}

@@ -476,6 +476,12 @@ func (s *shard) idle(ctx context.Context) error {
 		if !ok || lso <= p.next {
 			continue
 		}
+		if p.fp != nil {
+			if to := min(p.fp.skippable(p.next), lso); to > p.next {
+				skip[tp] = to
+				continue
+			}
+		}
 		// Probe only a partition whose consumer has been quiet: a few
 		// offsets short of the end (trailing markers), or quiet for long
 		// (a large aborted transaction). A probe costs a few requests, so
