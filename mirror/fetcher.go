@@ -90,12 +90,14 @@ type fetchPart struct {
 	stop     chan struct{}
 	stopOnce sync.Once
 	mu       sync.Mutex
-	// Under mu: handedEnd is the offset after the last record handed over
-	// (-1: none yet) and clearedTo the offset up to which every committed
-	// data record of the partition has been handed over (the fetch
-	// position after a hand-over, past control batches and aborted
-	// transactions); see skippable.
-	handedEnd, clearedTo int64
+	// handedEnd is the offset after the last record handed over (-1: none
+	// yet) and clearedTo the offset up to which every committed data record
+	// of the partition has been handed over (the fetch position after a
+	// hand-over, past control batches and aborted transactions). The fetch
+	// loop stores handedEnd before clearedTo; see skippable for why that
+	// order matters. Not under mu: give holds mu while it waits for room in
+	// the shard's buffer, which the shard drains.
+	handedEnd, clearedTo atomic.Int64
 
 	// Owned by the fetch loop (set once by add before the loop sees it).
 	at      int64 // next offset to fetch
@@ -203,7 +205,9 @@ func (f *fetcher) close() {
 // add starts fetching tp from offset at; id is the source topic id the
 // position belongs to. It costs no request.
 func (f *fetcher) add(tp topology.TopicPartition, at int64, id string) *fetchPart {
-	p := &fetchPart{tp: tp, id: id, at: at, stop: make(chan struct{}), handedEnd: -1, clearedTo: at}
+	p := &fetchPart{tp: tp, id: id, at: at, stop: make(chan struct{})}
+	p.handedEnd.Store(-1)
+	p.clearedTo.Store(at)
 	f.mu.Lock()
 	old := f.parts[tp]
 	f.parts[tp] = p
@@ -601,13 +605,18 @@ func ownedMessage(tp topology.TopicPartition, rec kafkaread.Record) *sarama.Cons
 // It lets an idle shard move past trailing markers without probing the
 // source (a probe costs a few round trips, and an idle pass makes only a
 // few).
+//
+// clearedTo is read before handedEnd: a clearedTo read is stored after every
+// record below it was handed over and handedEnd moved past it, so a
+// committed data record at or above next and below that clearedTo shows in
+// the handedEnd read after it. (Read the other way round, a record handed
+// over between the two reads could be skipped: lost.)
 func (p *fetchPart) skippable(next int64) int64 {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.handedEnd > next || p.clearedTo <= next {
+	cleared := p.clearedTo.Load()
+	if p.handedEnd.Load() > next || cleared <= next {
 		return next
 	}
-	return p.clearedTo
+	return cleared
 }
 
 // Fetch errors that make the fetcher check the partition's topic id.
@@ -643,9 +652,9 @@ func (f *fetcher) handOver(ctx context.Context, r fetched) bool {
 		}
 	}
 	p.at, p.fails, p.busy = r.next, 0, len(r.msgs) > 0
-	p.mu.Lock()
-	p.clearedTo = max(p.clearedTo, r.next)
-	p.mu.Unlock()
+	if r.next > p.clearedTo.Load() {
+		p.clearedTo.Store(r.next)
+	}
 	switch {
 	case r.partial:
 		p.boost, p.first = min(max(2*p.boost, 2*f.partBytes), 1<<30), true
@@ -673,7 +682,7 @@ func (f *fetcher) give(p *fetchPart, m *sarama.ConsumerMessage) bool {
 	f.sink.held.Add(n)
 	select {
 	case f.sink.out <- m:
-		p.handedEnd = m.Offset + 1
+		p.handedEnd.Store(m.Offset + 1)
 		return true
 	case <-p.stop:
 	}
