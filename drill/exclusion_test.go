@@ -16,7 +16,7 @@ import (
 // a planned failover and a forced unplanned one are refused at preflight
 // with a message naming the drill and how to wait or stop it, and the roles
 // do not move; the drill's own failover (its holder in ctx) passes the same
-// preflight, and so does anyone once the lease is released.
+// preflight, and a preflight started while the drill ends waits for it.
 func TestFailoverRefusedWhileDrillRuns(t *testing.T) {
 	p := newPair(t, "drills: {allow_disruptive: true}\n")
 	topo := p.Topology
@@ -58,8 +58,22 @@ func TestFailoverRefusedWhileDrillRuns(t *testing.T) {
 	if _, err := failover.Preflight(drilllease.WithHolder(ctx, holder), topo, plan); err != nil {
 		t.Errorf("the drill's own preflight: %v", err)
 	}
-	if err := lease.Release(ctx); err != nil {
+	// A drill that ends within the preflight's wait (a canary takes
+	// seconds) is waited for, not refused.
+	released := make(chan error, 1)
+	go func() {
+		time.Sleep(time.Second)
+		released <- lease.Release(ctx)
+	}()
+	began := time.Now()
+	if _, err := failover.Preflight(ctx, topo, plan); err != nil {
+		t.Errorf("preflight while the drill ends: %v", err)
+	}
+	if err := <-released; err != nil {
 		t.Fatal(err)
+	}
+	if took := time.Since(began); took < time.Second {
+		t.Errorf("preflight passed after %v, before the drill's lease was released", took)
 	}
 	if _, err := failover.Preflight(ctx, topo, plan); err != nil {
 		t.Errorf("preflight after the drill ended: %v", err)
