@@ -189,7 +189,7 @@ func (x *failoverDrill) move(ctx context.Context, mp moveParams) (*Direction, er
 	watch := &eventWatcher{on: func(e plans.Event) {
 		switch {
 		case e.Type == plans.EventStepStarted && e.Name == failover.StepFenceActive:
-			x.app.pointWrite("")
+			x.app.stopWrites()
 		case e.Type == plans.EventStepDone && e.Name == failover.StepFenceActive:
 			probed, fenceErr = true, x.probe(ctx, mp.From)
 		case e.Type == plans.EventStepStarted && e.Name == failover.StepDrain:
@@ -201,7 +201,7 @@ func (x *failoverDrill) move(ctx context.Context, mp moveParams) (*Direction, er
 		}
 	}}
 	err = failover.Execute(ctx, x.topo, p, failover.RunOptions{JSON: watch, JournalDir: x.journal, Interrupts: x.interrupts,
-		Confirm: func(string) error { x.app.pointWrite(""); return nil }})
+		Confirm: func(string) error { x.app.stopWrites(); return nil }})
 	if err != nil {
 		if next, ok := plans.NextStep(err); ok && next > 0 {
 			return nil, fmt.Errorf("failover run %s to %s: %w (drctl resume %s finishes it)", p.ID, mp.To, err, p.ID)
@@ -309,7 +309,9 @@ func (x *failoverDrill) probe(ctx context.Context, cluster string) error {
 // settle stops the producer, lets the group read everything on the final
 // active, and completes each direction with its tally.
 func (x *failoverDrill) settle(ctx context.Context, rc *plans.RunContext) []Direction {
-	x.app.pointWrite("")
+	// Wait for the send in flight: a record acknowledged after the
+	// group caught up would be counted lost.
+	x.app.stopWrites()
 	x.mu.Lock()
 	kept := x.salvaged
 	x.mu.Unlock()
