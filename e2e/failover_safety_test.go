@@ -17,6 +17,7 @@ import (
 
 	"github.com/drctl/drctl/failover"
 	"github.com/drctl/drctl/inspect"
+	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/internal/rolestate"
 	"github.com/drctl/drctl/plans"
@@ -226,5 +227,74 @@ func TestFailoverSafetyRefusals(t *testing.T) {
 		r := ft.run(t, time.Minute, nil, "failover", "--to", "west", "--unplanned", "--yes")
 		sfRefused(t, r, "answers", "--force-unplanned")
 		sfUnchanged(t, ft, before)
+	})
+}
+
+// TestForcedReseedOfHealthyStandbyRealKafka: `drctl reseed west --force
+// --yes` on the in-sync standby while `drctl mirror run` (reading the roles
+// every 5s, its default) copies into it runs to the end: the forced plan
+// says why it overrode the refusal, the wipe waits for the mirror that the
+// run's phase stops (it used to fail at once, leaving phase wiping and no
+// mirror copying), nothing is salvaged (every record on west came from
+// east), and west holds east's records again, record by record, with the
+// roles steady as before.
+func TestForcedReseedOfHealthyStandbyRealKafka(t *testing.T) {
+	ft := newFoTopo(t, "forcedreseed", "1s", "{fence: acl, drain_timeout: 30s, quiet_period: 1s}")
+	orders := ft.topic("orders")
+	createTopic(t, "east", orders, 3, nil)
+	p, err := newSyncProducer(ft.Topo.Clusters["east"], "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 90 {
+		if _, _, err := p.SendMessage(&sarama.ProducerMessage{Topic: orders, Key: sarama.StringEncoder(fmt.Sprint(i)), Value: sarama.StringEncoder(fmt.Sprint(i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = p.Close()
+	startMirror(t, ft.mirrorTopo(), "mirror")
+	ft.waitLinkCaught(t, "east", "west", 60*time.Second)
+	ft.waitStandbyFenced(t, "west", 60*time.Second)
+	before := sfSnapshots(t, ft)
+
+	r := ft.run(t, 5*time.Minute, nil, "reseed", "west", "--force", "--yes")
+	if r.Code != 0 {
+		t.Fatalf("forced reseed of the healthy standby: exit %d after %v; stderr: %s", r.Code, r.Took.Round(time.Millisecond), r.Stderr)
+	}
+	t.Logf("forced reseed of west took %v; the wipe waited: %q", r.Took.Round(time.Millisecond), r.Progress["wipe"])
+	if !strings.Contains(r.Stderr, "forced") || !strings.Contains(r.Stderr, "not stale") {
+		t.Errorf("the forced run does not say what it overrode; stderr: %s", r.Stderr)
+	}
+	salvage, ok := r.stepDone(failover.StepSalvage)
+	if !ok {
+		t.Fatal("no salvage step done")
+	}
+	var rep failover.SalvageReport
+	if err := json.Unmarshal(salvage.Outputs, &rep); err != nil {
+		t.Fatalf("salvage outputs %s: %v", salvage.Outputs, err)
+	}
+	if rep.Records != 0 || rep.FromActive != 90 {
+		t.Errorf("salvaged %d record(s), skipped %d as east's; want 0 and all 90: %s", rep.Records, rep.FromActive, salvage.Summary)
+	}
+	after := sfSnapshots(t, ft)
+	for _, c := range []string{"east", "west"} {
+		if !strings.Contains(after[c].Roles, "active east standby west steady run=false") {
+			t.Errorf("%s: roles after the reseed %q, want east active, west standby, steady", c, after[c].Roles)
+		}
+	}
+	if a, b := after["east"].Topics[orders], before["east"].Topics[orders]; a != b {
+		t.Errorf("east's %s was %q, now %q", orders, b, a)
+	}
+	if s, ok := after["east"].Topics[orders+ft.Topo.Failover.SalvageTopicSuffix]; ok && strings.Contains(strings.ReplaceAll(s, ":0 records", ""), " records") {
+		t.Errorf("east's quarantine topic holds records: %s", s)
+	}
+	src, dst := ft.dial(t, "east"), ft.dial(t, "west")
+	eastID, err := kafkaconn.ClusterID(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 60*time.Second, orders+" on west re-seeded record by record", func() error {
+		_, err := compareTopic(src, dst, orders, 3, eastID, false)
+		return err
 	})
 }

@@ -32,8 +32,16 @@ import (
 // worker (the failover preflight asks for one).
 func startMirror(t *testing.T, topo *topology.Topology, source, target string) {
 	t.Helper()
+	startMirrorPolling(t, topo, source, target, 200*time.Millisecond)
+}
+
+// startMirrorPolling is startMirror with a daemon that reads the live
+// roles every statePoll (the default of drctl mirror run is 5s): a run's
+// role change reaches it that much later.
+func startMirrorPolling(t *testing.T, topo *topology.Topology, source, target string, statePoll time.Duration) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	d := mirror.NewDaemon(topo, mirror.DaemonOptions{StatePoll: 200 * time.Millisecond,
+	d := mirror.NewDaemon(topo, mirror.DaemonOptions{StatePoll: statePoll,
 		Engine: mirror.Options{Shards: 2, IdleCheck: 100 * time.Millisecond, TopicSyncInterval: 200 * time.Millisecond}})
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()

@@ -14,6 +14,7 @@ import (
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/plans"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -295,13 +296,30 @@ type WipeReport struct {
 	GroupsDeleted []string `json:"groups_deleted"`
 }
 
+// MirrorStopTimeout bounds how long a wipe waits for drctl's own mirror
+// of active -> stale to leave the stale cluster. The run's role state
+// stops it, but a daemon reads the roles every few seconds (5s by
+// default) and a process that died holds its membership until its
+// session times out (10s by default).
+const MirrorStopTimeout = time.Minute
+
 // Wipe deletes, on the stale cluster, the mirrored topics, the selected
 // consumer groups, and the internal topics and groups of the link that
 // will copy into it (from the active cluster), and waits until the topics
 // are gone. The mirror then re-creates the topics with the active
 // cluster's shape and re-seeds them from the earliest offset. It refuses a
-// group with members (stop those consumers first). Idempotent.
+// selected group with members (stop those consumers first). Members of
+// the link's own groups are drctl mirror processes, which the run's role
+// state stops: Wipe waits up to MirrorStopTimeout for them to leave
+// before it deletes anything (the healthy standby's mirror is still
+// running when a forced reseed reaches its wipe). Idempotent.
 func Wipe(ctx context.Context, topo *topology.Topology, stale, active string) (*WipeReport, error) {
+	return wipe(ctx, topo, stale, active, nil)
+}
+
+// wipe is Wipe reporting its wait for the mirror to rc (nil: none), whose
+// first interrupt stops the wait with nothing deleted.
+func wipe(ctx context.Context, topo *topology.Topology, stale, active string, rc *plans.RunContext) (*WipeReport, error) {
 	client, err := kafkaconn.Dial(ctx, topo.Clusters[stale], nil)
 	if err != nil {
 		return nil, fmt.Errorf("wipe: %w", err)
@@ -338,14 +356,8 @@ func Wipe(ctx context.Context, topo *topology.Topology, stale, active string) (*
 	}
 	slices.Sort(groups)
 	if len(groups) > 0 {
-		descs, err := admin.DescribeConsumerGroups(groups)
-		if err != nil {
-			return nil, fmt.Errorf("wipe %s: describe groups: %w", stale, err)
-		}
-		for _, d := range descs {
-			if len(d.Members) > 0 {
-				return nil, fmt.Errorf("wipe %s: group %s has %d member(s) there: stop those consumers (and any drctl mirror of %s) and resume", stale, d.GroupId, len(d.Members), link)
-			}
+		if err := waitGroupsLeft(ctx, admin, stale, link, groups, rc); err != nil {
+			return nil, err
 		}
 	}
 	for _, g := range groups {
@@ -369,6 +381,52 @@ func Wipe(ctx context.Context, topo *topology.Topology, stale, active string) (*
 		return nil, fmt.Errorf("wipe %s: %w", stale, err)
 	}
 	return rep, nil
+}
+
+// waitGroupsLeft returns once no group of groups has a member on the
+// stale cluster. A selected (application) group with members is refused
+// at once: drctl does not stop those consumers. Members of the link's own
+// groups are drctl mirror processes of link, stopped by the run's role
+// state: they are waited for, up to MirrorStopTimeout.
+func waitGroupsLeft(ctx context.Context, admin sarama.ClusterAdmin, stale string, link topology.Link, groups []string, rc *plans.RunContext) error {
+	own := link.InternalGroups()
+	var stopping <-chan struct{}
+	if rc != nil {
+		stopping = rc.Stopping()
+	}
+	deadline := time.Now().Add(MirrorStopTimeout)
+	for {
+		descs, err := admin.DescribeConsumerGroups(groups)
+		if err != nil {
+			return fmt.Errorf("wipe %s: describe groups: %w", stale, err)
+		}
+		var busy *sarama.GroupDescription
+		for _, d := range descs {
+			if len(d.Members) == 0 {
+				continue
+			}
+			if !slices.Contains(own, d.GroupId) {
+				return fmt.Errorf("wipe %s: group %s has %d member(s) there: stop those consumers and resume", stale, d.GroupId, len(d.Members))
+			}
+			busy = d
+		}
+		if busy == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("wipe %s: group %s still has %d member(s) there after %v: a drctl mirror of %s still runs there although the role state stops it; stop it and resume", stale, busy.GroupId, len(busy.Members), MirrorStopTimeout, link)
+		}
+		if rc != nil {
+			rc.Progress(fmt.Sprintf("waiting for the mirror of %s to stop on %s (%d member(s) in %s); nothing deleted yet", link, stale, len(busy.Members), busy.GroupId), -1)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wipe %s: waiting for the mirror of %s to stop: %w", stale, link, ctx.Err())
+		case <-stopping:
+			return fmt.Errorf("%w: stopped waiting for the mirror of %s to leave %s, nothing deleted (drctl resume waits again)", plans.ErrInterrupted, link, stale)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
 
 // forgetProgress deletes, on the active cluster, the progress of the old

@@ -7,15 +7,19 @@ package failover
 import (
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/IBM/sarama"
 
+	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/kfaketest"
+	"github.com/drctl/drctl/internal/rolestate"
 	"github.com/drctl/drctl/mirror"
 	"github.com/drctl/drctl/plans"
 	"github.com/drctl/drctl/topology"
@@ -287,5 +291,143 @@ func TestSalvageAfterTheTopicWasRecreated(t *testing.T) {
 	want := []string{"a1", "a2", "a3", "a4", "a5", "b1", "b2", "b3"}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("quarantine holds %v, want %v: records of the new copy of the topic were skipped or doubled", got, want)
+	}
+}
+
+// TestForcedReseedOfHealthyStandbyWithMirrorRunning: `drctl reseed west
+// --force` on the in-sync standby while the mirror copies into it, its
+// daemon reading the roles every 2s (drctl mirror run: 5s), runs to the
+// end. The run's phase stops the mirror of east->west only at the
+// daemon's next read; the wipe waits for that mirror to leave west
+// instead of failing at once and leaving the run in phase wiping with no
+// mirror copying. Nothing is salvaged (every record on west came from
+// east) and west holds east's records again.
+func TestForcedReseedOfHealthyStandbyWithMirrorRunning(t *testing.T) {
+	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: ordersBillingYAML, Extra: "failover: {fence: none, drain_timeout: 30s}\n"})
+	topo := p.Topology
+	seedOrders(t, topo)
+	startMirrorPolling(t, topo, "east", "west", 2*time.Second)
+	waitMirrored(t, topo, "east", "west")
+	plan, err := PlanReseedWith(kfaketest.Ctx(t, 30*time.Second), topo, "west", ReseedOptions{Force: true})
+	if err != nil {
+		t.Fatalf("forced reseed of the standby: %v", err)
+	}
+	var c confirmCounter
+	if err := execute(t, topo, plan, t.TempDir(), &c); err != nil {
+		t.Fatalf("the forced reseed of the healthy standby failed: %v", err)
+	}
+	after := snapshots(t, topo, "east", "west")
+	for _, cl := range []string{"east", "west"} {
+		if st := after[cl].State; st.Active != "east" || st.Standby != "west" || st.Phase != rolestate.PhaseSteady || st.Run != nil {
+			t.Errorf("%s: roles after the reseed %s, want east active, west standby, steady", cl, after[cl].Roles)
+		}
+	}
+	east, west := kfaketest.Dial(t, topo, "east"), kfaketest.Dial(t, topo, "west")
+	for part := range int32(3) {
+		want, got := kfaketest.Records(t, east, "orders", part, 0), kfaketest.Records(t, west, "orders", part, 0)
+		if len(got) != len(want) {
+			t.Fatalf("orders/%d: west holds %d record(s) after the re-seed, east %d", part, len(got), len(want))
+		}
+		for i := range want {
+			if string(got[i].Value) != string(want[i].Value) {
+				t.Errorf("orders/%d record %d: west %q, east %q", part, i, got[i].Value, want[i].Value)
+			}
+		}
+	}
+	if s, ok := after["east"].Topics["orders"+topo.Failover.SalvageTopicSuffix]; ok && strings.Contains(strings.ReplaceAll(s, ":[0,0)", ""), ":[") {
+		t.Errorf("east's quarantine topic holds records (%s): every record on west came from east", s)
+	}
+	rec, err := inspect.LoadRun(kfaketest.Ctx(t, 20*time.Second), topo, plan.ID)
+	if err != nil || rec == nil {
+		t.Fatalf("run record of %s: %v", plan.ID, err)
+	}
+	var salvaged SalvageReport
+	if err := json.Unmarshal(rec.Outputs[stepIndex(t, plan, StepSalvage)], &salvaged); err != nil {
+		t.Fatalf("the salvage's output: %v", err)
+	}
+	if salvaged.Records != 0 || salvaged.FromActive != 30 {
+		t.Errorf("salvaged %d record(s), skipped %d as east's; want 0 and all 30", salvaged.Records, salvaged.FromActive)
+	}
+	var wipe WipeReport
+	if err := json.Unmarshal(rec.Outputs[stepIndex(t, plan, StepWipe)], &wipe); err != nil {
+		t.Fatalf("the wipe's output: %v", err)
+	}
+	if !slices.Contains(wipe.TopicsDeleted, "orders") {
+		t.Errorf("the wipe deleted %v on west, want orders among them", wipe.TopicsDeleted)
+	}
+}
+
+// TestWipeWaitsOnlyForTheMirror: the wipe waits for members of the
+// mirror's own groups (here a consumer that holds the workers group of
+// east->west on west, as a hung mirror would), reporting it, and the
+// first interrupt stops that wait with nothing deleted; a member of an
+// application group is refused at once.
+func TestWipeWaitsOnlyForTheMirror(t *testing.T) {
+	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: ordersBillingYAML, Extra: "failover: {fence: none, drain_timeout: 30s}\n"})
+	topo := p.Topology
+	kfaketest.CreateTopic(t, topo, "west", "orders", 1, nil)
+	kfaketest.Produce(t, topo, "west", "orders", 5)
+	holdGroup(t, topo, "west", topo.Link("east", "west").WorkersGroup(), "orders")
+	ordersOnWest := func() string {
+		t.Helper()
+		return snapshotOf(t, topo, "west").Topics["orders"]
+	}
+	before := ordersOnWest()
+
+	plan := plans.New("wipe-wait", "reseed")
+	if err := plan.Add(wipeStep.Spec("Wipe the mirrored topics and groups on west", reseedParams{Stale: "west", Active: "east"})); err != nil {
+		t.Fatal(err)
+	}
+	in := &plans.Interrupts{}
+	waiting := make(chan string, 1)
+	hook := plans.HookFunc(func(_ context.Context, e plans.Event) error {
+		if e.Type == plans.EventStepProgress {
+			select {
+			case waiting <- e.Message:
+			default:
+			}
+		}
+		return nil
+	})
+	ex := &plans.Executor{Registry: registry(topo, nil, false), Hooks: []plans.Hook{hook}, Interrupts: in}
+	done := make(chan error, 1)
+	go func() { done <- ex.Run(context.Background(), plan) }()
+	select {
+	case msg := <-waiting:
+		if !strings.Contains(msg, "waiting for the mirror of east->west") || !strings.Contains(msg, "nothing deleted") {
+			t.Errorf("progress %q does not say it waits for the mirror, with nothing deleted", msg)
+		}
+	case err := <-done:
+		t.Fatalf("the wipe ended before it waited for the mirror: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the wipe reported no wait within 30s")
+	}
+	in.Interrupt()
+	select {
+	case err := <-done:
+		if !errors.Is(err, plans.ErrInterrupted) {
+			t.Errorf("got %v, want an interrupted run", err)
+		}
+		if next, ok := plans.NextStep(err); !ok || next != 0 {
+			t.Errorf("a resume starts at step %d (%v), want the wipe again", next+1, ok)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the wipe still waits 10s after the interrupt")
+	}
+	if now := ordersOnWest(); now != before {
+		t.Errorf("west's orders was %q, now %q: the interrupted wait deleted something", before, now)
+	}
+
+	holdGroup(t, topo, "west", "billing", "orders")
+	start := time.Now()
+	_, err := Wipe(kfaketest.Ctx(t, 2*time.Minute), topo, "west", "east")
+	if err == nil || !strings.Contains(err.Error(), "billing") || !strings.Contains(err.Error(), "stop those consumers") {
+		t.Errorf("wipe with billing active on west: %v; want a refusal naming billing", err)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("the refusal of an application group took %v; it must not wait", took)
+	}
+	if now := ordersOnWest(); now != before {
+		t.Errorf("west's orders was %q, now %q after the refusal", before, now)
 	}
 }

@@ -116,8 +116,8 @@ func registry(topo *topology.Topology, confirm Confirm, yes bool) *plans.Registr
 		}
 		return plans.NewResult(msg, rep)
 	}))
-	must(wipeStep.Register(r, func(ctx context.Context, p reseedParams, _ *plans.RunContext) (plans.Result, error) {
-		rep, err := Wipe(ctx, topo, p.Stale, p.Active)
+	must(wipeStep.Register(r, func(ctx context.Context, p reseedParams, rc *plans.RunContext) (plans.Result, error) {
+		rep, err := wipe(ctx, topo, p.Stale, p.Active, rc)
 		if err != nil {
 			return plans.Result{}, err
 		}
