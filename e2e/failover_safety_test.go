@@ -142,7 +142,8 @@ func sfRefused(t *testing.T, r *foRun, want ...string) {
 // TestFailoverSafetyRefusals: with east active and west an in-sync
 // standby (the mirror running), each of these is refused, and changes
 // nothing: (1) a saved plan whose wipe step was edited to wipe west,
-// (2) a failover in a topology that names east twice, (3) a reseed of the
+// (2) a failover (planned, unplanned, forced unplanned) or a forced
+// reseed in a topology that names east twice, (3) a reseed of the
 // healthy standby west, (4) an unplanned failover while east answers.
 func TestFailoverSafetyRefusals(t *testing.T) {
 	ft := newFoTopo(t, "safety", "1s", "{fence: acl, drain_timeout: 30s, quiet_period: 1s}")
@@ -210,7 +211,12 @@ func TestFailoverSafetyRefusals(t *testing.T) {
 			t.Fatalf("the two-name topology does not load: %v", err)
 		}
 		twoNames := &foTopo{Name: ft.Name, Path: path, Topo: ft.Topo, State: ft.State}
-		for _, args := range [][]string{{"failover", "--to", "west", "--yes"}, {"reseed", "west", "--yes", "--force"}} {
+		for _, args := range [][]string{
+			{"failover", "--to", "west", "--yes"},
+			{"failover", "--to", "west", "--unplanned", "--yes"},
+			{"failover", "--to", "west", "--force-unplanned", "--yes"},
+			{"reseed", "west", "--yes", "--force"},
+		} {
 			r := twoNames.run(t, time.Minute, nil, args...)
 			sfRefused(t, r, "one cluster", "east", "west")
 		}
