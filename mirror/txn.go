@@ -178,6 +178,10 @@ func (t *txn) ack(ok *sarama.ProducerMessage) {
 	}
 }
 
+// fastSteps bounds the steps a transaction's loop takes between two full
+// selects (see transact).
+const fastSteps = 64
+
 // transact runs one transaction: it starts with first (nil: a
 // progress-only transaction for extra, positions moved past source holes),
 // takes and sends records until it closes, and commits. Once begun it is
@@ -215,6 +219,7 @@ func (s *shard) transact(ctx context.Context, first *sarama.ConsumerMessage, ext
 			timeout = time.After(e.opts.ProduceTimeout)
 		}
 	}
+	fast := 0 // steps taken without the select below since it last ran
 	for {
 		if open && (t.records >= e.opts.MaxBatchRecords || t.bytes >= e.opts.MaxBatchBytes) {
 			closeIntake()
@@ -222,6 +227,40 @@ func (s *shard) transact(ctx context.Context, first *sarama.ConsumerMessage, ext
 		if pending == nil && t.acked == t.sent && (!open || len(s.in) == 0) {
 			break
 		}
+		// Fast path: try, without blocking, the steps the select below
+		// would take when they are ready at once (an acknowledgement, a
+		// send, a record to take): a select over every case costs more
+		// than the rest of a record's handling. Every fastSteps steps the
+		// select runs anyway, so that errors, the window and a stop are
+		// seen within that many records.
+		if fast < fastSteps {
+			fast++
+			select {
+			case ok := <-s.prod.Successes():
+				t.ack(ok)
+				continue
+			default:
+			}
+			if pending != nil {
+				if t.mayQueue(pending) {
+					select {
+					case s.prod.Input() <- pending:
+						t.queued(pending)
+						pending = nil
+						continue
+					default:
+					}
+				}
+			} else if open {
+				select {
+				case m := <-s.in:
+					pending = t.take(m)
+					continue
+				default:
+				}
+			}
+		}
+		fast = 0
 		var in <-chan *sarama.ConsumerMessage
 		if open && pending == nil {
 			in = s.in
