@@ -20,6 +20,10 @@ func reportRPO(ctx context.Context, topo *topology.Topology, p linkParams) (plan
 	if err != nil {
 		return plans.Result{}, err
 	}
+	if rep.Live {
+		return plans.NewResult(fmt.Sprintf("RPO: %d record(s) over %d partition(s), up to %.1fs, never reached %s (%s answered: its end offsets were read after the fence); they are salvaged from it before it is wiped",
+			rep.Records, rep.Lagging(), rep.MaxSeconds, p.Target, p.Source), rep)
+	}
 	return plans.NewResult(fmt.Sprintf("RPO: %d record(s) over %d partition(s), up to %.1fs, never reached %s; they are salvaged when %s comes back",
 		rep.Records, rep.Lagging(), rep.MaxSeconds, p.Target, p.Source), rep)
 }

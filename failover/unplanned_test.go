@@ -83,7 +83,7 @@ func TestUnplannedFailoverRPOAndSalvage(t *testing.T) {
 	produce(37)
 	// Wait until the mirror has observed the new end on east.
 	waitFor(t, 20*time.Second, "the mirror observed 137 records on east", func() error {
-		rep, err := inspect.MeasureRPO(ctx, topo, "east", "west")
+		rep, err := inspect.ObservedRPO(ctx, topo, "east", "west")
 		if err != nil {
 			return err
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/drctl/drctl/internal/kafkaconn"
+	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/mirror"
 	"github.com/drctl/drctl/topology"
 )
@@ -28,13 +29,34 @@ type RPOReport struct {
 	Records    int64          `json:"records"`
 	MaxSeconds float64        `json:"max_seconds"`
 	Partitions []PartitionRPO `json:"partitions"`
+	// Live is true when the old active answered and its end offsets were
+	// read from it, not only taken from what the mirror last observed.
+	Live bool `json:"live,omitempty"`
 }
 
-// MeasureRPO computes the recovery point of the link source -> target from
-// what the target holds alone: the source end offsets the mirror last
-// observed, and its committed progress. Records counts source offsets, so
-// transaction markers in the range count too.
+// liveEndsWait bounds the attempt to read the old active's end offsets: an
+// unplanned failover usually finds it down, and must not wait for it.
+const liveEndsWait = 3 * time.Second
+
+// MeasureRPO computes the recovery point of the link source -> target: the
+// source end offsets the mirror last observed and its committed progress,
+// both read on the target. When the source still answers (an unplanned
+// failover forced past an active that answers, which the plan fences
+// first), its end offsets are read from it too and the larger end counts:
+// the mirror may have stopped observing long before (hung or stopped), and
+// what it never saw was still left behind. Records counts source offsets,
+// so transaction markers in the range count too.
 func MeasureRPO(ctx context.Context, topo *topology.Topology, source, target string) (*RPOReport, error) {
+	return measureRPO(ctx, topo, source, target, true)
+}
+
+// ObservedRPO is MeasureRPO from what the target holds alone (the ends the
+// mirror last observed), as it is when the source is down.
+func ObservedRPO(ctx context.Context, topo *topology.Topology, source, target string) (*RPOReport, error) {
+	return measureRPO(ctx, topo, source, target, false)
+}
+
+func measureRPO(ctx context.Context, topo *topology.Topology, source, target string, tryLive bool) (*RPOReport, error) {
 	clusters := kafkaconn.Open(ctx, topo, target)
 	defer clusters.Close()
 	dst, err := clusters.Need(target)
@@ -55,16 +77,25 @@ func MeasureRPO(ctx context.Context, topo *topology.Topology, source, target str
 	if err != nil {
 		return nil, fmt.Errorf("progress of %s on %s: %w", link, target, err)
 	}
-	rep := &RPOReport{Partitions: []PartitionRPO{}}
+	var live map[topology.TopicPartition]int64
+	var liveAt time.Time
+	if tryLive {
+		live, liveAt = liveEnds(ctx, clusters, source, tps)
+	}
+	rep := &RPOReport{Partitions: []PartitionRPO{}, Live: live != nil}
 	for _, tp := range tps {
 		o := seen[tp]
 		mirrored, ok := progress[tp]
 		if !ok {
 			mirrored = o.Mirrored
 		}
-		pr := PartitionRPO{Topic: tp.Topic, Partition: tp.Partition, Records: max(o.End-mirrored, 0), ObservedAt: time.UnixMilli(o.ObservedAtMs).UTC()}
+		end, at := o.End, o.ObservedAtMs
+		if e, ok := live[tp]; ok && e > end {
+			end, at = e, liveAt.UnixMilli()
+		}
+		pr := PartitionRPO{Topic: tp.Topic, Partition: tp.Partition, Records: max(end-mirrored, 0), ObservedAt: time.UnixMilli(at).UTC()}
 		if pr.Records > 0 && o.LastMirroredMs > 0 {
-			pr.Seconds = max(float64(o.ObservedAtMs-o.LastMirroredMs)/1000, 0)
+			pr.Seconds = max(float64(at-o.LastMirroredMs)/1000, 0)
 		}
 		rep.Records += pr.Records
 		rep.MaxSeconds = max(rep.MaxSeconds, pr.Seconds)
@@ -82,4 +113,24 @@ func (rep *RPOReport) Lagging() int {
 		}
 	}
 	return n
+}
+
+// liveEnds reads the last stable offsets of tps on source, if it answers
+// within liveEndsWait; nil when it does not.
+func liveEnds(ctx context.Context, clusters *kafkaconn.Clusters, source string, tps []topology.TopicPartition) (map[topology.TopicPartition]int64, time.Time) {
+	if len(tps) == 0 {
+		return nil, time.Time{}
+	}
+	wctx, cancel := context.WithTimeout(ctx, liveEndsWait)
+	defer cancel()
+	clusters.Connect(wctx, source)
+	src, err := clusters.Need(source)
+	if err != nil {
+		return nil, time.Time{}
+	}
+	ends, err := kafkaread.StableOffsets(wctx, src, tps)
+	if err != nil {
+		return nil, time.Time{}
+	}
+	return ends, time.Now()
 }
