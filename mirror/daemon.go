@@ -122,6 +122,8 @@ func desired(st rolestate.State, topoName string) (linkKey, bool) {
 
 // Run serves the HTTP endpoints and follows the roles until ctx ends;
 // then it stops the running link gracefully (committing what is in flight).
+// A link asked for another shard count than it ran with ends it at once
+// with the *ShardCountError.
 func (d *Daemon) Run(ctx context.Context) error {
 	if d.opts.Listen != "" {
 		ln, err := net.Listen("tcp", d.opts.Listen)
@@ -201,6 +203,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.mu.Unlock()
 			if errors.Is(err, ErrLinkRetired) {
 				d.log.Info("link retired by a newer role state; waiting for the roles to settle", "err", err)
+			}
+			if _, ok := errors.AsType[*ShardCountError](err); ok {
+				return err // a configuration mistake: retrying cannot help
 			}
 		case <-t.C:
 		}

@@ -181,12 +181,16 @@ func (e *Engine) dial(ctx context.Context, c *topology.Cluster, tune func(*saram
 }
 
 // Run copies until ctx ends (then it commits what is in flight and
-// returns nil) or the link is retired (ErrLinkRetired). Trouble with
+// returns nil), the link is retired (ErrLinkRetired) or it was asked for
+// another shard count than it ran with (*ShardCountError). Trouble with
 // either cluster is retried with backoff, counted and logged, never fatal.
 func (e *Engine) Run(ctx context.Context) error {
 	defer e.metrics.ForgetLink(e.link.String())
 	for attempt := 0; ; attempt++ {
 		err := e.runOnce(ctx)
+		if _, ok := errors.AsType[*ShardCountError](err); ok {
+			return err
+		}
 		if ctx.Err() != nil || errors.Is(err, ErrLinkRetired) {
 			if errors.Is(err, ErrLinkRetired) {
 				return err

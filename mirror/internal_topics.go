@@ -10,6 +10,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/drctl/drctl/internal/kafkaread"
+	"github.com/drctl/drctl/topology"
 )
 
 // ensureInternalTopics creates, on the target, the shards topic and the
@@ -63,10 +64,22 @@ func (e *Engine) ensureInternalTopics(ctx context.Context, dst sarama.Client) er
 		return fmt.Errorf("target %s: %s: %w", e.link.Target, e.link.ShardsTopic(), err)
 	}
 	if int32(len(parts)) != e.opts.Shards {
-		return fmt.Errorf("link %s ran with %d shards, now asked for %d: set mirror.shards back to %d, or fence the link (drctl fence) and delete %s on %s first",
-			e.link, len(parts), e.opts.Shards, len(parts), e.link.ShardsTopic(), e.link.Target)
+		return &ShardCountError{Link: e.link, Ran: int32(len(parts)), Asked: e.opts.Shards}
 	}
 	return nil
+}
+
+// ShardCountError is a link asked to run with another shard count than
+// the one it ran with. It is a configuration mistake, not trouble with a
+// cluster: Engine.Run and Daemon.Run return it instead of retrying.
+type ShardCountError struct {
+	Link       topology.Link
+	Ran, Asked int32
+}
+
+func (e *ShardCountError) Error() string {
+	return fmt.Sprintf("link %s ran with %d shards, now asked for %d: run drctl mirror run with --shards %d (a link keeps its shard count), or fence the link (drctl fence) and delete %s on %s first",
+		e.Link, e.Ran, e.Asked, e.Ran, e.Link.ShardsTopic(), e.Link.Target)
 }
 
 // offsetsPartitions returns the partition count of the offset-map topic.
