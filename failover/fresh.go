@@ -12,7 +12,8 @@ import (
 
 // CheckFresh refuses a saved plan that went stale since it was made: the
 // topology file or the live roles changed (plans.ErrStalePlan, with the
-// advice to make a new plan). The plan's own run in progress is not stale:
+// advice to make a new plan), and one edited after it was made
+// (ErrPlanChanged). The plan's own run in progress is not stale:
 // Execute finishes it. It changes nothing; an error that wraps
 // rolestate.ErrNoneReachable means no cluster could say what the roles are.
 // apply calls it before it prints the plan; Execute's guard checks the
@@ -27,6 +28,11 @@ func CheckFresh(ctx context.Context, topo *topology.Topology, p *plans.Plan) err
 	}
 	if in.TopologyDigest != topo.Digest {
 		return stale("was made from another version of " + topo.Path)
+	}
+	// An edited plan is refused here too, before it is shown to the
+	// operator: its titles need not be what would run.
+	if err := verifyPlan(topo, p, in); err != nil {
+		return err
 	}
 	clusters := kafkaconn.Open(ctx, topo)
 	defer clusters.Close()

@@ -128,6 +128,11 @@ func TestTamperedPlanRefused(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			q := roundTrip(t, plan, tc.edit)
+			// apply checks the plan before it prints it: its titles need
+			// not be what would run.
+			if err := CheckFresh(kfaketest.Ctx(t, 20*time.Second), topo, q); !errors.Is(err, ErrPlanChanged) {
+				t.Errorf("CheckFresh of the edited plan: got %v, want ErrPlanChanged", err)
+			}
 			before := snapshots(t, topo, "east", "west")
 			journal := t.TempDir()
 			var c confirmCounter
