@@ -82,7 +82,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Stale: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "drctl_cluster_stale",
 			Help: "1 when the cluster answers with an older role state than the live one (an old active that came back), else 0."}, []string{"cluster"}),
 		Fenced: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "drctl_cluster_fenced",
-			Help: "1 when the cluster holds a drctl write fence (ACLs) for the topology, else 0 (failover.fence: acl only)."}, []string{"cluster"}),
+			Help: "1 when the cluster holds a drctl write fence (ACLs) for the topology, else 0 (failover.fence: acl only). The standby reads 1 while the ACL sync keeps it fenced (mirror.acls); a fence matters on the active (drctl_cluster_active)."}, []string{"cluster"}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.Records, m.Bytes, m.Skipped, m.Lost, m.Transactions, m.Errors, m.LagRecords, m.LagSeconds, m.ShardsOwned, m.CommitTime, m.Latency,

@@ -255,43 +255,117 @@ func grepLines(body, sub string) string {
 }
 
 // TestDaemonFenceGauge: with failover.fence: acl, drctl_cluster_fenced
-// follows drctl's fence record on each cluster (a fence left in place on
-// the active is what the alert looks for).
+// follows drctl's fence record on each cluster, each on its own (a fence
+// left in place on the active is what the alert looks for; the rules only
+// fire for the active). Two sources of a fence are in play:
+//
+//   - drctl fence / unfence (aclfence.Fence, Unfence) on east;
+//   - the standby fence: with mirror.acls on (the default) the ACL sync
+//     fences every mirrored topic of the standby (west) in its first round
+//     after the mirror created the topic there (docs/mirror.md, "The
+//     standby is fenced against the applications").
+//
+// With the ACL sync off only east's fence moves the gauge, and west reads 0
+// throughout. With it on, west reads 1 once orders exists on west, and
+// fencing and unfencing east leaves it at 1. (The test once assumed west
+// stays unfenced with the sync on; it failed whenever a sync round came
+// after the mirror created orders on west, which a loaded machine made
+// likely.)
 func TestDaemonFenceGauge(t *testing.T) {
-	p := kfaketest.NewPair(t, kfaketest.Options{
-		SASL:        true,
-		ClusterOpts: []kfake.Opt{kfake.EnableACLs()},
-		Mirror:      "  topics: {include: [\"orders\"]}",
-		Extra:       "failover: {fence: acl, producer_principals: [\"User:app\"]}\n",
-	})
-	kfaketest.CreateTopicOn(t, kfaketest.DialCluster(t, p.Topology.Clusters["east"]), "orders", 1, nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	reg := prometheus.NewRegistry()
-	m := NewMetrics(reg)
-	d := NewDaemon(p.Topology, DaemonOptions{StatePoll: 100 * time.Millisecond,
-		Engine: Options{Shards: 1, Metrics: m, IdleCheck: 100 * time.Millisecond, TopicSyncInterval: 200 * time.Millisecond}})
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
-	fenced := func(want map[string]float64) func() error {
-		return func() error {
-			if got := series(t, reg, "drctl_cluster_fenced"); fmt.Sprint(got) != fmt.Sprint(want) {
-				return fmt.Errorf("drctl_cluster_fenced %v, want %v", got, want)
+	const (
+		mirrorOrders = "  topics: {include: [\"orders\"]}\n"
+		fence        = "failover: {fence: acl, producer_principals: [\"User:app\"]}\n"
+	)
+	for _, tc := range []struct {
+		name   string
+		mirror string
+		// west is the gauge's value for the standby, west, throughout.
+		west float64
+	}{
+		{"acl sync off: only drctl fence moves the gauge", mirrorOrders + "  acls: {enabled: false}\n", 0},
+		{"acl sync on: the standby fence shows on west", mirrorOrders + "  acls: {interval: 200ms}\n", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := kfaketest.NewPair(t, kfaketest.Options{
+				SASL:        true,
+				ClusterOpts: []kfake.Opt{kfake.EnableACLs()},
+				Mirror:      tc.mirror,
+				Extra:       fence,
+			})
+			east, west := kfaketest.DialCluster(t, p.Topology.Clusters["east"]), kfaketest.DialCluster(t, p.Topology.Clusters["west"])
+			kfaketest.CreateTopicOn(t, east, "orders", 1, nil)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			reg := prometheus.NewRegistry()
+			m := NewMetrics(reg)
+			d := NewDaemon(p.Topology, DaemonOptions{StatePoll: 100 * time.Millisecond,
+				Engine: Options{Shards: 1, Metrics: m, IdleCheck: 100 * time.Millisecond, TopicSyncInterval: 200 * time.Millisecond}})
+			done := make(chan error, 1)
+			go func() { done <- d.Run(ctx) }()
+			// The gauge must match each cluster's own ACLs: the DENY WRITE
+			// drctl's fence adds on orders, or none. (The ACL sync records
+			// the standby fence before it adds the ACL, so both are waited
+			// for together.)
+			denies := func(cl sarama.Client) ([]aclfence.ACL, error) {
+				admin, err := sarama.NewClusterAdminFromClient(cl)
+				if err != nil {
+					return nil, err
+				}
+				ras, err := admin.ListAcls(sarama.AclFilter{ResourceType: sarama.AclResourceTopic, ResourcePatternTypeFilter: sarama.AclPatternLiteral,
+					Operation: sarama.AclOperationWrite, PermissionType: sarama.AclPermissionDeny})
+				if err != nil {
+					return nil, err
+				}
+				var out []aclfence.ACL
+				for _, ra := range ras {
+					for _, a := range ra.Acls {
+						out = append(out, aclfence.ACL{Topic: ra.ResourceName, Principal: a.Principal, Host: a.Host})
+					}
+				}
+				return out, nil
 			}
-			return nil
-		}
-	}
-	waitFor(t, 20*time.Second, "no fence", fenced(map[string]float64{"cluster=east": 0, "cluster=west": 0}))
-	if _, err := aclfence.Fence(ctx, p.Topology, "east"); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, 20*time.Second, "east fenced", fenced(map[string]float64{"cluster=east": 1, "cluster=west": 0}))
-	if _, err := aclfence.Unfence(ctx, p.Topology, "east"); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, 20*time.Second, "east unfenced", fenced(map[string]float64{"cluster=east": 0, "cluster=west": 0}))
-	cancel()
-	if err := <-done; err != nil {
-		t.Errorf("daemon: %v", err)
+			fenceACLs := func(v float64) []aclfence.ACL {
+				if v == 1 {
+					return []aclfence.ACL{{Topic: "orders", Principal: "User:app", Host: "*"}}
+				}
+				return nil
+			}
+			fenced := func(eastV float64) func() error {
+				want := map[string]float64{"cluster=east": eastV, "cluster=west": tc.west}
+				return func() error {
+					if got := series(t, reg, "drctl_cluster_fenced"); fmt.Sprint(got) != fmt.Sprint(want) {
+						return fmt.Errorf("drctl_cluster_fenced %v, want %v", got, want)
+					}
+					for _, c := range []struct {
+						name string
+						cl   sarama.Client
+						v    float64
+					}{{"east", east, eastV}, {"west", west, tc.west}} {
+						got, err := denies(c.cl)
+						if err != nil {
+							return fmt.Errorf("list %s's ACLs: %w", c.name, err)
+						}
+						if fmt.Sprint(got) != fmt.Sprint(fenceACLs(c.v)) {
+							return fmt.Errorf("%s's DENY WRITE ACLs %v, want %v", c.name, got, fenceACLs(c.v))
+						}
+					}
+					return nil
+				}
+			}
+
+			waitFor(t, 20*time.Second, "no fence on east (and west's as the case says)", fenced(0))
+			if _, err := aclfence.Fence(ctx, p.Topology, "east"); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, 20*time.Second, "east fenced", fenced(1))
+			if _, err := aclfence.Unfence(ctx, p.Topology, "east"); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, 20*time.Second, "east unfenced", fenced(0))
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("daemon: %v", err)
+			}
+		})
 	}
 }
