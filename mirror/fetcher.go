@@ -42,9 +42,15 @@ import (
 //     each record's key, value and headers into one small buffer of its own,
 //     and drops the response before handing anything over;
 //   - hands the records to the shard in offset order through the engine's
-//     byte budget, in the fetch loop itself: a partition's next request is
-//     sent only after its records are all handed over (or its partition was
-//     removed), which keeps its order across leader changes.
+//     byte budget, in the fetch loop itself, while the next round's
+//     requests (from the positions after those records) are in flight: a
+//     round trip to a distant source overlaps the hand-over instead of
+//     following it. At most one round waits to be handed over, and rounds
+//     are handed over in the order they were fetched, which keeps each
+//     partition's order across leader changes;
+//   - notes each partition's last stable offset from its fetch response
+//     (lastStable), so that the shard knows the source's ends without a
+//     request of its own while records flow.
 //
 // Errors never stop the fetcher: a partition whose leader moved or whose
 // broker connection broke is looked up anew after a pause of the Brief
@@ -109,6 +115,27 @@ type fetchPart struct {
 	refresh bool  // its leader is looked up anew
 	fails   int
 	retryAt time.Time
+
+	// seen is the partition's last stable offset in its latest fetch
+	// response, and when that response came (nil: none yet). Written by
+	// the fetch loop, read by the shard.
+	seen atomic.Pointer[endSeen]
+}
+
+// endSeen is a last stable offset a fetch response reported.
+type endSeen struct {
+	lso int64
+	at  time.Time
+}
+
+// lastStable returns the last stable offset of p's latest fetch response and
+// when it came; ok is false before the first response without error.
+func (p *fetchPart) lastStable() (lso int64, at time.Time, ok bool) {
+	e := p.seen.Load()
+	if e == nil {
+		return 0, time.Time{}, false
+	}
+	return e.lso, e.at, true
 }
 
 func (p *fetchPart) stopped() bool {
@@ -252,6 +279,8 @@ type fetched struct {
 	next    int64
 	empty   bool // nothing returned though the partition has data
 	partial bool
+	lso     int64     // the response's last stable offset (-1: none)
+	at      time.Time // when the response came
 	err     error
 	// reported: err is the request's, reported once for all its
 	// partitions.
@@ -259,6 +288,8 @@ type fetched struct {
 }
 
 func (f *fetcher) loop(ctx context.Context) {
+	// pending is the last round fetched, not handed over yet.
+	var pending []fetched
 	for ctx.Err() == nil {
 		f.mu.Lock()
 		parts := slices.Collect(maps.Values(f.parts))
@@ -280,18 +311,42 @@ func (f *fetcher) loop(ctx context.Context) {
 		}
 		byLeader := f.route(ctx, ready)
 		if len(byLeader) == 0 {
+			delivered := f.deliver(ctx, pending)
+			pending = nil
+			if !delivered {
+				return
+			}
 			f.flushErrs()
 			f.idle(ctx, nextRetry(parts, now))
 			continue
 		}
-		results := f.fetchAll(ctx, byLeader)
-		for _, r := range results {
-			if !f.handOver(ctx, r) {
-				break
-			}
+		// The next round is fetched while the last one is handed over; its
+		// positions already follow the last round's records (advance).
+		round := make(chan []fetched, 1)
+		go func() { round <- f.fetchAll(ctx, byLeader) }()
+		delivered := f.deliver(ctx, pending)
+		results := <-round
+		pending = nil
+		if !delivered {
+			return
 		}
+		for _, r := range results {
+			f.advance(r)
+		}
+		pending = results
 		f.flushErrs()
 	}
+}
+
+// deliver hands every record of a fetched round to the shard, in order. It
+// returns false when ctx ended.
+func (f *fetcher) deliver(ctx context.Context, round []fetched) bool {
+	for _, r := range round {
+		if !f.handOver(ctx, r) {
+			return false
+		}
+	}
+	return ctx.Err() == nil
 }
 
 type roundErr struct {
@@ -522,6 +577,7 @@ func (f *fetcher) fetchFrom(ctx context.Context, b *sarama.Broker, ps []*fetchPa
 	if err == nil && resp.ErrorCode != 0 {
 		err = sarama.KError(resp.ErrorCode)
 	}
+	at := time.Now()
 	out := make([]fetched, len(ps))
 	if err != nil {
 		if ctx.Err() != nil {
@@ -533,9 +589,10 @@ func (f *fetcher) fetchFrom(ctx context.Context, b *sarama.Broker, ps []*fetchPa
 		_ = b.Close()
 	}
 	for i, p := range ps {
-		out[i] = fetched{p: p, err: err, reported: err != nil}
+		out[i] = fetched{p: p, err: err, reported: err != nil, lso: -1}
 		if err == nil {
 			out[i] = decodeBlock(p, resp.GetBlock(p.tp.Topic, p.tp.Partition))
+			out[i].at = at
 		}
 	}
 	return out
@@ -544,7 +601,7 @@ func (f *fetcher) fetchFrom(ctx context.Context, b *sarama.Broker, ps []*fetchPa
 // decodeBlock copies p's committed records out of its response block. A
 // partition missing from the response (a response cut short) got nothing.
 func decodeBlock(p *fetchPart, block *sarama.FetchResponseBlock) fetched {
-	r := fetched{p: p, next: p.at}
+	r := fetched{p: p, next: p.at, lso: -1}
 	if block == nil {
 		return r
 	}
@@ -552,6 +609,7 @@ func decodeBlock(p *fetchPart, block *sarama.FetchResponseBlock) fetched {
 		r.err = block.Err
 		return r
 	}
+	r.lso = block.LastStableOffset
 	next, partial, err := kafkaread.CommittedRecords(block, p.at, math.MaxInt64, func(rec kafkaread.Record) error {
 		r.msgs = append(r.msgs, ownedMessage(p.tp, rec))
 		return nil
@@ -625,13 +683,12 @@ var (
 	errInconsistentTopicID = sarama.KError(103)
 )
 
-// handOver gives r's records to the shard in order, then moves r's
-// partition on. It returns false when ctx ended.
-func (f *fetcher) handOver(ctx context.Context, r fetched) bool {
+// advance moves r's partition on past r (its next position, share and
+// order, or its pause after an error) as soon as r is fetched, before r's
+// records are handed over: the next round's request for the partition
+// starts where r ends.
+func (f *fetcher) advance(r fetched) {
 	p := r.p
-	if ctx.Err() != nil {
-		return false
-	}
 	if r.err != nil {
 		if !r.reported {
 			f.note(p.tp, r.err)
@@ -644,17 +701,12 @@ func (f *fetcher) handOver(ctx context.Context, r fetched) bool {
 		}
 		p.refresh = true
 		p.backoff()
-		return ctx.Err() == nil
+		return
 	}
-	for _, m := range r.msgs {
-		if !f.give(p, m) {
-			return ctx.Err() == nil
-		}
+	if r.lso >= 0 {
+		p.seen.Store(&endSeen{lso: r.lso, at: r.at})
 	}
 	p.at, p.fails, p.busy = r.next, 0, len(r.msgs) > 0
-	if r.next > p.clearedTo.Load() {
-		p.clearedTo.Store(r.next)
-	}
 	switch {
 	case r.partial:
 		p.boost, p.first = min(max(2*p.boost, 2*f.partBytes), 1<<30), true
@@ -662,6 +714,27 @@ func (f *fetcher) handOver(ctx context.Context, r fetched) bool {
 		p.first = true
 	default:
 		p.first, p.boost = false, 0
+	}
+}
+
+// handOver gives r's records to the shard in order, then records that
+// every committed record below r's end was handed over (clearedTo). It
+// returns false when ctx ended.
+func (f *fetcher) handOver(ctx context.Context, r fetched) bool {
+	p := r.p
+	if ctx.Err() != nil {
+		return false
+	}
+	if r.err != nil {
+		return true
+	}
+	for _, m := range r.msgs {
+		if !f.give(p, m) {
+			return ctx.Err() == nil
+		}
+	}
+	if r.next > p.clearedTo.Load() {
+		p.clearedTo.Store(r.next)
 	}
 	return ctx.Err() == nil
 }

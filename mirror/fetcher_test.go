@@ -374,3 +374,62 @@ func TestFetcherChecksTopicIDAfterOutOfRange(t *testing.T) {
 		t.Errorf("out of range resolved %d times, recreation reported %d times; want 2 (a refusal, then 25) and at least 1", resolved.Load(), recreated.Load())
 	}
 }
+
+// TestFetcherFetchesWhileHandingOver: while a round's records wait to be
+// handed over (nobody takes them), the next round is already fetched from
+// where that round ends, and no further one: a round trip to a distant
+// source overlaps the hand-over, with at most one round read ahead. The
+// records still come in order, and each response's last stable offset is
+// noted for the shard.
+func TestFetcherFetchesWhileHandingOver(t *testing.T) {
+	p := kfaketest.NewPair(t, kfaketest.Options{})
+	src := kfaketest.DialCluster(t, p.Topology.Clusters["east"])
+	kfaketest.CreateTopicOn(t, src, "ahead", 1, nil)
+	kfaketest.ProduceEach(t, p.Topology, "east", "ahead", 1, 200)
+	var fetches atomic.Int64
+	var lastAt atomic.Int64 // the fetch offset of the latest request
+	p.East.ControlKey(int16(kmsg.Fetch), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		p.East.KeepControl()
+		for _, tp := range req.(*kmsg.FetchRequest).Topics {
+			for _, pt := range tp.Partitions {
+				lastAt.Store(pt.FetchOffset)
+			}
+		}
+		fetches.Add(1)
+		return nil, nil, false
+	})
+	out := make(chan *sarama.ConsumerMessage) // unbuffered: a round waits on its hand-over
+	f := testFetcher(t, src, out)
+	fp := f.add(topology.TopicPartition{Topic: "ahead", Partition: 0}, 0, "")
+	first := receive(t, out, 30*time.Second)
+	if first.Offset != 0 {
+		t.Fatalf("first record at offset %d, want 0", first.Offset)
+	}
+	// The first round holds more than one record (shares of 8 KiB and
+	// more): it waits on its second record now.
+	waitFor(t, 30*time.Second, "the next round fetched during the hand-over", func() error {
+		if n := fetches.Load(); n < 2 {
+			return fmt.Errorf("%d fetch request(s)", n)
+		}
+		return nil
+	})
+	if at := lastAt.Load(); at <= 1 {
+		t.Errorf("the round fetched ahead starts at offset %d, want past the first round's records", at)
+	}
+	if lso, _, ok := fp.lastStable(); !ok || lso != 200 {
+		t.Errorf("last stable offset noted from the fetch: %d (ok %v), want 200", lso, ok)
+	}
+	// No third round while the first is still being handed over.
+	deadline := time.Now().Add(300 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		if n := fetches.Load(); n > 2 {
+			t.Fatalf("%d fetch requests while the first round waits on its hand-over, want 2", n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for want := int64(1); want < 200; want++ {
+		if m := receive(t, out, 30*time.Second); m.Offset != want {
+			t.Fatalf("offset %d handed over, want %d", m.Offset, want)
+		}
+	}
+}

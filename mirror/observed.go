@@ -53,9 +53,8 @@ func (s *shard) observe(ctx context.Context) {
 		return
 	}
 	if time.Since(s.lastStable) >= s.e.opts.IdleCheck {
-		if _, err := s.refreshStable(ctx); err != nil {
-			return
-		}
+		// The callers read the ends first; they failed to.
+		return
 	}
 	s.lastObserved = time.Now()
 	if s.obs == nil {
@@ -111,16 +110,91 @@ func (s *shard) refreshStable(ctx context.Context) (map[topology.TopicPartition]
 		return nil, err
 	}
 	now := time.Now()
+	s.applyEnds(stable, now)
+	s.lastStable = now
+	return stable, nil
+}
+
+// refreshEnds brings the shard's view of the source ends up to date, at
+// most once per IdleCheck, without a request on the copy path (where a
+// round trip to a distant source would stall the copy): a partition's end
+// comes from its fetcher's latest response when that came within the last
+// IdleCheck and FetchWait; the ends of the others (a partition waiting on the budget or
+// after an error, a blocked partition in its retry pause) are read in the
+// background and applied at a later call. An end is only ever replaced by
+// one seen later.
+func (s *shard) refreshEnds(ctx context.Context) {
+	select {
+	case r := <-s.endsRead:
+		s.endsReading = false
+		if r.err != nil {
+			s.e.metrics.Errors.WithLabelValues(s.e.link.String(), "source").Inc()
+			s.log.Warn("cannot read source end offsets", "err", r.err)
+		} else {
+			s.applyEnds(r.stable, r.at)
+		}
+	default:
+	}
+	now := time.Now()
+	if now.Sub(s.lastStable) < s.e.opts.IdleCheck {
+		return
+	}
+	// A fetch waits up to FetchWait for data and answers at once when some
+	// comes: the end of a response that came within the last IdleCheck and
+	// FetchWait is still the end, or a newer response is on its way.
+	fresh := s.e.opts.IdleCheck + s.e.opts.FetchWait
+	var unseen []topology.TopicPartition
+	for _, tp := range s.order {
+		p := s.parts[tp]
+		if p.fp != nil {
+			if lso, at, ok := p.fp.lastStable(); ok && now.Sub(at) < fresh {
+				if at.After(p.stableAt) {
+					p.stable, p.stableAt = lso, at
+					s.e.setStable(tp, lso)
+				}
+				continue
+			}
+		}
+		unseen = append(unseen, tp)
+	}
+	for tp := range s.e.heldOut(s.id) {
+		if _, in := s.parts[tp]; !in {
+			unseen = append(unseen, tp)
+		}
+	}
+	s.lastStable = now
+	if len(unseen) == 0 || s.endsReading {
+		return
+	}
+	s.endsReading = true
+	cl, out := s.srcCl, s.endsRead
+	go func() {
+		// Never blocks: out holds one result and one read runs at a time.
+		stable, err := kafkaread.StableOffsets(ctx, cl, unseen)
+		out <- endsResult{stable: stable, at: time.Now(), err: err}
+	}()
+}
+
+// endsResult is a background read of source ends (see refreshEnds).
+type endsResult struct {
+	stable map[topology.TopicPartition]int64
+	at     time.Time
+	err    error
+}
+
+// applyEnds records source ends read at at, where nothing newer is known.
+func (s *shard) applyEnds(stable map[topology.TopicPartition]int64, at time.Time) {
 	for tp, lso := range stable {
 		if p, ok := s.parts[tp]; ok {
-			p.stable, p.stableAt = lso, now
+			if !at.After(p.stableAt) {
+				continue
+			}
+			p.stable, p.stableAt = lso, at
 		} else {
-			s.e.noteHeldEnd(tp, lso, now)
+			s.e.noteHeldEnd(tp, lso, at)
 		}
 		s.e.setStable(tp, lso)
 	}
-	s.lastStable = now
-	return stable, nil
 }
 
 // LastObserved reads, from the target of link, what the mirror last saw

@@ -2,11 +2,17 @@ package mirror
 
 import (
 	"encoding/json"
+	"fmt"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/topology"
 )
@@ -55,4 +61,84 @@ func TestLatestEndsFromTheTail(t *testing.T) {
 	write(1, 3001)
 	write(2, 3002)
 	check("three shards, all at the end", map[int32]int64{0: 3000, 1: 3001, 2: 3002})
+}
+
+// TestCopyLearnsSourceEndsFromItsFetches: while records flow, the shard
+// knows the source's ends from its fetch responses and asks the source for
+// them with no request of its own (on a distant source each such request
+// stalled the copy for a round trip), and its observations still follow
+// the source's ends.
+func TestCopyLearnsSourceEndsFromItsFetches(t *testing.T) {
+	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: "  topics: {include: [\"flow\"]}"})
+	east := p.Topology.Clusters["east"]
+	src, dst := kfaketest.DialCluster(t, east), kfaketest.DialCluster(t, p.Topology.Clusters["west"])
+	kfaketest.CreateTopicOn(t, src, "flow", 3, nil)
+	prod := kfaketest.Producer(t, east, 3)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+			if _, _, err := prod.SendMessage(&sarama.ProducerMessage{Topic: "flow", Partition: int32(i % 3), Value: sarama.StringEncoder(strconv.Itoa(i))}); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	})
+	defer func() { close(stop); wg.Wait() }()
+	// One topic sync pass (it measures the link's lag with requests of its
+	// own, off the copy path), then none during the test.
+	runEngine(t, p.Topology, Options{Shards: 1, IdleCheck: 100 * time.Millisecond, TopicSyncInterval: time.Hour})
+	link := p.Topology.Link("east", "west")
+	ctx := kfaketest.Ctx(t, 60e9)
+	observedPast := func(ends map[topology.TopicPartition]int64) func() error {
+		return func() error {
+			seen, err := LastObserved(ctx, dst, link)
+			if err != nil {
+				return err
+			}
+			for tp, end := range ends {
+				if o := seen[tp]; o.End < end {
+					return fmt.Errorf("%s observed end %d, want %d or more", tp, o.End, end)
+				}
+			}
+			return nil
+		}
+	}
+	tps := []topology.TopicPartition{{Topic: "flow", Partition: 0}, {Topic: "flow", Partition: 1}, {Topic: "flow", Partition: 2}}
+	// The copy under way for a while (past its start, where the
+	// partitions' start reads the ends): 30 records of each partition.
+	waitFor(t, 30*time.Second, "the copy under way", observedPast(map[topology.TopicPartition]int64{tps[0]: 30, tps[1]: 30, tps[2]: 30}))
+
+	var asked atomic.Int64
+	p.East.ControlKey(int16(kmsg.ListOffsets), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		p.East.KeepControl()
+		for _, tp := range req.(*kmsg.ListOffsetsRequest).Topics {
+			if tp.Topic == "flow" {
+				asked.Add(1)
+			}
+		}
+		return nil, nil, false
+	})
+	// Fifteen IdleChecks of copying: each used to read the ends once.
+	window, err := kafkaread.StableOffsets(ctx, src, tps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the ends observed past the window's start", observedPast(window))
+	asked.Store(0)
+	time.Sleep(1500 * time.Millisecond) // the window itself: the shard copies a record every 10 ms
+	later, err := kafkaread.StableOffsets(ctx, src, tps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := asked.Load() - 1 // the read just above
+	waitFor(t, 30*time.Second, "the ends observed past the window's end", observedPast(later))
+	if n > 0 {
+		t.Errorf("the shard read the source's ends %d time(s) in 1.5 s of copying, want none (the fetch responses carry them)", n)
+	}
 }

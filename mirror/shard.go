@@ -56,6 +56,11 @@ type shard struct {
 	refreshed time.Time
 
 	lastStable   time.Time // when the source ends were last read
+	lastRecord   time.Time // when the shard last copied a record
+	// endsRead delivers the background read of the source ends that
+	// refreshEnds started (at most one at a time; endsReading).
+	endsRead    chan endsResult
+	endsReading bool
 	lastObserved time.Time // when the ends were last written to the target
 	obs          sarama.SyncProducer
 	// holding is the pause the shard holds (copying nothing), "" when
@@ -86,6 +91,7 @@ type txnMeta struct {
 func (s *shard) run(ctx context.Context) (err error) {
 	s.parts = map[topology.TopicPartition]*partState{}
 	s.in = make(chan *sarama.ConsumerMessage, s.e.opts.ChannelBuffer)
+	s.endsRead = make(chan endsResult, 1)
 	defer s.close()
 	if err := s.open(ctx); err != nil {
 		return err
@@ -106,9 +112,19 @@ func (s *shard) run(ctx context.Context) (err error) {
 		select {
 		case first = <-s.in:
 		case <-tick.C:
+			// The shard is idle only when no record waits.
+			select {
+			case first = <-s.in:
+			default:
+			}
 		case <-ctx.Done():
 		}
-		if first != nil && time.Since(s.lastStable) >= s.e.opts.IdleCheck {
+		// Copying (a record now or within the last IdleCheck), the ends
+		// come without a request on this path; idle, they are read.
+		copying := first != nil || time.Since(s.lastRecord) < s.e.opts.IdleCheck
+		if copying {
+			s.refreshEnds(ctx)
+		} else if time.Since(s.lastStable) >= s.e.opts.IdleCheck {
 			if _, err := s.refreshStable(ctx); err != nil {
 				s.log.Warn("cannot read source end offsets", "err", err)
 			}
@@ -120,12 +136,13 @@ func (s *shard) run(ctx context.Context) (err error) {
 			if err := s.transact(ctx, first, nil); err != nil {
 				return err
 			}
+			s.lastRecord = time.Now()
 			continue
 		}
 		if ctx.Err() != nil {
 			return nil
 		}
-		if err := s.idle(ctx); err != nil {
+		if err := s.idle(ctx, copying); err != nil {
 			return err
 		}
 	}
@@ -457,16 +474,29 @@ func (s *shard) fail(err error) error {
 	return err
 }
 
-// idle runs between batches when no record arrived for a while: it
-// refreshes lag, and moves the progress of caught-up partitions past
-// trailing source offsets that hold no committed record (transaction
-// markers, aborted records), so that a drained link shows zero lag.
-func (s *shard) idle(ctx context.Context) error {
-	stable, err := s.refreshStable(ctx)
-	if err != nil {
-		s.e.metrics.Errors.WithLabelValues(s.e.link.String(), "source").Inc()
-		s.log.Warn("cannot read source end offsets", "err", err)
-		return nil
+// idle runs between batches when no record is waiting: it moves the
+// progress of caught-up partitions past trailing source offsets that hold
+// no committed record (transaction markers, aborted records), so that a
+// drained link shows zero lag. While copying (records within the last
+// IdleCheck) it uses the ends the shard knows and sends no request to the
+// source (see refreshEnds); once idle it reads the ends, and probes
+// partitions whose consumer has been quiet.
+func (s *shard) idle(ctx context.Context, copying bool) error {
+	var stable map[topology.TopicPartition]int64
+	if copying {
+		stable = make(map[topology.TopicPartition]int64, len(s.order))
+		for _, tp := range s.order {
+			if p := s.parts[tp]; p.stable >= 0 {
+				stable[tp] = p.stable
+			}
+		}
+	} else {
+		var err error
+		if stable, err = s.refreshStable(ctx); err != nil {
+			s.e.metrics.Errors.WithLabelValues(s.e.link.String(), "source").Inc()
+			s.log.Warn("cannot read source end offsets", "err", err)
+			return nil
+		}
 	}
 	skip := map[topology.TopicPartition]int64{}
 	probes := 0
@@ -487,7 +517,7 @@ func (s *shard) idle(ctx context.Context) error {
 		// (a large aborted transaction). A probe costs a few requests, so
 		// an idle pass makes a bounded number of them.
 		quiet := time.Since(p.lastSeen)
-		if quiet < s.e.opts.IdleCheck || (lso-p.next > 64 && quiet < 10*s.e.opts.IdleCheck) || probes >= maxProbes {
+		if copying || quiet < s.e.opts.IdleCheck || (lso-p.next > 64 && quiet < 10*s.e.opts.IdleCheck) || probes >= maxProbes {
 			continue
 		}
 		probes++
