@@ -55,12 +55,12 @@ type shard struct {
 	gen       uint64
 	refreshed time.Time
 
-	lastStable   time.Time // when the source ends were last read
-	lastRecord   time.Time // when the shard last copied a record
+	lastStable time.Time // when the source ends were last read
+	lastRecord time.Time // when the shard last copied a record
 	// endsRead delivers the background read of the source ends that
 	// refreshEnds started (at most one at a time; endsReading).
-	endsRead    chan endsResult
-	endsReading bool
+	endsRead     chan endsResult
+	endsReading  bool
 	lastObserved time.Time // when the ends were last written to the target
 	obs          sarama.SyncProducer
 	// holding is the pause the shard holds (copying nothing), "" when
