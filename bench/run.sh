@@ -46,8 +46,9 @@
 #   the target (the proxy between the mirror and the source, the MirrorMaker 1
 #   practice) and, for BENCH_WAN_SOURCE_MIRRORS (drctl-alo drctl-eos; empty
 #   for none), also near the source (the proxy between the mirror and the
-#   target). The mirror bootstraps at the proxy, and the brokers' WAN listener
-#   (e2e/kafka.sh, DRCTL_E2E_WAN=1, set here) advertises the proxy, so every
+#   target; at BENCH_WAN_SOURCE_LATENCIES, default the same). The mirror
+#   bootstraps at the proxy, and the brokers' WAN listener (e2e/kafka.sh,
+#   DRCTL_E2E_WAN=1, set here) advertises the proxy, so every
 #   connection of the mirror to that cluster crosses it; loadgen's count and
 #   verify go direct. Needs clusters started with DRCTL_E2E_WAN=1 (run.sh says
 #   so if they run without it).
@@ -73,7 +74,7 @@
 #   BENCH_LAT_RATE, BENCH_LAT_DURATION, BENCH_LAT_WARMUP (10s), BENCH_LAT_MIRRORS
 #   BENCH_SCALE_TOPICS, BENCH_SCALE_PARTITIONS, BENCH_SCALE_RECORDS
 #   BENCH_WAN_RECORDS, BENCH_WAN_MIRRORS, BENCH_WAN_LATENCIES, BENCH_WAN_JITTER,
-#   BENCH_WAN_SOURCE_MIRRORS
+#   BENCH_WAN_SOURCE_MIRRORS, BENCH_WAN_SOURCE_LATENCIES
 #   BENCH_MM2_TASKS, BENCH_MM2_HEAP, BENCH_MM2_TUNING, BENCH_MM2_EXTRA: see bench/mm2.sh
 #   BENCH_DRCTL (a drctl binary; default: built from this checkout)
 #   BENCH_DRCTL_ARGS (extra arguments for drctl mirror run; default
@@ -113,6 +114,7 @@ WAN_MIRRORS="${BENCH_WAN_MIRRORS:-drctl-alo drctl-eos mm2-alo mm2-eos}"
 WAN_LATENCIES="${BENCH_WAN_LATENCIES:-25 50}"
 WAN_JITTER="${BENCH_WAN_JITTER:-0}"
 WAN_SOURCE_MIRRORS="${BENCH_WAN_SOURCE_MIRRORS-drctl-alo drctl-eos}" # empty: none
+WAN_SOURCE_LATENCIES="${BENCH_WAN_SOURCE_LATENCIES:-$WAN_LATENCIES}"
 SEED=1
 
 # The wan scenario needs the brokers' WAN listener (if this script starts them).
@@ -642,7 +644,7 @@ run_wan() {
 			run_wan_mirror "$m" target "$ms" || true
 		done
 		[[ " $WAN_SOURCE_MIRRORS " == *" $m "* ]] || continue
-		for ms in $WAN_LATENCIES; do
+		for ms in $WAN_SOURCE_LATENCIES; do
 			run_wan_mirror "$m" source "$ms" || true
 		done
 	done
