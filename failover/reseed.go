@@ -335,7 +335,7 @@ func wipe(ctx context.Context, topo *topology.Topology, stale, active string, rc
 		return nil, fmt.Errorf("wipe %s: list topics: %w", stale, err)
 	}
 	link := topo.Link(active, stale)
-	all, err := admin.ListTopics()
+	all, err := kafkaread.ListTopics(admin)
 	if err != nil {
 		return nil, fmt.Errorf("wipe %s: list topics: %w", stale, err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/drctl/drctl/internal/aclfence"
+	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kvstore"
 	"github.com/drctl/drctl/internal/rolestate"
@@ -266,7 +267,7 @@ func readCluster(ctx context.Context, topo *topology.Topology, clusters *kafkaco
 // selectedTopics lists the topics topo mirrors with their shape and
 // topic-level configs.
 func selectedTopics(admin sarama.ClusterAdmin, topo *topology.Topology) (map[string]TopicSide, error) {
-	all, err := admin.ListTopics()
+	all, err := kafkaread.ListTopics(admin)
 	if err != nil {
 		return nil, err
 	}
@@ -276,7 +277,7 @@ func selectedTopics(admin sarama.ClusterAdmin, topo *topology.Topology) (map[str
 		if !topo.Mirrors(name) {
 			continue
 		}
-		out[name] = TopicSide{Exists: true, Partitions: d.NumPartitions, ReplicationFactor: d.ReplicationFactor, Configs: map[string]string{}, effective: map[string]string{}}
+		out[name] = TopicSide{Exists: true, Partitions: d.Partitions, ReplicationFactor: d.ReplicationFactor, Configs: map[string]string{}, effective: map[string]string{}}
 		resources = append(resources, &sarama.ConfigResource{Type: sarama.TopicResource, Name: name})
 	}
 	if len(resources) == 0 {

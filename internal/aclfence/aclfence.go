@@ -11,6 +11,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/drctl/drctl/internal/kafkaconn"
+	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/internal/kvstore"
 	"github.com/drctl/drctl/topology"
 )
@@ -225,7 +226,7 @@ func contains(list []ACL, a ACL) bool {
 // MirroredTopicNames lists, sorted, the topics of a cluster that topo
 // mirrors (topology.Topology.Mirrors): the topics a fence covers.
 func MirroredTopicNames(admin sarama.ClusterAdmin, topo *topology.Topology) ([]string, error) {
-	all, err := admin.ListTopics()
+	all, err := kafkaread.ListTopics(admin)
 	if err != nil {
 		return nil, err
 	}

@@ -199,3 +199,37 @@ func AwaitLeaders(ctx context.Context, client sarama.Client, topic string, withi
 		return nil
 	})
 }
+
+// TopicShape is a topic's partition count and replication factor (that of
+// its first partition).
+type TopicShape struct {
+	Partitions        int32
+	ReplicationFactor int16
+}
+
+// ListTopics lists every topic of the cluster with its shape, in one
+// metadata request. Use it rather than sarama's ClusterAdmin.ListTopics,
+// which also describes the configs of every topic of the cluster: a heavy
+// request for the broker on a cluster of thousands of topics, and the
+// mirror's ACL sync lists the topics every few seconds.
+func ListTopics(admin sarama.ClusterAdmin) (map[string]TopicShape, error) {
+	md, err := admin.DescribeTopics(nil)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]TopicShape, len(md))
+	for _, t := range md {
+		s := TopicShape{Partitions: int32(len(t.Partitions))}
+		if len(t.Partitions) > 0 {
+			first := t.Partitions[0]
+			for _, p := range t.Partitions {
+				if p.ID < first.ID {
+					first = p
+				}
+			}
+			s.ReplicationFactor = int16(len(first.Replicas))
+		}
+		out[t.Name] = s
+	}
+	return out, nil
+}
