@@ -13,8 +13,8 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/drctl/drctl/internal/aclfence"
-	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/internal/kafkaconn"
+	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/internal/kvstore"
 	"github.com/drctl/drctl/internal/rolestate"
 	"github.com/drctl/drctl/mirror"
