@@ -326,7 +326,6 @@ func (f *fetcher) loop(ctx context.Context) {
 		go func() { round <- f.fetchAll(ctx, byLeader) }()
 		delivered := f.deliver(ctx, pending)
 		results := <-round
-		pending = nil
 		if !delivered {
 			return
 		}
