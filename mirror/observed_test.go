@@ -142,3 +142,69 @@ func TestCopyLearnsSourceEndsFromItsFetches(t *testing.T) {
 		t.Errorf("the shard read the source's ends %d time(s) in 1.5 s of copying, want none (the fetch responses carry them)", n)
 	}
 }
+
+// TestTrailingMarkerSkippedWhileCopying: a partition whose last offset is a
+// transaction's commit marker shows no lag while its shard keeps copying
+// another partition: the copying shard moves its progress past the marker
+// from what its fetcher saw, without waiting to be idle (it never is here).
+func TestTrailingMarkerSkippedWhileCopying(t *testing.T) {
+	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: "  topics: {include: [\"mix\"]}"})
+	east := p.Topology.Clusters["east"]
+	src, dst := kfaketest.DialCluster(t, east), kfaketest.DialCluster(t, p.Topology.Clusters["west"])
+	kfaketest.CreateTopicOn(t, src, "mix", 2, nil)
+	prod := kfaketest.IdempotentProducer(t, east, "") // records go to the partition they name
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var flowing atomic.Int64
+	wg.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+			if _, _, err := prod.SendMessage(&sarama.ProducerMessage{Topic: "mix", Partition: 0, Value: sarama.StringEncoder(strconv.Itoa(i))}); err != nil {
+				t.Error(err)
+				return
+			}
+			flowing.Add(1)
+		}
+	})
+	defer func() { close(stop); wg.Wait() }()
+	runEngine(t, p.Topology, Options{Shards: 1, IdleCheck: 100 * time.Millisecond, TopicSyncInterval: time.Hour})
+	txp := kfaketest.IdempotentProducer(t, east, "mix-writer")
+	if err := txp.BeginTxn(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, _, err := txp.SendMessage(&sarama.ProducerMessage{Topic: "mix", Partition: 1, Value: sarama.StringEncoder(fmt.Sprint("t", i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := txp.CommitTxn(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := kfaketest.Ctx(t, 60e9)
+	tp := topology.TopicPartition{Topic: "mix", Partition: 1}
+	ends, err := kafkaread.StableOffsets(ctx, src, []topology.TopicPartition{tp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ends[tp] != 4 {
+		t.Fatalf("mix/1 ends at %d, want 4 (three records and the commit marker)", ends[tp])
+	}
+	link := p.Topology.Link("east", "west")
+	waitFor(t, 30*time.Second, "mix/1 mirrored to its end past the marker", func() error {
+		seen, err := LastObserved(ctx, dst, link)
+		if err != nil {
+			return err
+		}
+		if o := seen[tp]; o.Mirrored != 4 {
+			return fmt.Errorf("mix/1 mirrored to %d, want 4", o.Mirrored)
+		}
+		return nil
+	})
+	if flowing.Load() == 0 {
+		t.Fatal("mix/0 was not written to: the shard was not copying")
+	}
+}

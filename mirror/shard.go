@@ -484,10 +484,19 @@ func (s *shard) fail(err error) error {
 func (s *shard) idle(ctx context.Context, copying bool) error {
 	var stable map[topology.TopicPartition]int64
 	if copying {
+		// The newest end each partition's fetcher saw (its latest
+		// response, not only the once-per-IdleCheck view), so that the
+		// progress reaches a drained source's end at once.
 		stable = make(map[topology.TopicPartition]int64, len(s.order))
 		for _, tp := range s.order {
-			if p := s.parts[tp]; p.stable >= 0 {
+			p := s.parts[tp]
+			if p.stable >= 0 {
 				stable[tp] = p.stable
+			}
+			if p.fp != nil {
+				if lso, at, ok := p.fp.lastStable(); ok && at.After(p.stableAt) {
+					stable[tp] = lso
+				}
 			}
 		}
 	} else {
