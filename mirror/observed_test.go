@@ -73,23 +73,7 @@ func TestCopyLearnsSourceEndsFromItsFetches(t *testing.T) {
 	east := p.Topology.Clusters["east"]
 	src, dst := kfaketest.DialCluster(t, east), kfaketest.DialCluster(t, p.Topology.Clusters["west"])
 	kfaketest.CreateTopicOn(t, src, "flow", 3, nil)
-	prod := kfaketest.Producer(t, east, 3)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			case <-time.After(10 * time.Millisecond):
-			}
-			if _, _, err := prod.SendMessage(&sarama.ProducerMessage{Topic: "flow", Partition: int32(i % 3), Value: sarama.StringEncoder(strconv.Itoa(i))}); err != nil {
-				t.Error(err)
-				return
-			}
-		}
-	})
-	defer func() { close(stop); wg.Wait() }()
+	keepWriting(t, kfaketest.IdempotentProducer(t, east, ""), "flow", 3)
 	// One topic sync pass (it measures the link's lag with requests of its
 	// own, off the copy path), then none during the test.
 	runEngine(t, p.Topology, Options{Shards: 1, IdleCheck: 100 * time.Millisecond, TopicSyncInterval: time.Hour})
@@ -152,25 +136,7 @@ func TestTrailingMarkerSkippedWhileCopying(t *testing.T) {
 	east := p.Topology.Clusters["east"]
 	src, dst := kfaketest.DialCluster(t, east), kfaketest.DialCluster(t, p.Topology.Clusters["west"])
 	kfaketest.CreateTopicOn(t, src, "mix", 2, nil)
-	prod := kfaketest.IdempotentProducer(t, east, "") // records go to the partition they name
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	var flowing atomic.Int64
-	wg.Go(func() {
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			case <-time.After(10 * time.Millisecond):
-			}
-			if _, _, err := prod.SendMessage(&sarama.ProducerMessage{Topic: "mix", Partition: 0, Value: sarama.StringEncoder(strconv.Itoa(i))}); err != nil {
-				t.Error(err)
-				return
-			}
-			flowing.Add(1)
-		}
-	})
-	defer func() { close(stop); wg.Wait() }()
+	flowing := keepWriting(t, kfaketest.IdempotentProducer(t, east, ""), "mix", 1) // mix/0 only
 	runEngine(t, p.Topology, Options{Shards: 1, IdleCheck: 100 * time.Millisecond, TopicSyncInterval: time.Hour})
 	txp := kfaketest.IdempotentProducer(t, east, "mix-writer")
 	if err := txp.BeginTxn(); err != nil {
@@ -207,4 +173,31 @@ func TestTrailingMarkerSkippedWhileCopying(t *testing.T) {
 	if flowing.Load() == 0 {
 		t.Fatal("mix/0 was not written to: the shard was not copying")
 	}
+}
+
+// keepWriting writes a record every 10 ms into partitions 0 to n-1 of
+// topic, in turn, until the test ends; it returns the count written. prod
+// must place records in the partition they name.
+func keepWriting(t *testing.T, prod sarama.SyncProducer, topic string, n int32) *atomic.Int64 {
+	t.Helper()
+	var written atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+			m := &sarama.ProducerMessage{Topic: topic, Partition: int32(i) % n, Value: sarama.StringEncoder(strconv.Itoa(i))}
+			if _, _, err := prod.SendMessage(m); err != nil {
+				t.Error(err)
+				return
+			}
+			written.Add(1)
+		}
+	})
+	t.Cleanup(func() { close(stop); wg.Wait() })
+	return &written
 }
