@@ -119,10 +119,10 @@ func (s *shard) refreshStable(ctx context.Context) (map[topology.TopicPartition]
 // most once per IdleCheck, without a request on the copy path (where a
 // round trip to a distant source would stall the copy): a partition's end
 // comes from its fetcher's latest response when that came within the last
-// IdleCheck and FetchWait; the ends of the others (a partition waiting on the budget or
-// after an error, a blocked partition in its retry pause) are read in the
-// background and applied at a later call. An end is only ever replaced by
-// one seen later.
+// IdleCheck and FetchWait; the ends of the others (a partition waiting on
+// the budget or after an error, a blocked partition in its retry pause) are
+// read in the background and applied at a later call. An end is only ever
+// replaced by one seen later.
 func (s *shard) refreshEnds(ctx context.Context) {
 	select {
 	case r := <-s.endsRead:
