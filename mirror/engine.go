@@ -152,6 +152,22 @@ type Engine struct {
 	// paused is the id of the pause that stops the copying ("": none;
 	// see Pause, SetPaused).
 	paused string
+	// moved holds the target partitions where a copy did not get the
+	// offset predicted for it (errTargetMoved): something else writes them,
+	// and no shard of this process predicts their offsets again.
+	moved sync.Map
+}
+
+// errTargetMoved: a target partition's offsets moved under the shard, so
+// its transaction is aborted and the shard restarts without predicting
+// that partition's offsets (see txn.predict).
+var errTargetMoved = errors.New("target offsets moved")
+
+func (e *Engine) setUnpredictable(tp topology.TopicPartition) { e.moved.Store(tp, true) }
+
+func (e *Engine) unpredictable(tp topology.TopicPartition) bool {
+	_, ok := e.moved.Load(tp)
+	return ok
 }
 
 // NewEngine prepares the link source -> target of topo.

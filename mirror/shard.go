@@ -66,6 +66,11 @@ type shard struct {
 	// holding is the pause the shard holds (copying nothing), "" when
 	// copying (see holdPaused).
 	holding string
+	// tails is, per target partition this shard wrote in a committed
+	// transaction, the offset its next record will get if the shard stays
+	// its only writer: the last record's offset + 2 (the commit marker
+	// takes one). See txn.predict.
+	tails map[topology.TopicPartition]int64
 }
 
 // partState is what a shard knows of one source partition.
@@ -84,12 +89,16 @@ type txnMeta struct {
 	src   int64
 	ts    time.Time
 	bytes int // recordBytes of the copy
+	// target is the offset the copy is predicted to get on the target
+	// (see txn.predict), -1 when not predicted.
+	target int64
 }
 
 // run owns the shard until ctx ends or an error stops it. On return every
 // transaction it opened is committed or aborted and its clients closed.
 func (s *shard) run(ctx context.Context) (err error) {
 	s.parts = map[topology.TopicPartition]*partState{}
+	s.tails = map[topology.TopicPartition]int64{}
 	s.in = make(chan *sarama.ConsumerMessage, s.e.opts.ChannelBuffer)
 	s.endsRead = make(chan endsResult, 1)
 	defer s.close()
@@ -438,6 +447,7 @@ func topicsOf(tps []topology.TopicPartition) []string {
 }
 
 func (s *shard) stopPartition(p *partState) {
+	delete(s.tails, p.tp) // another shard may write it meanwhile
 	if p.fp != nil {
 		s.fetch.remove(p.fp)
 	}

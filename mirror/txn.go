@@ -25,6 +25,8 @@ import (
 //
 // Then it waits for the last acknowledgements and commits the records
 // together with their offset map and the progress of their partitions.
+// The offset map is sent with the records when the shard knows the offsets
+// they get on the target (see predict), else after their acknowledgements.
 // Records that arrive meanwhile wait for the next transaction, which takes
 // them all at once: the busier the shard, the larger its transactions,
 // without a fixed delay when it is not busy.
@@ -60,6 +62,18 @@ type txn struct {
 	// would be refused whole.
 	inflight map[topology.TopicPartition]int
 	oldest   time.Time
+	// predicted is the offset the next record of each partition will get
+	// on the target, -1 when not known (see predict); unknown is set when
+	// any record taken has no predicted offset. mapSent: the offset map
+	// is sent already.
+	predicted map[topology.TopicPartition]int64
+	unknown   bool
+	mapSent   bool
+	// broken is set when a copy's offset was not the predicted one: the
+	// transaction must not commit.
+	broken error
+	// last is each partition's last acknowledged target offset.
+	last map[topology.TopicPartition]int64
 	// records and bytes (key + value) taken, for the size limits; sent
 	// and acked count what went to the producer and came back.
 	records, bytes int
@@ -72,11 +86,13 @@ type txn struct {
 func (s *shard) newTxn() *txn {
 	return &txn{
 		s: s, start: time.Now(),
-		next:     map[topology.TopicPartition]int64{},
-		pairs:    map[topology.TopicPartition][]offsettranslate.Pair{},
-		tsOf:     map[topology.TopicPartition]int64{},
-		byTopic:  map[string][2]int{},
-		inflight: map[topology.TopicPartition]int{},
+		next:      map[topology.TopicPartition]int64{},
+		pairs:     map[topology.TopicPartition][]offsettranslate.Pair{},
+		tsOf:      map[topology.TopicPartition]int64{},
+		byTopic:   map[string][2]int{},
+		inflight:  map[topology.TopicPartition]int{},
+		predicted: map[topology.TopicPartition]int64{},
+		last:      map[topology.TopicPartition]int64{},
 	}
 }
 
@@ -128,9 +144,57 @@ func (t *txn) take(m *sarama.ConsumerMessage) *sarama.ProducerMessage {
 		Topic: m.Topic, Partition: m.Partition, Key: keyOf(m.Key), Value: sarama.ByteEncoder(m.Value),
 		Headers: headers, Timestamp: m.Timestamp,
 	}
-	pm.Metadata = txnMeta{tp: tp, src: m.Offset, ts: m.Timestamp, bytes: recordBytes(pm)}
+	md := txnMeta{tp: tp, src: m.Offset, ts: m.Timestamp, bytes: recordBytes(pm), target: t.predict(tp)}
+	if md.target >= 0 {
+		t.pairs[tp] = append(t.pairs[tp], offsettranslate.Pair{Source: md.src, Target: md.target})
+	}
+	pm.Metadata = md
 	return pm
 }
+
+// predict returns the target offset the next record taken for tp will get,
+// or -1 when the shard cannot tell. Records reach the producer in the
+// order they are taken, and the producer keeps a partition's order, so a
+// partition's records follow each other from the tail its last committed
+// transaction left (shard.tails), as long as nothing else writes it.
+//
+// A transaction whose every record has a predicted offset writes its
+// offset map as soon as it stops taking records, with its records still in
+// flight (see transact): the offset map and the records are then sent
+// together instead of one after the other. Nothing is trusted: each
+// acknowledgement must carry the predicted offset, or the transaction is
+// aborted before it commits (errTargetMoved) and the partition is never
+// predicted again by this process.
+func (t *txn) predict(tp topology.TopicPartition) int64 {
+	if t.s.e.opts.Delivery != topology.ExactlyOnce {
+		t.unknown = true
+		return -1
+	}
+	n, ok := t.predicted[tp]
+	if !ok {
+		n, ok = t.s.tails[tp]
+		if !ok || t.s.e.unpredictable(tp) {
+			n = -1
+		}
+	}
+	if n < 0 {
+		t.unknown = true
+		t.predicted[tp] = -1
+		return -1
+	}
+	t.predicted[tp] = n + 1
+	return n
+}
+
+// offsetMapRecord is b as the record of the offset map this shard writes.
+func (s *shard) offsetMapRecord(b offsettranslate.Batch) *sarama.ProducerMessage {
+	return &sarama.ProducerMessage{Topic: s.e.link.OffsetsTopic(), Partition: s.offPar,
+		Key: sarama.ByteEncoder(offsettranslate.ShardKey(s.id)), Value: sarama.ByteEncoder(offsettranslate.EncodeBatch(b)), Metadata: offsetMapMeta{}}
+}
+
+// offsetMapMeta marks the offset map's records among a transaction's
+// acknowledgements.
+type offsetMapMeta struct{}
 
 // heldBytes is what a fetched record counts against the engine's budget:
 // its key, value and headers, and room for its bookkeeping.
@@ -145,7 +209,10 @@ func heldBytes(m *sarama.ConsumerMessage) int64 {
 // mayQueue reports whether pm can go to the producer now without letting
 // the bytes in flight of its partition exceed the topic's limit.
 func (t *txn) mayQueue(pm *sarama.ProducerMessage) bool {
-	md := pm.Metadata.(txnMeta)
+	md, copied := pm.Metadata.(txnMeta)
+	if !copied {
+		return true // the offset map
+	}
 	limit := t.s.e.topicLimit(md.tp.Topic)
 	if t.s.prodLimit <= limit {
 		return true
@@ -155,16 +222,33 @@ func (t *txn) mayQueue(pm *sarama.ProducerMessage) bool {
 }
 
 func (t *txn) queued(pm *sarama.ProducerMessage) {
-	md := pm.Metadata.(txnMeta)
-	t.inflight[md.tp] += md.bytes
 	t.sent++
+	if md, copied := pm.Metadata.(txnMeta); copied {
+		t.inflight[md.tp] += md.bytes
+	}
 }
 
+// ack takes the acknowledgement of a record sent in the transaction. A
+// copy that did not get the offset predicted for it breaks the
+// transaction (see transact).
 func (t *txn) ack(ok *sarama.ProducerMessage) {
 	t.acked++
-	md := ok.Metadata.(txnMeta)
+	md, copied := ok.Metadata.(txnMeta)
+	if !copied {
+		return // the offset map
+	}
 	t.inflight[md.tp] -= md.bytes
-	t.pairs[md.tp] = append(t.pairs[md.tp], offsettranslate.Pair{Source: md.src, Target: ok.Offset})
+	switch {
+	case md.target < 0:
+		t.pairs[md.tp] = append(t.pairs[md.tp], offsettranslate.Pair{Source: md.src, Target: ok.Offset})
+	case ok.Offset != md.target:
+		if t.broken == nil {
+			t.s.e.setUnpredictable(md.tp)
+			t.broken = fmt.Errorf("shard %d: %w: %s source offset %d was written at target offset %d, not at %d: another writer on %s?",
+				t.s.id, errTargetMoved, md.tp, md.src, ok.Offset, md.target, t.s.e.link.Target)
+		}
+	}
+	t.last[md.tp] = max(t.last[md.tp], ok.Offset)
 	t.tsOf[md.tp] = max(t.tsOf[md.tp], md.ts.UnixMilli())
 	c := t.byTopic[md.tp.Topic]
 	c[0]++
@@ -190,7 +274,8 @@ const fastSteps = 64
 // and is returned: the caller restarts the shard from committed progress.
 func (s *shard) transact(ctx context.Context, first *sarama.ConsumerMessage, extra map[topology.TopicPartition]int64) error {
 	e := s.e
-	if e.opts.Delivery == topology.ExactlyOnce {
+	eos := e.opts.Delivery == topology.ExactlyOnce
+	if eos {
 		if err := s.prod.BeginTxn(); err != nil {
 			return s.fail(fmt.Errorf("shard %d: begin transaction: %w", s.id, err))
 		}
@@ -200,6 +285,16 @@ func (s *shard) transact(ctx context.Context, first *sarama.ConsumerMessage, ext
 		s.held.Add(-t.pulled)
 		e.buf.release(t.pulled)
 	}()
+	if eos {
+		// An empty batch of the offset map opens the transaction, so that
+		// the producer adds the offset map's partition to it together with
+		// the first records' partitions: one AddPartitionsToTxn round trip
+		// per transaction instead of a second one before the offset map is
+		// written at the end. Readers of the offset map apply an empty batch
+		// as nothing.
+		s.prod.Input() <- s.offsetMapRecord(offsettranslate.Batch{Shard: s.id})
+		t.sent++
+	}
 	maps.Copy(t.next, extra)
 	var pending *sarama.ProducerMessage // taken, not yet queued
 	open := first != nil
@@ -224,8 +319,24 @@ func (s *shard) transact(ctx context.Context, first *sarama.ConsumerMessage, ext
 		if open && (t.records >= e.opts.MaxBatchRecords || t.bytes >= e.opts.MaxBatchBytes) {
 			closeIntake()
 		}
-		if pending == nil && t.acked == t.sent && (!open || len(s.in) == 0) {
-			break
+		if t.broken != nil {
+			// Nothing more is sent; the acknowledgements still on their
+			// way are taken (the producer cannot abort before), then the
+			// transaction is aborted.
+			closeIntake()
+			pending = nil
+		}
+		if pending == nil && (!open || len(s.in) == 0) {
+			if t.acked == t.sent {
+				break
+			}
+			if !open && eos && !t.unknown && !t.mapSent && t.broken == nil {
+				// Closed with records in flight, each with its predicted
+				// offset: send the offset map now (see predict).
+				pending = s.offsetMapRecord(t.offsetMap())
+				t.mapSent = true
+				continue
+			}
 		}
 		// Fast path: try, without blocking, the steps the select below
 		// would take when they are ready at once (an acknowledgement, a
@@ -290,10 +401,25 @@ func (s *shard) transact(ctx context.Context, first *sarama.ConsumerMessage, ext
 				s.id, e.link.Target, t.sent-t.acked, t.sent, e.opts.ProduceTimeout))
 		}
 	}
+	if t.broken != nil {
+		return s.fail(t.broken)
+	}
 	return t.commit(context.WithoutCancel(ctx))
 }
 
-// commit writes the offset map, adds the progress and commits; then it
+// offsetMap is the transaction's batch of the offset map: per partition
+// taken, its pairs of source and target offsets and its next source offset.
+func (t *txn) offsetMap() offsettranslate.Batch {
+	mb := offsettranslate.Batch{Shard: t.s.id, CommittedAtMs: time.Now().UnixMilli()}
+	for tp, n := range t.next {
+		ps := t.pairs[tp]
+		sortPairs(ps)
+		mb.Entries = append(mb.Entries, offsettranslate.Entry{Topic: tp.Topic, Partition: tp.Partition, Runs: offsettranslate.RunsFrom(ps), SourceNext: n})
+	}
+	return mb
+}
+
+// commit writes the offset map (unless sent already), adds the progress and commits; then it
 // publishes what the transaction copied. Every record sent is acknowledged.
 func (t *txn) commit(ctx context.Context) error {
 	s, e := t.s, t.s.e
@@ -305,27 +431,24 @@ func (t *txn) commit(ctx context.Context) error {
 		}
 		return nil
 	}
-	mb := offsettranslate.Batch{Shard: s.id, CommittedAtMs: time.Now().UnixMilli()}
 	offsets := map[string][]*sarama.PartitionOffsetMetadata{}
 	for tp, n := range t.next {
-		ps := t.pairs[tp]
-		sortPairs(ps)
-		mb.Entries = append(mb.Entries, offsettranslate.Entry{Topic: tp.Topic, Partition: tp.Partition, Runs: offsettranslate.RunsFrom(ps), SourceNext: n})
 		lastTs := t.tsOf[tp]
 		if p, ok := s.parts[tp]; ok {
 			lastTs = max(lastTs, p.lastTs)
 		}
 		offsets[tp.Topic] = append(offsets[tp.Topic], &sarama.PartitionOffsetMetadata{Partition: tp.Partition, Offset: n, Metadata: progressMetadata(lastTs)})
 	}
-	m := &sarama.ProducerMessage{Topic: e.link.OffsetsTopic(), Partition: s.offPar,
-		Key: sarama.ByteEncoder(offsettranslate.ShardKey(s.id)), Value: sarama.ByteEncoder(offsettranslate.EncodeBatch(mb)), Metadata: txnMeta{}}
-	s.prod.Input() <- m
-	select {
-	case <-s.prod.Successes():
-	case perr := <-s.prod.Errors():
-		return s.fail(fmt.Errorf("shard %d: write %s on %s: %w", s.id, m.Topic, e.link.Target, perr.Err))
-	case <-time.After(e.opts.ProduceTimeout):
-		return s.fail(fmt.Errorf("shard %d: write %s on %s: no acknowledgement within %v", s.id, m.Topic, e.link.Target, e.opts.ProduceTimeout))
+	if !t.mapSent {
+		m := s.offsetMapRecord(t.offsetMap())
+		s.prod.Input() <- m
+		select {
+		case <-s.prod.Successes():
+		case perr := <-s.prod.Errors():
+			return s.fail(fmt.Errorf("shard %d: write %s on %s: %w", s.id, m.Topic, e.link.Target, perr.Err))
+		case <-time.After(e.opts.ProduceTimeout):
+			return s.fail(fmt.Errorf("shard %d: write %s on %s: no acknowledgement within %v", s.id, m.Topic, e.link.Target, e.opts.ProduceTimeout))
+		}
 	}
 	if eos {
 		if err := s.prod.AddOffsetsToTxn(offsets, e.link.ProgressGroup()); err != nil {
@@ -349,6 +472,9 @@ func (t *txn) commit(ctx context.Context) error {
 	}
 	if !t.oldest.IsZero() {
 		e.metrics.Latency.WithLabelValues(link).Observe(done.Sub(t.oldest).Seconds())
+	}
+	for tp, off := range t.last {
+		s.tails[tp] = off + 2
 	}
 	for tp, n := range t.next {
 		if p, ok := s.parts[tp]; ok {

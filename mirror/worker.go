@@ -109,7 +109,7 @@ func (h *shardHandler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sara
 		switch {
 		case errors.Is(err, ErrFenced):
 			wait = e.opts.SessionTimeout + time.Second
-		case errors.Is(err, errPartitionBlocked), errors.Is(err, errResize):
+		case errors.Is(err, errPartitionBlocked), errors.Is(err, errResize), errors.Is(err, errTargetMoved):
 			// Not the shard's trouble: go on at once without the blocked
 			// partition, or with a larger producer.
 			wait, attempt = 100*time.Millisecond, -1

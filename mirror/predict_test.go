@@ -1,0 +1,154 @@
+package mirror
+
+import (
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/drctl/drctl/internal/kfaketest"
+	"github.com/drctl/drctl/offsettranslate"
+	"github.com/drctl/drctl/topology"
+)
+
+// TestOffsetMapTravelsWithTheRecords: once a shard knows where its records
+// land on the target, a transaction adds the offset map's partition with
+// the records' (one AddPartitionsToTxn), and a transaction that stops
+// taking records with records still in flight sends its offset map with
+// them instead of after their acknowledgements. A backlog copied three
+// records per transaction: before, each transaction took two
+// AddPartitionsToTxn and two produce requests (the records, then the
+// offset map).
+func TestOffsetMapTravelsWithTheRecords(t *testing.T) {
+	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: "  topics: {include: [\"backlog\"]}"})
+	east := p.Topology.Clusters["east"]
+	src, dst := kfaketest.DialCluster(t, east), kfaketest.DialCluster(t, p.Topology.Clusters["west"])
+	kfaketest.CreateTopicOn(t, src, "backlog", 1, nil)
+	prod := kfaketest.IdempotentProducer(t, east, "")
+	sendN(t, prod, "backlog", 5, "warm")
+	runEngine(t, p.Topology, Options{Shards: 1, MaxBatchRecords: 3})
+	waitCopied(t, src, dst, "backlog", "kfake-east")
+
+	txnID := p.Topology.Link("east", "west").TransactionalID(0)
+	var adds, produces, ends atomic.Int64
+	p.West.ControlKey(int16(kmsg.AddPartitionsToTxn), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		p.West.KeepControl()
+		r := req.(*kmsg.AddPartitionsToTxnRequest)
+		for _, tx := range r.Transactions {
+			if tx.TransactionalID == txnID {
+				adds.Add(1)
+			}
+		}
+		if r.TransactionalID == txnID {
+			adds.Add(1)
+		}
+		return nil, nil, false
+	})
+	p.West.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		p.West.KeepControl()
+		if id := req.(*kmsg.ProduceRequest).TransactionID; id != nil && *id == txnID {
+			produces.Add(1)
+		}
+		return nil, nil, false
+	})
+	p.West.ControlKey(int16(kmsg.EndTxn), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		p.West.KeepControl()
+		if r := req.(*kmsg.EndTxnRequest); r.TransactionalID == txnID && r.Commit {
+			ends.Add(1)
+		}
+		return nil, nil, false
+	})
+	var backlog []*sarama.ProducerMessage
+	for i := range 300 {
+		backlog = append(backlog, &sarama.ProducerMessage{Topic: "backlog", Value: sarama.StringEncoder(fmt.Sprint("b-", i))})
+	}
+	if err := prod.SendMessages(backlog); err != nil {
+		t.Fatal(err)
+	}
+	waitCopied(t, src, dst, "backlog", "kfake-east")
+	n := ends.Load()
+	t.Logf("%d transactions: %d AddPartitionsToTxn, %d produce requests", n, adds.Load(), produces.Load())
+	if n < 50 {
+		t.Fatalf("%d transactions committed for 300 records at 3 a transaction, want 50 or more", n)
+	}
+	if a := adds.Load(); float64(a) > 1.2*float64(n) {
+		t.Errorf("%d AddPartitionsToTxn for %d transactions, want one each", a, n)
+	}
+	if pr := produces.Load(); float64(pr) > 1.5*float64(n) {
+		t.Errorf("%d produce requests for %d transactions, want the offset map sent with the records (one each)", pr, n)
+	}
+}
+
+// TestForeignWriteOnTargetKeepsTheOffsetMapExact: a record written to the
+// target partition by someone else moves the offsets the shard predicted
+// for its next copies. The transaction must abort instead of committing an
+// offset map that is off by the foreign record, and the copy goes on with
+// every copied record mapped exactly.
+func TestForeignWriteOnTargetKeepsTheOffsetMapExact(t *testing.T) {
+	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: "  topics: {include: [\"orders\"]}"})
+	east, west := p.Topology.Clusters["east"], p.Topology.Clusters["west"]
+	src, dst := kfaketest.DialCluster(t, east), kfaketest.DialCluster(t, west)
+	kfaketest.CreateTopicOn(t, src, "orders", 1, nil)
+	prod := kfaketest.IdempotentProducer(t, east, "")
+	sendN(t, prod, "orders", 20, "a")
+	e := runEngine(t, p.Topology, Options{Shards: 1})
+	waitCopied(t, src, dst, "orders", "kfake-east")
+
+	foreign := kfaketest.Producer(t, west, 0)
+	sendN(t, foreign, "orders", 3, "foreign")
+	for i := range 20 {
+		sendN(t, prod, "orders", 1, fmt.Sprint("b-", i))
+		time.Sleep(5 * time.Millisecond)
+	}
+	var copied []int64 // west offsets of the copies
+	var srcOffsets []int64
+	waitFor(t, 30*time.Second, "orders copied around the foreign records", func() error {
+		s, err := readAll(src, "orders", 0)
+		if err != nil {
+			return err
+		}
+		d, err := readAll(dst, "orders", 0)
+		if err != nil {
+			return err
+		}
+		var mine, theirs []int64
+		var copies = d[:0:0]
+		for _, r := range d {
+			if strings.HasPrefix(string(r.Value), "foreign-") {
+				theirs = append(theirs, r.Offset)
+				continue
+			}
+			copies = append(copies, r)
+			mine = append(mine, r.Offset)
+		}
+		if len(theirs) != 3 {
+			return fmt.Errorf("west holds %d foreign records, want 3", len(theirs))
+		}
+		if err := sameRecords(s, copies, "kfake-east"); err != nil {
+			return err
+		}
+		copied, srcOffsets = mine, nil
+		for _, r := range s {
+			srcOffsets = append(srcOffsets, r.Offset)
+		}
+		return nil
+	})
+	if !e.unpredictable(topology.TopicPartition{Topic: "orders", Partition: 0}) {
+		t.Errorf("the foreign records did not break a prediction: was the offset map sent early at all?")
+	}
+	ctx := kfaketest.Ctx(t, 30*time.Second)
+	x, err := offsettranslate.Load(ctx, dst, p.Topology.Link("east", "west").OffsetsTopic())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, so := range srcOffsets {
+		r := x.Translate("orders", 0, so)
+		if r.Status != offsettranslate.Exact || r.Target != copied[i] {
+			t.Errorf("source offset %d translates to %+v, want exactly west offset %d", so, r, copied[i])
+		}
+	}
+}
