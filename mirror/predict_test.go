@@ -152,3 +152,48 @@ func TestForeignWriteOnTargetKeepsTheOffsetMapExact(t *testing.T) {
 		}
 	}
 }
+
+// TestAcknowledgementTooLateAborts: a target that takes longer than
+// ProduceTimeout to acknowledge makes the shard abort its transaction and
+// start over, even though the late acknowledgement is still on its way:
+// the producer returns it (on its unbuffered channel) before it sends the
+// abort. Before, the abort waited for the producer, which waited for that
+// acknowledgement to be read: the shard hung for good.
+func TestAcknowledgementTooLateAborts(t *testing.T) {
+	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: "  topics: {include: [\"slow\"]}"})
+	east := p.Topology.Clusters["east"]
+	src, dst := kfaketest.DialCluster(t, east), kfaketest.DialCluster(t, p.Topology.Clusters["west"])
+	kfaketest.CreateTopicOn(t, src, "slow", 1, nil)
+	prod := kfaketest.IdempotentProducer(t, east, "")
+	sendN(t, prod, "slow", 3, "warm")
+	runEngine(t, p.Topology, Options{Shards: 1, ProduceTimeout: 300 * time.Millisecond})
+	waitCopied(t, src, dst, "slow", "kfake-east")
+
+	txnID := p.Topology.Link("east", "west").TransactionalID(0)
+	var held atomic.Bool
+	released := make(chan struct{})
+	p.West.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		p.West.KeepControl()
+		if id := req.(*kmsg.ProduceRequest).TransactionID; id != nil && *id == txnID && held.CompareAndSwap(false, true) {
+			// One produce request answered a second late: after the
+			// shard gave up on it.
+			p.West.SleepControl(func() {
+				select {
+				case <-released:
+				case <-time.After(time.Second):
+				}
+			})
+		}
+		return nil, nil, false
+	})
+	t.Cleanup(func() { close(released) })
+	sendN(t, prod, "slow", 5, "late")
+	waitFor(t, 10*time.Second, "a produce request held", func() error {
+		if !held.Load() {
+			return fmt.Errorf("none yet")
+		}
+		return nil
+	})
+	sendN(t, prod, "slow", 5, "after")
+	waitCopied(t, src, dst, "slow", "kfake-east")
+}

@@ -213,7 +213,7 @@ func (s *shard) close() {
 	}
 	if s.prod != nil {
 		if s.prod.TxnStatus()&sarama.ProducerTxnFlagInTransaction != 0 {
-			_ = s.prod.AbortTxn()
+			s.abort()
 		}
 		_ = s.prod.Close()
 	}
@@ -469,11 +469,33 @@ func (s *shard) produceFailed(perr *sarama.ProducerError) error {
 	return s.fail(fmt.Errorf("shard %d: produce to %s %s: %w", s.id, s.e.link.Target, tp, perr.Err))
 }
 
+// abort aborts the open transaction. The producer returns every record
+// still in flight (on its unbuffered Successes and Errors) before it sends
+// the abort: they are read and dropped meanwhile, or the abort would wait
+// for them forever.
+func (s *shard) abort() {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-s.prod.Successes():
+			case <-s.prod.Errors():
+			case <-done:
+				return
+			}
+		}
+	})
+	_ = s.prod.AbortTxn()
+	close(done)
+	wg.Wait()
+}
+
 // fail aborts the open transaction and classifies err.
 func (s *shard) fail(err error) error {
 	link := s.e.link.String()
 	if s.prod != nil && s.prod.TxnStatus()&sarama.ProducerTxnFlagInTransaction != 0 {
-		_ = s.prod.AbortTxn()
+		s.abort()
 	}
 	s.e.metrics.Transactions.WithLabelValues(link, "aborted").Inc()
 	if kafkaread.ProducerFenced(s.prod, err) {
