@@ -24,14 +24,7 @@ import (
 // AddPartitionsToTxn and two produce requests (the records, then the
 // offset map).
 func TestOffsetMapTravelsWithTheRecords(t *testing.T) {
-	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: "  topics: {include: [\"backlog\"]}"})
-	east := p.Topology.Clusters["east"]
-	src, dst := kfaketest.DialCluster(t, east), kfaketest.DialCluster(t, p.Topology.Clusters["west"])
-	kfaketest.CreateTopicOn(t, src, "backlog", 1, nil)
-	prod := kfaketest.IdempotentProducer(t, east, "")
-	sendN(t, prod, "backlog", 5, "warm")
-	runEngine(t, p.Topology, Options{Shards: 1, MaxBatchRecords: 3})
-	waitCopied(t, src, dst, "backlog", "kfake-east")
+	_, p, src, dst, prod := copyingOneTopic(t, "backlog", 5, Options{Shards: 1, MaxBatchRecords: 3})
 
 	txnID := p.Topology.Link("east", "west").TransactionalID(0)
 	var adds, produces, ends atomic.Int64
@@ -89,16 +82,9 @@ func TestOffsetMapTravelsWithTheRecords(t *testing.T) {
 // offset map that is off by the foreign record, and the copy goes on with
 // every copied record mapped exactly.
 func TestForeignWriteOnTargetKeepsTheOffsetMapExact(t *testing.T) {
-	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: "  topics: {include: [\"orders\"]}"})
-	east, west := p.Topology.Clusters["east"], p.Topology.Clusters["west"]
-	src, dst := kfaketest.DialCluster(t, east), kfaketest.DialCluster(t, west)
-	kfaketest.CreateTopicOn(t, src, "orders", 1, nil)
-	prod := kfaketest.IdempotentProducer(t, east, "")
-	sendN(t, prod, "orders", 20, "a")
-	e := runEngine(t, p.Topology, Options{Shards: 1})
-	waitCopied(t, src, dst, "orders", "kfake-east")
+	e, p, src, dst, prod := copyingOneTopic(t, "orders", 20, Options{Shards: 1})
 
-	foreign := kfaketest.Producer(t, west, 0)
+	foreign := kfaketest.Producer(t, p.Topology.Clusters["west"], 0)
 	sendN(t, foreign, "orders", 3, "foreign")
 	for i := range 20 {
 		sendN(t, prod, "orders", 1, fmt.Sprint("b-", i))
@@ -160,14 +146,7 @@ func TestForeignWriteOnTargetKeepsTheOffsetMapExact(t *testing.T) {
 // abort. Before, the abort waited for the producer, which waited for that
 // acknowledgement to be read: the shard hung for good.
 func TestAcknowledgementTooLateAborts(t *testing.T) {
-	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: "  topics: {include: [\"slow\"]}"})
-	east := p.Topology.Clusters["east"]
-	src, dst := kfaketest.DialCluster(t, east), kfaketest.DialCluster(t, p.Topology.Clusters["west"])
-	kfaketest.CreateTopicOn(t, src, "slow", 1, nil)
-	prod := kfaketest.IdempotentProducer(t, east, "")
-	sendN(t, prod, "slow", 3, "warm")
-	runEngine(t, p.Topology, Options{Shards: 1, ProduceTimeout: 300 * time.Millisecond})
-	waitCopied(t, src, dst, "slow", "kfake-east")
+	_, p, src, dst, prod := copyingOneTopic(t, "slow", 3, Options{Shards: 1, ProduceTimeout: 300 * time.Millisecond})
 
 	txnID := p.Topology.Link("east", "west").TransactionalID(0)
 	var held atomic.Bool
@@ -196,4 +175,19 @@ func TestAcknowledgementTooLateAborts(t *testing.T) {
 	})
 	sendN(t, prod, "slow", 5, "after")
 	waitCopied(t, src, dst, "slow", "kfake-east")
+}
+
+// copyingOneTopic mirrors east's new one-partition topic with opts once n
+// records of it are copied; west is the pair's target.
+func copyingOneTopic(t *testing.T, topic string, n int, opts Options) (*Engine, *kfaketest.Pair, sarama.Client, sarama.Client, sarama.SyncProducer) {
+	t.Helper()
+	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: fmt.Sprintf("  topics: {include: [%q]}", topic)})
+	east := p.Topology.Clusters["east"]
+	src, dst := kfaketest.DialCluster(t, east), kfaketest.DialCluster(t, p.Topology.Clusters["west"])
+	kfaketest.CreateTopicOn(t, src, topic, 1, nil)
+	prod := kfaketest.IdempotentProducer(t, east, "")
+	sendN(t, prod, topic, n, "warm")
+	e := runEngine(t, p.Topology, opts)
+	waitCopied(t, src, dst, topic, "kfake-east")
+	return e, p, src, dst, prod
 }
