@@ -480,7 +480,8 @@ func (s *shard) abort() {
 		for {
 			select {
 			case <-s.prod.Successes():
-			case <-s.prod.Errors():
+			case perr := <-s.prod.Errors():
+				s.log.Debug("dropped with the aborted transaction", "err", perr)
 			case <-done:
 				return
 			}
