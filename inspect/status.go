@@ -190,9 +190,26 @@ func CollectStatusIn(ctx context.Context, clusters *kafkaconn.Clusters) (*Status
 			mu.Unlock()
 		})
 	}
-	wg.Wait()
 	clients := clusters.Clients()
 	view := rolestate.Resolve(ctx, topo, clients)
+	// The link's state is the slowest read with thousands of partitions
+	// (the lag of every one): it runs while the rest is read.
+	var linkRead *linkView
+	linkDone := make(chan struct{})
+	if len(clients) == len(names) {
+		active, standby := view.Current.Active, view.Current.Standby
+		if !anyReachable(view) {
+			active, standby = RoleUnknown, RoleUnknown
+		}
+		link := topo.Link(active, standby)
+		go func() {
+			defer close(linkDone)
+			linkRead = readLink(ctx, clusters, clients[standby], link)
+		}()
+	} else {
+		close(linkDone)
+	}
+	wg.Wait()
 	st := assemble(topo, views, view)
 	readFences(ctx, topo, st, clients)
 	readACLParity(topo, st, clients)
@@ -208,11 +225,11 @@ func CollectStatusIn(ctx context.Context, clusters *kafkaconn.Clusters) (*Status
 			st.Problems = append(st.Problems, ch.String())
 		}
 	}
-	if len(clients) == len(names) {
-		link := topo.Link(st.Roles.Active, st.Roles.Standby)
-		ls, rep := mirror.DescribeLinkLagIn(ctx, clusters, link)
-		st.Mirror, lag = &ls, rep
-		if syncs, err := groupsync.StatusFrom(ctx, clients[st.Roles.Standby], topo, link); err == nil {
+	<-linkDone
+	if linkRead != nil {
+		ls := linkRead.state
+		st.Mirror, lag = &ls, linkRead.lag
+		if syncs := linkRead.syncs; syncs != nil {
 			for i := range st.Groups {
 				if gs, ok := syncs[st.Groups[i].Name]; ok {
 					st.Groups[i].Sync = &gs
@@ -233,6 +250,28 @@ func CollectStatusIn(ctx context.Context, clusters *kafkaconn.Clusters) (*Status
 		st.Problems = append(st.Problems, ls.Problems()...)
 	}
 	return st, lag
+}
+
+// linkView is what status reads of the link from the active to the
+// standby: its state and lag, and the sync of its groups (nil when it
+// could not be read).
+type linkView struct {
+	state mirror.LinkState
+	lag   *mirror.LagReport
+	syncs map[string]groupsync.Status
+}
+
+func readLink(ctx context.Context, clusters *kafkaconn.Clusters, standby sarama.Client, link topology.Link) *linkView {
+	v := &linkView{}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if syncs, err := groupsync.StatusFrom(ctx, standby, clusters.Topology(), link); err == nil {
+			v.syncs = syncs
+		}
+	})
+	v.state, v.lag = mirror.DescribeLinkLagIn(ctx, clusters, link)
+	wg.Wait()
+	return v
 }
 
 // readCluster reads what status shows of cluster name through the

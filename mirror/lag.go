@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -94,13 +95,22 @@ func MeasureLagIn(ctx context.Context, clusters *kafkaconn.Clusters, link topolo
 	if err != nil {
 		return nil, fmt.Errorf("target %s: progress of %s: %w", link.Target, link, err)
 	}
+	// The progress is read before the ends, so that the lag is never
+	// under-counted; the source's ends and starts are read together.
+	var starts map[topology.TopicPartition]int64
+	var startsErr error
+	startsRead := make(chan struct{})
+	go func() {
+		defer close(startsRead)
+		starts, startsErr = kafkaread.StartOffsets(ctx, src, tps)
+	}()
 	stable, err := kafkaread.StableOffsets(ctx, src, tps)
+	<-startsRead
 	if err != nil {
 		return nil, fmt.Errorf("source %s: end offsets: %w", link.Source, err)
 	}
-	starts, err := kafkaread.StartOffsets(ctx, src, tps)
-	if err != nil {
-		return nil, fmt.Errorf("source %s: start offsets: %w", link.Source, err)
+	if startsErr != nil {
+		return nil, fmt.Errorf("source %s: start offsets: %w", link.Source, startsErr)
 	}
 	rep := &LagReport{Link: link.String(), MeasuredAt: time.Now().UTC(), Partitions: make([]PartitionLag, len(tps))}
 	// The age of a lagging partition is its oldest record not mirrored:
@@ -226,16 +236,14 @@ func addTroubles(ctx context.Context, src, dst sarama.Client, topo *topology.Top
 	if err != nil || len(ledger) == 0 {
 		return
 	}
+	// The source topics' ids, in one metadata request ("" for a topic
+	// gone or unreadable).
 	ids := map[string]string{}
 	for _, p := range rep.Partitions {
-		if _, ok := ids[p.Topic]; ok {
-			continue
-		}
-		if info, err := kafkaread.Topic(ctx, src, p.Topic); err == nil && info.Exists {
-			ids[p.Topic] = info.ID
-		} else {
-			ids[p.Topic] = ""
-		}
+		ids[p.Topic] = ""
+	}
+	if now, err := kafkaread.TopicIDs(ctx, src, slices.Collect(maps.Keys(ids))); err == nil {
+		maps.Copy(ids, now)
 	}
 	rep.TopicChanges = topicChanges(link, topo.Mirrors, ledger, ids)
 	for _, c := range rep.TopicChanges {

@@ -199,24 +199,35 @@ func LoadSnapshot(ctx context.Context, client sarama.Client, link topology.Link)
 	if !info.Exists {
 		return nil, fmt.Errorf("read group snapshot: topic %s on %s: %w", topic, link.Target, sarama.ErrUnknownTopicOrPartition)
 	}
-	out := map[string]Snapshot{}
+	// Each group's last record replaces the ones before it: only that one
+	// is decoded (a group of 10,000 partitions has a large snapshot, and
+	// the topic holds every round's until it is compacted).
+	type last struct {
+		p      int32
+		offset int64
+		value  []byte
+	}
+	latest := map[string]last{}
 	for p := int32(0); p < int32(info.Partitions); p++ {
 		_, err := kafkaread.ReadCommitted(ctx, client, topic, p, 0, func(r kafkaread.Record) error {
-			group := string(r.Key)
 			if r.Value == nil {
-				delete(out, group)
+				delete(latest, string(r.Key))
 				return nil
 			}
-			s, err := decodeSnapshot(group, r.Value)
-			if err != nil {
-				return fmt.Errorf("%s/%d at offset %d: %w", topic, p, r.Offset, err)
-			}
-			out[group] = s
+			latest[string(r.Key)] = last{p: p, offset: r.Offset, value: r.Value}
 			return nil
 		})
 		if err != nil {
 			return nil, fmt.Errorf("read group snapshot: %w", err)
 		}
+	}
+	out := make(map[string]Snapshot, len(latest))
+	for group, l := range latest {
+		s, err := decodeSnapshot(group, l.value)
+		if err != nil {
+			return nil, fmt.Errorf("read group snapshot: %s/%d at offset %d: %w", topic, l.p, l.offset, err)
+		}
+		out[group] = s
 	}
 	return out, nil
 }
