@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/drctl/drctl/internal/kfaketest"
@@ -190,4 +191,73 @@ func copyingOneTopic(t *testing.T, topic string, n int, opts Options) (*Engine, 
 	e := runEngine(t, p.Topology, opts)
 	waitCopied(t, src, dst, topic, "kfake-east")
 	return e, p, src, dst, prod
+}
+
+// TestSlowCommitMarkersDoNotStallTheShard: the coordinator answers
+// CONCURRENT_TRANSACTIONS to a transaction that starts while the previous
+// one's commit markers are still being written. At 10,000 partitions that
+// lasts seconds on a busy broker. The producer must keep retrying: sarama's
+// default budget (50 retries, under 5 s with our backoff) gave up, and the
+// records already queued then hung in the producer until ProduceTimeout
+// (the restart of the 10,000-partition scale run took 82-118 s for it).
+func TestSlowCommitMarkersDoNotStallTheShard(t *testing.T) {
+	e, p, src, dst, prod := copyingOneTopic(t, "markers", 3, Options{Shards: 1, ProduceTimeout: 30 * time.Second})
+
+	txnID := p.Topology.Link("east", "west").TransactionalID(0)
+	const busyFor = 6 * time.Second
+	var busySince atomic.Int64
+	var refused atomic.Int64
+	p.West.ControlKey(int16(kmsg.AddPartitionsToTxn), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		p.West.KeepControl()
+		r := req.(*kmsg.AddPartitionsToTxnRequest)
+		if r.TransactionalID != txnID {
+			return nil, nil, false
+		}
+		busySince.CompareAndSwap(0, time.Now().UnixNano())
+		if time.Since(time.Unix(0, busySince.Load())) >= busyFor {
+			return nil, nil, false
+		}
+		refused.Add(1)
+		resp := r.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
+		resp.Version = r.Version
+		for _, rt := range r.Topics {
+			st := kmsg.NewAddPartitionsToTxnResponseTopic()
+			st.Topic = rt.Topic
+			for _, part := range rt.Partitions {
+				sp := kmsg.NewAddPartitionsToTxnResponseTopicPartition()
+				sp.Partition = part
+				sp.ErrorCode = 51 // CONCURRENT_TRANSACTIONS
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, true
+	})
+	began := time.Now()
+	sendN(t, prod, "markers", 5, "while the markers are written")
+	waitFor(t, 20*time.Second, "the records copied", func() error {
+		s, err := readAll(src, "markers", 0)
+		if err != nil {
+			return err
+		}
+		d, err := readAll(dst, "markers", 0)
+		if err != nil {
+			return err
+		}
+		return sameRecords(s, d, "kfake-east")
+	})
+	took := time.Since(began)
+	t.Logf("copied after %v; %d AddPartitionsToTxn refused", took, refused.Load())
+	if refused.Load() == 0 {
+		t.Fatal("no AddPartitionsToTxn was refused: the test did not hold the transaction")
+	}
+	if took < busyFor {
+		t.Fatalf("copied after %v, before the coordinator let the transaction start (%v)", took, busyFor)
+	}
+	if took > busyFor+5*time.Second {
+		t.Fatalf("copied after %v: the shard stalled or restarted instead of retrying until the coordinator was ready after %v", took, busyFor)
+	}
+	if n := testutil.ToFloat64(e.metrics.Errors.WithLabelValues(e.link.String(), "target")); n != 0 {
+		t.Fatalf("%v target errors: the shard failed instead of retrying", n)
+	}
 }

@@ -48,15 +48,25 @@ func (c change) writes() bool {
 	return c.create || c.partitions > 0 || len(c.set) > 0 || len(c.remove) > 0
 }
 
+// target is what a pass knows of the target cluster when it creates topics.
+type target struct {
+	// brokers is the target's broker count, which caps the replication
+	// factor of a topic to create (0: unknown, no cap).
+	brokers int
+	// limits are the timestamp windows (topic config keys) that the
+	// target's brokers limit by default: a topic is created with them
+	// lifted, instead of being created and then altered.
+	limits []string
+}
+
 // decide compares the source topic with the target topic (nil when the
-// target has none) and returns what makes the target match. brokers is the
-// target's broker count, used only to cap the replication factor of a topic
-// to create (0: unknown, no cap). It is pure: same input, same change.
+// target has none) and returns what makes the target match. tgt is used
+// only for a topic to create. It is pure: same input, same change.
 //
 // owned says that drctl created the target topic for this very source topic
 // (see Options.Ownership): its cleanup.policy then follows the source's
 // instead of putting the topic in conflict.
-func (p policy) decide(src *observed, dst *observed, brokers int, owned bool) change {
+func (p policy) decide(src *observed, dst *observed, tgt target, owned bool) change {
 	c := change{held: p.held(src)}
 	for k, v := range c.held {
 		switch k {
@@ -69,7 +79,7 @@ func (p policy) decide(src *observed, dst *observed, brokers int, owned bool) ch
 	slices.Sort(c.notes)
 
 	if dst == nil {
-		p.decideCreate(&c, src, brokers)
+		p.decideCreate(&c, src, tgt)
 		return c
 	}
 
@@ -145,16 +155,17 @@ func (p policy) decide(src *observed, dst *observed, brokers int, owned bool) ch
 // decideCreate fills c for a topic the target lacks: the source's partition
 // count, its replication factor capped to the target's brokers, the copied
 // configs, cleanup.policy pinned to the source's effective value, and
-// CreateTime. The timestamp windows are not set here: the target may not
-// know those keys (creation would fail); the settle step corrects them if the
-// target's defaults limit them.
-func (p policy) decideCreate(c *change, src *observed, brokers int) {
+// CreateTime, and the timestamp windows lifted that the target's brokers
+// limit by default (tgt.limits: keys the target is known to have; an
+// unknown key would make creation fail). Whatever else the target applies
+// on its own, the settle step corrects.
+func (p policy) decideCreate(c *change, src *observed, tgt target) {
 	c.create = true
 	c.partitions = src.partitions
 	c.rf = src.rf
-	if brokers > 0 && int(c.rf) > brokers {
-		c.notes = append(c.notes, fmt.Sprintf("replication factor %d capped to %d: the target has %d broker(s)", src.rf, brokers, brokers))
-		c.rf = int16(brokers)
+	if tgt.brokers > 0 && int(c.rf) > tgt.brokers {
+		c.notes = append(c.notes, fmt.Sprintf("replication factor %d capped to %d: the target has %d broker(s)", src.rf, tgt.brokers, tgt.brokers))
+		c.rf = int16(tgt.brokers)
 	}
 	want, notes := p.wanted(src.set, c.rf)
 	c.notes = append(c.notes, notes...)
@@ -170,6 +181,11 @@ func (p policy) decideCreate(c *change, src *observed, brokers int) {
 	}
 	if p.rule(keyTimestampType) == ruleTimestampType {
 		want[keyTimestampType] = createTime
+	}
+	for _, w := range tgt.limits {
+		if p.rule(w) == ruleTimestampWindow {
+			want[w] = noLimit
+		}
 	}
 	c.configs = want
 }

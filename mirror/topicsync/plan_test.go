@@ -36,7 +36,7 @@ func TestDecideCreate(t *testing.T) {
 		"message.timestamp.type":                logAppendTime,
 		"message.timestamp.before.max.ms":       "60000",
 	})
-	c := p.decide(src, nil, 1, false)
+	c := p.decide(src, nil, target{brokers: 1}, false)
 	if !c.create || c.partitions != 6 || c.rf != 1 {
 		t.Fatalf("create=%v partitions=%d rf=%d, want true 6 1", c.create, c.partitions, c.rf)
 	}
@@ -65,7 +65,7 @@ func TestDecideCreate(t *testing.T) {
 func TestDecideCreatePinsEffectivePolicy(t *testing.T) {
 	// The source inherits compact from its broker default: the target must
 	// not inherit whatever its own default is.
-	c := newPolicy(nil).decide(obs(1, 1, map[string]string{}, keyCleanupPolicy, "compact"), nil, 3, false)
+	c := newPolicy(nil).decide(obs(1, 1, map[string]string{}, keyCleanupPolicy, "compact"), nil, target{brokers: 3}, false)
 	if c.configs[keyCleanupPolicy] != "compact" || c.rf != 1 {
 		t.Fatalf("configs = %v rf = %d, want cleanup.policy=compact rf 1", c.configs, c.rf)
 	}
@@ -174,7 +174,7 @@ func TestDecideExisting(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := newPolicy(append([]string{"x.excluded"}, tt.exclude...))
-			c := p.decide(tt.src, tt.dst, 0, false)
+			c := p.decide(tt.src, tt.dst, target{}, false)
 			if tt.conflict != "" {
 				if !strings.Contains(c.conflict, tt.conflict) {
 					t.Errorf("conflict = %q, want it to contain %q", c.conflict, tt.conflict)
@@ -230,10 +230,10 @@ func TestDecideOwnedCleanupPolicy(t *testing.T) {
 	src := obs(3, 1, map[string]string{"cleanup.policy": "compact"})
 	dst := obs(3, 1, nil, "cleanup.policy", "delete")
 	p := newPolicy(nil)
-	if c := p.decide(src, dst, 0, true); c.conflict != "" || c.set["cleanup.policy"] != "compact" {
+	if c := p.decide(src, dst, target{}, true); c.conflict != "" || c.set["cleanup.policy"] != "compact" {
 		t.Errorf("owned: conflict %q set %v, want cleanup.policy=compact set", c.conflict, c.set)
 	}
-	if c := p.decide(src, dst, 0, false); !strings.Contains(c.conflict, "cleanup.policy") || c.writes() {
+	if c := p.decide(src, dst, target{}, false); !strings.Contains(c.conflict, "cleanup.policy") || c.writes() {
 		t.Errorf("not owned: conflict %q writes %v, want a cleanup.policy conflict and no write", c.conflict, c.writes())
 	}
 }

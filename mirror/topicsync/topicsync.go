@@ -7,6 +7,8 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -116,10 +118,11 @@ func (s *Syncer) Sync(ctx context.Context) (Report, error) {
 		return Report{}, fmt.Errorf("topicsync: %w; check that the target cluster is reachable and that drctl may describe its topics and their configs", err)
 	}
 
-	brokers, brokersErr := 0, error(nil)
+	var tgt target
+	var brokersErr error
 	for _, n := range names {
 		if src.topics[n] != nil && dst.topics[n] == nil && dst.errs[n] == nil {
-			brokers, brokersErr = s.targetBrokers()
+			tgt, brokersErr = s.targetFacts()
 			break
 		}
 	}
@@ -152,7 +155,7 @@ func (s *Syncer) Sync(ctx context.Context) (Report, error) {
 			r.Err = brokersErr
 			continue
 		}
-		c := s.policy.decide(so, do, brokers, owned)
+		c := s.policy.decide(so, do, tgt, owned)
 		r.Held, r.Notes, r.Conflict = c.held, c.notes, c.conflict
 		if do != nil {
 			r.ReplicationFactor = do.rf
@@ -166,26 +169,7 @@ func (s *Syncer) Sync(ctx context.Context) (Report, error) {
 		}
 		jobs = append(jobs, applyJob{i: i, c: c, do: do})
 	}
-	// The writes of different topics are independent: a pass that creates
-	// hundreds of topics makes its requests side by side, not one after
-	// another (each waits for the controller).
-	ok := make([]bool, len(jobs))
-	sem := make(chan struct{}, applyParallel)
-	var wg sync.WaitGroup
-	for j, job := range jobs {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			r := &results[job.i]
-			if err := s.apply(r.Name, job.c, job.do, r); err != nil {
-				r.Err = err
-				return
-			}
-			ok[j] = true
-		}()
-	}
-	wg.Wait()
+	ok := s.applyAll(jobs, results)
 	for j, job := range jobs {
 		if ok[j] {
 			written = append(written, job.i)
@@ -210,16 +194,56 @@ type applyJob struct {
 // applyParallel bounds the topics a pass writes at the same time.
 const applyParallel = 16
 
-// targetBrokers returns how many brokers the target has.
-func (s *Syncer) targetBrokers() (int, error) {
+// applyAll makes the changes of jobs, recording each in its result, and
+// reports which succeeded. The writes of different topics are independent:
+// a pass that creates or alters hundreds of topics makes its requests side
+// by side, not one after another (each waits for the controller).
+func (s *Syncer) applyAll(jobs []applyJob, results []TopicResult) []bool {
+	ok := make([]bool, len(jobs))
+	sem := make(chan struct{}, applyParallel)
+	var wg sync.WaitGroup
+	for j, job := range jobs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			r := &results[job.i]
+			if err := s.apply(r.Name, job.c, job.do, r); err != nil {
+				r.Err = err
+				return
+			}
+			ok[j] = true
+		}()
+	}
+	wg.Wait()
+	return ok
+}
+
+// targetFacts reads what creating topics on the target needs: its broker
+// count (an error when unknown) and the timestamp windows its brokers limit
+// by default. The windows are best effort: when the broker's configs cannot
+// be read, topics are created without them and the settle step lifts them.
+func (s *Syncer) targetFacts() (target, error) {
 	bs, _, err := s.dst.DescribeCluster()
 	if err != nil {
-		return 0, fmt.Errorf("target: describe cluster: %w; grant drctl's principal DESCRIBE on the target cluster; it is retried on the next pass", err)
+		return target{}, fmt.Errorf("target: describe cluster: %w; grant drctl's principal DESCRIBE on the target cluster; it is retried on the next pass", err)
 	}
 	if len(bs) == 0 {
-		return 0, errors.New("target: describe cluster: no brokers listed; it is retried on the next pass")
+		return target{}, errors.New("target: describe cluster: no brokers listed; it is retried on the next pass")
 	}
-	return len(bs), nil
+	tgt := target{brokers: len(bs)}
+	entries, err := s.dst.DescribeConfig(sarama.ConfigResource{Type: sarama.BrokerResource, Name: strconv.Itoa(int(bs[0].ID()))})
+	if err != nil {
+		return tgt, nil
+	}
+	for _, e := range entries {
+		// A broker's default for a topic key is its "log."-prefixed key.
+		if w, ok := strings.CutPrefix(e.Name, "log."); ok && slices.Contains(timestampWindows, w) && e.Value != noLimit {
+			tgt.limits = append(tgt.limits, w)
+		}
+	}
+	slices.Sort(tgt.limits)
+	return tgt, nil
 }
 
 // apply makes the changes c on the target topic name (do is the target topic
@@ -288,6 +312,7 @@ func (s *Syncer) settleWrites(ctx context.Context, src view, results []TopicResu
 			}
 		} else {
 			var still []int
+			var again []applyJob
 			for _, i := range written {
 				r := &results[i]
 				so := src.topics[r.Name]
@@ -304,7 +329,7 @@ func (s *Syncer) settleWrites(ctx context.Context, src view, results []TopicResu
 				default:
 					r.ReplicationFactor = do.rf
 					owned, _ := s.owner(r.Name, so.id)
-					c := s.policy.decide(so, do, 0, owned)
+					c := s.policy.decide(so, do, target{}, owned)
 					if c.conflict != "" {
 						// Someone else changed the topic meanwhile.
 						r.Conflict = c.conflict
@@ -318,13 +343,16 @@ func (s *Syncer) settleWrites(ctx context.Context, src view, results []TopicResu
 						continue
 					}
 					rounds[i]++
-					if err := s.apply(r.Name, c, do, r); err != nil {
-						r.Err = err
-						continue
-					}
-					why[i] = "changes applied, not yet visible"
+					again = append(again, applyJob{i: i, c: c, do: do})
+					continue
 				}
 				still = append(still, i)
+			}
+			for j, ok := range s.applyAll(again, results) {
+				if ok {
+					why[again[j].i] = "changes applied, not yet visible"
+					still = append(still, again[j].i)
+				}
 			}
 			written = still
 		}

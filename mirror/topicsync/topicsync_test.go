@@ -551,3 +551,78 @@ func TestNotSettled(t *testing.T) {
 		t.Errorf("result %+v, want ready and nothing changed", r)
 	}
 }
+
+// TestCreatesTopicsWithTheTargetsTimestampLimitsLifted: a target whose
+// brokers limit a timestamp window by default (Kafka 4's
+// log.message.timestamp.after.max.ms is one hour) gets its topics created
+// with that window lifted, instead of created and then altered topic by
+// topic: at 500 topics the alters took the first passes of a mirror's start
+// (six passes before every topic was ready). Windows the brokers do not
+// limit are left alone.
+func TestCreatesTopicsWithTheTargetsTimestampLimitsLifted(t *testing.T) {
+	e := newEnv(t, kfaketest.Options{}, Options{})
+	createTopic(t, e.src, "orders", 2, 1, nil)
+
+	const after, before = "message.timestamp.after.max.ms", "message.timestamp.before.max.ms"
+	// kfake knows neither window: west answers for its broker as Kafka 4
+	// does, and the create request's window is taken out before kfake sees
+	// it (noted first).
+	var mu sync.Mutex
+	asked := map[string]map[string]string{}
+	e.pair.West.ControlKey(int16(kmsg.DescribeConfigs), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		e.pair.West.KeepControl()
+		req := r.(*kmsg.DescribeConfigsRequest)
+		if len(req.Resources) != 1 || req.Resources[0].ResourceType != kmsg.ConfigResourceTypeBroker {
+			return nil, nil, false
+		}
+		resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
+		resp.Version = req.Version
+		rr := kmsg.NewDescribeConfigsResponseResource()
+		rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeBroker, req.Resources[0].ResourceName
+		for k, v := range map[string]string{"log." + after: "3600000", "log." + before: noLimit, "log.retention.hours": "168"} {
+			c := kmsg.NewDescribeConfigsResponseResourceConfig()
+			c.Name, c.Value = k, kmsg.StringPtr(v)
+			c.Source = kmsg.ConfigSourceDefaultConfig
+			rr.Configs = append(rr.Configs, c)
+		}
+		resp.Resources = append(resp.Resources, rr)
+		return resp, nil, true
+	})
+	e.pair.West.ControlKey(int16(kmsg.CreateTopics), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		e.pair.West.KeepControl()
+		req := r.(*kmsg.CreateTopicsRequest)
+		mu.Lock()
+		defer mu.Unlock()
+		for i, rt := range req.Topics {
+			got := map[string]string{}
+			var kept []kmsg.CreateTopicsRequestTopicConfig
+			for _, c := range rt.Configs {
+				got[c.Name] = *c.Value
+				if c.Name != after {
+					kept = append(kept, c)
+				}
+			}
+			asked[rt.Topic] = got
+			req.Topics[i].Configs = kept
+		}
+		return nil, nil, false
+	})
+	alters := countRequests(e.pair.West)
+
+	rep, _ := sync1(t, e.syncer)
+	if r := result(t, rep, "orders"); !r.Created || !r.Ready() {
+		t.Fatalf("result %+v, want created and ready", r)
+	}
+	mu.Lock()
+	got := asked["orders"]
+	mu.Unlock()
+	if got[after] != noLimit {
+		t.Errorf("created with configs %v: want %s=%s (the brokers limit it to an hour)", got, after, noLimit)
+	}
+	if _, ok := got[before]; ok {
+		t.Errorf("created with configs %v: want no %s (the brokers do not limit it)", got, before)
+	}
+	if n := alters.get(kmsg.IncrementalAlterConfigs); n != 0 {
+		t.Errorf("%d alter-configs requests in the pass, want none", n)
+	}
+}
