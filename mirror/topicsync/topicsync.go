@@ -232,14 +232,13 @@ func (s *Syncer) targetFacts() (target, error) {
 		return target{}, errors.New("target: describe cluster: no brokers listed; it is retried on the next pass")
 	}
 	tgt := target{brokers: len(bs)}
-	entries, err := s.dst.DescribeConfig(sarama.ConfigResource{Type: sarama.BrokerResource, Name: strconv.Itoa(int(bs[0].ID()))})
-	if err != nil {
-		return tgt, nil
-	}
-	for _, e := range entries {
-		// A broker's default for a topic key is its "log."-prefixed key.
-		if w, ok := strings.CutPrefix(e.Name, "log."); ok && slices.Contains(timestampWindows, w) && e.Value != noLimit {
-			tgt.limits = append(tgt.limits, w)
+	res, err := s.dst.DescribeConfigs([]*sarama.ConfigResource{{Type: sarama.BrokerResource, Name: strconv.Itoa(int(bs[0].ID()))}}, sarama.DescribeConfigsOptions{})
+	if err == nil && len(res) == 1 && res[0].ErrorCode == sarama.ErrNoError {
+		for _, e := range res[0].Configs {
+			// A broker's default for a topic key is its "log."-prefixed key.
+			if w, ok := strings.CutPrefix(e.Name, "log."); ok && slices.Contains(timestampWindows, w) && e.Value != noLimit {
+				tgt.limits = append(tgt.limits, w)
+			}
 		}
 	}
 	slices.Sort(tgt.limits)

@@ -581,7 +581,7 @@ func TestCreatesTopicsWithTheTargetsTimestampLimitsLifted(t *testing.T) {
 		rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeBroker, req.Resources[0].ResourceName
 		for k, v := range map[string]string{"log." + after: "3600000", "log." + before: noLimit, "log.retention.hours": "168"} {
 			c := kmsg.NewDescribeConfigsResponseResourceConfig()
-			c.Name, c.Value = k, kmsg.StringPtr(v)
+			c.Name, c.Value = k, new(v)
 			c.Source = kmsg.ConfigSourceDefaultConfig
 			rr.Configs = append(rr.Configs, c)
 		}
