@@ -45,7 +45,7 @@ func (e *Engine) measureLink(ctx context.Context, src, dst sarama.Client) {
 		e.log.Warn("cannot measure the link's lag: source ends", "err", err)
 		return
 	}
-	progress, err := readProgressFull(ctx, dst, e.link.ProgressGroup(), tps)
+	progress, err := readProgressFull(ctx, dst, e.link.ProgressGroup(), tps, committedSoFar)
 	if err != nil {
 		e.log.Warn("cannot measure the link's lag: progress", "err", err)
 		return

@@ -281,7 +281,7 @@ func (s *shard) refreshPartitions(ctx context.Context) error {
 		return nil
 	}
 	began := time.Now()
-	progress, err := readProgressFull(ctx, s.dst, s.e.link.ProgressGroup(), added)
+	progress, err := readProgressFull(ctx, s.dst, s.e.link.ProgressGroup(), added, settled)
 	if err != nil {
 		return fmt.Errorf("shard %d: read progress on %s: %w", s.id, s.e.link.Target, err)
 	}
