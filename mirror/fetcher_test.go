@@ -433,3 +433,47 @@ func TestFetcherFetchesWhileHandingOver(t *testing.T) {
 		}
 	}
 }
+
+// leaderCounter counts the leader lookups a fetcher makes in its client.
+type leaderCounter struct {
+	sarama.Client
+	n atomic.Int64
+}
+
+func (c *leaderCounter) Leader(topic string, partition int32) (*sarama.Broker, error) {
+	c.n.Add(1)
+	return c.Client.Leader(topic, partition)
+}
+
+// TestFetcherLooksUpLeadersOnlyAfterAFailure: an idle shard sends a fetch
+// round every FetchWait; it must not look every partition's leader up in
+// the client's metadata each round (15% of an idle 10,000-partition
+// mirror's CPU). A partition is routed again only after a fetch of it
+// failed, which is how a leader move shows (the leader-move test above
+// covers that path).
+func TestFetcherLooksUpLeadersOnlyAfterAFailure(t *testing.T) {
+	p := kfaketest.NewPair(t, kfaketest.Options{})
+	src := kfaketest.DialCluster(t, p.Topology.Clusters["east"])
+	const parts = 20
+	kfaketest.CreateTopicOn(t, src, "quiet", parts, nil)
+	var rounds atomic.Int64
+	p.East.ControlKey(int16(kmsg.Fetch), func(kmsg.Request) (kmsg.Response, error, bool) {
+		p.East.KeepControl()
+		rounds.Add(1)
+		return nil, nil, false
+	})
+	lc := &leaderCounter{Client: src}
+	f := testFetcher(t, lc, make(chan *sarama.ConsumerMessage, 16))
+	for part := range int32(parts) {
+		f.add(topology.TopicPartition{Topic: "quiet", Partition: part}, 0, "")
+	}
+	waitFor(t, 30*time.Second, "ten idle fetch rounds", func() error {
+		if n := rounds.Load(); n < 10 {
+			return fmt.Errorf("%d rounds", n)
+		}
+		return nil
+	})
+	if n := lc.n.Load(); n > 2*parts {
+		t.Errorf("%d leader lookups for %d partitions in %d rounds: want each partition's leader looked up once", n, parts, rounds.Load())
+	}
+}
