@@ -93,7 +93,7 @@ func TestStatusOneSessionPerCluster(t *testing.T) {
 	before := counter.snapshot(east, west)
 	out, stderr, code := drctl(t, "-c", p.Path, "status", "-o", "json", "--timeout", "30s")
 	if code != exitOK {
-		t.Fatalf("status exit %d: %s", code, stderr)
+		t.Fatalf("status exit %d: %s\n%s", code, stderr, out)
 	}
 	var doc struct {
 		Topics []struct{ Name string } `json:"topics"`
