@@ -163,7 +163,7 @@ func preflight(ctx context.Context, topo *topology.Topology, p preflightParams) 
 	if !p.Reseed {
 		for _, n := range names {
 			if c, err := w.Need(n); err == nil {
-				if pr := inspect.FencePermission(topo, n, c); pr != "" {
+				if pr := inspect.FencePermission(ctx, topo, n, c); pr != "" {
 					problems = append(problems, pr)
 				}
 			}

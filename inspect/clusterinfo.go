@@ -3,13 +3,13 @@ package inspect
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/IBM/sarama"
 
+	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -35,16 +35,7 @@ type ClusterInfo struct {
 // and feature levels. It honours ctx through the client's own timeouts.
 func describeCluster(ctx context.Context, client sarama.Client) (ClusterInfo, error) {
 	var info ClusterInfo
-	b := client.LeastLoadedBroker()
-	if b == nil {
-		return info, fmt.Errorf("no broker to ask")
-	}
-	if ok, _ := b.Connected(); !ok {
-		if err := b.Open(client.Config()); err != nil && !errors.Is(err, sarama.ErrAlreadyConnected) {
-			return info, err
-		}
-	}
-	md, err := b.GetMetadata(&sarama.MetadataRequest{Version: 7, AllowAutoTopicCreation: false, Topics: []string{}})
+	md, b, err := kafkaread.AnyBrokerMetadata(ctx, client, &sarama.MetadataRequest{Version: 7, AllowAutoTopicCreation: false, Topics: []string{}})
 	if err != nil {
 		return info, fmt.Errorf("metadata: %w", err)
 	}

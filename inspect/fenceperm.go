@@ -1,10 +1,12 @@
 package inspect
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/IBM/sarama"
 
+	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -12,11 +14,11 @@ import (
 // drctl's principal may not Alter (create and delete ACLs) on cluster
 // name, whose client is c; "" when it may, when another fence is used, or
 // when the brokers do not report permissions (drctl validate warns then).
-func FencePermission(topo *topology.Topology, name string, c sarama.Client) string {
+func FencePermission(ctx context.Context, topo *topology.Topology, name string, c sarama.Client) string {
 	if topo.Failover.Fence != topology.FenceACL {
 		return ""
 	}
-	md, err := c.LeastLoadedBroker().GetMetadata(&sarama.MetadataRequest{Version: 10, IncludeClusterAuthorizedOperations: true})
+	md, _, err := kafkaread.AnyBrokerMetadata(ctx, c, &sarama.MetadataRequest{Version: 10, IncludeClusterAuthorizedOperations: true})
 	if err != nil {
 		return fmt.Sprintf("cannot read drctl's permissions on %s: %v", name, err)
 	}

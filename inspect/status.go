@@ -603,6 +603,6 @@ func readFences(ctx context.Context, topo *topology.Topology, st *Status, client
 		if held, err := aclfence.Held(ctx, c, topo.Name); err == nil {
 			st.Clusters[i].Fenced = &held
 		}
-		st.Clusters[i].FencePermitted = mayAlterACLs(c)
+		st.Clusters[i].FencePermitted = mayAlterACLs(ctx, c)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/drctl/drctl/internal/kafkaconn"
+	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/internal/rolestate"
 	"github.com/drctl/drctl/mirror/aclsync"
 	"github.com/drctl/drctl/topology"
@@ -221,8 +222,7 @@ func checkCluster(ctx context.Context, topo *topology.Topology, clusters *kafkac
 		checks = add(checks, "version", CheckOK, "Apache Kafka %s; finalized metadata.version level %d", info.KafkaVersion, info.MetadataVersion)
 	}
 
-	b := client.LeastLoadedBroker()
-	md, err := b.GetMetadata(&sarama.MetadataRequest{Version: 10, IncludeClusterAuthorizedOperations: true, IncludeTopicAuthorizedOperations: true})
+	md, _, err := kafkaread.AnyBrokerMetadata(ctx, client, &sarama.MetadataRequest{Version: 10, IncludeClusterAuthorizedOperations: true, IncludeTopicAuthorizedOperations: true})
 	if err != nil {
 		return add(checks, "permissions", CheckFail, "metadata request failed: %v", kafkaconn.Explain(c, err)), info.ClusterID
 	}
@@ -301,12 +301,8 @@ func summarize(names []string, max int) string {
 // (create and delete ACLs, as fencing does), from the cluster's authorized
 // operations that validate --online reads; nil when the brokers do not
 // report them or the request fails.
-func mayAlterACLs(client sarama.Client) *bool {
-	b := client.LeastLoadedBroker()
-	if b == nil {
-		return nil
-	}
-	md, err := b.GetMetadata(&sarama.MetadataRequest{Version: 10, IncludeClusterAuthorizedOperations: true})
+func mayAlterACLs(ctx context.Context, client sarama.Client) *bool {
+	md, _, err := kafkaread.AnyBrokerMetadata(ctx, client, &sarama.MetadataRequest{Version: 10, IncludeClusterAuthorizedOperations: true})
 	if err != nil || md.ClusterAuthorizedOperations == opsNotProvided {
 		return nil
 	}

@@ -162,7 +162,7 @@ func (a topicACL) pattern() string {
 // brokerTopicACLs asks broker b itself (not the controller) for every ACL
 // on a topic resource.
 func brokerTopicACLs(ctx context.Context, client sarama.Client, b *sarama.Broker) ([]topicACL, error) {
-	if err := b.Open(client.Config()); err != nil && !errors.Is(err, sarama.ErrAlreadyConnected) {
+	if err := kafkaread.Connected(ctx, b, client.Config()); err != nil {
 		return nil, err
 	}
 	req := &sarama.DescribeAclsRequest{Version: 1, AclFilter: sarama.AclFilter{Version: 1, ResourceType: sarama.AclResourceTopic,

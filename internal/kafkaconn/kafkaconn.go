@@ -9,6 +9,7 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -113,16 +114,7 @@ func scrub(c *topology.Cluster, msg string) string {
 
 // ClusterID asks one broker for the cluster's id.
 func ClusterID(client sarama.Client) (string, error) {
-	b := client.LeastLoadedBroker()
-	if b == nil {
-		return "", errors.New("no broker to ask for the cluster id")
-	}
-	if ok, _ := b.Connected(); !ok {
-		if err := b.Open(client.Config()); err != nil && !errors.Is(err, sarama.ErrAlreadyConnected) {
-			return "", err
-		}
-	}
-	md, err := b.GetMetadata(&sarama.MetadataRequest{Version: 7, Topics: []string{}})
+	md, _, err := kafkaread.AnyBrokerMetadata(context.Background(), client, &sarama.MetadataRequest{Version: 7, Topics: []string{}})
 	if err != nil {
 		return "", fmt.Errorf("metadata: %w", err)
 	}

@@ -133,7 +133,7 @@ func metadata(ctx context.Context, client sarama.Client, topics ...string) (*sar
 		req := sarama.NewMetadataRequest(client.Config().Version, topics)
 		req.AllowAutoTopicCreation = false
 		md, err := Await(ctx, func() (*sarama.MetadataResponse, error) {
-			if err := b.Open(client.Config()); err != nil && !errors.Is(err, sarama.ErrAlreadyConnected) {
+			if err := Connected(ctx, b, client.Config()); err != nil {
 				return nil, err
 			}
 			return b.GetMetadata(req)
