@@ -57,7 +57,11 @@ type statusDocument struct {
 
 func statusTables(w io.Writer, st *inspect.Status) error {
 	r := st.Roles
-	fmt.Fprintf(w, "topology %s: active %s, standby %s, epoch %d, phase %s (from %s)\n", st.Topology, r.Active, r.Standby, r.Epoch, r.Phase, r.Source)
+	epoch := fmt.Sprint(r.Epoch)
+	if r.Epoch < 0 {
+		epoch = inspect.RoleUnknown // no cluster answered; the JSON says -1
+	}
+	fmt.Fprintf(w, "topology %s: active %s, standby %s, epoch %s, phase %s (from %s)\n", st.Topology, r.Active, r.Standby, epoch, r.Phase, r.Source)
 	if r.Run != nil {
 		fmt.Fprintf(w, "run in progress: %s %s (at step %d, by %s since %s)\n", r.Run.Kind, r.Run.ID, r.Run.Step+1, r.Run.By, r.Run.StartedAt.Format(time.RFC3339))
 	}

@@ -29,6 +29,10 @@ func TestUnreachableSaidOnce(t *testing.T) {
 		if code != exitUnreachable {
 			t.Errorf("%v: exit %d, want %d (a cluster could not be reached)", args, code, exitUnreachable)
 		}
+		if args[0] == "status" && !strings.Contains(out, "active unknown, standby unknown, epoch unknown, phase unknown") {
+			// With nothing answering, no role and no epoch is shown as if known.
+			t.Errorf("status with no cluster answering:\n%s", out)
+		}
 		for line := range strings.SplitSeq(out+stderr, "\n") {
 			if !strings.Contains(line, "unreachable") || !strings.Contains(line, "cluster east") {
 				continue
