@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"sync"
 
 	"github.com/IBM/sarama"
 
@@ -46,38 +48,62 @@ func FirstTimestamps(ctx context.Context, client sarama.Client, from, end map[to
 			byBroker[b] = append(byBroker[b], tp)
 		}
 	}
+	// The brokers are read at the same time, each over its one
+	// connection, chunk after chunk.
+	var mu sync.Mutex
+	var wg sync.WaitGroup
 	for b, tps := range byBroker {
-		for i := 0; i < len(tps); i += firstChunk {
-			chunk := tps[i:min(i+firstChunk, len(tps))]
-			req := &sarama.FetchRequest{Version: version, MaxWaitTime: 0, MinBytes: 0,
-				MaxBytes: fetchMaxResponseBytes, Isolation: sarama.ReadCommitted}
-			if version >= 7 {
-				req.SessionEpoch = -1
+		wg.Go(func() {
+			for i := 0; i < len(tps) && ctx.Err() == nil; i += firstChunk {
+				chunk := tps[i:min(i+firstChunk, len(tps))]
+				found := firstOfChunk(ctx, client, b, version, chunk, from, end)
+				mu.Lock()
+				maps.Copy(out, found)
+				mu.Unlock()
 			}
-			for _, tp := range chunk {
-				req.AddBlock(tp.Topic, tp.Partition, from[tp], firstShare, -1)
-			}
-			resp, err := Await(ctx, func() (*sarama.FetchResponse, error) { return b.Fetch(req) })
-			if ctx.Err() != nil {
-				return out, fmt.Errorf("first records: %w", ctx.Err())
-			}
-			if err != nil || resp.ErrorCode != 0 {
-				continue
-			}
-			for _, tp := range chunk {
-				block := resp.GetBlock(tp.Topic, tp.Partition)
-				if block == nil || !errors.Is(block.Err, sarama.ErrNoError) {
-					continue
-				}
-				_, _, err := CommittedRecords(block, from[tp], end[tp], func(r Record) error {
-					out[tp] = Record{Offset: r.Offset, Timestamp: r.Timestamp}
-					return errFirstFound
-				})
-				if err != nil && !errors.Is(err, errFirstFound) {
-					delete(out, tp)
-				}
-			}
-		}
+		})
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return out, fmt.Errorf("first records: %w", err)
 	}
 	return out, nil
+}
+
+// firstOfChunk reads the first committed records of chunk, all led by b,
+// with one fetch: see FirstTimestamps.
+func firstOfChunk(ctx context.Context, client sarama.Client, b *sarama.Broker, version int16, chunk []topology.TopicPartition,
+	from, end map[topology.TopicPartition]int64) map[topology.TopicPartition]Record {
+	req := &sarama.FetchRequest{Version: version, MaxWaitTime: 0, MinBytes: 0,
+		MaxBytes: fetchMaxResponseBytes, Isolation: sarama.ReadCommitted}
+	if version >= 7 {
+		req.SessionEpoch = -1
+	}
+	for _, tp := range chunk {
+		req.AddBlock(tp.Topic, tp.Partition, from[tp], firstShare, -1)
+	}
+	resp, err := Await(ctx, func() (*sarama.FetchResponse, error) {
+		if err := Connected(ctx, b, client.Config()); err != nil {
+			return nil, err
+		}
+		return b.Fetch(req)
+	})
+	out := map[topology.TopicPartition]Record{}
+	if err != nil || resp.ErrorCode != 0 {
+		return out
+	}
+	for _, tp := range chunk {
+		block := resp.GetBlock(tp.Topic, tp.Partition)
+		if block == nil || !errors.Is(block.Err, sarama.ErrNoError) {
+			continue
+		}
+		_, _, err := CommittedRecords(block, from[tp], end[tp], func(r Record) error {
+			out[tp] = Record{Offset: r.Offset, Timestamp: r.Timestamp}
+			return errFirstFound
+		})
+		if err != nil && !errors.Is(err, errFirstFound) {
+			delete(out, tp)
+		}
+	}
+	return out
 }

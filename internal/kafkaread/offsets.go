@@ -145,16 +145,35 @@ func listOffsets(ctx context.Context, client sarama.Client, tps []topology.Topic
 		}
 		req.AddBlock(tp.Topic, tp.Partition, at, 1)
 	}
-	out := make(map[topology.TopicPartition]int64, len(tps))
+	// The brokers are asked at the same time: a report over thousands of
+	// partitions waits for the slowest broker, not for the sum of them.
+	type answer struct {
+		b    *sarama.Broker
+		resp *sarama.OffsetResponse
+		err  error
+	}
+	answers := make(chan answer, len(byBroker))
 	for b, req := range byBroker {
-		if err := ctx.Err(); err != nil {
-			return nil, err
+		go func() {
+			resp, err := Await(ctx, func() (*sarama.OffsetResponse, error) {
+				if err := Connected(ctx, b, client.Config()); err != nil {
+					return nil, err
+				}
+				return b.GetAvailableOffsets(req)
+			})
+			answers <- answer{b, resp, err}
+		}()
+	}
+	out := make(map[topology.TopicPartition]int64, len(tps))
+	for range byBroker {
+		a := <-answers
+		if a.err != nil {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			return nil, fmt.Errorf("list offsets on broker %d: %w", a.b.ID(), a.err)
 		}
-		resp, err := b.GetAvailableOffsets(req)
-		if err != nil {
-			return nil, fmt.Errorf("list offsets on broker %d: %w", b.ID(), err)
-		}
-		for topic, parts := range resp.Blocks {
+		for topic, parts := range a.resp.Blocks {
 			for p, blk := range parts {
 				if blk.Err != sarama.ErrNoError {
 					return nil, fmt.Errorf("%s/%d: %w", topic, p, blk.Err)
