@@ -17,16 +17,7 @@ import (
 // or more of them.
 func slowBrokers(t *testing.T, key kmsg.Key, delay time.Duration) (sarama.Client, []topology.TopicPartition) {
 	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(12, "spread"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	client, err := sarama.NewClient(c.ListenAddrs(), baseConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = client.Close() })
+	c, client := kfakeClient(t, kfake.NumBrokers(3), kfake.SeedTopics(12, "spread"))
 	var tps []topology.TopicPartition
 	leaders := map[int32]bool{}
 	for p := range int32(12) {

@@ -16,16 +16,7 @@ const topic = "t"
 
 func newCluster(t *testing.T) (*kfake.Cluster, sarama.Client) {
 	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	client, err := sarama.NewClient(c.ListenAddrs(), baseConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = client.Close() })
+	c, client := kfakeClient(t, kfake.NumBrokers(1))
 	acfg := baseConfig()
 	acfg.Metadata.Full = true // sarama's admin needs it to find the controller
 	admin, err := sarama.NewClusterAdmin(c.ListenAddrs(), acfg)
@@ -36,6 +27,23 @@ func newCluster(t *testing.T) (*kfake.Cluster, sarama.Client) {
 	if err := admin.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: 1}, false); err != nil {
 		t.Fatal(err)
 	}
+	return c, client
+}
+
+// kfakeClient starts a kfake cluster with opts and a client of it, both
+// closed when the test ends.
+func kfakeClient(t *testing.T, opts ...kfake.Opt) (*kfake.Cluster, sarama.Client) {
+	t.Helper()
+	c, err := kfake.NewCluster(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	client, err := sarama.NewClient(c.ListenAddrs(), baseConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.Close() })
 	return c, client
 }
 
