@@ -130,6 +130,7 @@ type Engine struct {
 	log        *slog.Logger
 	srcID      []byte
 	dstID      []byte
+	resetFor   string // the target cluster id the last target reset was for (under mu)
 
 	mu       sync.Mutex
 	byShard  map[int32][]topology.TopicPartition
@@ -246,8 +247,8 @@ func (e *Engine) runOnce(ctx context.Context) error {
 	if sid == did {
 		return fmt.Errorf("source %s and target %s are the same cluster (id %s): fix the bootstrap addresses", e.link.Source, e.link.Target, sid)
 	}
-	if e.dstID != nil && string(e.dstID) != did {
-		e.targetReset(fmt.Sprintf("the target %s now has cluster id %s (was %s): it lost its data", e.link.Target, did, e.dstID))
+	if e.dstID != nil && string(e.dstID) != did && !e.resetAlready(did) {
+		e.targetReset(fmt.Sprintf("the target %s now has cluster id %s (was %s): it lost its data", e.link.Target, did, e.dstID), did)
 	}
 	e.srcID, e.dstID = []byte(sid), []byte(did)
 	if err := e.ensureInternalTopics(ctx, dst); err != nil {
@@ -290,8 +291,8 @@ func (e *Engine) syncTopicsLoop(ctx context.Context, syncer topicSyncer, src, ds
 	t := time.NewTicker(e.opts.TopicSyncInterval)
 	defer t.Stop()
 	for {
-		if why := e.targetChange(ctx, dst); why != "" {
-			e.targetReset(why)
+		if why, id := e.targetChange(ctx, dst); why != "" {
+			e.targetReset(why, id)
 			return fmt.Errorf("%s; rebuilding the link", why)
 		}
 		began := time.Now()

@@ -111,20 +111,21 @@ func (e *Engine) noteAdvance() {
 
 // targetChange returns why the target is not the cluster the link was
 // started on ("" when it is): another cluster id, or drctl's internal
-// topics gone — the standby lost its data. Errors reading it say nothing.
-func (e *Engine) targetChange(ctx context.Context, dst sarama.Client) string {
+// topics gone — the standby lost its data — and the cluster id it read.
+// Errors reading it say nothing.
+func (e *Engine) targetChange(ctx context.Context, dst sarama.Client) (why, id string) {
 	id, err := kafkaconn.ClusterID(dst)
 	if err != nil {
-		return ""
+		return "", ""
 	}
 	if id != string(e.dstID) {
-		return fmt.Sprintf("the target %s now has cluster id %s (was %s): it lost its data", e.link.Target, id, e.dstID)
+		return fmt.Sprintf("the target %s now has cluster id %s (was %s): it lost its data", e.link.Target, id, e.dstID), id
 	}
 	for _, t := range []string{e.link.ShardsTopic(), e.link.OffsetsTopic()} {
 		info, err := kafkaread.Topic(ctx, dst, t)
 		if err == nil && !info.Exists {
-			return fmt.Sprintf("drctl's internal topic %s is gone from the target %s: it lost its data", t, e.link.Target)
+			return fmt.Sprintf("drctl's internal topic %s is gone from the target %s: it lost its data", t, e.link.Target), id
 		}
 	}
-	return ""
+	return "", id
 }

@@ -13,11 +13,15 @@ import (
 // the progress being gone with them, every partition is copied again from
 // the source's earliest offset. It is logged, counted, kept for Troubles
 // and written to the ends topic for status, never silent.
-func (e *Engine) targetReset(why string) {
+//
+// id is the target's cluster id the reset is for: the link's restart that
+// follows finds the new id again and must not count the same loss twice.
+func (e *Engine) targetReset(why, id string) {
 	note := fmt.Sprintf("%s at %s: internal topics rebuilt, every partition re-seeded from the source's earliest offset",
 		why, time.Now().UTC().Format(time.RFC3339))
 	e.mu.Lock()
 	e.resetNote = note
+	e.resetFor = id
 	for tp := range e.blocked {
 		e.setBlockedGaugeLocked(tp)
 	}
@@ -29,6 +33,14 @@ func (e *Engine) targetReset(why string) {
 	e.mu.Unlock()
 	e.metrics.Safety.TargetResets.WithLabelValues(e.link.String()).Inc()
 	e.log.Error("the target lost its data; rebuilding the link and re-seeding from the source's earliest offsets", "why", why)
+}
+
+// resetAlready reports whether the target's loss seen as cluster id id was
+// handled already (see targetReset).
+func (e *Engine) resetAlready(id string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.resetFor == id
 }
 
 // ResetNote says when and why the link was last rebuilt because its target
