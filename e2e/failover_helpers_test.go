@@ -124,8 +124,9 @@ func (ft *foTopo) dial(t testing.TB, cluster string) sarama.Client {
 
 // foSweep deletes, on cluster, every topic, consumer group and ACL whose
 // name starts with the topology's name (its own data) or with its internal
-// prefix "_drctl.<name>." (the mirror's bookkeeping of both links). It runs
-// in cleanups: a cluster that is down is skipped.
+// prefix "_drctl.<name>." (the mirror's bookkeeping of both links), and the
+// drills' canary topic of the topology. It runs in cleanups: a cluster that
+// is down is skipped.
 func foSweep(t testing.TB, cluster, name string) {
 	c, err := sarama.NewClient([]string{bootstrap(t, cluster)}, adminConfig(t))
 	if err != nil {
@@ -137,8 +138,9 @@ func foSweep(t testing.TB, cluster, name string) {
 	if err != nil {
 		return
 	}
+	canary := (&topology.Topology{Name: name}).CanaryTopic() // a drill's, fenced on the standby
 	ours := func(s string) bool {
-		return strings.HasPrefix(s, name+".") || strings.HasPrefix(s, "_drctl."+name+".")
+		return strings.HasPrefix(s, name+".") || strings.HasPrefix(s, "_drctl."+name+".") || s == canary
 	}
 	if acls, err := admin.ListAcls(foAnyACL()); err == nil {
 		for _, ra := range acls {

@@ -181,7 +181,7 @@ func uniqueName(t testing.TB, prefix string) string {
 }
 
 // createTopic creates a topic on cluster as drctl, waits until its partitions
-// have leaders, and deletes it when the test ends.
+// have leaders, and deletes it (and the ACLs on its name) when the test ends.
 func createTopic(t testing.TB, cluster, topic string, partitions int32, configs map[string]*string) {
 	t.Helper()
 	client := newClient(t, cluster, adminConfig(t))
@@ -195,16 +195,7 @@ func createTopic(t testing.TB, cluster, topic string, partitions int32, configs 
 	if err != nil {
 		t.Fatalf("create topic %s on %s: %v", topic, cluster, err)
 	}
-	t.Cleanup(func() {
-		c, err := sarama.NewClient([]string{bootstrap(t, cluster)}, adminConfig(t))
-		if err != nil {
-			return // the cluster may be stopped by now; the topic name is unique anyway
-		}
-		defer c.Close()
-		if a, err := sarama.NewClusterAdminFromClient(c); err == nil {
-			_ = a.DeleteTopic(topic)
-		}
-	})
+	t.Cleanup(func() { deleteTopics(t, cluster, topic) }) // a stopped cluster is skipped
 	waitFor(t, 30*time.Second, fmt.Sprintf("topic %s on %s has leaders", topic, cluster), func() error {
 		if err := client.RefreshMetadata(topic); err != nil {
 			return err

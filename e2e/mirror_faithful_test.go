@@ -332,8 +332,8 @@ func topicShape(admin sarama.ClusterAdmin, topic string, parts int32, want map[s
 	return nil
 }
 
-// deleteTopics deletes topics from cluster (mirrored copies), ignoring
-// errors: the names are unique to the test.
+// deleteTopics deletes topics from cluster (mirrored copies) and the ACLs
+// on their names, ignoring errors: the names are unique to the test.
 func deleteTopics(t testing.TB, cluster string, topics ...string) {
 	c, err := sarama.NewClient([]string{bootstrap(t, cluster)}, adminConfig(t))
 	if err != nil {
@@ -346,5 +346,10 @@ func deleteTopics(t testing.TB, cluster string, topics ...string) {
 	}
 	for _, topic := range topics {
 		_ = a.DeleteTopic(topic)
+		// The ACLs on the name go with the topic: the mirror's fence put
+		// DENY WRITE ones on every copy on the standby.
+		_, _ = a.DeleteACL(sarama.AclFilter{ResourceType: sarama.AclResourceTopic, ResourceName: &topic,
+			ResourcePatternTypeFilter: sarama.AclPatternLiteral, Operation: sarama.AclOperationAny,
+			PermissionType: sarama.AclPermissionAny}, false)
 	}
 }

@@ -99,9 +99,7 @@ func (ot *offsetsTopo) cleanup(t *testing.T) {
 		}
 		if cluster == "west" {
 			l := ot.link()
-			for _, topic := range []string{ot.topic, l.ShardsTopic(), l.OffsetsTopic(), l.GroupsTopic()} {
-				_ = admin.DeleteTopic(topic)
-			}
+			deleteTopics(t, "west", ot.topic, l.ShardsTopic(), l.OffsetsTopic(), l.GroupsTopic())
 		}
 		if groups, err := admin.ListConsumerGroups(); err == nil {
 			for g := range groups {
