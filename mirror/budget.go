@@ -3,7 +3,8 @@ package mirror
 import "sync"
 
 // budget bounds the bytes of source records an engine holds between their
-// fetch and the end of the transaction that takes them, over all its
+// fetch and the acknowledgement of their copy (or the end of the
+// transaction that takes them, for a record not sent), over all its
 // shards, whatever the number of partitions. The shards' consumers fetch
 // ahead (each response is bounded on its own); a record is admitted to its
 // shard's buffer only once the budget has room for it, so a slow target

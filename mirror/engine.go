@@ -38,11 +38,14 @@ type Options struct {
 	// A transaction takes records for TxnLinger at most while the shard
 	// keeps up, for up to TxnInterval with a backlog, and commits early
 	// when its partitions are idle (group commit, see txn.go).
-	TxnInterval     time.Duration // longest time a transaction takes records (100ms)
+	TxnInterval     time.Duration // longest time a transaction takes records (500ms)
 	TxnLinger       time.Duration // its shortest window without a backlog (5ms)
-	MaxBatchRecords int           // most records per transaction (20,000)
-	MaxBatchBytes   int           // most key+value bytes per transaction (2 MiB)
-	FetchBytes      int32         // bytes per partition per fetch, at most (1 MiB)
+	MaxBatchRecords int           // most records per transaction (100,000)
+	MaxBatchBytes   int           // most key+value bytes per transaction (16 MiB)
+	// MaxInflightBytes bounds a shard's copies sent to the target and not
+	// yet acknowledged (2 MiB; a single larger record still goes).
+	MaxInflightBytes int
+	FetchBytes       int32 // bytes per partition per fetch, at most (1 MiB)
 	// FetchResponseBytes bounds a shard's fetch response: its partitions
 	// share it, each getting at least 8 KiB (2 MiB; see fetcher.go).
 	FetchResponseBytes int32
@@ -65,6 +68,14 @@ type Options struct {
 	Metrics *Metrics
 }
 
+// DefaultTxnInterval is the longest a transaction takes records, reached
+// only with a backlog (see txn.go). A backlog's exactly-once copy runs at
+// the speed of its transactions' count: the target's brokers spend about as
+// much CPU on a transaction's requests and markers as on megabytes of its
+// records, so a long window lets a catching-up shard commit a few large
+// transactions instead of many small ones.
+const DefaultTxnInterval = 500 * time.Millisecond
+
 func (o *Options) defaults() {
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
@@ -80,7 +91,7 @@ func (o *Options) defaults() {
 	if o.Allowed == nil {
 		o.Allowed = func(rolestate.State) bool { return true }
 	}
-	def(&o.TxnInterval, 100*time.Millisecond)
+	def(&o.TxnInterval, DefaultTxnInterval)
 	def(&o.TxnLinger, 5*time.Millisecond)
 	o.TxnLinger = min(o.TxnLinger, o.TxnInterval)
 	def(&o.FetchWait, 100*time.Millisecond)
@@ -92,10 +103,13 @@ func (o *Options) defaults() {
 	def(&o.BlockedRetry, time.Minute)
 	def(&o.StallTimeout, 2*time.Minute)
 	if o.MaxBatchRecords <= 0 {
-		o.MaxBatchRecords = 20000
+		o.MaxBatchRecords = 100_000
 	}
 	if o.MaxBatchBytes <= 0 {
-		o.MaxBatchBytes = 2 << 20
+		o.MaxBatchBytes = 16 << 20
+	}
+	if o.MaxInflightBytes <= 0 {
+		o.MaxInflightBytes = 2 << 20
 	}
 	if o.FetchBytes <= 0 {
 		o.FetchBytes = 1 << 20

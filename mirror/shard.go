@@ -44,7 +44,8 @@ type shard struct {
 	fetch *fetcher // reads the source partitions into in (fetcher.go)
 	in    chan *sarama.ConsumerMessage
 	// held is the bytes of the engine's budget this shard holds: records
-	// admitted to in and not yet released by the end of their transaction.
+	// admitted to in and not yet released by their transaction (see
+	// txn.release).
 	held   atomic.Int64
 	offPar int32 // partition of the offsets topic this shard writes
 	// prodLimit is the producer's MaxMessageBytes (see Engine.shardLimit).
@@ -89,6 +90,9 @@ type txnMeta struct {
 	src   int64
 	ts    time.Time
 	bytes int // recordBytes of the copy
+	// held is what the source record counts against the engine's budget,
+	// released when the copy is acknowledged (see txn.release).
+	held int64
 	// target is the offset the copy is predicted to get on the target
 	// (see txn.predict), -1 when not predicted.
 	target int64

@@ -33,11 +33,14 @@ import (
 //
 // The window is the transaction's longest time of taking records. It is
 // TxnLinger while the shard keeps up, and grows towards TxnInterval with
-// the records waiting in the shard's buffer when the transaction starts
-// (full buffer: TxnInterval): a backlog calls for large transactions (a
-// commit costs several round trips and writes a marker in every partition
-// it touches), a trickle for early ones (a record's latency is the time to
-// the commit of its transaction).
+// the square of the fill of the shard's buffer when the transaction starts
+// (half full or more: TxnInterval): a backlog calls for large transactions
+// (a commit costs the target's brokers several requests and writes a
+// marker in every partition it touches, so a backlog copies at the speed
+// of its transactions' count), a trickle for early ones (a record's
+// latency is the time to the commit of its transaction). The square keeps
+// the few records a busy moment leaves waiting from stretching the next
+// window: 5% full gives a quarter of a percent of TxnInterval.
 //
 // None of this changes what a transaction holds: whole records of the
 // shard's partitions in source order, each partition's offset map and
@@ -61,7 +64,10 @@ type txn struct {
 	// sarama batches what is in flight, and a batch over the topic's limit
 	// would be refused whole.
 	inflight map[topology.TopicPartition]int
-	oldest   time.Time
+	// flying is the bytes of all copies sent and not yet acknowledged,
+	// bounded by MaxInflightBytes (see mayQueue).
+	flying int
+	oldest time.Time
 	// predicted is the offset the next record of each partition will get
 	// on the target, -1 when not known (see predict); unknown is set when
 	// any record taken has no predicted offset. mapSent: the offset map
@@ -79,7 +85,9 @@ type txn struct {
 	records, bytes int
 	sent, acked    int
 	// pulled is the budget held by the records taken from the shard's
-	// buffer, released when the transaction ends, committed or not.
+	// buffer and not yet released: a record's share is released when its
+	// copy is acknowledged (or at once when it is not sent), the rest
+	// when the transaction ends, committed or not.
 	pulled int64
 }
 
@@ -103,7 +111,7 @@ func (s *shard) window() time.Duration {
 	w := o.TxnLinger
 	if c := cap(s.in); c > 0 {
 		fill := min(1, 2*float64(len(s.in))/float64(c))
-		w = max(w, time.Duration(fill*float64(o.TxnInterval)))
+		w = max(w, time.Duration(fill*fill*float64(o.TxnInterval)))
 	}
 	return min(w, o.TxnInterval)
 }
@@ -114,14 +122,17 @@ func (s *shard) window() time.Duration {
 // its offset still counts as copied).
 func (t *txn) take(m *sarama.ConsumerMessage) *sarama.ProducerMessage {
 	s := t.s
-	t.pulled += heldBytes(m)
+	held := heldBytes(m)
+	t.pulled += held
 	tp := topology.TopicPartition{Topic: m.Topic, Partition: m.Partition}
 	p, ok := s.parts[tp]
 	if !ok || m.Offset < p.next {
+		t.release(held)
 		return nil
 	}
 	n, seen := t.next[tp]
 	if seen && m.Offset < n {
+		t.release(held)
 		return nil // taken already: never copy a record twice in one transaction
 	}
 	if !seen {
@@ -138,18 +149,30 @@ func (t *txn) take(m *sarama.ConsumerMessage) *sarama.ProducerMessage {
 			t.skipped = map[string]int{}
 		}
 		t.skipped[m.Topic]++
+		t.release(held)
 		return nil
 	}
 	pm := &sarama.ProducerMessage{
 		Topic: m.Topic, Partition: m.Partition, Key: keyOf(m.Key), Value: sarama.ByteEncoder(m.Value),
 		Headers: headers, Timestamp: m.Timestamp,
 	}
-	md := txnMeta{tp: tp, src: m.Offset, ts: m.Timestamp, bytes: recordBytes(pm), target: t.predict(tp)}
+	md := txnMeta{tp: tp, src: m.Offset, ts: m.Timestamp, bytes: recordBytes(pm), target: t.predict(tp), held: held}
 	if md.target >= 0 {
 		t.pairs[tp] = append(t.pairs[tp], offsettranslate.Pair{Source: md.src, Target: md.target})
 	}
 	pm.Metadata = md
 	return pm
+}
+
+// release gives back n bytes of the budget the transaction holds. A
+// record's share goes back once the producer no longer holds it (its copy
+// is acknowledged, or it is not sent at all): what the budget bounds is
+// the records in memory, not the size of a transaction, so that a backlog
+// can commit few large transactions without the mirror holding more.
+func (t *txn) release(n int64) {
+	t.pulled -= n
+	t.s.held.Add(-n)
+	t.s.e.buf.release(n)
 }
 
 // predict returns the target offset the next record taken for tp will get,
@@ -207,11 +230,18 @@ func heldBytes(m *sarama.ConsumerMessage) int64 {
 }
 
 // mayQueue reports whether pm can go to the producer now without letting
-// the bytes in flight of its partition exceed the topic's limit.
+// the shard's bytes in flight exceed MaxInflightBytes, or those of its
+// partition the topic's limit. The first bound keeps what the producer
+// holds (each record, and its copy in an encoded request) as small as it
+// was when transactions were small, whatever the size of a transaction:
+// the producer queues what it is given without a bound of its own.
 func (t *txn) mayQueue(pm *sarama.ProducerMessage) bool {
 	md, copied := pm.Metadata.(txnMeta)
 	if !copied {
 		return true // the offset map
+	}
+	if t.flying > 0 && t.flying+md.bytes > t.s.e.opts.MaxInflightBytes {
+		return false
 	}
 	limit := t.s.e.topicLimit(md.tp.Topic)
 	if t.s.prodLimit <= limit {
@@ -225,6 +255,7 @@ func (t *txn) queued(pm *sarama.ProducerMessage) {
 	t.sent++
 	if md, copied := pm.Metadata.(txnMeta); copied {
 		t.inflight[md.tp] += md.bytes
+		t.flying += md.bytes
 	}
 }
 
@@ -238,6 +269,8 @@ func (t *txn) ack(ok *sarama.ProducerMessage) {
 		return // the offset map
 	}
 	t.inflight[md.tp] -= md.bytes
+	t.flying -= md.bytes
+	t.release(md.held)
 	switch {
 	case md.target < 0:
 		t.pairs[md.tp] = append(t.pairs[md.tp], offsettranslate.Pair{Source: md.src, Target: ok.Offset})
@@ -281,10 +314,7 @@ func (s *shard) transact(ctx context.Context, first *sarama.ConsumerMessage, ext
 		}
 	}
 	t := s.newTxn()
-	defer func() {
-		s.held.Add(-t.pulled)
-		e.buf.release(t.pulled)
-	}()
+	defer func() { t.release(t.pulled) }()
 	if eos {
 		// An empty batch of the offset map opens the transaction, so that
 		// the producer adds the offset map's partition to it together with

@@ -34,7 +34,7 @@ func mirrorCommand() *cli.Command {
 				Flags: append(logFlags(),
 					&cli.StringFlag{Name: "listen", Value: mirror.DefaultListen, Usage: "address of /metrics, /healthz and /readyz (empty: none)"},
 					&cli.IntFlag{Name: "shards", Value: mirror.DefaultShards, Usage: "shards of the link (fixed once the link has run)"},
-					&cli.DurationFlag{Name: "txn-interval", Value: 100 * time.Millisecond, Usage: "longest time one transaction gathers records"},
+					&cli.DurationFlag{Name: "txn-interval", Value: mirror.DefaultTxnInterval, Usage: "longest time one transaction gathers records, reached only with a backlog"},
 					&cli.DurationFlag{Name: "session-timeout", Value: 10 * time.Second, Usage: "worker group session timeout: how soon others take over a dead process's shards (at least the brokers' group.min.session.timeout.ms, 6s by default)"},
 					&cli.DurationFlag{Name: "stall-timeout", Value: 2 * time.Minute, Usage: "/healthz fails when the link is behind and makes no progress for this long"},
 					&cli.DurationFlag{Name: "drill-metrics-interval", Value: time.Minute, Usage: "how often the drctl_drill_* gauges on /metrics are read from the clusters' drill records, so drill alerts work where drills run as CronJobs (0: not exported)"},
