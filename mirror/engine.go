@@ -45,7 +45,11 @@ type Options struct {
 	// MaxInflightBytes bounds a shard's copies sent to the target and not
 	// yet acknowledged (2 MiB; a single larger record still goes).
 	MaxInflightBytes int
-	FetchBytes       int32 // bytes per partition per fetch, at most (1 MiB)
+	// FetchBytes bounds a partition's share of a fetch (2 MiB): a busy
+	// partition alone in its shard's request may fill the whole response,
+	// which matters across a WAN, where a partition gets one response per
+	// round trip.
+	FetchBytes int32
 	// FetchResponseBytes bounds a shard's fetch response: its partitions
 	// share it, each getting at least 8 KiB (2 MiB; see fetcher.go).
 	FetchResponseBytes int32
@@ -112,7 +116,7 @@ func (o *Options) defaults() {
 		o.MaxInflightBytes = 2 << 20
 	}
 	if o.FetchBytes <= 0 {
-		o.FetchBytes = 1 << 20
+		o.FetchBytes = defaultRespBytes
 	}
 	if o.FetchResponseBytes <= 0 {
 		o.FetchResponseBytes = defaultRespBytes

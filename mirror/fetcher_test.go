@@ -477,3 +477,25 @@ func TestFetcherLooksUpLeadersOnlyAfterAFailure(t *testing.T) {
 		t.Errorf("%d leader lookups for %d partitions in %d rounds: want each partition's leader looked up once", n, parts, rounds.Load())
 	}
 }
+
+// TestALoneBusyPartitionFillsTheResponse: with the default sizes, a busy
+// partition alone in its shard's request may take the whole response (one
+// response per round trip is all a partition gets, which bounds its copy
+// across a WAN: 1 MiB before, 47,735-54,391 records/s at 50 ms each way
+// against 55,752-64,413 with 2 MiB), while busy partitions sharing a
+// request split it, so the response stays within its bound.
+func TestALoneBusyPartitionFillsTheResponse(t *testing.T) {
+	var o Options
+	o.defaults()
+	f := &fetcher{partBytes: o.FetchBytes, respBytes: o.FetchResponseBytes}
+	if _, active := f.shares(1, 1); active != o.FetchResponseBytes {
+		t.Errorf("a lone busy partition's share is %d bytes, want the whole response (%d)", active, o.FetchResponseBytes)
+	}
+	if _, active := f.shares(2, 2); active != o.FetchResponseBytes/2 {
+		t.Errorf("two busy partitions get %d bytes each, want half the response (%d)", active, o.FetchResponseBytes/2)
+	}
+	idle, active := f.shares(100, 10)
+	if sum := int64(90)*int64(idle) + 10*int64(active); sum > int64(o.FetchResponseBytes) {
+		t.Errorf("100 partitions, 10 busy: the shares add up to %d bytes, over the response's %d", sum, o.FetchResponseBytes)
+	}
+}
