@@ -474,6 +474,15 @@ func (e *Engine) newProducer(shard int32, maxBytes int) (sarama.AsyncProducer, e
 	}
 	producerConfig(cfg)
 	cfg.Producer.MaxMessageBytes = max(maxBytes, defaultProducerBytes)
+	// A shard rides out a partition that is not ready to be written for
+	// longer than the second other producers give it: a broker that just
+	// created hundreds of partitions names itself their leader in metadata
+	// seconds before it accepts writes to them, and a shard that gave up
+	// restarted, aborting a transaction whose markers then waited for the
+	// same partitions, so that its producer could not be opened again for
+	// tens of seconds (CONCURRENT_TRANSACTIONS). ProduceTimeout still bounds
+	// the whole wait.
+	cfg.Producer.Retry.Max = shardProduceRetries
 	if e.opts.Delivery == topology.ExactlyOnce {
 		cfg.Producer.Transaction.ID = e.link.TransactionalID(shard)
 		cfg.Producer.Transaction.Timeout = 60 * time.Second
@@ -485,6 +494,11 @@ func (e *Engine) newProducer(shard int32, maxBytes int) (sarama.AsyncProducer, e
 	}
 	return sarama.NewAsyncProducer(e.dstCluster.Bootstrap, cfg)
 }
+
+// shardProduceRetries is how often a shard's producer retries a write the
+// target refused for a reason that passes (a leader not ready or moving),
+// kafkaconn.ProducerRetryBackoff apart: about 10 s.
+const shardProduceRetries = 100
 
 // txnRetryBackoff waits 5 ms before the first retry of a transaction
 // request and doubles up to 100 ms.
