@@ -209,6 +209,14 @@ func NewEngine(topo *topology.Topology, source, target string, opts Options) (*E
 // Link returns the engine's link.
 func (e *Engine) Link() topology.Link { return e.link }
 
+// partialMetadata keeps a client's metadata to the topics it uses, for the
+// many clients of a mirror (two per shard, each shard's producer, the
+// workers' group) that never list the cluster's topics: with sarama's
+// default every one of them would hold, and refresh, the metadata of every
+// topic of its cluster, so that the mirror's memory grew with the size of
+// clusters and not with what it mirrors.
+func partialMetadata(c *sarama.Config) { c.Metadata.Full = false }
+
 func (e *Engine) dial(ctx context.Context, c *topology.Cluster, tune func(*sarama.Config)) (sarama.Client, error) {
 	dctx, cancel := context.WithTimeout(ctx, c.Timeout+5*time.Second)
 	defer cancel()
@@ -473,6 +481,7 @@ func (e *Engine) newProducer(shard int32, maxBytes int) (sarama.AsyncProducer, e
 		return nil, err
 	}
 	producerConfig(cfg)
+	partialMetadata(cfg)
 	cfg.Producer.MaxMessageBytes = max(maxBytes, defaultProducerBytes)
 	// A shard rides out a partition that is not ready to be written for
 	// longer than the second other producers give it: a broker that just

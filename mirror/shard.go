@@ -169,7 +169,7 @@ func (s *shard) run(ctx context.Context) (err error) {
 func (s *shard) open(ctx context.Context) error {
 	e := s.e
 	var err error
-	s.dst, err = e.dial(ctx, e.dstCluster, nil)
+	s.dst, err = e.dial(ctx, e.dstCluster, partialMetadata)
 	if err != nil {
 		return err
 	}
@@ -191,7 +191,7 @@ func (s *shard) open(ctx context.Context) error {
 				s.id, ErrLinkRetired, st.Epoch, st.Active, e.opts.Epoch)
 		}
 	}
-	s.srcCl, err = e.dial(ctx, e.srcCluster, func(c *sarama.Config) { c.Metadata.Full = false })
+	s.srcCl, err = e.dial(ctx, e.srcCluster, partialMetadata)
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 // initialising a shard's transactional id fences the dead one for good.
 func (e *Engine) work(ctx context.Context) error {
 	client, err := e.dial(ctx, e.dstCluster, func(c *sarama.Config) {
+		partialMetadata(c)
 		c.Consumer.Group.Rebalance.GroupStrategies = []sarama.BalanceStrategy{sarama.NewBalanceStrategyRoundRobin()}
 		c.Consumer.Group.Session.Timeout = e.opts.SessionTimeout
 		c.Consumer.Group.Heartbeat.Interval = max(e.opts.SessionTimeout/10, 100*time.Millisecond)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/rcrowley/go-metrics"
 	"github.com/urfave/cli/v2"
 
 	"github.com/drctl/drctl/internal/kafkaconn"
@@ -39,6 +40,10 @@ func withCode(code int, err error) error {
 }
 
 func main() {
+	// sarama keeps histograms and meters per broker and per topic in every
+	// client (go-metrics). drctl reads none of them (it exports its own), and
+	// they cost memory: a mirror of 1,000 partitions held 7.6 MB of them.
+	metrics.UseNilMetrics = true
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args, processStreams())
 	stop()
