@@ -426,7 +426,7 @@ func assemble(topo *topology.Topology, views map[string]*clusterView, rv rolesta
 			}
 			cs.Stale = st.Stale
 			if st.Stale {
-				s.Problems = append(s.Problems, "cluster "+name+" holds an older role state (stale); a failover happened without it: reseed it with drctl reseed "+name)
+				s.Problems = append(s.Problems, staleProblem(name, role, st, rv))
 			}
 		}
 		s.Clusters = append(s.Clusters, cs)
@@ -507,6 +507,21 @@ func CollectRoles(ctx context.Context, topo *topology.Topology) (Roles, error) {
 }
 
 // anyReachable reports whether any cluster's role state could be read.
+// staleProblem says why cluster name (role) is stale and what to do. A
+// cluster with an older role state missed a failover; one with none at
+// all while the other holds one lost it: rebuilt empty, or its internal
+// topics deleted. Only the standby can be re-seeded.
+func staleProblem(name, role string, st rolestate.ClusterState, rv rolestate.View) string {
+	if st.Found {
+		return "cluster " + name + " holds an older role state (stale); a failover happened without it: reseed it with drctl reseed " + name
+	}
+	lost := fmt.Sprintf("cluster %s holds no role state (stale) while %s holds epoch %d: it was rebuilt empty or lost drctl's internal topics", name, rv.Source, rv.Current.Epoch)
+	if role == "active" {
+		return lost + "; it is the active cluster: check its data before anything else (a reseed applies only to the standby)"
+	}
+	return lost + "; reseed it with drctl reseed " + name + " to restore its role"
+}
+
 func anyReachable(v rolestate.View) bool {
 	for _, c := range v.Clusters {
 		if c.Reachable {
