@@ -212,6 +212,33 @@ broker_pid() { "$KAFKA_SH" status "$1" | sed -n 's/.*running pid=\([0-9]*\).*/\1
 
 brokers_cpu() { calc "$(cpu_of "$EAST_PID") + $(cpu_of "$WEST_PID")"; }
 
+# fd_room PID NEED: the broker can open NEED more files (one per partition's
+# active segment, with room for its connections) under its open-files limit.
+fd_room() {
+	local open limit
+	open="$(ls "/proc/$1/fd" 2>/dev/null | wc -l)"
+	limit="$(awk '/^Max open files/ { print $4 }' "/proc/$1/limits" 2>/dev/null)"
+	[[ "$limit" == unlimited ]] && return 0
+	((open + $2 <= ${limit:-0}))
+}
+
+# wait_fd_room NEED: wait up to 3 minutes until both brokers have room for
+# NEED more open files. A broker keeps a deleted partition's files open
+# until file.delete.delay.ms (60 s) has passed, so a scale run started right
+# after another one could take a broker past its limit ("Too many open
+# files"), and the broker stops.
+wait_fd_room() {
+	local i
+	for ((i = 0; i < 180; i++)); do
+		if fd_room "$EAST_PID" "$1" && fd_room "$WEST_PID" "$1"; then
+			return 0
+		fi
+		((i % 30 == 0)) && log "waiting for the brokers to close deleted partitions' files (room for $1 more needed)"
+		sleep 1
+	done
+	return 1
+}
+
 # alive PID: the process exists and is not a zombie (kill -0 succeeds on one).
 alive() {
 	local s
@@ -692,6 +719,11 @@ timed() {
 run_scale() {
 	local m=drctl-eos rc=0 out line usage status_s lag_s status_max=0 lag_max=0 lag_total="" i east_list west_list
 	log "scale: $SCALE_TOPICS topics x $SCALE_PARTITIONS partitions, $SCALE_RECORDS records each, on east"
+	if ! wait_fd_room $((SCALE_TOPICS * SCALE_PARTITIONS + 2000)); then
+		note "scale: a broker has no room for $((SCALE_TOPICS * SCALE_PARTITIONS + 2000)) more open files (ulimit -n of the brokers; see /proc/<pid>/limits): not run"
+		echo "scale/$m status=failed" >>"$RAW"
+		return 1
+	fi
 	if ! lg fanout -brokers "$EAST" -prefix "$SCALE_PREFIX" -topics "$SCALE_TOPICS" -partitions "$SCALE_PARTITIONS" \
 		-records "$SCALE_RECORDS" >"$WORK/scale-fanout.out" 2> >(tee "$WORK/scale-fanout.log" >&2); then
 		note "scale: loadgen fanout failed: $(tail -n1 "$WORK/scale-fanout.log" | cut -c1-200)"
