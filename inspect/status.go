@@ -506,7 +506,6 @@ func CollectRoles(ctx context.Context, topo *topology.Topology) (Roles, error) {
 	return Roles{Epoch: cur.Epoch, Active: cur.Active, Standby: cur.Standby, Phase: cur.Phase, Source: v.Source, Run: cur.Run}, nil
 }
 
-// anyReachable reports whether any cluster's role state could be read.
 // staleProblem says why cluster name (role) is stale and what to do. A
 // cluster with an older role state missed a failover; one with none at
 // all while the other holds one lost it: rebuilt empty, or its internal
@@ -522,6 +521,7 @@ func staleProblem(name, role string, st rolestate.ClusterState, rv rolestate.Vie
 	return lost + "; reseed it with drctl reseed " + name + " to restore its role"
 }
 
+// anyReachable reports whether any cluster's role state could be read.
 func anyReachable(v rolestate.View) bool {
 	for _, c := range v.Clusters {
 		if c.Reachable {
