@@ -113,7 +113,7 @@ done
 # Let the move's held mirror warnings be summarised, then read the window.
 sleep 12
 show sandbox "from its first line to after the failback"
-problems=$(screen sandbox | awk '/Press Ctrl-C to stop/{log=1; next} log && NF' |
+problems=$(screen sandbox | awk '/Press Ctrl-C to stop/{on=1; next} on && NF' |
 	grep -vE '^[0-9]{2}:[0-9]{2}:[0-9]{2} (sandbox|mirror|drill): ' || true)
 bad=$(screen sandbox | grep -nE 'warning:|error|Error|does not exist|the mirror creates|active cluster is ""|circuit breaker|level=|panic' || true)
 if [[ -n "$problems$bad" ]]; then

@@ -326,7 +326,7 @@ func (e *Engine) syncTopicsLoop(ctx context.Context, syncer topicSyncer, src, ds
 		e.log.Debug("topics synced", "ready", len(ready), "took", time.Since(began).Round(time.Millisecond))
 		if err != nil {
 			e.metrics.Errors.WithLabelValues(e.link.String(), "topics").Inc()
-			e.log.Warn("topic sync failed", "err", err)
+			warn(ctx, e.log, "topic sync failed", "err", err)
 		} else {
 			e.publish(ready, troubles)
 		}

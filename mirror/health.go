@@ -38,21 +38,22 @@ func (e *Engine) measureLink(ctx context.Context, src, dst sarama.Client) {
 		}
 	}
 	e.mu.Unlock()
+	linkCtx := ctx
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	ends, err := kafkaread.StableOffsets(ctx, src, tps)
 	if err != nil {
-		e.log.Warn("cannot measure the link's lag: source ends", "err", err)
+		warn(linkCtx, e.log, "cannot measure the link's lag: source ends", "err", err)
 		return
 	}
 	progress, err := readProgressFull(ctx, dst, e.link.ProgressGroup(), tps, committedSoFar)
 	if err != nil {
-		e.log.Warn("cannot measure the link's lag: progress", "err", err)
+		warn(linkCtx, e.log, "cannot measure the link's lag: progress", "err", err)
 		return
 	}
 	starts, err := kafkaread.StartOffsets(ctx, src, tps)
 	if err != nil {
-		e.log.Warn("cannot measure the link's lag: source starts", "err", err)
+		warn(linkCtx, e.log, "cannot measure the link's lag: source starts", "err", err)
 		return
 	}
 	var lag, sum int64

@@ -129,7 +129,7 @@ func (s *shard) refreshEnds(ctx context.Context) {
 		s.endsReading = false
 		if r.err != nil {
 			s.e.metrics.Errors.WithLabelValues(s.e.link.String(), "source").Inc()
-			s.log.Warn("cannot read source end offsets", "err", r.err)
+			warn(ctx, s.log, "cannot read source end offsets", "err", r.err)
 		} else {
 			s.applyEnds(r.stable, r.at)
 		}

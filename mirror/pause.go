@@ -153,7 +153,7 @@ func (s *shard) holdPaused(ctx context.Context, tick <-chan time.Time) bool {
 	}
 	if time.Since(s.lastStable) >= s.e.opts.IdleCheck {
 		if _, err := s.refreshStable(ctx); err != nil {
-			s.log.Warn("cannot read source end offsets", "err", err)
+			warn(ctx, s.log, "cannot read source end offsets", "err", err)
 		}
 	}
 	s.observe(ctx)

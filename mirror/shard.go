@@ -139,7 +139,7 @@ func (s *shard) run(ctx context.Context) (err error) {
 			s.refreshEnds(ctx)
 		} else if time.Since(s.lastStable) >= s.e.opts.IdleCheck {
 			if _, err := s.refreshStable(ctx); err != nil {
-				s.log.Warn("cannot read source end offsets", "err", err)
+				warn(ctx, s.log, "cannot read source end offsets", "err", err)
 			}
 		}
 		s.observe(ctx)
@@ -197,7 +197,7 @@ func (s *shard) open(ctx context.Context) error {
 	}
 	s.fetch, err = newFetcher(s.srcCl, e.opts.FetchBytes, e.opts.FetchResponseBytes, e.opts.FetchWait, fetchSink{
 		out: s.in, buf: e.buf, held: &s.held,
-		outOfRange: s.outOfRange, recreated: s.recreated, failed: s.fetchFailed,
+		outOfRange: s.outOfRange, recreated: s.recreated, failed: func(tp topology.TopicPartition, err error) { s.fetchFailed(ctx, tp, err) },
 	}, s.log)
 	if err != nil {
 		return fmt.Errorf("shard %d: fetch from %s: %w", s.id, e.link.Source, err)
@@ -330,7 +330,7 @@ func (s *shard) refreshPartitions(ctx context.Context) error {
 	for i, p := range parts {
 		if errs[i] != nil {
 			s.e.metrics.Errors.WithLabelValues(s.e.link.String(), "source").Inc()
-			s.log.Warn("cannot start partition", "partition", p.tp.String(), "err", errs[i])
+			warn(ctx, s.log, "cannot start partition", "partition", p.tp.String(), "err", errs[i])
 			continue // retried at the next refresh
 		}
 		s.parts[p.tp] = p
@@ -435,9 +435,9 @@ func (s *shard) recreated(tp topology.TopicPartition, id string) {
 }
 
 // fetchFailed counts and logs a fetch error of tp.
-func (s *shard) fetchFailed(tp topology.TopicPartition, err error) {
+func (s *shard) fetchFailed(ctx context.Context, tp topology.TopicPartition, err error) {
 	s.e.metrics.Errors.WithLabelValues(s.e.link.String(), "source").Inc()
-	s.log.Warn("source fetch error", "partition", tp.String(), "err", err)
+	warn(ctx, s.log, "source fetch error", "partition", tp.String(), "err", err)
 }
 
 func topicsOf(tps []topology.TopicPartition) []string {
@@ -540,7 +540,7 @@ func (s *shard) idle(ctx context.Context, copying bool) error {
 		var err error
 		if stable, err = s.refreshStable(ctx); err != nil {
 			s.e.metrics.Errors.WithLabelValues(s.e.link.String(), "source").Inc()
-			s.log.Warn("cannot read source end offsets", "err", err)
+			warn(ctx, s.log, "cannot read source end offsets", "err", err)
 			return nil
 		}
 	}

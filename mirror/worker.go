@@ -36,10 +36,11 @@ func (e *Engine) work(ctx context.Context) error {
 		return err
 	}
 	defer group.Close()
+	linkCtx := ctx // the closure must not see the reassignment below
 	go func() {
 		for gerr := range group.Errors() {
 			e.metrics.Errors.WithLabelValues(e.link.String(), "group").Inc()
-			e.log.Warn("worker group", "err", gerr)
+			warn(linkCtx, e.log, "worker group", "err", gerr)
 		}
 	}()
 	ctx, cancel := context.WithCancel(ctx)

@@ -1,0 +1,93 @@
+package mirror
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/drctl/drctl/internal/kfaketest"
+)
+
+// warnings records the warnings logged through it.
+type warnings struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (w *warnings) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+func (w *warnings) Handle(_ context.Context, r slog.Record) error {
+	var b strings.Builder
+	b.WriteString(r.Message)
+	r.Attrs(func(a slog.Attr) bool { fmt.Fprintf(&b, " %s=%v", a.Key, a.Value); return true })
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.lines = append(w.lines, b.String())
+	return nil
+}
+func (w *warnings) WithAttrs([]slog.Attr) slog.Handler { return w }
+func (w *warnings) WithGroup(string) slog.Handler      { return w }
+
+// TestStoppingLinkLogsNoWarnings: a link that is stopped (a failover moves
+// it, the process exits) while its reads are in flight must not warn about
+// them: "topic sync failed ... context canceled" is the stop itself, and
+// an operator reading the log during a failover takes such lines for
+// trouble (the sandbox's tour showed them). The source's ListOffsets are
+// slowed so that the lag measurement and the shards' end-offset reads are
+// in flight when the link stops.
+func TestStoppingLinkLogsNoWarnings(t *testing.T) {
+	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: `  topics: {include: ["quiet"]}`})
+	src := kfaketest.DialCluster(t, p.Topology.Clusters["east"])
+	kfaketest.CreateTopicOn(t, src, "quiet", 4, nil)
+	dst := kfaketest.DialCluster(t, p.Topology.Clusters["west"])
+	prod := kfaketest.Producer(t, p.Topology.Clusters["east"], 3)
+	sendN(t, prod, "quiet", 20, "a")
+	p.East.ControlKey(int16(kmsg.ListOffsets), func(kmsg.Request) (kmsg.Response, error, bool) {
+		p.East.KeepControl()
+		time.Sleep(150 * time.Millisecond)
+		return nil, nil, false
+	})
+	for round := range 3 {
+		w := &warnings{}
+		e, err := NewEngine(p.Topology, "east", "west", Options{
+			Epoch: -1, Shards: 2, TopicSyncInterval: 50 * time.Millisecond, IdleCheck: 50 * time.Millisecond,
+			Logger: slog.New(w),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- e.Run(ctx) }()
+		waitFor(t, 30*time.Second, "the records copied", func() error {
+			n := 0
+			for part := range int32(4) {
+				rs, err := readAll(dst, "quiet", part)
+				if err != nil {
+					return err
+				}
+				n += len(rs)
+			}
+			if n < 20 {
+				return fmt.Errorf("%d of 20 records copied", n)
+			}
+			return nil
+		})
+		time.Sleep(time.Duration(round*40) * time.Millisecond) // stop at different points of a pass
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("round %d: engine: %v", round, err)
+		}
+		w.mu.Lock()
+		lines := w.lines
+		w.mu.Unlock()
+		if len(lines) > 0 {
+			t.Fatalf("round %d: the stopped link logged %d warning(s):\n%s", round, len(lines), strings.Join(lines, "\n"))
+		}
+	}
+}
