@@ -16,7 +16,10 @@ type budget struct {
 	mu    sync.Mutex
 	total int64
 	held  int64
-	freed chan struct{} // closed and replaced whenever bytes are released
+	freed chan struct{} // closed and replaced when bytes are released and waited
+	// waited: an acquire waits on freed. A release replaces freed only
+	// then: a release per record copied made a channel per record.
+	waited bool
 }
 
 func newBudget(total int64) *budget {
@@ -34,6 +37,7 @@ func (b *budget) acquire(n int64, stop <-chan struct{}) bool {
 			return true
 		}
 		freed := b.freed
+		b.waited = true
 		b.mu.Unlock()
 		select {
 		case <-freed:
@@ -50,7 +54,10 @@ func (b *budget) release(n int64) {
 	}
 	b.mu.Lock()
 	b.held -= n
-	close(b.freed)
-	b.freed = make(chan struct{})
+	if b.waited {
+		close(b.freed)
+		b.freed = make(chan struct{})
+		b.waited = false
+	}
 	b.mu.Unlock()
 }

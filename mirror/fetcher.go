@@ -633,7 +633,8 @@ func decodeBlock(p *fetchPart, block *sarama.FetchResponseBlock) fetched {
 }
 
 // ownedMessage copies rec out of its fetch response: key, value and
-// headers share one buffer of the record's own. A null key or value stays
+// headers share one buffer of the record's own, and the message and up to
+// two headers one allocation (see ownedRecord). A null key or value stays
 // null.
 func ownedMessage(tp topology.TopicPartition, rec kafkaread.Record) *sarama.ConsumerMessage {
 	n := len(rec.Key) + len(rec.Value)
@@ -648,19 +649,33 @@ func ownedMessage(tp topology.TopicPartition, rec kafkaread.Record) *sarama.Cons
 		buf = append(buf, b...)
 		return buf[len(buf)-len(b) : len(buf) : len(buf)]
 	}
-	m := &sarama.ConsumerMessage{
+	o := new(ownedRecord)
+	m := &o.msg
+	*m = sarama.ConsumerMessage{
 		Topic: tp.Topic, Partition: tp.Partition, Offset: rec.Offset, Timestamp: rec.Timestamp,
 		Key: own(rec.Key), Value: own(rec.Value),
 	}
-	if len(rec.Headers) > 0 {
-		hs := make([]sarama.RecordHeader, len(rec.Headers))
-		m.Headers = make([]*sarama.RecordHeader, len(rec.Headers))
-		for i, h := range rec.Headers {
-			hs[i] = sarama.RecordHeader{Key: own(h.Key), Value: own(h.Value)}
-			m.Headers[i] = &hs[i]
+	if k := len(rec.Headers); k > 0 {
+		hs, ps := o.headers[:0], o.ptrs[:0]
+		if k > len(o.headers) {
+			hs, ps = make([]sarama.RecordHeader, 0, k), make([]*sarama.RecordHeader, 0, k)
 		}
+		for _, h := range rec.Headers {
+			hs = append(hs, sarama.RecordHeader{Key: own(h.Key), Value: own(h.Value)})
+			ps = append(ps, &hs[len(hs)-1])
+		}
+		m.Headers = ps
 	}
 	return m
+}
+
+// ownedRecord is a fetched record's message with room for two headers:
+// the fetcher makes one per record, and each allocation of its own was
+// garbage to collect.
+type ownedRecord struct {
+	msg     sarama.ConsumerMessage
+	headers [2]sarama.RecordHeader
+	ptrs    [2]*sarama.RecordHeader
 }
 
 // skippable returns the offset the partition's committed progress next

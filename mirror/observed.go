@@ -88,7 +88,7 @@ func (s *shard) observedMessage() *sarama.ProducerMessage {
 	}
 	raw, _ := json.Marshal(rec)
 	return &sarama.ProducerMessage{Topic: s.e.link.EndsTopic(), Partition: 0, Key: sarama.StringEncoder(strconv.Itoa(int(s.id))),
-		Value: sarama.ByteEncoder(raw), Metadata: txnMeta{}}
+		Value: sarama.ByteEncoder(raw), Metadata: &txnMeta{}}
 }
 
 // refreshStable reads the source's last stable offsets of the shard's

@@ -142,7 +142,7 @@ func copyTopic(ctx context.Context, cl sarama.Client, admin sarama.ClusterAdmin,
 				hs = append(hs, *h)
 			}
 			_, _, err := prod.SendMessage(&sarama.ProducerMessage{Topic: into, Partition: p, Key: keyOf(r.Key),
-				Value: sarama.ByteEncoder(r.Value), Headers: hs, Timestamp: r.Timestamp, Metadata: txnMeta{}})
+				Value: sarama.ByteEncoder(r.Value), Headers: hs, Timestamp: r.Timestamp, Metadata: &txnMeta{}})
 			if err == nil {
 				n++
 			}

@@ -462,7 +462,7 @@ func (s *shard) stopPartition(p *partState) {
 // blocked first, so that the shard restarts without it.
 func (s *shard) produceFailed(perr *sarama.ProducerError) error {
 	tp := topology.TopicPartition{Topic: perr.Msg.Topic, Partition: perr.Msg.Partition}
-	if md, ok := perr.Msg.Metadata.(txnMeta); ok && md.tp.Topic != "" && partitionScoped(perr.Err) {
+	if md, ok := perr.Msg.Metadata.(*txnMeta); ok && md.tp.Topic != "" && partitionScoped(perr.Err) {
 		known := partState{next: -1, stable: -1}
 		if p, ok := s.parts[tp]; ok {
 			known = *p
@@ -594,14 +594,14 @@ var errResize = errors.New("a topic with larger records joined the shard: reopen
 // maxProbes bounds the hole probes of one idle pass.
 const maxProbes = 16
 
-// provenance returns the headers of the copy: the source's headers without
-// drctl's own, then the origin (kept from an earlier hop, else the source
-// cluster) and this hop's source offset. own reports that the record came
-// from the target cluster in the first place and must not go back
-// (loop prevention), unless the link copies its own origin (a reseed).
-func (s *shard) provenance(m *sarama.ConsumerMessage) (headers []sarama.RecordHeader, own bool) {
+// provenance appends to headers the headers of the copy: the source's
+// headers without drctl's own, then the origin (kept from an earlier hop,
+// else the source cluster) and this hop's source offset, whose value it
+// writes into off. The bool reports that the record came from the target
+// cluster in the first place and must not go back (loop prevention),
+// unless the link copies its own origin (a reseed).
+func (s *shard) provenance(m *sarama.ConsumerMessage, headers []sarama.RecordHeader, off *[8]byte) ([]sarama.RecordHeader, bool) {
 	origin := s.e.srcID
-	headers = make([]sarama.RecordHeader, 0, len(m.Headers)+2)
 	for _, h := range m.Headers {
 		switch string(h.Key) {
 		case HeaderOrigin:
@@ -614,12 +614,18 @@ func (s *shard) provenance(m *sarama.ConsumerMessage) (headers []sarama.RecordHe
 	if !s.e.opts.CopyOwnOrigin && string(origin) == string(s.e.dstID) {
 		return nil, true
 	}
-	var off [8]byte
 	binary.BigEndian.PutUint64(off[:], uint64(m.Offset))
-	headers = append(headers, sarama.RecordHeader{Key: []byte(HeaderOrigin), Value: origin},
-		sarama.RecordHeader{Key: []byte(HeaderSourceOffset), Value: off[:]})
+	headers = append(headers, sarama.RecordHeader{Key: headerOriginKey, Value: origin},
+		sarama.RecordHeader{Key: headerSourceOffsetKey, Value: off[:]})
 	return headers, false
 }
+
+// The provenance headers' keys, shared by every copy: the producer only
+// reads them.
+var (
+	headerOriginKey       = []byte(HeaderOrigin)
+	headerSourceOffsetKey = []byte(HeaderSourceOffset)
+)
 
 // keyOf keeps a null key null.
 func keyOf(k []byte) sarama.Encoder {

@@ -64,7 +64,7 @@ func writeTopicRecord(prod sarama.SyncProducer, link topology.Link, rec TopicRec
 		return err
 	}
 	_, _, err = prod.SendMessage(&sarama.ProducerMessage{Topic: link.TopicsTopic(), Partition: 0,
-		Key: sarama.StringEncoder(rec.Topic), Value: sarama.ByteEncoder(raw), Metadata: txnMeta{}})
+		Key: sarama.StringEncoder(rec.Topic), Value: sarama.ByteEncoder(raw), Metadata: &txnMeta{}})
 	if err != nil {
 		return fmt.Errorf("record topic %s in %s: %w", rec.Topic, link.TopicsTopic(), err)
 	}

@@ -143,7 +143,8 @@ func (t *txn) take(m *sarama.ConsumerMessage) *sarama.ProducerMessage {
 	t.next[tp] = m.Offset + 1
 	t.records++
 	t.bytes += len(m.Value) + len(m.Key)
-	headers, own := s.provenance(m)
+	c := new(copyRecord)
+	headers, own := s.provenance(m, c.headers[:0], &c.offset)
 	if own {
 		if t.skipped == nil {
 			t.skipped = map[string]int{}
@@ -152,16 +153,35 @@ func (t *txn) take(m *sarama.ConsumerMessage) *sarama.ProducerMessage {
 		t.release(held)
 		return nil
 	}
-	pm := &sarama.ProducerMessage{
-		Topic: m.Topic, Partition: m.Partition, Key: keyOf(m.Key), Value: sarama.ByteEncoder(m.Value),
+	pm := &c.msg
+	c.value = m.Value
+	*pm = sarama.ProducerMessage{
+		Topic: m.Topic, Partition: m.Partition, Value: &c.value,
 		Headers: headers, Timestamp: m.Timestamp,
 	}
-	md := txnMeta{tp: tp, src: m.Offset, ts: m.Timestamp, bytes: recordBytes(pm), target: t.predict(tp), held: held}
-	if md.target >= 0 {
-		t.pairs[tp] = append(t.pairs[tp], offsettranslate.Pair{Source: md.src, Target: md.target})
+	if m.Key != nil { // a null key stays null
+		c.key = m.Key
+		pm.Key = &c.key
 	}
-	pm.Metadata = md
+	c.meta = txnMeta{tp: tp, src: m.Offset, ts: m.Timestamp, bytes: recordBytes(pm), target: t.predict(tp), held: held}
+	if c.meta.target >= 0 {
+		t.pairs[tp] = append(t.pairs[tp], offsettranslate.Pair{Source: c.meta.src, Target: c.meta.target})
+	}
+	pm.Metadata = &c.meta
 	return pm
+}
+
+// copyRecord is a record's copy with what it carries, in one allocation:
+// the copy loop makes one per record, and each allocation of its own was
+// garbage to collect (a few percent of the mirror's CPU each).
+type copyRecord struct {
+	msg     sarama.ProducerMessage
+	meta    txnMeta
+	headers [4]sarama.RecordHeader // the source's (usually few) and provenance's two
+	offset  [8]byte                // the source offset header's value
+	// The key and value as the producer's encoders: a pointer to them
+	// fits an interface without an allocation of its own.
+	key, value sarama.ByteEncoder
 }
 
 // release gives back n bytes of the budget the transaction holds. A
@@ -236,7 +256,7 @@ func heldBytes(m *sarama.ConsumerMessage) int64 {
 // was when transactions were small, whatever the size of a transaction:
 // the producer queues what it is given without a bound of its own.
 func (t *txn) mayQueue(pm *sarama.ProducerMessage) bool {
-	md, copied := pm.Metadata.(txnMeta)
+	md, copied := pm.Metadata.(*txnMeta)
 	if !copied {
 		return true // the offset map
 	}
@@ -253,7 +273,7 @@ func (t *txn) mayQueue(pm *sarama.ProducerMessage) bool {
 
 func (t *txn) queued(pm *sarama.ProducerMessage) {
 	t.sent++
-	if md, copied := pm.Metadata.(txnMeta); copied {
+	if md, copied := pm.Metadata.(*txnMeta); copied {
 		t.inflight[md.tp] += md.bytes
 		t.flying += md.bytes
 	}
@@ -264,7 +284,7 @@ func (t *txn) queued(pm *sarama.ProducerMessage) {
 // transaction (see transact).
 func (t *txn) ack(ok *sarama.ProducerMessage) {
 	t.acked++
-	md, copied := ok.Metadata.(txnMeta)
+	md, copied := ok.Metadata.(*txnMeta)
 	if !copied {
 		return // the offset map
 	}

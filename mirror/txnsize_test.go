@@ -67,7 +67,7 @@ func TestInflightBytesBounded(t *testing.T) {
 	tx := s.newTxn()
 	tp := topology.TopicPartition{Topic: "t", Partition: 0}
 	rec := func(n int) *sarama.ProducerMessage {
-		return &sarama.ProducerMessage{Topic: "t", Value: sarama.ByteEncoder(make([]byte, n)), Metadata: txnMeta{tp: tp, bytes: n, target: -1}}
+		return &sarama.ProducerMessage{Topic: "t", Value: sarama.ByteEncoder(make([]byte, n)), Metadata: &txnMeta{tp: tp, bytes: n, target: -1}}
 	}
 	big := rec(5000)
 	if !tx.mayQueue(big) {
