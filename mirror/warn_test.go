@@ -64,20 +64,7 @@ func TestStoppingLinkLogsNoWarnings(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() { done <- e.Run(ctx) }()
-		waitFor(t, 30*time.Second, "the records copied", func() error {
-			n := 0
-			for part := range int32(4) {
-				rs, err := readAll(dst, "quiet", part)
-				if err != nil {
-					return err
-				}
-				n += len(rs)
-			}
-			if n < 20 {
-				return fmt.Errorf("%d of 20 records copied", n)
-			}
-			return nil
-		})
+		waitCopied(t, src, dst, "quiet", "kfake-east")
 		time.Sleep(time.Duration(round*40) * time.Millisecond) // stop at different points of a pass
 		cancel()
 		if err := <-done; err != nil {
