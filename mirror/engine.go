@@ -52,6 +52,8 @@ type Options struct {
 	FetchBytes int32
 	// FetchResponseBytes bounds a shard's fetch response: its partitions
 	// share it, each getting at least 8 KiB (2 MiB; see fetcher.go).
+	// Across a WAN both sizes grow with the source's round trip, up to 4
+	// times and to the shard's share of MaxBufferedBytes (fetchsize.go).
 	FetchResponseBytes int32
 	FetchWait          time.Duration // how long a fetch may wait for data (100ms)
 	ChannelBuffer      int           // records buffered per shard (2048)

@@ -33,7 +33,8 @@ import (
 //     that returned nothing last time gets a small share (idleShare), the
 //     others split what is left of respBytes (at most partBytes each), so a
 //     response holds about respBytes however many partitions the shard has,
-//     and a few busy partitions among many idle ones still fetch in bulk. A
+//     and a few busy partitions among many idle ones still fetch in bulk;
+//     both sizes grow with the source's round trip (fetchsize.go). A
 //     batch larger than its share comes whole when its partition is the
 //     first of a request (KIP-74), so a partition that came back empty though
 //     it has data goes first in its next request;
@@ -177,13 +178,12 @@ type fetchSink struct {
 
 // fetcher reads a shard's source partitions; see the comment at the top.
 type fetcher struct {
-	cl        sarama.Client
-	version   int16
-	partBytes int32
-	respBytes int32
-	wait      time.Duration
-	sink      fetchSink
-	log       *slog.Logger
+	cl      sarama.Client
+	version int16
+	size    *fetchSizer
+	wait    time.Duration
+	sink    fetchSink
+	log     *slog.Logger
 
 	mu    sync.Mutex
 	parts map[topology.TopicPartition]*fetchPart
@@ -198,13 +198,16 @@ type fetcher struct {
 	done   chan struct{}
 }
 
-func newFetcher(cl sarama.Client, partBytes, respBytes int32, wait time.Duration, sink fetchSink, log *slog.Logger) (*fetcher, error) {
+// newFetcher returns a fetcher whose partitions' shares are at most
+// partBytes and whose responses about respBytes, both growing with the
+// source's round trip until a response's bound reaches most (fetchsize.go).
+func newFetcher(cl sarama.Client, partBytes, respBytes, most int32, wait time.Duration, sink fetchSink, log *slog.Logger) (*fetcher, error) {
 	version, err := kafkaread.FetchVersion(cl.Config().Version)
 	if err != nil {
 		return nil, err
 	}
 	return &fetcher{
-		cl: cl, version: version, partBytes: max(partBytes, minPartBytes), respBytes: max(respBytes, minPartBytes),
+		cl: cl, version: version, size: newFetchSizer(partBytes, respBytes, most),
 		wait: wait, sink: sink, log: log,
 		parts: map[topology.TopicPartition]*fetchPart{}, kick: make(chan struct{}, 1),
 	}, nil
@@ -545,13 +548,15 @@ func (f *fetcher) requestOrder(ps []*fetchPart) []*fetchPart {
 }
 
 // shares returns the partition shares of a request for n partitions of
-// which busy returned records last time: see the comment at the top.
-func (f *fetcher) shares(n, busy int) (idle, active int32) {
-	idle = min(idleShareMax, max(minPartBytes, f.respBytes/int32(n)))
-	active = f.partBytes
+// which busy returned records last time, within a partition's largest
+// share partBytes and the response's bound respBytes: see the comment at
+// the top.
+func shares(n, busy int, partBytes, respBytes int32) (idle, active int32) {
+	idle = min(idleShareMax, max(minPartBytes, respBytes/int32(n)))
+	active = partBytes
 	if busy > 0 {
-		left := max(0, int64(f.respBytes)-int64(n-busy)*int64(idle))
-		active = int32(min(int64(f.partBytes), max(int64(idle), left/int64(busy))))
+		left := max(0, int64(respBytes)-int64(n-busy)*int64(idle))
+		active = int32(min(int64(partBytes), max(int64(idle), left/int64(busy))))
 	}
 	return idle, active
 }
@@ -574,7 +579,8 @@ func (f *fetcher) fetchFrom(ctx context.Context, b *sarama.Broker, ps []*fetchPa
 			busy++
 		}
 	}
-	idle, active := f.shares(len(ps), busy)
+	part, most := f.size.sizes()
+	idle, active := shares(len(ps), busy, part, most)
 	for _, p := range ps {
 		share := idle
 		if p.busy {
@@ -582,6 +588,7 @@ func (f *fetcher) fetchFrom(ctx context.Context, b *sarama.Broker, ps []*fetchPa
 		}
 		req.AddBlock(p.tp.Topic, p.tp.Partition, p.at, max(share, p.boost), -1)
 	}
+	sent := time.Now()
 	resp, err := kafkaread.Await(ctx, func() (*sarama.FetchResponse, error) { return b.Fetch(req) })
 	if err == nil && resp.ErrorCode != 0 {
 		err = sarama.KError(resp.ErrorCode)
@@ -597,12 +604,18 @@ func (f *fetcher) fetchFrom(ctx context.Context, b *sarama.Broker, ps []*fetchPa
 		f.sink.failed(ps[0].tp, fmt.Errorf("fetch %d partition(s) from broker %s: %w", len(ps), b.Addr(), err))
 		_ = b.Close()
 	}
+	backlog := false
 	for i, p := range ps {
 		out[i] = fetched{p: p, err: err, reported: err != nil, lso: -1}
 		if err == nil {
 			out[i] = decodeBlock(p, resp.GetBlock(p.tp.Topic, p.tp.Partition))
 			out[i].at = at
+			r := out[i]
+			backlog = backlog || (r.err == nil && len(r.msgs) > 0 && r.next < r.lso)
 		}
+	}
+	if backlog {
+		f.size.observe(at.Sub(sent))
 	}
 	return out
 }
@@ -733,7 +746,7 @@ func (f *fetcher) advance(r fetched) {
 	p.at, p.fails, p.busy = r.next, 0, len(r.msgs) > 0
 	switch {
 	case r.partial:
-		p.boost, p.first = min(max(2*p.boost, 2*f.partBytes), 1<<30), true
+		p.boost, p.first = min(max(2*p.boost, 2*f.size.part), 1<<30), true
 	case r.empty:
 		p.first = true
 	default:

@@ -81,7 +81,7 @@ func testFetcher(t *testing.T, src sarama.Client, out chan *sarama.ConsumerMessa
 	for _, fn := range tune {
 		fn(&sink)
 	}
-	f, err := newFetcher(src, minPartBytes, 2*idleShareMax, 50*time.Millisecond, sink, slog.New(slog.DiscardHandler))
+	f, err := newFetcher(src, minPartBytes, 2*idleShareMax, 2*idleShareMax, 50*time.Millisecond, sink, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -487,14 +487,13 @@ func TestFetcherLooksUpLeadersOnlyAfterAFailure(t *testing.T) {
 func TestALoneBusyPartitionFillsTheResponse(t *testing.T) {
 	var o Options
 	o.defaults()
-	f := &fetcher{partBytes: o.FetchBytes, respBytes: o.FetchResponseBytes}
-	if _, active := f.shares(1, 1); active != o.FetchResponseBytes {
+	if _, active := shares(1, 1, o.FetchBytes, o.FetchResponseBytes); active != o.FetchResponseBytes {
 		t.Errorf("a lone busy partition's share is %d bytes, want the whole response (%d)", active, o.FetchResponseBytes)
 	}
-	if _, active := f.shares(2, 2); active != o.FetchResponseBytes/2 {
+	if _, active := shares(2, 2, o.FetchBytes, o.FetchResponseBytes); active != o.FetchResponseBytes/2 {
 		t.Errorf("two busy partitions get %d bytes each, want half the response (%d)", active, o.FetchResponseBytes/2)
 	}
-	idle, active := f.shares(100, 10)
+	idle, active := shares(100, 10, o.FetchBytes, o.FetchResponseBytes)
 	if sum := int64(90)*int64(idle) + 10*int64(active); sum > int64(o.FetchResponseBytes) {
 		t.Errorf("100 partitions, 10 busy: the shares add up to %d bytes, over the response's %d", sum, o.FetchResponseBytes)
 	}

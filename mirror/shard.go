@@ -195,7 +195,7 @@ func (s *shard) open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.fetch, err = newFetcher(s.srcCl, e.opts.FetchBytes, e.opts.FetchResponseBytes, e.opts.FetchWait, fetchSink{
+	s.fetch, err = newFetcher(s.srcCl, e.opts.FetchBytes, e.opts.FetchResponseBytes, fetchGrowth(e.opts), e.opts.FetchWait, fetchSink{
 		out: s.in, buf: e.buf, held: &s.held,
 		outOfRange: s.outOfRange, recreated: s.recreated, failed: func(tp topology.TopicPartition, err error) { s.fetchFailed(ctx, tp, err) },
 	}, s.log)
