@@ -40,6 +40,10 @@ type fetchSizer struct {
 	part, resp int32 // base: a partition's share, a response
 	most       int32 // the largest a response may grow to (>= resp)
 
+	// report, when set, is told the round trip after each observation
+	// (the shard's metric).
+	report func(time.Duration)
+
 	mu   sync.Mutex
 	took [rttWindow]time.Duration
 	n    int // requests recorded; the next one goes to took[n%rttWindow]
@@ -59,6 +63,9 @@ func (s *fetchSizer) observe(d time.Duration) {
 	s.took[s.n%rttWindow] = d
 	s.n++
 	s.mu.Unlock()
+	if s.report != nil {
+		s.report(s.roundTrip())
+	}
 }
 
 // roundTrip is the shortest recorded duration; 0 before any.

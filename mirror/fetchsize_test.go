@@ -23,6 +23,8 @@ import (
 func TestFetchSizesFollowTheRoundTrip(t *testing.T) {
 	const part, resp, most = 1 << 20, 2 << 20, 8 << 20
 	s := newFetchSizer(part, resp, most)
+	var reported time.Duration
+	s.report = func(d time.Duration) { reported = d }
 	check := func(what string, wantPart, wantResp int32) {
 		t.Helper()
 		if p, r := s.sizes(); p != wantPart || r != wantResp {
@@ -46,6 +48,9 @@ func TestFetchSizesFollowTheRoundTrip(t *testing.T) {
 		s.observe(100 * time.Millisecond) // 50 ms each way
 	}
 	check("100 ms round trips: up to the most", part*5, most)
+	if reported != 100*time.Millisecond {
+		t.Errorf("round trip reported to the metric: %v, want 100ms", reported)
+	}
 
 	// A fetcher that may not grow keeps its base sizes.
 	fixed := newFetchSizer(part, resp, resp)

@@ -23,10 +23,13 @@ type Metrics struct {
 	LagRecords   *prometheus.GaugeVec
 	LagSeconds   *LagClock
 	ShardsOwned  *prometheus.GaugeVec
-	CommitTime   *prometheus.HistogramVec
-	Latency      *prometheus.HistogramVec
-	GroupSync    *groupsync.Metrics
-	Safety       *SafetyMetrics
+	// FetchRoundTrip is the source round trip each shard sizes its fetches
+	// by (fetchsize.go): a WAN shows here.
+	FetchRoundTrip *prometheus.GaugeVec
+	CommitTime     *prometheus.HistogramVec
+	Latency        *prometheus.HistogramVec
+	GroupSync      *groupsync.Metrics
+	Safety         *SafetyMetrics
 
 	// Roles are the live role state as the daemon last read it.
 	Roles *RoleMetrics
@@ -65,6 +68,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		LagSeconds: newLagClock(),
 		ShardsOwned: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "drctl_mirror_shards_owned",
 			Help: "Shards of the link this process owns."}, []string{"link"}),
+		FetchRoundTrip: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "drctl_mirror_fetch_round_trip_seconds",
+			Help: "The source's round trip a shard sizes its fetches by: the shortest of its latest fetches that found a backlog (beyond 20 ms its fetches grow)."}, []string{"link", "shard"}),
 		CommitTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "drctl_mirror_commit_seconds",
 			Help: "Time to produce and commit one mirror transaction.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 14)}, []string{"link"}),
 		Latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "drctl_mirror_replication_latency_seconds",
@@ -85,7 +90,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "1 when the cluster holds a drctl write fence (ACLs) for the topology, else 0 (failover.fence: acl only). The standby reads 1 while the ACL sync keeps it fenced (mirror.acls); a fence matters on the active (drctl_cluster_active)."}, []string{"cluster"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.Records, m.Bytes, m.Skipped, m.Lost, m.Transactions, m.Errors, m.LagRecords, m.LagSeconds, m.ShardsOwned, m.CommitTime, m.Latency,
+		reg.MustRegister(m.Records, m.Bytes, m.Skipped, m.Lost, m.Transactions, m.Errors, m.LagRecords, m.LagSeconds, m.ShardsOwned, m.FetchRoundTrip, m.CommitTime, m.Latency,
 			m.Roles.Epoch, m.Roles.Phase, m.Roles.Active, m.Roles.Reachable, m.Roles.Stale, m.Roles.Fenced)
 	}
 	m.GroupSync = groupsync.NewMetrics(reg)
@@ -114,6 +119,7 @@ func (m *Metrics) ForgetLink(link string) {
 	m.LagRecords.DeletePartialMatch(l)
 	m.LagSeconds.forget(link, nil)
 	m.ShardsOwned.DeletePartialMatch(l)
+	m.FetchRoundTrip.DeletePartialMatch(l)
 	m.GroupSync.LastSynced.DeletePartialMatch(l)
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -202,6 +203,8 @@ func (s *shard) open(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("shard %d: fetch from %s: %w", s.id, e.link.Source, err)
 	}
+	link, shard := e.link.String(), strconv.Itoa(int(s.id))
+	s.fetch.size.report = func(d time.Duration) { e.metrics.FetchRoundTrip.WithLabelValues(link, shard).Set(d.Seconds()) }
 	s.fetch.start(ctx)
 	parts, err := e.offsetsPartitions(ctx, s.dst)
 	if err != nil {
@@ -229,6 +232,7 @@ func (s *shard) close() {
 	// the fetcher can add no more.
 	if s.fetch != nil {
 		s.fetch.close()
+		s.e.metrics.FetchRoundTrip.DeleteLabelValues(s.e.link.String(), strconv.Itoa(int(s.id)))
 	}
 	s.e.buf.release(s.held.Swap(0))
 	if s.srcCl != nil {
