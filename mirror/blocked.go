@@ -62,7 +62,7 @@ func (e *Engine) block(tp topology.TopicPartition, p partState, err error) {
 		next: p.next, lastTs: p.lastTs, stable: p.stable, stableAt: p.stableAt}
 	e.trouble[tp] = msg
 	e.mu.Unlock()
-	e.partsGen.Add(1)
+	e.partsChanged()
 	e.metrics.Errors.WithLabelValues(e.link.String(), "partition").Inc()
 	e.setBlockedGauge(tp, 1)
 	e.log.Error("partition blocked: the target refuses its records", "partition", tp.String(), "err", err, "retry_in", e.opts.BlockedRetry)
@@ -83,7 +83,7 @@ func (e *Engine) copied(tps map[topology.TopicPartition]int64) {
 	}
 	e.mu.Unlock()
 	if len(cleared) > 0 {
-		e.partsGen.Add(1)
+		e.partsChanged()
 	}
 	for _, tp := range cleared {
 		e.setBlockedGauge(tp, 0)

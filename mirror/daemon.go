@@ -261,28 +261,41 @@ func (d *Daemon) fenceReturnedStale(ctx context.Context, v rolestate.View, done 
 }
 
 // readState resolves the live roles from both clusters (the higher epoch
-// wins; one reachable cluster is enough).
+// wins; one reachable cluster is enough). The role state, the fences and
+// the pauses are read at once, each a few round trips: a cluster's reads
+// still follow each other on its connection (sarama sends one request at
+// a time there), but the clusters' reads overlap, which matters when both
+// are a WAN away.
 func (d *Daemon) readState(ctx context.Context) (rolestate.View, error) {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	clusters := kafkaconn.Open(ctx, d.topo)
 	defer clusters.Close()
-	v, err := rolestate.ResolveLive(ctx, clusters)
-	if err != nil {
-		return rolestate.View{}, err
-	}
+	clients := clusters.Clients()
+	var wg sync.WaitGroup
 	if d.topo.Failover.Fence == topology.FenceACL {
-		for name, c := range clusters.Clients() {
-			if held, err := aclfence.Held(ctx, c, d.topo.Name); err == nil {
-				d.opts.Engine.Metrics.Roles.Fenced.WithLabelValues(name).Set(b2f(held))
-			}
+		for name, c := range clients {
+			wg.Go(func() {
+				if held, err := aclfence.Held(ctx, c, d.topo.Name); err == nil {
+					d.opts.Engine.Metrics.Roles.Fenced.WithLabelValues(name).Set(b2f(held))
+				}
+			})
 		}
 	}
-	// A pause that cannot be read keeps the last one read: it expires.
-	if ps, err := Pauses(ctx, clusters.Clients(), d.topo.Name); err == nil {
-		d.mu.Lock()
-		d.pauses = ps
-		d.mu.Unlock()
+	if len(clients) > 0 {
+		wg.Go(func() {
+			// A pause that cannot be read keeps the last one read: it expires.
+			if ps, err := Pauses(ctx, clients, d.topo.Name); err == nil {
+				d.mu.Lock()
+				d.pauses = ps
+				d.mu.Unlock()
+			}
+		})
+	}
+	v, err := rolestate.ResolveLive(ctx, clusters)
+	wg.Wait()
+	if err != nil {
+		return rolestate.View{}, err
 	}
 	return v, nil
 }

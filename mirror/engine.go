@@ -164,9 +164,14 @@ type Engine struct {
 	owned    map[int32]bool
 	buf      *budget
 	// partsGen changes whenever the partitions of a shard may have
-	// changed (a topic sync, a block, a block cleared).
+	// changed (a topic sync, a block, a block cleared); see partsChanged.
 	partsGen atomic.Uint64
-	health   linkHealth
+	// partsWake is closed and replaced at each change of partsGen, so
+	// that a waiting shard starts its new partitions at once, not at its
+	// next IdleCheck (a second of every link's start).
+	wakeMu    sync.Mutex
+	partsWake chan struct{}
+	health    linkHealth
 	// resetNote: when and why the target was last found to have lost its
 	// data; written to the ends topic for status.
 	resetNote string
@@ -254,16 +259,28 @@ func (e *Engine) Run(ctx context.Context) error {
 }
 
 func (e *Engine) runOnce(ctx context.Context) error {
-	src, err := e.dial(ctx, e.srcCluster, nil)
-	if err != nil {
-		return err
+	// Both clusters at once: one of them may be a WAN away.
+	var (
+		src, dst       sarama.Client
+		srcErr, dstErr error
+		dials          sync.WaitGroup
+	)
+	dials.Go(func() { src, srcErr = e.dial(ctx, e.srcCluster, nil) })
+	dials.Go(func() { dst, dstErr = e.dial(ctx, e.dstCluster, nil) })
+	dials.Wait()
+	defer func() {
+		for _, cl := range []sarama.Client{src, dst} {
+			if cl != nil {
+				_ = cl.Close()
+			}
+		}
+	}()
+	if srcErr != nil {
+		return srcErr
 	}
-	defer src.Close()
-	dst, err := e.dial(ctx, e.dstCluster, nil)
-	if err != nil {
-		return err
+	if dstErr != nil {
+		return dstErr
 	}
-	defer dst.Close()
 	sid, err := kafkaconn.ClusterID(src)
 	if err != nil {
 		return fmt.Errorf("source %s: %w", e.link.Source, err)
@@ -341,6 +358,27 @@ func (e *Engine) syncTopicsLoop(ctx context.Context, syncer topicSyncer, src, ds
 	}
 }
 
+// partsChanged says that the partitions of a shard may have changed.
+func (e *Engine) partsChanged() {
+	e.partsGen.Add(1)
+	e.wakeMu.Lock()
+	if e.partsWake != nil {
+		close(e.partsWake)
+	}
+	e.partsWake = make(chan struct{})
+	e.wakeMu.Unlock()
+}
+
+// partsWaker returns a channel closed at the next partsChanged.
+func (e *Engine) partsWaker() <-chan struct{} {
+	e.wakeMu.Lock()
+	defer e.wakeMu.Unlock()
+	if e.partsWake == nil {
+		e.partsWake = make(chan struct{})
+	}
+	return e.partsWake
+}
+
 func (e *Engine) publish(ready map[string]readyTopic, troubles map[string]string) {
 	by := map[int32][]topology.TopicPartition{}
 	limits := map[string]int32{}
@@ -359,7 +397,7 @@ func (e *Engine) publish(ready map[string]readyTopic, troubles map[string]string
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.byShard, e.synced, e.limits, e.ids = by, true, limits, ids
-	e.partsGen.Add(1)
+	e.partsChanged()
 	// Topic-level troubles are this pass's; partition-level ones stay
 	// until the partition copies again.
 	for tp := range e.trouble {

@@ -70,22 +70,34 @@ func PutPause(ctx context.Context, clients map[string]sarama.Client, p Pause) er
 // (the newest of a key across clusters), released and expired ones
 // included.
 func Pauses(ctx context.Context, clients map[string]sarama.Client, topoName string) ([]Pause, error) {
+	type read struct {
+		name string
+		all  map[string][]byte
+		err  error
+	}
+	reads := make(chan read, len(clients))
+	for name, c := range clients { // at once: each read is a few round trips
+		go func() {
+			all, err := kvstore.All(ctx, c, topology.MirrorPausesTopic)
+			reads <- read{name, all, err}
+		}()
+	}
 	newest := map[string]Pause{}
 	var errs []error
-	read := 0
-	for name, c := range clients {
-		all, err := kvstore.All(ctx, c, topology.MirrorPausesTopic)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+	ok := 0
+	for range clients {
+		r := <-reads
+		if r.err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", r.name, r.err))
 			continue
 		}
-		read++
-		for key, raw := range all {
+		ok++
+		for key, raw := range r.all {
 			p, err := DecodePause(raw)
 			if err != nil || p.Topology != topoName {
 				continue
 			}
-			if old, ok := newest[key]; !ok || p.At.After(old.At) || (p.At.Equal(old.At) && p.Released) {
+			if old, seen := newest[key]; !seen || p.At.After(old.At) || (p.At.Equal(old.At) && p.Released) {
 				newest[key] = p
 			}
 		}
@@ -94,7 +106,7 @@ func Pauses(ctx context.Context, clients map[string]sarama.Client, topoName stri
 	for _, p := range newest {
 		out = append(out, p)
 	}
-	if read == 0 && len(errs) > 0 {
+	if ok == 0 && len(errs) > 0 {
 		return out, errors.Join(errs...)
 	}
 	return out, nil

@@ -113,6 +113,7 @@ func (s *shard) run(ctx context.Context) (err error) {
 	tick := time.NewTicker(s.e.opts.IdleCheck)
 	defer tick.Stop()
 	for {
+		wake := s.e.partsWaker() // before the refresh: no change is missed
 		if err := s.refreshPartitions(ctx); err != nil {
 			return err
 		}
@@ -131,6 +132,8 @@ func (s *shard) run(ctx context.Context) (err error) {
 			case first = <-s.in:
 			default:
 			}
+		case <-wake:
+			continue // start or stop partitions first
 		case <-ctx.Done():
 		}
 		// Copying (a record now or within the last IdleCheck), the ends
@@ -166,9 +169,35 @@ func (s *shard) run(ctx context.Context) (err error) {
 // transactional id), then checks the role state on the target, so that a
 // link a failover retired can never write again: the failover records the
 // new epoch on the target before it fences, and every write needs an
-// initialised producer.
+// initialised producer. The source is dialled meanwhile (across a WAN a
+// dial is several round trips) and read only once the check passed.
 func (s *shard) open(ctx context.Context) error {
 	e := s.e
+	type dialed struct {
+		cl  sarama.Client
+		err error
+	}
+	srcDial := make(chan dialed, 1)
+	go func() {
+		cl, err := e.dial(ctx, e.srcCluster, partialMetadata)
+		if err == nil {
+			connect(cl)
+		}
+		srcDial <- dialed{cl, err}
+	}()
+	var src *dialed
+	source := func() dialed {
+		if src == nil {
+			d := <-srcDial
+			src = &d
+		}
+		return *src
+	}
+	defer func() {
+		if d := source(); s.srcCl == nil && d.cl != nil {
+			_ = d.cl.Close() // open failed before it took the client
+		}
+	}()
 	var err error
 	s.dst, err = e.dial(ctx, e.dstCluster, partialMetadata)
 	if err != nil {
@@ -192,10 +221,10 @@ func (s *shard) open(ctx context.Context) error {
 				s.id, ErrLinkRetired, st.Epoch, st.Active, e.opts.Epoch)
 		}
 	}
-	s.srcCl, err = e.dial(ctx, e.srcCluster, partialMetadata)
-	if err != nil {
-		return err
+	if d := source(); d.err != nil {
+		return d.err
 	}
+	s.srcCl = source().cl
 	s.fetch, err = newFetcher(s.srcCl, e.opts.FetchBytes, e.opts.FetchResponseBytes, fetchGrowth(e.opts), e.opts.FetchWait, fetchSink{
 		out: s.in, buf: e.buf, held: &s.held,
 		outOfRange: s.outOfRange, recreated: s.recreated, failed: func(tp topology.TopicPartition, err error) { s.fetchFailed(ctx, tp, err) },
@@ -240,6 +269,21 @@ func (s *shard) close() {
 	}
 	if s.dst != nil {
 		_ = s.dst.Close()
+	}
+}
+
+// connect opens cl's connections to the cluster's brokers now: with
+// partial metadata a client connects at its first request, and across a
+// WAN its handshakes (versions, SASL, metadata: about 7 round trips) then
+// come after the shard's role check and its first topic sync instead of
+// during them. A failure is left to the first request to meet.
+func connect(cl sarama.Client) {
+	if cl.RefreshMetadata() != nil {
+		return
+	}
+	for _, b := range cl.Brokers() {
+		_ = b.Open(cl.Config()) // already open (or opening): fine
+		_, _ = b.Connected()
 	}
 }
 
@@ -296,10 +340,17 @@ func (s *shard) refreshPartitions(ctx context.Context) error {
 	// The source ends of every added partition, in one request per broker
 	// and kind, and their topics' ids in one metadata request: a shard of
 	// thousands of partitions starts them all at once rather than one round
-	// trip after another.
-	starts, serr := kafkaread.StartOffsets(ctx, s.srcCl, added)
-	stables, lerr := kafkaread.StableOffsets(ctx, s.srcCl, added)
-	ids, ierr := kafkaread.TopicIDs(ctx, s.srcCl, topicsOf(added))
+	// trip after another; the three reads go at once.
+	var (
+		starts, stables  map[topology.TopicPartition]int64
+		ids              map[string]string
+		serr, lerr, ierr error
+		reads            sync.WaitGroup
+	)
+	reads.Go(func() { starts, serr = kafkaread.StartOffsets(ctx, s.srcCl, added) })
+	reads.Go(func() { stables, lerr = kafkaread.StableOffsets(ctx, s.srcCl, added) })
+	reads.Go(func() { ids, ierr = kafkaread.TopicIDs(ctx, s.srcCl, topicsOf(added)) })
+	reads.Wait()
 	parts := make([]*partState, len(added))
 	errs := make([]error, len(added))
 	sem := make(chan struct{}, startParallel)
