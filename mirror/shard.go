@@ -340,7 +340,9 @@ func (s *shard) refreshPartitions(ctx context.Context) error {
 	// The source ends of every added partition, in one request per broker
 	// and kind, and their topics' ids in one metadata request: a shard of
 	// thousands of partitions starts them all at once rather than one round
-	// trip after another; the three reads go at once.
+	// trip after another. The three reads go at once: on one broker's
+	// connection sarama still sends them one after another, but with
+	// several source brokers they overlap.
 	var (
 		starts, stables  map[topology.TopicPartition]int64
 		ids              map[string]string
