@@ -63,6 +63,11 @@ type Daemon struct {
 	pauses []Pause
 
 	acls aclRunner // touched by Run's goroutine only
+	// roles is the session the role reads go through (Run's goroutine
+	// only). It is kept from one poll to the next while every cluster
+	// answers: a new session costs each cluster a connection and its
+	// handshakes every poll, about 7 round trips across a WAN.
+	roles *kafkaconn.Clusters
 }
 
 type linkKey struct {
@@ -153,6 +158,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	defer stop()
 	defer d.stopACLsAndWait()
+	defer func() {
+		if d.roles != nil {
+			d.roles.Close()
+			d.roles = nil
+		}
+	}()
 	t := time.NewTicker(d.opts.StatePoll)
 	defer t.Stop()
 	fencedStale := map[string]int64{}
@@ -269,8 +280,10 @@ func (d *Daemon) fenceReturnedStale(ctx context.Context, v rolestate.View, done 
 func (d *Daemon) readState(ctx context.Context) (rolestate.View, error) {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	clusters := kafkaconn.Open(ctx, d.topo)
-	defer clusters.Close()
+	if d.roles == nil {
+		d.roles = kafkaconn.Open(ctx, d.topo)
+	}
+	clusters := d.roles
 	clients := clusters.Clients()
 	var wg sync.WaitGroup
 	if d.topo.Failover.Fence == topology.FenceACL {
@@ -294,10 +307,26 @@ func (d *Daemon) readState(ctx context.Context) (rolestate.View, error) {
 	}
 	v, err := rolestate.ResolveLive(ctx, clusters)
 	wg.Wait()
+	if err != nil || !allReachable(v) {
+		// The next poll dials every cluster anew: one that was down or
+		// broke its connection gets a fresh client.
+		clusters.Close()
+		d.roles = nil
+	}
 	if err != nil {
 		return rolestate.View{}, err
 	}
 	return v, nil
+}
+
+// allReachable reports whether every cluster of v answered.
+func allReachable(v rolestate.View) bool {
+	for _, cs := range v.Clusters {
+		if !cs.Reachable {
+			return false
+		}
+	}
+	return true
 }
 
 // applyPause makes the running engine hold the pause that holds its link
