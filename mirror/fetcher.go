@@ -240,18 +240,40 @@ func (f *fetcher) close() {
 // add starts fetching tp from offset at; id is the source topic id the
 // position belongs to. It costs no request.
 func (f *fetcher) add(tp topology.TopicPartition, at int64, id string) *fetchPart {
-	p := &fetchPart{tp: tp, id: id, at: at, stop: make(chan struct{})}
-	p.handedEnd.Store(-1)
-	p.clearedTo.Store(at)
+	return f.addAll([]fetchStart{{tp: tp, at: at, id: id}})[0]
+}
+
+// fetchStart is a partition to add: fetched from at, for source topic id.
+type fetchStart struct {
+	tp topology.TopicPartition
+	at int64
+	id string
+}
+
+// addAll adds every partition of starts at once, as add does each: no
+// round sees only some of them. It returns their fetchParts in order.
+func (f *fetcher) addAll(starts []fetchStart) []*fetchPart {
+	ps := make([]*fetchPart, len(starts))
+	var replaced []*fetchPart
 	f.mu.Lock()
-	old := f.parts[tp]
-	f.parts[tp] = p
+	for i, st := range starts {
+		p := &fetchPart{tp: st.tp, id: st.id, at: st.at, stop: make(chan struct{})}
+		p.handedEnd.Store(-1)
+		p.clearedTo.Store(st.at)
+		if old := f.parts[st.tp]; old != nil {
+			replaced = append(replaced, old)
+		}
+		f.parts[st.tp] = p
+		ps[i] = p
+	}
 	f.mu.Unlock()
-	if old != nil {
+	for _, old := range replaced {
 		f.stopPart(old)
 	}
-	f.wake()
-	return p
+	if len(starts) > 0 {
+		f.wake()
+	}
+	return ps
 }
 
 // remove stops p: once it returns, no record of p is handed over any more

@@ -355,6 +355,7 @@ func (s *shard) refreshPartitions(ctx context.Context) error {
 	reads.Wait()
 	parts := make([]*partState, len(added))
 	errs := make([]error, len(added))
+	topicIDs := make([]string, len(added))
 	sem := make(chan struct{}, startParallel)
 	var wg sync.WaitGroup
 	for i, tp := range added {
@@ -380,10 +381,12 @@ func (s *shard) refreshPartitions(ctx context.Context) error {
 				errs[i] = err
 				return
 			}
-			errs[i] = s.startPartition(ctx, p, ends, id)
+			topicIDs[i] = id
+			errs[i] = s.startPartition(ctx, p, ends)
 		}()
 	}
 	wg.Wait()
+	var fetch []fetchStart
 	for i, p := range parts {
 		if errs[i] != nil {
 			s.e.metrics.Errors.WithLabelValues(s.e.link.String(), "source").Inc()
@@ -391,6 +394,14 @@ func (s *shard) refreshPartitions(ctx context.Context) error {
 			continue // retried at the next refresh
 		}
 		s.parts[p.tp] = p
+		fetch = append(fetch, fetchStart{tp: p.tp, at: p.next, id: topicIDs[i]})
+	}
+	// The fetcher gets them all at once, so that its next round asks for
+	// every one: added one by one, a round could take some and the next
+	// the rest, and a second transaction for the rest would wait for the
+	// first one's commit markers (seconds with a thousand partitions).
+	for i, fp := range s.fetch.addAll(fetch) {
+		s.parts[fetch[i].tp].fp = fp
 	}
 	s.log.Info("partitions started", "added", len(added), "copying", len(s.parts), "took", time.Since(began).Round(time.Millisecond))
 	return nil
@@ -403,11 +414,11 @@ const startParallel = 32
 // srcEnds are a source partition's log start and last stable offset.
 type srcEnds struct{ Start, Stable int64 }
 
-// startPartition starts fetching p from its progress (see resumeAt); id is
-// the source topic id its progress belongs to. ends, when known, are the
+// startPartition sets where p's fetching starts, from its progress (see
+// resumeAt); the caller hands it to the fetcher. ends, when known, are the
 // partition's source ends (else they are asked for). It may run
 // concurrently with the starts of other partitions of the shard.
-func (s *shard) startPartition(ctx context.Context, p *partState, ends *srcEnds, id string) error {
+func (s *shard) startPartition(ctx context.Context, p *partState, ends *srcEnds) error {
 	if ends == nil {
 		e, err := kafkaread.PartitionEnds(ctx, s.srcCl, p.tp.Topic, p.tp.Partition)
 		if err != nil {
@@ -423,7 +434,6 @@ func (s *shard) startPartition(ctx context.Context, p *partState, ends *srcEnds,
 		}
 	}
 	p.next = from
-	p.fp = s.fetch.add(p.tp, from, id)
 	return nil
 }
 
