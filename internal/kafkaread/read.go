@@ -57,31 +57,21 @@ const fetchMaxWait = 100 // milliseconds
 // errors (leadership changes, broken connections) are retried a bounded
 // number of times against a freshly looked-up leader.
 func ReadCommitted(ctx context.Context, client sarama.Client, topic string, partition int32, from int64, fn func(Record) error) (int64, error) {
-	ends, err := PartitionEnds(ctx, client, topic, partition)
-	if err != nil {
+	if err := mustExist(ctx, client, topic, partition); err != nil {
 		return from, fmt.Errorf("read %s/%d: %w", topic, partition, err)
-	}
-	if from > ends.High {
-		return from, fmt.Errorf("read %s/%d from offset %d: the log ends at %d (truncated or recreated): %w",
-			topic, partition, from, ends.High, sarama.ErrOffsetOutOfRange)
 	}
 	version, err := FetchVersion(client.Config().Version)
 	if err != nil {
 		return from, fmt.Errorf("read %s/%d: %w", topic, partition, err)
 	}
-	next, end := max(from, ends.Start), ends.Stable
-	if next >= end {
-		return max(from, end), nil
-	}
-
 	var (
 		broker   *sarama.Broker
 		maxBytes = fetchMaxBytes
 		stalls   int // consecutive fetches that moved nothing
 	)
-	for next < end {
-		// A failed fetch is sent again, to the leader looked up anew.
-		block, err := Retry(ctx, Brief, func(attempt int) (*sarama.FetchResponseBlock, error) {
+	// A failed fetch is sent again, to the leader looked up anew.
+	fetchAt := func(offset int64, minBytes int32) (*sarama.FetchResponseBlock, error) {
+		return Retry(ctx, Brief, func(attempt int) (*sarama.FetchResponseBlock, error) {
 			if broker == nil || attempt > 0 {
 				b, err := leader(ctx, client, topic, partition, attempt > 0)
 				if err != nil {
@@ -90,8 +80,44 @@ func ReadCommitted(ctx context.Context, client sarama.Client, topic string, part
 				}
 				broker = b
 			}
-			return fetch(ctx, broker, version, topic, partition, next, maxBytes)
+			return fetch(ctx, broker, version, topic, partition, offset, maxBytes, minBytes)
 		})
+	}
+	// The first fetch also brings the partition's last stable offset, the
+	// end of the read, so that a read from within the log asks for no
+	// offsets first (three ListOffsets round trips, each a WAN's round trip
+	// when the cluster is far). MinBytes 0: an empty partition answers at
+	// once. Only a from outside the log (below its start, past its
+	// high-water mark) is out of range; then the ends are asked for.
+	next := max(from, 0)
+	first, err := fetchAt(next, 0)
+	var end int64
+	switch {
+	case errors.Is(err, sarama.ErrOffsetOutOfRange):
+		ends, eerr := PartitionEnds(ctx, client, topic, partition)
+		if eerr != nil {
+			return from, fmt.Errorf("read %s/%d: %w", topic, partition, eerr)
+		}
+		if from > ends.High {
+			return from, fmt.Errorf("read %s/%d from offset %d: the log ends at %d (truncated or recreated): %w",
+				topic, partition, from, ends.High, sarama.ErrOffsetOutOfRange)
+		}
+		next, end, first = max(from, ends.Start), ends.Stable, nil
+	case err != nil:
+		return from, fmt.Errorf("read %s/%d at offset %d: %w", topic, partition, next, err)
+	default:
+		end = first.LastStableOffset
+	}
+	if next >= end {
+		return max(from, end), nil
+	}
+
+	for next < end {
+		var err error
+		block := first
+		if first = nil; block == nil {
+			block, err = fetchAt(next, 1)
+		}
 		if errors.Is(err, sarama.ErrOffsetOutOfRange) {
 			// Retention or DeleteRecords may have moved the log start
 			// past next while we read.
@@ -146,11 +172,11 @@ func FetchVersion(v sarama.KafkaVersion) (int16, error) {
 
 // fetch sends one read_committed fetch for one partition, outside any fetch
 // session, and returns that partition's block.
-func fetch(ctx context.Context, b *sarama.Broker, version int16, topic string, partition int32, offset int64, maxBytes int32) (*sarama.FetchResponseBlock, error) {
+func fetch(ctx context.Context, b *sarama.Broker, version int16, topic string, partition int32, offset int64, maxBytes, minBytes int32) (*sarama.FetchResponseBlock, error) {
 	req := &sarama.FetchRequest{
 		Version:     version,
 		MaxWaitTime: fetchMaxWait,
-		MinBytes:    1,
+		MinBytes:    minBytes,
 		MaxBytes:    max(fetchMaxResponseBytes, maxBytes),
 		Isolation:   sarama.ReadCommitted,
 	}
