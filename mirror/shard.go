@@ -185,11 +185,23 @@ func (s *shard) open(ctx context.Context) error {
 		}
 		srcDial <- dialed{cl, err}
 	}()
+	// source waits for the dial, or for ctx: connect is bound by the
+	// client's timeouts only, and a shard that stops (the source is down,
+	// the roles move) must not wait for them.
 	var src *dialed
 	source := func() dialed {
 		if src == nil {
-			d := <-srcDial
-			src = &d
+			select {
+			case d := <-srcDial:
+				src = &d
+			case <-ctx.Done():
+				go func() {
+					if d := <-srcDial; d.cl != nil {
+						_ = d.cl.Close()
+					}
+				}()
+				src = &dialed{err: ctx.Err()}
+			}
 		}
 		return *src
 	}
