@@ -424,6 +424,13 @@ ready() {
 	return 0
 }
 
+# ports_of NAME: every port NAME's broker listens on, space-separated.
+ports_of() {
+	local ports=("$(client_port "$1")" "$(controller_port "$1")" "$(tls_port "$1")" "$(mtls_port "$1")" "$(expired_tls_port "$1")")
+	wan_enabled && ports+=("$(wan_port "$1")")
+	echo "${ports[@]}"
+}
+
 start_one() {
 	local name=$1 dir port cport pid off t0 deadline
 	dir="$(run_dir "$name")"
@@ -434,8 +441,8 @@ start_one() {
 		log "$name: already running (pid $pid) on 127.0.0.1:$port"
 		return 0
 	fi
-	local ports=("$port" "$cport" "$(tls_port "$name")" "$(mtls_port "$name")" "$(expired_tls_port "$name")")
-	wan_enabled && ports+=("$(wan_port "$name")")
+	local ports
+	read -ra ports <<<"$(ports_of "$name")"
 	for p in "${ports[@]}"; do
 		if port_open "$p"; then
 			die "$name: port 127.0.0.1:$p is already in use by another process (not this script's $name broker); stop it first"
@@ -509,6 +516,16 @@ stop_one() {
 	while [[ -n "$(pid_of "$name")" ]]; do
 		(($(now_ms) < deadline)) || die "$name: pid $pid survived SIGKILL"
 		sleep 0.1
+	done
+	# A killed JVM's cmdline reads empty once its memory is freed, which
+	# comes before its sockets close: wait for its listeners too, or a start
+	# right after a kill finds its own port still taken (seen in CI).
+	local p
+	for p in $(ports_of "$name"); do
+		while port_open "$p"; do
+			(($(now_ms) < deadline)) || die "$name: port 127.0.0.1:$p still accepts connections after pid $pid stopped"
+			sleep 0.1
+		done
 	done
 	rm -f "$(pid_file "$name")"
 	log "$name: stopped (SIG$sig, pid $pid) in $(elapsed "$t0")"
