@@ -114,7 +114,14 @@ func TestExactlyOnceAcrossKills(t *testing.T) {
 	})
 
 	streaming := 0
-	for range kills {
+	for i := range kills {
+		// Every other child checkpoints only a partition's first
+		// transaction: its successor resumes from the offset map alone.
+		every := ""
+		if i%2 == 1 {
+			every = "1h"
+		}
+		t.Setenv("DRCTL_MIRROR_PROGRESS_EVERY", every)
 		c := startChild(t, p.Path, 4)
 		c.waitOwning(t, 30*time.Second)
 		time.Sleep(time.Duration(50+rand.IntN(400)) * time.Millisecond) // a random moment to crash at

@@ -65,7 +65,11 @@ type Options struct {
 	TopicSyncInterval time.Duration // how often topics are synced (5s)
 	SessionTimeout    time.Duration // worker group session timeout (10s)
 	OffsetsRetention  time.Duration // retention of the offset map (7 days)
-	BlockedRetry      time.Duration // pause of a partition the target refuses (1m)
+	// ProgressEvery is how often an exactly-once shard checkpoints its
+	// progress in the progress group (1s); between checkpoints the offset
+	// map carries it (checkpoint.go). Negative: in every transaction.
+	ProgressEvery time.Duration
+	BlockedRetry  time.Duration // pause of a partition the target refuses (1m)
 	// StallTimeout: a link behind the source that makes no progress for
 	// this long is stalled, and the daemon's /healthz fails (2m).
 	StallTimeout time.Duration
@@ -106,6 +110,9 @@ func (o *Options) defaults() {
 	def(&o.TopicSyncInterval, 5*time.Second)
 	def(&o.SessionTimeout, 10*time.Second)
 	def(&o.OffsetsRetention, 7*24*time.Hour)
+	if o.ProgressEvery == 0 {
+		o.ProgressEvery = time.Second
+	}
 	def(&o.BlockedRetry, time.Minute)
 	def(&o.StallTimeout, 2*time.Minute)
 	if o.MaxBatchRecords <= 0 {

@@ -37,9 +37,10 @@ func runChild(path string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	shards, _ := strconv.Atoi(os.Getenv("DRCTL_MIRROR_SHARDS"))
+	every, _ := time.ParseDuration(os.Getenv("DRCTL_MIRROR_PROGRESS_EVERY")) // "": the default
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	e, err := NewEngine(topo, "east", "west", Options{Epoch: -1, Shards: int32(shards), SessionTimeout: 2 * time.Second,
-		TopicSyncInterval: 500 * time.Millisecond, IdleCheck: 200 * time.Millisecond, Logger: log})
+		TopicSyncInterval: 500 * time.Millisecond, IdleCheck: 200 * time.Millisecond, ProgressEvery: every, Logger: log})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2

@@ -18,8 +18,8 @@ import (
 // Partitions without progress are absent. It asks for stable offsets only,
 // so a progress commit of a transaction still being decided is never
 // returned; it waits (bounded by ctx) until such a transaction settles.
-func readProgress(ctx context.Context, dst sarama.Client, group string, tps []topology.TopicPartition) (map[topology.TopicPartition]int64, error) {
-	return progressNext(readProgressFull(ctx, dst, group, tps, settled))
+func readProgress(ctx context.Context, dst sarama.Client, link topology.Link, tps []topology.TopicPartition) (map[topology.TopicPartition]int64, error) {
+	return progressNext(readProgressFull(ctx, dst, link, tps, settled))
 }
 
 // progressWait is how a progress read treats a partition whose progress a
@@ -55,32 +55,76 @@ func progressNext(full map[topology.TopicPartition]progressEntry, err error) (ma
 // next source offset to copy and the source timestamp (ms, 0: unknown) of
 // the last record copied, kept in the commit's metadata so that the RPO's
 // seconds survive a shard restart.
+//
+// The progress group holds checkpoints, not every transaction's progress
+// (see checkpoint.go): a checkpoint's metadata also names the place in the
+// offset map (mapPart, mapPos) after the transaction that wrote it. The
+// offset map's batches from there on carry the partition's later progress
+// (their SourceNext), and a read replays them. mapPos -1: no place (a
+// checkpoint of an older drctl, or an at-least-once commit without one):
+// the checkpoint is the progress.
 type progressEntry struct {
-	next   int64
-	lastTs int64
+	next    int64
+	lastTs  int64
+	mapPart int32
+	mapPos  int64
 }
 
-// progressMetadata encodes a progress commit's metadata.
-func progressMetadata(lastTs int64) *string {
-	if lastTs <= 0 {
+// progressMetadata encodes a checkpoint's metadata: "ts=<ms> map=<p>@<offset>",
+// either field left out when unknown (lastTs 0, mapPos -1).
+func progressMetadata(lastTs int64, mapPart int32, mapPos int64) *string {
+	var fields []string
+	if lastTs > 0 {
+		fields = append(fields, "ts="+strconv.FormatInt(lastTs, 10))
+	}
+	if mapPos >= 0 {
+		fields = append(fields, "map="+strconv.FormatInt(int64(mapPart), 10)+"@"+strconv.FormatInt(mapPos, 10))
+	}
+	if len(fields) == 0 {
 		return nil
 	}
-	v := "ts=" + strconv.FormatInt(lastTs, 10)
+	v := strings.Join(fields, " ")
 	return &v
 }
 
-func parseProgressMetadata(md string) int64 {
-	if v, ok := strings.CutPrefix(md, "ts="); ok {
-		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-			return n
+// parseProgressMetadata decodes progressMetadata's output; a field that
+// does not parse is taken as unknown.
+func parseProgressMetadata(md string) (lastTs int64, mapPart int32, mapPos int64) {
+	mapPos = -1
+	for f := range strings.FieldsSeq(md) {
+		if v, ok := strings.CutPrefix(f, "ts="); ok {
+			if n, err := strconv.ParseInt(v, 10, 64); err == nil && n > 0 {
+				lastTs = n
+			}
+		} else if v, ok := strings.CutPrefix(f, "map="); ok {
+			ps, os, found := strings.Cut(v, "@")
+			part, perr := strconv.ParseInt(ps, 10, 32)
+			off, oerr := strconv.ParseInt(os, 10, 64)
+			if found && perr == nil && oerr == nil && part >= 0 && off >= 0 {
+				mapPart, mapPos = int32(part), off
+			}
 		}
 	}
-	return 0
+	return lastTs, mapPart, mapPos
 }
 
-// readProgressFull reads the progress of tps with its metadata; wait says
-// what a partition with a transaction in doubt returns.
-func readProgressFull(ctx context.Context, dst sarama.Client, group string, tps []topology.TopicPartition, wait progressWait) (map[topology.TopicPartition]progressEntry, error) {
+// readProgressFull reads the progress of tps with its metadata: each
+// partition's checkpoint, then the offset map's batches committed after it
+// (replayProgress). wait says what a partition with a transaction in doubt
+// returns.
+func readProgressFull(ctx context.Context, dst sarama.Client, link topology.Link, tps []topology.TopicPartition, wait progressWait) (map[topology.TopicPartition]progressEntry, error) {
+	out, err := readCheckpoints(ctx, dst, link.ProgressGroup(), tps, wait)
+	if err != nil {
+		return nil, err
+	}
+	if err := replayProgress(ctx, dst, link.OffsetsTopic(), out, wait); err != nil {
+		return nil, fmt.Errorf("offset map %s: %w", link.OffsetsTopic(), err)
+	}
+	return out, nil
+}
+
+// readCheckpoints reads the checkpoints of tps from the progress group.
+func readCheckpoints(ctx context.Context, dst sarama.Client, group string, tps []topology.TopicPartition, wait progressWait) (map[topology.TopicPartition]progressEntry, error) {
 	out := map[topology.TopicPartition]progressEntry{}
 	if len(tps) == 0 {
 		return out, nil
@@ -123,7 +167,8 @@ func collectProgress(resp *sarama.OffsetFetchResponse, tps []topology.TopicParti
 			return fmt.Errorf("%s: %w", tp, b.Err)
 		}
 		if b.Offset >= 0 {
-			out[tp] = progressEntry{next: b.Offset, lastTs: parseProgressMetadata(b.Metadata)}
+			ts, part, pos := parseProgressMetadata(b.Metadata)
+			out[tp] = progressEntry{next: b.Offset, lastTs: ts, mapPart: part, mapPos: pos}
 		}
 	}
 	return nil
@@ -163,5 +208,5 @@ func commitProgress(ctx context.Context, dst sarama.Client, group string, offset
 // offset to copy) of the given source partitions, read from the target;
 // partitions never mirrored are absent.
 func ReadProgress(ctx context.Context, dst sarama.Client, link topology.Link, tps []topology.TopicPartition) (map[topology.TopicPartition]int64, error) {
-	return readProgress(ctx, dst, link.ProgressGroup(), tps)
+	return readProgress(ctx, dst, link, tps)
 }

@@ -73,6 +73,9 @@ type shard struct {
 	// its only writer: the last record's offset + 2 (the commit marker
 	// takes one). See txn.predict.
 	tails map[topology.TopicPartition]int64
+	// ckptAt: when the shard last wrote a checkpoint; refreshedCkpt: when
+	// last one of every partition it owns (see checkpoint.go).
+	ckptAt, refreshedCkpt time.Time
 }
 
 // partState is what a shard knows of one source partition.
@@ -84,6 +87,11 @@ type partState struct {
 	stableAt time.Time
 	lastTs   int64     // source timestamp (ms) of the last record copied
 	lastSeen time.Time // when a record of this partition last arrived
+	// ckptNext and ckptAt: the progress of the partition's latest
+	// checkpoint this shard wrote, and when (zero: none since it started
+	// the partition). See checkpoint.go.
+	ckptNext int64
+	ckptAt   time.Time
 }
 
 type txnMeta struct {
@@ -345,7 +353,7 @@ func (s *shard) refreshPartitions(ctx context.Context) error {
 		return nil
 	}
 	began := time.Now()
-	progress, err := readProgressFull(ctx, s.dst, s.e.link.ProgressGroup(), added, settled)
+	progress, err := readProgressFull(ctx, s.dst, s.e.link, added, settled)
 	if err != nil {
 		return fmt.Errorf("shard %d: read progress on %s: %w", s.id, s.e.link.Target, err)
 	}
@@ -659,7 +667,13 @@ func (s *shard) idle(ctx context.Context, copying bool) error {
 		}
 	}
 	if len(skip) == 0 {
-		return nil
+		// Nothing to move past: write the checkpoint the shard owes, if
+		// one is due (see checkpoint.go).
+		owed := s.owed()
+		if len(owed) == 0 {
+			return nil
+		}
+		return s.transact(ctx, nil, owed)
 	}
 	return s.transact(ctx, nil, skip)
 }

@@ -75,6 +75,10 @@ type txn struct {
 	predicted map[topology.TopicPartition]int64
 	unknown   bool
 	mapSent   bool
+	// mapEnd is the offset just after the transaction's last acknowledged
+	// batch of the offset map (-1: none yet): where a checkpoint's replay
+	// starts (see checkpoint.go).
+	mapEnd int64
 	// broken is set when a copy's offset was not the predicted one: the
 	// transaction must not commit.
 	broken error
@@ -101,6 +105,7 @@ func (s *shard) newTxn() *txn {
 		inflight:  map[topology.TopicPartition]int{},
 		predicted: map[topology.TopicPartition]int64{},
 		last:      map[topology.TopicPartition]int64{},
+		mapEnd:    -1,
 	}
 }
 
@@ -286,7 +291,8 @@ func (t *txn) ack(ok *sarama.ProducerMessage) {
 	t.acked++
 	md, copied := ok.Metadata.(*txnMeta)
 	if !copied {
-		return // the offset map
+		t.mapEnd = max(t.mapEnd, ok.Offset+1) // the offset map
+		return
 	}
 	t.inflight[md.tp] -= md.bytes
 	t.flying -= md.bytes
@@ -481,28 +487,32 @@ func (t *txn) commit(ctx context.Context) error {
 		}
 		return nil
 	}
-	offsets := map[string][]*sarama.PartitionOffsetMetadata{}
-	for tp, n := range t.next {
-		lastTs := t.tsOf[tp]
-		if p, ok := s.parts[tp]; ok {
-			lastTs = max(lastTs, p.lastTs)
-		}
-		offsets[tp.Topic] = append(offsets[tp.Topic], &sarama.PartitionOffsetMetadata{Partition: tp.Partition, Offset: n, Metadata: progressMetadata(lastTs)})
-	}
 	if !t.mapSent {
 		m := s.offsetMapRecord(t.offsetMap())
 		s.prod.Input() <- m
 		select {
-		case <-s.prod.Successes():
+		case ok := <-s.prod.Successes():
+			t.mapEnd = max(t.mapEnd, ok.Offset+1)
 		case perr := <-s.prod.Errors():
 			return s.fail(fmt.Errorf("shard %d: write %s on %s: %w", s.id, m.Topic, e.link.Target, perr.Err))
 		case <-time.After(e.opts.ProduceTimeout):
 			return s.fail(fmt.Errorf("shard %d: write %s on %s: no acknowledgement within %v", s.id, m.Topic, e.link.Target, e.opts.ProduceTimeout))
 		}
 	}
+	var ck map[topology.TopicPartition]progressEntry
+	if s.checkpointDue(t, t.records == 0) {
+		ck = s.checkpoint(t, t.mapEnd)
+	}
+	offsets := map[string][]*sarama.PartitionOffsetMetadata{}
+	for tp, pe := range ck {
+		offsets[tp.Topic] = append(offsets[tp.Topic], &sarama.PartitionOffsetMetadata{Partition: tp.Partition, Offset: pe.next,
+			Metadata: progressMetadata(pe.lastTs, pe.mapPart, pe.mapPos)})
+	}
 	if eos {
-		if err := s.prod.AddOffsetsToTxn(offsets, e.link.ProgressGroup()); err != nil {
-			return s.fail(fmt.Errorf("shard %d: add progress to transaction: %w", s.id, err))
+		if len(offsets) > 0 {
+			if err := s.prod.AddOffsetsToTxn(offsets, e.link.ProgressGroup()); err != nil {
+				return s.fail(fmt.Errorf("shard %d: add progress to transaction: %w", s.id, err))
+			}
 		}
 		if err := s.prod.CommitTxn(); err != nil {
 			return s.fail(fmt.Errorf("shard %d: commit transaction: %w", s.id, err))
@@ -533,6 +543,9 @@ func (t *txn) commit(ctx context.Context) error {
 			p.lastTs = max(p.lastTs, t.tsOf[tp])
 		}
 		e.setProgress(tp, n)
+	}
+	if ck != nil {
+		s.checkpointed(ck, done)
 	}
 	e.copied(t.next)
 	e.noteAdvance()

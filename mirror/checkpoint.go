@@ -1,0 +1,205 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"sync"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/drctl/drctl/internal/kafkaread"
+	"github.com/drctl/drctl/offsettranslate"
+	"github.com/drctl/drctl/topology"
+)
+
+// Progress checkpoints.
+//
+// Every transaction writes the offset map's batch for what it copied, and
+// each entry of the batch carries the partition's next source offset
+// (SourceNext): the offset map alone says how far the copy went. The
+// progress group holds checkpoints of it. An exactly-once shard adds its
+// progress to a transaction (AddOffsetsToTxn and TxnOffsetCommit, two more
+// round trips, and the group's commit marker) only when a checkpoint is
+// due: at most every Options.ProgressEvery, in the first transaction that
+// copies a partition the shard started, in a transaction that only moves
+// progress, and in one more transaction once the shard goes idle. A shard
+// that stops writes none: a stop must not wait for the target, and the
+// next reader replays what the last checkpoint does not hold.
+//
+// A checkpoint's metadata names the offset map's partition and the offset
+// just after the transaction's batch. A read of the progress replays the
+// batches from there (replayProgress): a partition's shard never changes
+// (ShardOf), so its later batches are all in that partition, and a
+// checkpoint is always written together with the batch before its offset.
+// A checkpoint that was deleted (a topic reseeded) is not replayed: the
+// partition has no progress, as before.
+//
+// A checkpoint includes every partition the shard owns whose progress
+// moved since its last checkpoint, and, every checkpointRefresh, every
+// partition it owns: so a report's replay stays short (see replayWindow).
+
+// checkpointRefresh is how often a shard's checkpoint includes every
+// partition it owns, moved or not (at least 10 checkpoint intervals).
+func checkpointRefresh(every time.Duration) time.Duration {
+	return max(10*every, 10*time.Second)
+}
+
+// replayWindow bounds a report's replay (committedSoFar): it starts at
+// most this many offsets before the newest checkpoint among the partitions
+// asked for, in each partition of the offset map. A partition whose
+// checkpoint is older (one the shard no longer owns: paused, removed) is
+// reported from its checkpoint, which can only under-state its progress.
+const replayWindow = 2000
+
+// checkpointDue reports whether t's commit writes a checkpoint. A
+// transaction without records (progressOnly) always does.
+func (s *shard) checkpointDue(t *txn, progressOnly bool) bool {
+	o := s.e.opts
+	if o.Delivery != topology.ExactlyOnce || o.ProgressEvery <= 0 || progressOnly {
+		return true
+	}
+	if time.Since(s.ckptAt) >= o.ProgressEvery {
+		return true
+	}
+	for tp := range t.next {
+		if p, ok := s.parts[tp]; !ok || p.ckptAt.IsZero() {
+			return true
+		}
+	}
+	return false
+}
+
+// checkpoint is the progress a commit writes: t's partitions with the
+// progress t commits, and every other partition the shard owns whose
+// committed progress its last checkpoint does not hold (or, every
+// checkpointRefresh, with any progress). mapPos is the offset just after
+// t's batch in the offset map (-1: unknown).
+func (s *shard) checkpoint(t *txn, mapPos int64) map[topology.TopicPartition]progressEntry {
+	out := make(map[topology.TopicPartition]progressEntry, len(t.next))
+	for tp, n := range t.next {
+		lastTs := t.tsOf[tp]
+		if p, ok := s.parts[tp]; ok {
+			lastTs = max(lastTs, p.lastTs)
+		}
+		out[tp] = progressEntry{next: n, lastTs: lastTs, mapPart: s.offPar, mapPos: mapPos}
+	}
+	refresh := time.Since(s.refreshedCkpt) >= checkpointRefresh(s.e.opts.ProgressEvery)
+	for tp, p := range s.parts {
+		if _, ok := out[tp]; ok || p.next < 0 {
+			continue
+		}
+		if refresh || p.ckptAt.IsZero() || p.ckptNext != p.next {
+			out[tp] = progressEntry{next: p.next, lastTs: p.lastTs, mapPart: s.offPar, mapPos: mapPos}
+		}
+	}
+	return out
+}
+
+// checkpointed records what a committed checkpoint wrote.
+func (s *shard) checkpointed(ck map[topology.TopicPartition]progressEntry, at time.Time) {
+	s.ckptAt = at
+	full := true
+	for tp, p := range s.parts {
+		pe, ok := ck[tp]
+		if !ok {
+			full = full && p.next < 0
+			continue
+		}
+		p.ckptNext, p.ckptAt = pe.next, at
+	}
+	if full {
+		s.refreshedCkpt = at
+	}
+}
+
+// owed returns, when a checkpoint is due for an idle shard, the committed
+// progress of the partitions its last checkpoint does not hold (nil when
+// none, or not due yet).
+func (s *shard) owed() map[topology.TopicPartition]int64 {
+	o := s.e.opts
+	if o.Delivery != topology.ExactlyOnce || o.ProgressEvery <= 0 || time.Since(s.ckptAt) < o.ProgressEvery {
+		return nil
+	}
+	var out map[topology.TopicPartition]int64
+	for tp, p := range s.parts {
+		if p.next >= 0 && !p.ckptAt.IsZero() && p.ckptNext != p.next {
+			if out == nil {
+				out = map[topology.TopicPartition]int64{}
+			}
+			out[tp] = p.next
+		}
+	}
+	return out
+}
+
+// replayProgress brings the checkpoints in out up to date with the offset
+// map's batches committed after each (see the top of this file). It reads
+// each partition of the offset map that a checkpoint names once, from the
+// earliest such checkpoint, to its last stable offset: a transaction still
+// open is not replayed (its checkpoint, when it has one, is not returned
+// either). A missing offsets topic, or a checkpoint beyond its partition's
+// end (the topic recreated), leaves the checkpoints as they are.
+func replayProgress(ctx context.Context, dst sarama.Client, topic string, out map[topology.TopicPartition]progressEntry, wait progressWait) error {
+	newest := map[int32]int64{}
+	for _, pe := range out {
+		if pe.mapPos >= 0 {
+			newest[pe.mapPart] = max(newest[pe.mapPart], pe.mapPos)
+		}
+	}
+	from := map[int32]int64{}
+	for _, pe := range out {
+		if pe.mapPos < 0 || (wait == committedSoFar && pe.mapPos < newest[pe.mapPart]-replayWindow) {
+			continue
+		}
+		if f, ok := from[pe.mapPart]; !ok || pe.mapPos < f {
+			from[pe.mapPart] = pe.mapPos
+		}
+	}
+	var (
+		mu     sync.Mutex
+		latest = map[topology.TopicPartition]int64{}
+		errs   []error
+		wg     sync.WaitGroup
+	)
+	for part, at := range from {
+		wg.Go(func() {
+			found := map[topology.TopicPartition]int64{}
+			_, err := kafkaread.ReadCommitted(ctx, dst, topic, part, at, func(r kafkaread.Record) error {
+				b, err := offsettranslate.DecodeBatch(r.Value)
+				if err != nil {
+					return fmt.Errorf("partition %d offset %d: %w", part, r.Offset, err)
+				}
+				for _, en := range b.Entries {
+					tp := topology.TopicPartition{Topic: en.Topic, Partition: en.Partition}
+					if pe, ok := out[tp]; ok && pe.mapPos >= 0 && pe.mapPart == part && r.Offset >= pe.mapPos {
+						found[tp] = en.SourceNext
+					}
+				}
+				return nil
+			})
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				maps.Copy(latest, found)
+			case errors.Is(err, sarama.ErrUnknownTopicOrPartition), errors.Is(err, sarama.ErrOffsetOutOfRange):
+				// Nothing after the checkpoints survives to replay.
+			default:
+				errs = append(errs, err)
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	for tp, n := range latest {
+		pe := out[tp]
+		pe.next = n
+		out[tp] = pe
+	}
+	return nil
+}

@@ -1,0 +1,193 @@
+package mirror
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/drctl/drctl/internal/kfaketest"
+	"github.com/drctl/drctl/topology"
+)
+
+// startStoppable runs an engine until the returned stop is called (stop
+// waits for it to end and fails the test on its error).
+func startStoppable(t *testing.T, topo *topology.Topology, opts Options) (stop func()) {
+	t.Helper()
+	opts.Epoch = -1
+	opts.TopicSyncInterval = 200 * time.Millisecond
+	opts.IdleCheck = 100 * time.Millisecond
+	e, err := NewEngine(topo, "east", "west", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("engine: %v", err)
+		}
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// TestProgressBetweenCheckpointsComesFromTheOffsetMap: a shard checkpoints
+// its progress in the progress group only now and then; the transactions
+// in between carry it in the offset map alone. A shard that stops and
+// starts again must resume from the last transaction, not from the last
+// checkpoint: resuming from the checkpoint would copy the records after it
+// a second time. And a checkpoint deleted (a topic reseeded) must not come
+// back from the offset map.
+func TestProgressBetweenCheckpointsComesFromTheOffsetMap(t *testing.T) {
+	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: `  topics: {include: ["ckpt"]}`})
+	east := p.Topology.Clusters["east"]
+	src, dst := kfaketest.DialCluster(t, east), kfaketest.DialCluster(t, p.Topology.Clusters["west"])
+	kfaketest.CreateTopicOn(t, src, "ckpt", 1, nil)
+	prod := kfaketest.IdempotentProducer(t, east, "")
+	link := p.Topology.Link("east", "west")
+	tp := topology.TopicPartition{Topic: "ckpt", Partition: 0}
+
+	var addOffsets, commits atomic.Int64
+	txnID := link.TransactionalID(0)
+	p.West.ControlKey(int16(kmsg.AddOffsetsToTxn), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		p.West.KeepControl()
+		if req.(*kmsg.AddOffsetsToTxnRequest).TransactionalID == txnID {
+			addOffsets.Add(1)
+		}
+		return nil, nil, false
+	})
+	p.West.ControlKey(int16(kmsg.EndTxn), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		p.West.KeepControl()
+		if r := req.(*kmsg.EndTxnRequest); r.TransactionalID == txnID && r.Commit {
+			commits.Add(1)
+		}
+		return nil, nil, false
+	})
+
+	// A checkpoint interval longer than the test: only the partition's
+	// first transaction checkpoints.
+	stop := startStoppable(t, p.Topology, Options{Shards: 1, ProgressEvery: time.Hour})
+	for _, tag := range []string{"a", "b", "c", "d"} {
+		sendN(t, prod, "ckpt", 5, tag)
+		waitCopied(t, src, dst, "ckpt", "kfake-east")
+	}
+	stop()
+	ctx := kfaketest.Ctx(t, 10*time.Second)
+	raw, err := readCheckpoints(ctx, dst, link.ProgressGroup(), []topology.TopicPartition{tp}, settled)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d transactions committed, %d with the progress; checkpoint %+v", commits.Load(), addOffsets.Load(), raw[tp])
+	if c := raw[tp]; c.next <= 0 || c.next >= 20 || c.mapPos < 0 {
+		t.Fatalf("checkpoint %+v: want one from the first transaction (0 < next < 20, with its place in the offset map)", c)
+	}
+	if commits.Load() < 4 || addOffsets.Load() >= commits.Load() {
+		t.Fatalf("%d of %d transactions added the progress: want fewer than all", addOffsets.Load(), commits.Load())
+	}
+	got, err := ReadProgress(ctx, dst, link, []topology.TopicPartition{tp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[tp] != 20 {
+		t.Fatalf("progress %d, want 20 (the checkpoint's %d and the offset map's batches after it)", got[tp], raw[tp].next)
+	}
+
+	// Resumed, the mirror copies the new records once: no record after
+	// the checkpoint is copied again (waitCopied compares record by record).
+	stop = startStoppable(t, p.Topology, Options{Shards: 1, ProgressEvery: time.Hour})
+	sendN(t, prod, "ckpt", 5, "e")
+	waitCopied(t, src, dst, "ckpt", "kfake-east")
+	stop()
+
+	// A deleted checkpoint stays deleted: the batches after it in the
+	// offset map name the partition, but a partition without a checkpoint
+	// has no progress.
+	admin, err := sarama.NewClusterAdminFromClient(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.DeleteConsumerGroupOffset(link.ProgressGroup(), "ckpt", 0); err != nil {
+		t.Fatal(err)
+	}
+	got, err = ReadProgress(ctx, dst, link, []topology.TopicPartition{tp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, ok := got[tp]; ok {
+		t.Fatalf("progress %d after its checkpoint was deleted: want none", n)
+	}
+}
+
+// TestIdleShardCheckpointsWhatItOwes: once the copy goes quiet, the shard
+// writes the checkpoint it owes within about ProgressEvery, so that the
+// progress group alone is exact at rest (and a reader replays nothing).
+func TestIdleShardCheckpointsWhatItOwes(t *testing.T) {
+	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: `  topics: {include: ["owed"]}`})
+	east := p.Topology.Clusters["east"]
+	src, dst := kfaketest.DialCluster(t, east), kfaketest.DialCluster(t, p.Topology.Clusters["west"])
+	kfaketest.CreateTopicOn(t, src, "owed", 1, nil)
+	prod := kfaketest.IdempotentProducer(t, east, "")
+	link := p.Topology.Link("east", "west")
+	tp := topology.TopicPartition{Topic: "owed", Partition: 0}
+
+	startStoppable(t, p.Topology, Options{Shards: 1, ProgressEvery: 300 * time.Millisecond})
+	for _, tag := range []string{"a", "b", "c"} {
+		sendN(t, prod, "owed", 5, tag)
+		waitCopied(t, src, dst, "owed", "kfake-east")
+	}
+	waitFor(t, 10*time.Second, "the checkpoint at the end of the copy", func() error {
+		raw, err := readCheckpoints(kfaketest.Ctx(t, 5*time.Second), dst, link.ProgressGroup(), []topology.TopicPartition{tp}, settled)
+		if err != nil {
+			return err
+		}
+		if raw[tp].next != 15 {
+			return fmt.Errorf("checkpoint %+v, want next 15", raw[tp])
+		}
+		return nil
+	})
+}
+
+func TestProgressMetadataRoundTrip(t *testing.T) {
+	for _, c := range []struct {
+		ts   int64
+		part int32
+		pos  int64
+		want string
+	}{
+		{0, 0, -1, ""},
+		{1700000000000, 0, -1, "ts=1700000000000"},
+		{0, 3, 0, "map=3@0"},
+		{1700000000000, 7, 123456, "ts=1700000000000 map=7@123456"},
+	} {
+		md := progressMetadata(c.ts, c.part, c.pos)
+		got := ""
+		if md != nil {
+			got = *md
+		}
+		if got != c.want {
+			t.Errorf("progressMetadata(%d, %d, %d) = %q, want %q", c.ts, c.part, c.pos, got, c.want)
+		}
+		ts, part, pos := parseProgressMetadata(got)
+		if ts != c.ts || pos != c.pos || (pos >= 0 && part != c.part) {
+			t.Errorf("parse(%q) = %d, %d, %d", got, ts, part, pos)
+		}
+	}
+	// Malformed or foreign metadata is no place in the map.
+	for _, md := range []string{"map=", "map=x@1", "map=1@", "map=-1@5", "map=1@-5", "map=1", "ts=abc", "garbage"} {
+		if _, _, pos := parseProgressMetadata(md); pos != -1 {
+			t.Errorf("parse(%q): place %d, want none", md, pos)
+		}
+	}
+}
