@@ -57,7 +57,8 @@
 # on west, which is deleted (and gone) before the next mirror starts, so every
 # mirror creates it afresh. Topics this run creates are deleted at the end.
 #
-# The report (markdown) goes to stdout and bench/results/<UTC time>.md; logs,
+# The report (markdown) goes to stdout and bench/results/<UTC time>.md (<UTC time>-2.md for a
+# second run started in the same minute); logs,
 # generated configs and raw RESULT lines to $BENCH_WORK (default
 # ~/.cache/drctl-e2e/bench/<run id>).
 #
@@ -1169,7 +1170,12 @@ main() {
 	DURATION_MIN=$(((SECONDS + 30) / 60))
 	LOAD_END="$(cut -d' ' -f1 /proc/loadavg)"
 	save_settings
-	local report="$RESULTS_DIR/$STAMP.md"
+	# Runs that start within the same minute each keep their report.
+	local report="$RESULTS_DIR/$STAMP.md" n=2
+	while [[ -e "$report" ]]; do
+		report="$RESULTS_DIR/$STAMP-$n.md"
+		n=$((n + 1))
+	done
 	write_report >"$report"
 	echo
 	cat "$report"

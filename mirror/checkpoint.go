@@ -84,7 +84,7 @@ func (s *shard) checkpoint(t *txn, mapPos int64) map[topology.TopicPartition]pro
 		if p, ok := s.parts[tp]; ok {
 			lastTs = max(lastTs, p.lastTs)
 		}
-		out[tp] = progressEntry{next: n, lastTs: lastTs, mapPart: s.offPar, mapPos: mapPos}
+		out[tp] = progressEntry{next: n, lastTs: lastTs, mapPart: s.offPar, mapPos: mapPos, topicID: s.e.topicID(tp.Topic)}
 	}
 	refresh := time.Since(s.refreshedCkpt) >= checkpointRefresh(s.e.opts.ProgressEvery)
 	for tp, p := range s.parts {
@@ -92,7 +92,7 @@ func (s *shard) checkpoint(t *txn, mapPos int64) map[topology.TopicPartition]pro
 			continue
 		}
 		if refresh || p.ckptAt.IsZero() || p.ckptNext != p.next {
-			out[tp] = progressEntry{next: p.next, lastTs: p.lastTs, mapPart: s.offPar, mapPos: mapPos}
+			out[tp] = progressEntry{next: p.next, lastTs: p.lastTs, mapPart: s.offPar, mapPos: mapPos, topicID: s.e.topicID(tp.Topic)}
 		}
 	}
 	return out

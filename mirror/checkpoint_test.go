@@ -161,33 +161,36 @@ func TestIdleShardCheckpointsWhatItOwes(t *testing.T) {
 
 func TestProgressMetadataRoundTrip(t *testing.T) {
 	for _, c := range []struct {
-		ts   int64
-		part int32
-		pos  int64
+		pe   progressEntry
 		want string
 	}{
-		{0, 0, -1, ""},
-		{1700000000000, 0, -1, "ts=1700000000000"},
-		{0, 3, 0, "map=3@0"},
-		{1700000000000, 7, 123456, "ts=1700000000000 map=7@123456"},
+		{progressEntry{mapPos: -1}, ""},
+		{progressEntry{lastTs: 1700000000000, mapPos: -1}, "ts=1700000000000"},
+		{progressEntry{mapPart: 3, mapPos: 0}, "map=3@0"},
+		{progressEntry{lastTs: 1700000000000, mapPart: 7, mapPos: 123456}, "ts=1700000000000 map=7@123456"},
+		{progressEntry{lastTs: 1700000000000, mapPart: 7, mapPos: 9, topicID: "AAAAAAAAAAAAAAAAAAAAAQ"}, "ts=1700000000000 map=7@9 id=AAAAAAAAAAAAAAAAAAAAAQ"},
+		{progressEntry{mapPos: -1, topicID: "x"}, "id=x"},
 	} {
-		md := progressMetadata(c.ts, c.part, c.pos)
+		c.pe.next = 42
 		got := ""
-		if md != nil {
+		if md := c.pe.metadata(); md != nil {
 			got = *md
 		}
 		if got != c.want {
-			t.Errorf("progressMetadata(%d, %d, %d) = %q, want %q", c.ts, c.part, c.pos, got, c.want)
+			t.Errorf("metadata of %+v = %q, want %q", c.pe, got, c.want)
 		}
-		ts, part, pos := parseProgressMetadata(got)
-		if ts != c.ts || pos != c.pos || (pos >= 0 && part != c.part) {
-			t.Errorf("parse(%q) = %d, %d, %d", got, ts, part, pos)
+		back := parseProgressMetadata(42, got)
+		if back.mapPos < 0 {
+			back.mapPart = c.pe.mapPart // no place: its partition means nothing
+		}
+		if back != c.pe {
+			t.Errorf("parse(%q) = %+v, want %+v", got, back, c.pe)
 		}
 	}
 	// Malformed or foreign metadata is no place in the map.
 	for _, md := range []string{"map=", "map=x@1", "map=1@", "map=-1@5", "map=1@-5", "map=1", "ts=abc", "garbage"} {
-		if _, _, pos := parseProgressMetadata(md); pos != -1 {
-			t.Errorf("parse(%q): place %d, want none", md, pos)
+		if pe := parseProgressMetadata(1, md); pe.mapPos != -1 {
+			t.Errorf("parse(%q): place %d, want none", md, pe.mapPos)
 		}
 	}
 }

@@ -46,7 +46,7 @@ func (e *Engine) measureLink(ctx context.Context, src, dst sarama.Client) {
 		warn(linkCtx, e.log, "cannot measure the link's lag: source ends", "err", err)
 		return
 	}
-	progress, err := readProgressFull(ctx, dst, e.link, tps, committedSoFar)
+	progress, err := readProgressFull(ctx, dst, e.link, tps, committedSoFar, e.topicID)
 	if err != nil {
 		warn(linkCtx, e.log, "cannot measure the link's lag: progress", "err", err)
 		return

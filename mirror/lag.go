@@ -91,7 +91,7 @@ func MeasureLagIn(ctx context.Context, clusters *kafkaconn.Clusters, link topolo
 	if err != nil {
 		return nil, fmt.Errorf("source %s: %w", link.Source, err)
 	}
-	progress, err := progressNext(readProgressFull(ctx, dst, link, tps, committedSoFar))
+	progress, err := progressNext(readProgressFull(ctx, dst, link, tps, committedSoFar, nil))
 	if err != nil {
 		return nil, fmt.Errorf("target %s: progress of %s: %w", link.Target, link, err)
 	}

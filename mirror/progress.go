@@ -19,7 +19,7 @@ import (
 // so a progress commit of a transaction still being decided is never
 // returned; it waits (bounded by ctx) until such a transaction settles.
 func readProgress(ctx context.Context, dst sarama.Client, link topology.Link, tps []topology.TopicPartition) (map[topology.TopicPartition]int64, error) {
-	return progressNext(readProgressFull(ctx, dst, link, tps, settled))
+	return progressNext(readProgressFull(ctx, dst, link, tps, settled, nil))
 }
 
 // progressWait is how a progress read treats a partition whose progress a
@@ -63,22 +63,34 @@ func progressNext(full map[topology.TopicPartition]progressEntry, err error) (ma
 // (their SourceNext), and a read replays them. mapPos -1: no place (a
 // checkpoint of an older drctl, or an at-least-once commit without one):
 // the checkpoint is the progress.
+//
+// topicID is the source topic id of the incarnation the checkpoint's
+// shard copied ("": not recorded, by an older drctl). A checkpoint of
+// another incarnation than the one the link mirrors now is no progress
+// of it: a shard that wrote it late, after reseed-topic deleted the old
+// incarnation's progress, must not make the new one start past records
+// never copied.
 type progressEntry struct {
 	next    int64
 	lastTs  int64
 	mapPart int32
 	mapPos  int64
+	topicID string
 }
 
-// progressMetadata encodes a checkpoint's metadata: "ts=<ms> map=<p>@<offset>",
-// either field left out when unknown (lastTs 0, mapPos -1).
-func progressMetadata(lastTs int64, mapPart int32, mapPos int64) *string {
+// metadata encodes a checkpoint's metadata: "ts=<ms> map=<p>@<offset>
+// id=<topic id>", each field left out when unknown (lastTs 0, mapPos -1,
+// topicID "").
+func (pe progressEntry) metadata() *string {
 	var fields []string
-	if lastTs > 0 {
-		fields = append(fields, "ts="+strconv.FormatInt(lastTs, 10))
+	if pe.lastTs > 0 {
+		fields = append(fields, "ts="+strconv.FormatInt(pe.lastTs, 10))
 	}
-	if mapPos >= 0 {
-		fields = append(fields, "map="+strconv.FormatInt(int64(mapPart), 10)+"@"+strconv.FormatInt(mapPos, 10))
+	if pe.mapPos >= 0 {
+		fields = append(fields, "map="+strconv.FormatInt(int64(pe.mapPart), 10)+"@"+strconv.FormatInt(pe.mapPos, 10))
+	}
+	if pe.topicID != "" && !strings.ContainsAny(pe.topicID, " \t\n") {
+		fields = append(fields, "id="+pe.topicID)
 	}
 	if len(fields) == 0 {
 		return nil
@@ -87,35 +99,47 @@ func progressMetadata(lastTs int64, mapPart int32, mapPos int64) *string {
 	return &v
 }
 
-// parseProgressMetadata decodes progressMetadata's output; a field that
-// does not parse is taken as unknown.
-func parseProgressMetadata(md string) (lastTs int64, mapPart int32, mapPos int64) {
-	mapPos = -1
+// parseProgressMetadata decodes the metadata of a checkpoint of next; a
+// field that does not parse is taken as unknown.
+func parseProgressMetadata(next int64, md string) progressEntry {
+	pe := progressEntry{next: next, mapPos: -1}
 	for f := range strings.FieldsSeq(md) {
 		if v, ok := strings.CutPrefix(f, "ts="); ok {
 			if n, err := strconv.ParseInt(v, 10, 64); err == nil && n > 0 {
-				lastTs = n
+				pe.lastTs = n
 			}
 		} else if v, ok := strings.CutPrefix(f, "map="); ok {
 			ps, os, found := strings.Cut(v, "@")
 			part, perr := strconv.ParseInt(ps, 10, 32)
 			off, oerr := strconv.ParseInt(os, 10, 64)
 			if found && perr == nil && oerr == nil && part >= 0 && off >= 0 {
-				mapPart, mapPos = int32(part), off
+				pe.mapPart, pe.mapPos = int32(part), off
 			}
+		} else if v, ok := strings.CutPrefix(f, "id="); ok {
+			pe.topicID = v
 		}
 	}
-	return lastTs, mapPart, mapPos
+	return pe
 }
 
 // readProgressFull reads the progress of tps with its metadata: each
 // partition's checkpoint, then the offset map's batches committed after it
 // (replayProgress). wait says what a partition with a transaction in doubt
-// returns.
-func readProgressFull(ctx context.Context, dst sarama.Client, link topology.Link, tps []topology.TopicPartition, wait progressWait) (map[topology.TopicPartition]progressEntry, error) {
+// returns. mirrored, when not nil, gives the source topic id of the
+// incarnation the link mirrors ("": unknown): a checkpoint of another
+// incarnation is left out, and so is what the offset map holds after it.
+func readProgressFull(ctx context.Context, dst sarama.Client, link topology.Link, tps []topology.TopicPartition, wait progressWait,
+	mirrored func(topic string) string) (map[topology.TopicPartition]progressEntry, error) {
 	out, err := readCheckpoints(ctx, dst, link.ProgressGroup(), tps, wait)
 	if err != nil {
 		return nil, err
+	}
+	if mirrored != nil {
+		for tp, pe := range out {
+			if want := mirrored(tp.Topic); want != "" && pe.topicID != "" && pe.topicID != want {
+				delete(out, tp)
+			}
+		}
 	}
 	if err := replayProgress(ctx, dst, link.OffsetsTopic(), out, wait); err != nil {
 		return nil, fmt.Errorf("offset map %s: %w", link.OffsetsTopic(), err)
@@ -167,8 +191,7 @@ func collectProgress(resp *sarama.OffsetFetchResponse, tps []topology.TopicParti
 			return fmt.Errorf("%s: %w", tp, b.Err)
 		}
 		if b.Offset >= 0 {
-			ts, part, pos := parseProgressMetadata(b.Metadata)
-			out[tp] = progressEntry{next: b.Offset, lastTs: ts, mapPart: part, mapPos: pos}
+			out[tp] = parseProgressMetadata(b.Offset, b.Metadata)
 		}
 	}
 	return nil

@@ -353,7 +353,7 @@ func (s *shard) refreshPartitions(ctx context.Context) error {
 		return nil
 	}
 	began := time.Now()
-	progress, err := readProgressFull(ctx, s.dst, s.e.link, added, settled)
+	progress, err := readProgressFull(ctx, s.dst, s.e.link, added, settled, s.e.topicID)
 	if err != nil {
 		return fmt.Errorf("shard %d: read progress on %s: %w", s.id, s.e.link.Target, err)
 	}

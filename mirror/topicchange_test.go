@@ -389,3 +389,80 @@ func TestLagReadsSourceTopicIDsAtOnce(t *testing.T) {
 		t.Errorf("measuring the lag of %d topics sent %d metadata requests to the source, want a few", topics, n)
 	}
 }
+
+// TestLateCheckpointOfAnOldIncarnationIgnored: a checkpoint of the old
+// incarnation that lands after reseed-topic deleted that incarnation's
+// progress does not make the new incarnation start past records never
+// copied: a checkpoint carries the topic id of the incarnation it counts,
+// and a resume ignores another's. (Kafka refuses an offset commit for a
+// topic it no longer has, and reseed-topic deletes the copy first; but a
+// shard that has not yet seen the re-creation may checkpoint up to a
+// checkpoint interval after its last copy, through a coordinator whose
+// metadata still lists the topic, or once the copy exists again.)
+func TestLateCheckpointOfAnOldIncarnationIgnored(t *testing.T) {
+	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: "  topics: {include: [\"orders\"]}"})
+	east := p.Topology.Clusters["east"]
+	src, dst := kfaketest.DialCluster(t, east), kfaketest.DialCluster(t, p.Topology.Clusters["west"])
+	link := p.Topology.Link("east", "west")
+	tp := topology.TopicPartition{Topic: "orders", Partition: 0}
+	kfaketest.CreateTopicOn(t, src, "orders", 1, nil)
+	sendN(t, kfaketest.IdempotentProducer(t, east, ""), "orders", 20, "old")
+
+	run := func() (stop func()) {
+		e, err := NewEngine(p.Topology, "east", "west", Options{Shards: 1, Epoch: -1, TopicSyncInterval: 200 * time.Millisecond, IdleCheck: 100 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- e.Run(ctx) }()
+		return func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("engine: %v", err)
+			}
+		}
+	}
+	stop := run()
+	waitCopied(t, src, dst, "orders", "kfake-east")
+	ledger, err := ReadTopicLedger(kfaketest.Ctx(t, 10*time.Second), dst, link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldID := ledger["orders"].SourceID
+	if oldID == "" {
+		t.Fatal("the ledger holds no topic id for orders")
+	}
+	waitFor(t, 10*time.Second, "the checkpoint of the first incarnation, with its topic id", func() error {
+		ck, err := readCheckpoints(kfaketest.Ctx(t, 5*time.Second), dst, link.ProgressGroup(), []topology.TopicPartition{tp}, settled)
+		if err != nil {
+			return err
+		}
+		if ck[tp].next != 20 || ck[tp].topicID != oldID {
+			return fmt.Errorf("checkpoint %+v, want next 20 and topic id %s", ck[tp], oldID)
+		}
+		return nil
+	})
+	stop()
+
+	deleteTopic(t, src, "orders")
+	kfaketest.CreateTopicOn(t, src, "orders", 1, nil)
+	sendN(t, kfaketest.IdempotentProducer(t, east, ""), "orders", 30, "new")
+	ctx := kfaketest.Ctx(t, 60*time.Second)
+	if _, err := ReseedTopic(ctx, p.Topology, link, "orders", false); err != nil {
+		t.Fatal(err)
+	}
+	// The late checkpoint: the first incarnation's position, written after
+	// the reseed deleted it, once the copy exists again.
+	kfaketest.CreateTopicOn(t, dst, "orders", 1, nil)
+	late := progressEntry{next: 20, lastTs: time.Now().UnixMilli(), mapPos: -1, topicID: oldID}
+	if err := commitProgress(ctx, dst, link.ProgressGroup(), map[string][]*sarama.PartitionOffsetMetadata{
+		"orders": {{Partition: 0, Offset: late.next, Metadata: late.metadata()}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	stop = run()
+	defer stop()
+	// Record by record: all 30 of the new incarnation, not its last 10.
+	waitCopied(t, src, dst, "orders", "kfake-east")
+}

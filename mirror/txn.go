@@ -506,7 +506,7 @@ func (t *txn) commit(ctx context.Context) error {
 	offsets := map[string][]*sarama.PartitionOffsetMetadata{}
 	for tp, pe := range ck {
 		offsets[tp.Topic] = append(offsets[tp.Topic], &sarama.PartitionOffsetMetadata{Partition: tp.Partition, Offset: pe.next,
-			Metadata: progressMetadata(pe.lastTs, pe.mapPart, pe.mapPos)})
+			Metadata: pe.metadata()})
 	}
 	if eos {
 		if len(offsets) > 0 {
