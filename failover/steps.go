@@ -17,6 +17,7 @@ import (
 	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/aclfence"
 	"github.com/drctl/drctl/internal/kafkaconn"
+	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/mirror"
 	"github.com/drctl/drctl/mirror/groupsync"
 	"github.com/drctl/drctl/plans"
@@ -417,16 +418,17 @@ func rollbackDrain(ctx context.Context, topo *topology.Topology, p drainParams, 
 }
 
 // restoreRoles writes the rollback state, again while a cluster is
-// unreachable (a broker that held the drain may answer again a moment
-// later; a new client right after it resumes can still fail), until ctx
+// unreachable or its answer is transient (a broker that held the drain may
+// answer again a moment later; right after it resumes, a new client can
+// still fail, and its controller may not yet list it as alive), until ctx
 // ends. The transition is idempotent: a cluster already restored is left
-// alone.
+// alone, so a write whose outcome was unknown is not repeated.
 func restoreRoles(ctx context.Context, topo *topology.Topology, rb stateParams, runID string) error {
 	for {
 		w := connect(ctx, topo, rb.Clusters...)
 		err := w.transition(ctx, rb.State, runID, rb.Clusters...)
 		w.Close()
-		if err == nil || !errors.Is(err, ErrUnreachable) {
+		if err == nil || !(errors.Is(err, ErrUnreachable) || kafkaread.Retriable(err)) {
 			return err
 		}
 		select {

@@ -106,9 +106,17 @@ func TopicIDs(ctx context.Context, client sarama.Client, topics []string) (map[s
 	return ids, nil
 }
 
+// errNoLiveBroker is a metadata answer that lists no broker at all. A KRaft
+// broker whose controller fenced it (its heartbeats stopped: a pause, a long
+// GC, a broken controller link) answers so for a moment after it runs again,
+// until it has registered anew; the answer's topics then have no leader and
+// no address to produce to. Transient: asking again shortly succeeds.
+var errNoLiveBroker = fmt.Errorf("the cluster's metadata lists no live broker (a broker fenced by its controller, as after a pause, lists none until it registers again): %w", sarama.ErrOutOfBrokers)
+
 // metadata asks the brokers the client knows, one after the other, for the
 // metadata of topics, with automatic topic creation off. The first answer
-// wins.
+// that lists at least one broker wins; an answer that lists none counts as
+// that broker's failure (errNoLiveBroker, Transient).
 func metadata(ctx context.Context, client sarama.Client, topics ...string) (*sarama.MetadataResponse, error) {
 	if client == nil {
 		return nil, errors.New("no client")
@@ -138,6 +146,9 @@ func metadata(ctx context.Context, client sarama.Client, topics ...string) (*sar
 			}
 			return b.GetMetadata(req)
 		})
+		if err == nil && len(md.Brokers) == 0 {
+			err = errNoLiveBroker
+		}
 		if err == nil {
 			return md, nil
 		}
