@@ -31,7 +31,9 @@
 #   every partition is committed on east. Measured: the time until every
 #   partition has records on west (started), until all are copied, until the
 #   group's offsets are on west (a sample checked record by record), how long
-#   drctl status and drctl mirror lag take meanwhile, and the mirror's peak RSS.
+#   drctl status and drctl mirror lag take meanwhile, the mirror's peak RSS,
+#   and the CPU the mirror and the brokers use over BENCH_SCALE_IDLE (10)
+#   seconds once everything is copied (the idle cost of a large link).
 # latency: each of BENCH_LAT_MIRRORS (mm2-eos drctl-eos) mirrors a fresh
 #   12-partition topic while loadgen latency writes BENCH_LAT_RATE (5000)
 #   records/s into it for BENCH_LAT_DURATION (60s) after a warm-up, and reads
@@ -110,6 +112,7 @@ LAT_MIRRORS="${BENCH_LAT_MIRRORS:-mm2-eos drctl-eos}"
 SCALE_TOPICS="${BENCH_SCALE_TOPICS:-500}"
 SCALE_PARTITIONS="${BENCH_SCALE_PARTITIONS:-20}"
 SCALE_RECORDS="${BENCH_SCALE_RECORDS:-10}"
+SCALE_IDLE="${BENCH_SCALE_IDLE:-10}"
 WAN_RECORDS="${BENCH_WAN_RECORDS:-${BENCH_RECORDS:-300000}}"
 WAN_MIRRORS="${BENCH_WAN_MIRRORS:-drctl-alo drctl-eos mm2-alo mm2-eos}"
 WAN_LATENCIES="${BENCH_WAN_LATENCIES:-25 50}"
@@ -762,6 +765,13 @@ run_scale() {
 		[[ $i -ge 3 && "$lag_total" == 0 ]] && break
 		sleep 1
 	done
+	# The idle cost: the mirror's and the brokers' CPU over SCALE_IDLE
+	# seconds with every partition copied and no new record.
+	local c0 b0 idle_cpu idle_brokers
+	c0="$(cpu_of "$MIRROR_PID")" b0="$(brokers_cpu)"
+	sleep "$SCALE_IDLE"
+	idle_cpu="$(calc "$(cpu_of "$MIRROR_PID") - $c0")" idle_brokers="$(calc "$(brokers_cpu) - $b0")"
+	log "scale/$m: idle for ${SCALE_IDLE}s: mirror CPU ${idle_cpu}s, brokers' CPU ${idle_brokers}s"
 	usage="$(usage_now)"
 	line="$(grep '^RESULT' "$out")"
 	log "scale/$m: ${line#RESULT } status ${status_max}s, mirror lag ${lag_max}s (total lag ${lag_total:-?}); $usage"
@@ -785,7 +795,7 @@ run_scale() {
 	fi
 	stop_pid "$MIRROR_PID" "scale/$m"
 	RUNNING_PID=""
-	echo "scale/$m status=ok ${line#RESULT } restart_started_all_s=${restart:-failed} status_s=$status_max lag_s=$lag_max lag_total=${lag_total:-?} $usage" >>"$RAW"
+	echo "scale/$m status=ok ${line#RESULT } restart_started_all_s=${restart:-failed} status_s=$status_max lag_s=$lag_max lag_total=${lag_total:-?} idle_cpu_s=$idle_cpu idle_brokers_cpu_s=$idle_brokers $usage" >>"$RAW"
 	scale_cleanup
 }
 
@@ -1038,12 +1048,12 @@ report_scale() {
 		echo
 		return
 	fi
-	echo "| mirror | every partition started (s) | all copied (s) | restart: every partition copying again (s) | group on west after (s) | group offsets checked | drctl status (s, slowest) | drctl mirror lag (s, slowest) | lag at the end | peak RSS (MiB) | CPU (s) |"
-	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-	printf '| drctl-eos | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$(rget started_all_s "$line")" "$(rget done_s "$line")" \
+	echo "| mirror | every partition started (s) | all copied (s) | restart: every partition copying again (s) | group on west after (s) | group offsets checked | drctl status (s, slowest) | drctl mirror lag (s, slowest) | lag at the end | peak RSS (MiB) | CPU (s) | idle: mirror CPU (s) | idle: brokers' CPU (s) |"
+	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+	printf '| drctl-eos | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$(rget started_all_s "$line")" "$(rget done_s "$line")" \
 		"$(rget restart_started_all_s "$line")" \
 		"$(rget group_synced_s "$line")" "$(rget group_checked "$line")" "$(rget status_s "$line")" "$(rget lag_s "$line")" \
-		"$(rget lag_total "$line")" "$(rget rss_mb "$line")" "$(rget cpu_s "$line")"
+		"$(rget lag_total "$line")" "$(rget rss_mb "$line")" "$(rget cpu_s "$line")" "$(rget idle_cpu_s "$line")" "$(rget idle_brokers_cpu_s "$line")"
 	echo
 	echo "- *started*: from launching the mirror until every partition has committed records on west (the mirror"
 	echo "  creates the $SCALE_TOPICS topics on west first). *restart*: the mirror stopped, $SCALE_RECORDS more records written"
@@ -1052,6 +1062,7 @@ report_scale() {
 	echo "  *group*: after the copy, until west holds the group's offsets for every partition; every 10th is checked:"
 	echo "  the record at the west offset is the copy of the record at the group's east offset."
 	echo "- status and mirror lag ran up to 10 times each against the running mirror; the slowest is shown."
+	echo "- *idle*: CPU over $SCALE_IDLE s after that, every partition copied and no new record: the mirror's, and both brokers'."
 	echo
 }
 

@@ -55,8 +55,13 @@ type Options struct {
 	// Across a WAN both sizes grow with the source's round trip, up to 4
 	// times and to the shard's share of MaxBufferedBytes (fetchsize.go).
 	FetchResponseBytes int32
-	FetchWait          time.Duration // how long a fetch may wait for data (100ms)
-	ChannelBuffer      int           // records buffered per shard (2048)
+	// FetchWait is how long a fetch may wait at the source for new
+	// records (500ms, a Java consumer's fetch.max.wait.ms). The source
+	// answers as soon as a record is there, so it delays no record; it sets
+	// how often an idle shard asks, which at 10,000 partitions is what an
+	// idle link costs the source broker (bench/README.md, issue 14).
+	FetchWait     time.Duration
+	ChannelBuffer int // records buffered per shard (2048)
 	// MaxBufferedBytes bounds the source records the engine holds between
 	// fetch and commit, over all its shards (64 MiB; see budget).
 	MaxBufferedBytes  int64
@@ -104,7 +109,7 @@ func (o *Options) defaults() {
 	def(&o.TxnInterval, DefaultTxnInterval)
 	def(&o.TxnLinger, 5*time.Millisecond)
 	o.TxnLinger = min(o.TxnLinger, o.TxnInterval)
-	def(&o.FetchWait, 100*time.Millisecond)
+	def(&o.FetchWait, 500*time.Millisecond)
 	def(&o.IdleCheck, time.Second)
 	def(&o.ProduceTimeout, 60*time.Second)
 	def(&o.TopicSyncInterval, 5*time.Second)

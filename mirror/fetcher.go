@@ -28,7 +28,10 @@ import (
 //
 //   - sends, each round, one read_committed fetch request per source leader
 //     broker covering all the shard's partitions led by it, in parallel,
-//     outside any fetch session;
+//     outside any fetch session; a request may wait at the source for
+//     records, briefly while partitions join or recover and up to FetchWait
+//     once they are settled (roundWait), and is answered as soon as one
+//     of its partitions has a record;
 //   - bounds each partition's share and so the whole response: a partition
 //     that returned nothing last time gets a small share (idleShare), the
 //     others split what is left of respBytes (at most partBytes each), so a
@@ -181,9 +184,14 @@ type fetcher struct {
 	cl      sarama.Client
 	version int16
 	size    *fetchSizer
-	wait    time.Duration
-	sink    fetchSink
-	log     *slog.Logger
+	// wait is how long a request may wait at the source for records while
+	// the fetcher's partitions are settled, settle (settleTime) after the
+	// last change; see roundWait.
+	wait, settle time.Duration
+	// changedAt is when a partition was last added or removed (UnixNano).
+	changedAt atomic.Int64
+	sink      fetchSink
+	log       *slog.Logger
 
 	mu    sync.Mutex
 	parts map[topology.TopicPartition]*fetchPart
@@ -208,7 +216,7 @@ func newFetcher(cl sarama.Client, partBytes, respBytes, most int32, wait time.Du
 	}
 	return &fetcher{
 		cl: cl, version: version, size: newFetchSizer(partBytes, respBytes, most),
-		wait: wait, sink: sink, log: log,
+		wait: wait, settle: settleTime, sink: sink, log: log,
 		parts: map[topology.TopicPartition]*fetchPart{}, kick: make(chan struct{}, 1),
 	}, nil
 }
@@ -271,6 +279,7 @@ func (f *fetcher) addAll(starts []fetchStart) []*fetchPart {
 		f.stopPart(old)
 	}
 	if len(starts) > 0 {
+		f.changedAt.Store(time.Now().UnixNano())
 		f.wake()
 	}
 	return ps
@@ -284,6 +293,7 @@ func (f *fetcher) remove(p *fetchPart) {
 		delete(f.parts, p.tp)
 	}
 	f.mu.Unlock()
+	f.changedAt.Store(time.Now().UnixNano())
 	f.stopPart(p)
 }
 
@@ -352,8 +362,13 @@ func (f *fetcher) loop(ctx context.Context) {
 		}
 		// The next round is fetched while the last one is handed over; its
 		// positions already follow the last round's records (advance).
+		inRound := 0
+		for _, ps := range byLeader {
+			inRound += len(ps)
+		}
+		wait := f.roundWait(parts, inRound, now)
 		round := make(chan []fetched, 1)
-		go func() { round <- f.fetchAll(ctx, byLeader) }()
+		go func() { round <- f.fetchAll(ctx, byLeader, wait) }()
 		delivered := f.deliver(ctx, pending)
 		results := <-round
 		if !delivered {
@@ -365,6 +380,46 @@ func (f *fetcher) loop(ctx context.Context) {
 		pending = results
 		f.flushErrs()
 	}
+}
+
+// Waits of a fetch round at the source: f.wait while the partitions are
+// settled, unsettledWait otherwise. A source answers a waiting fetch as soon
+// as one of its partitions has a record, so the wait delays no record of a
+// partition in the request; it does delay one that is not: a partition
+// added, or due for a retry, joins the next round, after the one in flight
+// has answered (a broker serves one connection's requests in order, so a
+// second request could not overtake it).
+const (
+	unsettledWait = 100 * time.Millisecond
+	// settleTime is how long after the last partition was added or
+	// removed the fetcher's rounds keep the short wait: a link starting,
+	// or a topic sync pass adding topics, adds partitions in several steps.
+	settleTime = 5 * time.Second
+)
+
+// roundWait returns how long the next round may wait at the source: the
+// short unsettledWait while a partition was added or removed within
+// f.settle, or some of parts are left out of the round (waiting for a
+// retry or a topic id check), and f.wait once every partition is in it and
+// has been for a while. So an idle link of thousands of partitions asks
+// each source broker a few times a second instead of ten (at 10,000
+// partitions that halved the source broker's idle CPU; bench/README.md,
+// issue 14), while partitions that join or recover are not held back by
+// the long wait of a round they are not in.
+func (f *fetcher) roundWait(parts []*fetchPart, inRound int, now time.Time) time.Duration {
+	if f.wait <= unsettledWait {
+		return f.wait
+	}
+	live := 0
+	for _, p := range parts {
+		if !p.stopped() {
+			live++
+		}
+	}
+	if inRound < live || now.Sub(time.Unix(0, f.changedAt.Load())) < f.settle {
+		return unsettledWait
+	}
+	return f.wait
 }
 
 // deliver hands every record of a fetched round to the shard, in order. It
@@ -532,14 +587,14 @@ func (f *fetcher) route(ctx context.Context, ready []*fetchPart) map[*sarama.Bro
 
 // fetchAll sends one request per leader, in parallel, and returns every
 // partition's outcome, copied out of the responses.
-func (f *fetcher) fetchAll(ctx context.Context, byLeader map[*sarama.Broker][]*fetchPart) []fetched {
+func (f *fetcher) fetchAll(ctx context.Context, byLeader map[*sarama.Broker][]*fetchPart, wait time.Duration) []fetched {
 	f.rr++
 	brokers := slices.SortedFunc(maps.Keys(byLeader), func(a, b *sarama.Broker) int { return cmp.Compare(a.ID(), b.ID()) })
 	outs := make([][]fetched, len(brokers))
 	var wg sync.WaitGroup
 	for i, b := range brokers {
 		ps := f.requestOrder(byLeader[b])
-		wg.Go(func() { outs[i] = f.fetchFrom(ctx, b, ps) })
+		wg.Go(func() { outs[i] = f.fetchFrom(ctx, b, ps, wait) })
 	}
 	wg.Wait()
 	var all []fetched
@@ -583,11 +638,12 @@ func shares(n, busy int, partBytes, respBytes int32) (idle, active int32) {
 	return idle, active
 }
 
-// fetchFrom sends one fetch for ps to b and decodes the response.
-func (f *fetcher) fetchFrom(ctx context.Context, b *sarama.Broker, ps []*fetchPart) []fetched {
+// fetchFrom sends one fetch for ps to b, which may wait up to wait for
+// records, and decodes the response.
+func (f *fetcher) fetchFrom(ctx context.Context, b *sarama.Broker, ps []*fetchPart, wait time.Duration) []fetched {
 	req := &sarama.FetchRequest{
 		Version:     f.version,
-		MaxWaitTime: int32(f.wait / time.Millisecond),
+		MaxWaitTime: int32(wait / time.Millisecond),
 		MinBytes:    1,
 		MaxBytes:    fetchResponseCeiling,
 		Isolation:   sarama.ReadCommitted,

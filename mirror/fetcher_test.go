@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -541,5 +542,193 @@ func TestFetcherAddsPartitionsTogether(t *testing.T) {
 	}
 	if n := first.Load(); n != partitions {
 		t.Errorf("the first fetch asked for %d partitions, want all %d added together", n, partitions)
+	}
+}
+
+// waitFetcher is a fetcher on src whose settled rounds may wait wait at the
+// source and that counts as settled settle after its last change.
+func waitFetcher(t *testing.T, src sarama.Client, out chan *sarama.ConsumerMessage, wait, settle time.Duration) *fetcher {
+	t.Helper()
+	var held atomic.Int64
+	sink := fetchSink{out: out, buf: newBudget(1 << 30), held: &held,
+		outOfRange: func(context.Context, topology.TopicPartition, int64) (int64, error) { return 0, errRefused },
+		recreated:  func(tp topology.TopicPartition, id string) { t.Errorf("%s: recreated (id %s)", tp, id) },
+		failed:     func(tp topology.TopicPartition, err error) { t.Logf("%s: %v", tp, err) },
+	}
+	f, err := newFetcher(src, minPartBytes, 2*idleShareMax, 2*idleShareMax, wait, sink, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.settle = settle
+	f.start(context.Background())
+	t.Cleanup(f.close)
+	return f
+}
+
+// fetchWaits records the MaxWait and the partition count of every fetch
+// request c receives.
+type fetchWaits struct {
+	mu   sync.Mutex
+	reqs []fetchSeen
+}
+
+type fetchSeen struct {
+	wait  time.Duration
+	parts int
+}
+
+func watchFetchWaits(c *kfake.Cluster) *fetchWaits {
+	w := &fetchWaits{}
+	c.ControlKey(int16(kmsg.Fetch), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		fr := req.(*kmsg.FetchRequest)
+		n := 0
+		for _, tp := range fr.Topics {
+			n += len(tp.Partitions)
+		}
+		w.mu.Lock()
+		w.reqs = append(w.reqs, fetchSeen{wait: time.Duration(fr.MaxWaitMillis) * time.Millisecond, parts: n})
+		w.mu.Unlock()
+		return nil, nil, false
+	})
+	return w
+}
+
+func (w *fetchWaits) count() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.reqs)
+}
+
+func (w *fetchWaits) last() fetchSeen {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.reqs) == 0 {
+		return fetchSeen{}
+	}
+	return w.reqs[len(w.reqs)-1]
+}
+
+// quietSource is a kfake pair whose east holds the empty topic "quiet" of
+// partitions partitions, a client of east, the fetch requests east gets
+// from now on, and a channel for a fetcher's records.
+func quietSource(t *testing.T, partitions int32) (*kfaketest.Pair, sarama.Client, *fetchWaits, chan *sarama.ConsumerMessage) {
+	t.Helper()
+	p := kfaketest.NewPair(t, kfaketest.Options{})
+	src := kfaketest.DialCluster(t, p.Topology.Clusters["east"])
+	kfaketest.CreateTopicOn(t, src, "quiet", partitions, nil)
+	return p, src, watchFetchWaits(p.East), make(chan *sarama.ConsumerMessage, 16)
+}
+
+// TestAWaitingFetchAnswersWhenARecordComes: a settled fetcher's request
+// waits at the source up to FetchWait (500 ms by default, so that an idle
+// link of thousands of partitions asks a few times a second rather than ten),
+// which must delay no record: the source answers a waiting fetch as soon as
+// a record is there, and a read_committed one as soon as a transaction
+// commits. Here the requests may wait 20 s; each record must arrive far
+// sooner.
+func TestAWaitingFetchAnswersWhenARecordComes(t *testing.T) {
+	p, src, waits, out := quietSource(t, 1)
+	east := p.Topology.Clusters["east"]
+	const wait = 20 * time.Second
+	f := waitFetcher(t, src, out, wait, 0)
+	f.add(topology.TopicPartition{Topic: "quiet", Partition: 0}, 0, "")
+
+	plain := kfaketest.IdempotentProducer(t, east, "")
+	txp := kfaketest.IdempotentProducer(t, east, "quiet-writer")
+	for i, viaTxn := range []bool{false, true, false, true} {
+		// Each round that answered with a record is followed by one more
+		// at once: record i is written while round i+1 waits.
+		waitFor(t, 10*time.Second, "a fetch waiting at the source", func() error {
+			if n := waits.count(); n < i+1 {
+				return fmt.Errorf("%d fetch request(s)", n)
+			}
+			return nil
+		})
+		if w := waits.last().wait; w != wait {
+			t.Fatalf("the waiting request may wait %v, want the settled fetcher's %v", w, wait)
+		}
+		sent := time.Now()
+		msg := &sarama.ProducerMessage{Topic: "quiet", Partition: 0, Value: sarama.StringEncoder(fmt.Sprint("record ", i))}
+		if viaTxn {
+			if err := txp.BeginTxn(); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := txp.SendMessage(msg); err != nil {
+				t.Fatal(err)
+			}
+			if err := txp.CommitTxn(); err != nil {
+				t.Fatal(err)
+			}
+		} else if _, _, err := plain.SendMessage(msg); err != nil {
+			t.Fatal(err)
+		}
+		m := receive(t, out, wait/4)
+		if got := string(m.Value); got != fmt.Sprint("record ", i) {
+			t.Fatalf("handed over %q, want record %d", got, i)
+		}
+		t.Logf("record %d (transactional %v) handed over %v after its send, with a fetch wait of %v", i, viaTxn, time.Since(sent).Round(time.Millisecond), wait)
+	}
+}
+
+// TestFetchWaitsLongOnlyWhenSettled: a partition that is not in the round
+// in flight joins only after that round answered, so the rounds wait long
+// only once every partition is in them and none was added or removed for a
+// while: a link that starts, or gains a topic, or whose partition recovers
+// from an error, is not held back by FetchWait.
+func TestFetchWaitsLongOnlyWhenSettled(t *testing.T) {
+	p, src, waits, out := quietSource(t, 2)
+	const wait, settle = time.Second, 1500 * time.Millisecond // settle > wait, as in production
+	f := waitFetcher(t, src, out, wait, settle)
+	added := time.Now()
+	f.add(topology.TopicPartition{Topic: "quiet", Partition: 0}, 0, "")
+	waitFor(t, 10*time.Second, "a first round", func() error {
+		if waits.count() == 0 {
+			return errors.New("no fetch request")
+		}
+		return nil
+	})
+	if first := waits.last(); first.wait != unsettledWait {
+		t.Fatalf("the round right after the partition was added may wait %v, want %v", first.wait, unsettledWait)
+	}
+	waitFor(t, 10*time.Second, "a settled round", func() error {
+		if l := waits.last(); l.wait != wait {
+			return fmt.Errorf("the last round may wait %v", l.wait)
+		}
+		return nil
+	})
+	if d := time.Since(added); d < settle {
+		t.Fatalf("a round waited long %v after the partition was added, before the fetcher settled (%v)", d, settle)
+	}
+
+	// A partition added while a long round waits joins the next round,
+	// which waits briefly, and its record is handed over without waiting
+	// for the fetcher to settle again.
+	n := waits.count()
+	kfaketest.ProduceEach(t, p.Topology, "east", "quiet", 2, 1) // a record in each partition
+	first := receive(t, out, 10*time.Second)
+	if first.Partition != 0 {
+		t.Fatalf("partition %d handed over first, want 0 (the only one fetched)", first.Partition)
+	}
+	joined := time.Now()
+	f.add(topology.TopicPartition{Topic: "quiet", Partition: 1}, 0, "")
+	second := receive(t, out, 10*time.Second)
+	if second.Partition != 1 || time.Since(joined) > wait+time.Second {
+		t.Fatalf("partition %d handed over %v after partition 1 was added, want partition 1 within one long wait (%v)", second.Partition, time.Since(joined), wait)
+	}
+	waits.mu.Lock()
+	var sawJoin bool
+	for _, r := range waits.reqs[n:] {
+		if r.parts == 2 {
+			sawJoin = true
+			if r.wait != unsettledWait {
+				t.Errorf("the first round with the added partition may wait %v, want %v", r.wait, unsettledWait)
+			}
+			break
+		}
+	}
+	waits.mu.Unlock()
+	if !sawJoin {
+		t.Fatal("no round asked for both partitions")
 	}
 }
