@@ -366,7 +366,7 @@ func (f *fetcher) loop(ctx context.Context) {
 		for _, ps := range byLeader {
 			inRound += len(ps)
 		}
-		wait := f.roundWait(parts, inRound, now)
+		wait := f.roundWait(parts, inRound, len(byLeader), now)
 		round := make(chan []fetched, 1)
 		go func() { round <- f.fetchAll(ctx, byLeader, wait) }()
 		delivered := f.deliver(ctx, pending)
@@ -397,18 +397,24 @@ const (
 	settleTime = 5 * time.Second
 )
 
-// roundWait returns how long the next round may wait at the source: the
-// short unsettledWait while a partition was added or removed within
-// f.settle, or some of parts are left out of the round (waiting for a
-// retry or a topic id check), and f.wait once every partition is in it and
-// has been for a while. So an idle link of thousands of partitions asks
+// roundWait returns how long the next round, asking brokers source
+// brokers, may wait at the source: the short unsettledWait while a
+// partition was added or removed within f.settle, or some of parts are left
+// out of the round (waiting for a retry or a topic id check), or the round
+// asks more than one broker (a round is handed over once every broker has
+// answered, so a record one broker returns at once would wait for another's
+// idle wait), and f.wait once every partition is in it and has been for a
+// while. So an idle link of thousands of partitions asks
 // each source broker a few times a second instead of ten (at 10,000
 // partitions that halved the source broker's idle CPU; bench/README.md,
 // issue 14), while partitions that join or recover are not held back by
 // the long wait of a round they are not in.
-func (f *fetcher) roundWait(parts []*fetchPart, inRound int, now time.Time) time.Duration {
+func (f *fetcher) roundWait(parts []*fetchPart, inRound, brokers int, now time.Time) time.Duration {
 	if f.wait <= unsettledWait {
 		return f.wait
+	}
+	if brokers > 1 {
+		return unsettledWait
 	}
 	live := 0
 	for _, p := range parts {

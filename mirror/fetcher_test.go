@@ -732,3 +732,49 @@ func TestFetchWaitsLongOnlyWhenSettled(t *testing.T) {
 		t.Fatal("no round asked for both partitions")
 	}
 }
+
+// TestFetchOverSeveralBrokersWaitsBriefly: a round is handed over once every
+// source broker it asked has answered, so with partitions led by two brokers
+// a record from one must not wait for the other's idle wait: such rounds
+// keep the short wait, however settled the fetcher is.
+func TestFetchOverSeveralBrokersWaitsBriefly(t *testing.T) {
+	p := kfaketest.NewPair(t, kfaketest.Options{ClusterOpts: []kfake.Opt{kfake.NumBrokers(2)}})
+	src := kfaketest.DialCluster(t, p.Topology.Clusters["east"])
+	kfaketest.CreateTopicOn(t, src, "spread", 4, nil)
+	leaders := map[int32]bool{}
+	for part := range int32(4) {
+		b, err := src.Leader("spread", part)
+		if err != nil {
+			t.Fatal(err)
+		}
+		leaders[b.ID()] = true
+	}
+	if len(leaders) < 2 {
+		t.Fatalf("the topic's 4 partitions are led by %d broker(s), want 2", len(leaders))
+	}
+	waits := watchFetchWaits(p.East)
+	out := make(chan *sarama.ConsumerMessage, 16)
+	const wait = 20 * time.Second
+	f := waitFetcher(t, src, out, wait, 0)
+	for part := range int32(4) {
+		f.add(topology.TopicPartition{Topic: "spread", Partition: part}, 0, "")
+	}
+	waitFor(t, 10*time.Second, "rounds to both brokers", func() error {
+		if n := waits.count(); n < 2 {
+			return fmt.Errorf("%d fetch request(s)", n)
+		}
+		return nil
+	})
+	sent := time.Now()
+	kfaketest.ProduceEach(t, p.Topology, "east", "spread", 1, 1) // one record, into partition 0
+	m := receive(t, out, wait/2)
+	if m.Partition != 0 {
+		t.Fatalf("a record of partition %d handed over, want 0", m.Partition)
+	}
+	if d := time.Since(sent); d > 5*time.Second {
+		t.Errorf("the record was handed over %v after its send: it waited for the other broker's idle fetch", d)
+	}
+	if w := waits.last().wait; w != unsettledWait {
+		t.Errorf("a round over two brokers may wait %v, want %v", w, unsettledWait)
+	}
+}
