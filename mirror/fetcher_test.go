@@ -741,6 +741,15 @@ func TestFetchOverSeveralBrokersWaitsBriefly(t *testing.T) {
 	p := kfaketest.NewPair(t, kfaketest.Options{ClusterOpts: []kfake.Opt{kfake.NumBrokers(2)}})
 	src := kfaketest.DialCluster(t, p.Topology.Clusters["east"])
 	kfaketest.CreateTopicOn(t, src, "spread", 4, nil)
+	// kfake picks each partition's leader at random; place them on both brokers.
+	for part := range int32(4) {
+		if err := p.East.MoveTopicPartition("spread", part, part%2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := src.RefreshMetadata("spread"); err != nil {
+		t.Fatal(err)
+	}
 	leaders := map[int32]bool{}
 	for part := range int32(4) {
 		b, err := src.Leader("spread", part)
