@@ -92,7 +92,7 @@ func Salvage(ctx context.Context, topo *topology.Topology, stale, active string)
 	if err != nil {
 		return nil, fmt.Errorf("salvage: list topics on %s: %w", stale, err)
 	}
-	progress, err := mirror.ReadProgress(ctx, dst, link, tps)
+	progress, err := mirror.ReadProgress(ctx, src, dst, link, tps)
 	if err != nil {
 		return nil, fmt.Errorf("salvage: mirror progress of %s on %s: %w", link, active, err)
 	}

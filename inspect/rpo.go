@@ -73,7 +73,9 @@ func measureRPO(ctx context.Context, topo *topology.Topology, source, target str
 		tps = append(tps, tp)
 	}
 	slices.SortFunc(tps, topology.TopicPartition.Compare)
-	progress, err := mirror.ReadProgress(ctx, dst, link, tps)
+	// The source may be down: the incarnation counted is the one the
+	// link's ledger on the target names.
+	progress, err := mirror.ReadProgress(ctx, nil, dst, link, tps)
 	if err != nil {
 		return nil, fmt.Errorf("progress of %s on %s: %w", link, target, err)
 	}

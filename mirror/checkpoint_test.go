@@ -96,7 +96,7 @@ func TestProgressBetweenCheckpointsComesFromTheOffsetMap(t *testing.T) {
 	if commits.Load() < 4 || addOffsets.Load() >= commits.Load() {
 		t.Fatalf("%d of %d transactions added the progress: want fewer than all", addOffsets.Load(), commits.Load())
 	}
-	got, err := ReadProgress(ctx, dst, link, []topology.TopicPartition{tp})
+	got, err := ReadProgress(ctx, src, dst, link, []topology.TopicPartition{tp})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestProgressBetweenCheckpointsComesFromTheOffsetMap(t *testing.T) {
 	if err := admin.DeleteConsumerGroupOffset(link.ProgressGroup(), "ckpt", 0); err != nil {
 		t.Fatal(err)
 	}
-	got, err = ReadProgress(ctx, dst, link, []topology.TopicPartition{tp})
+	got, err = ReadProgress(ctx, src, dst, link, []topology.TopicPartition{tp})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -91,7 +91,14 @@ func MeasureLagIn(ctx context.Context, clusters *kafkaconn.Clusters, link topolo
 	if err != nil {
 		return nil, fmt.Errorf("source %s: %w", link.Source, err)
 	}
-	progress, err := progressNext(readProgressFull(ctx, dst, link, tps, committedSoFar, nil))
+	// A checkpoint of an older incarnation of a topic (written late, after
+	// reseed-topic) would count the new one's records as mirrored, and a
+	// failover's drain would end before they are.
+	mirrored, err := sourceIncarnations(ctx, src, tps)
+	if err != nil {
+		return nil, fmt.Errorf("source %s: %w", link.Source, err)
+	}
+	progress, err := progressNext(readProgressFull(ctx, dst, link, tps, committedSoFar, mirrored))
 	if err != nil {
 		return nil, fmt.Errorf("target %s: progress of %s: %w", link.Target, link, err)
 	}

@@ -13,15 +13,6 @@ import (
 	"github.com/drctl/drctl/topology"
 )
 
-// readProgress returns the committed progress (next source offset to copy)
-// of the given partitions from the link's progress group on the target.
-// Partitions without progress are absent. It asks for stable offsets only,
-// so a progress commit of a transaction still being decided is never
-// returned; it waits (bounded by ctx) until such a transaction settles.
-func readProgress(ctx context.Context, dst sarama.Client, link topology.Link, tps []topology.TopicPartition) (map[topology.TopicPartition]int64, error) {
-	return progressNext(readProgressFull(ctx, dst, link, tps, settled, nil))
-}
-
 // progressWait is how a progress read treats a partition whose progress a
 // transaction still being decided has committed.
 type progressWait bool
@@ -229,7 +220,52 @@ func commitProgress(ctx context.Context, dst sarama.Client, group string, offset
 
 // ReadProgress returns the link's committed progress (the next source
 // offset to copy) of the given source partitions, read from the target;
-// partitions never mirrored are absent.
-func ReadProgress(ctx context.Context, dst sarama.Client, link topology.Link, tps []topology.TopicPartition) (map[topology.TopicPartition]int64, error) {
-	return readProgress(ctx, dst, link, tps)
+// partitions never mirrored are absent. A progress a transaction still
+// being decided commits is never returned: the read waits (bounded by
+// ctx) until the transaction settles. A checkpoint of another
+// incarnation of a topic than the current one (one written late, after
+// reseed-topic) is no progress of it, and its partition reads as never
+// mirrored. The current incarnation is the one src holds; with src nil
+// (the source is down), the one the link's topic ledger on the target
+// names.
+func ReadProgress(ctx context.Context, src, dst sarama.Client, link topology.Link, tps []topology.TopicPartition) (map[topology.TopicPartition]int64, error) {
+	var mirrored func(string) string
+	var err error
+	if src != nil {
+		mirrored, err = sourceIncarnations(ctx, src, tps)
+	} else {
+		mirrored, err = ledgerIncarnations(ctx, dst, link)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return progressNext(readProgressFull(ctx, dst, link, tps, settled, mirrored))
+}
+
+// sourceIncarnations returns, for readProgressFull, the id of each topic of
+// tps as src holds it now ("": unknown or gone).
+func sourceIncarnations(ctx context.Context, src sarama.Client, tps []topology.TopicPartition) (func(string) string, error) {
+	var topics []string
+	seen := map[string]bool{}
+	for _, tp := range tps {
+		if !seen[tp.Topic] {
+			seen[tp.Topic] = true
+			topics = append(topics, tp.Topic)
+		}
+	}
+	ids, err := kafkaread.TopicIDs(ctx, src, topics)
+	if err != nil {
+		return nil, fmt.Errorf("source topic ids: %w", err)
+	}
+	return func(topic string) string { return ids[topic] }, nil
+}
+
+// ledgerIncarnations returns, for readProgressFull, the source topic id of
+// each topic as the link's topic ledger on dst records it.
+func ledgerIncarnations(ctx context.Context, dst sarama.Client, link topology.Link) (func(string) string, error) {
+	ledger, err := ReadTopicLedger(ctx, dst, link)
+	if err != nil {
+		return nil, fmt.Errorf("topic ledger %s: %w", link.TopicsTopic(), err)
+	}
+	return func(topic string) string { return ledger[topic].SourceID }, nil
 }

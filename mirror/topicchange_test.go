@@ -461,6 +461,27 @@ func TestLateCheckpointOfAnOldIncarnationIgnored(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	// Every reader of the progress leaves the late checkpoint out: the lag
+	// (a failover's drain ends on it) counts all 30 records of the new
+	// incarnation, and the salvage's and inspect rpo's reads find none
+	// mirrored, from the source's topic id or, with the source down, from
+	// the ledger's.
+	rep, err := MeasureLag(ctx, p.Topology, link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Partitions) != 1 || rep.Partitions[0].Records != 30 {
+		t.Errorf("lag %+v: want orders/0 behind by its 30 records", rep.Partitions)
+	}
+	for name, from := range map[string]sarama.Client{"the source": src, "the ledger": nil} {
+		got, err := ReadProgress(ctx, from, dst, link, []topology.TopicPartition{tp})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, ok := got[tp]; ok {
+			t.Errorf("progress read with the incarnation from %s: %d, want none (the checkpoint is the old incarnation's)", name, n)
+		}
+	}
 	stop = run()
 	defer stop()
 	// Record by record: all 30 of the new incarnation, not its last 10.
