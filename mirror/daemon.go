@@ -30,7 +30,8 @@ const DefaultListen = "127.0.0.1:7483"
 type DaemonOptions struct {
 	// Listen is the address of /metrics, /healthz and /readyz ("" = none).
 	Listen string
-	// StatePoll is how often the live roles are read (5s).
+	// StatePoll is how often the live roles are read (5s); transitionPoll
+	// while they move.
 	StatePoll time.Duration
 	// Engine is the base of every link's engine options; Epoch, Allowed
 	// and CopyOwnOrigin are set from the live roles.
@@ -164,16 +165,20 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.roles = nil
 		}
 	}()
-	t := time.NewTicker(d.opts.StatePoll)
-	defer t.Stop()
 	fencedStale := map[string]int64{}
+	ended := false // the link ended since the last read of the roles
 	for {
 		view, err := d.readState(ctx)
 		st := view.Current
+		poll := d.opts.StatePoll
 		if err == nil {
 			d.opts.Engine.Metrics.observeRoles(view)
 			d.fenceReturnedStale(ctx, view, fencedStale)
+			if ended || transitional(st.Phase) {
+				poll = min(poll, transitionPoll)
+			}
 		}
+		ended = false
 		switch {
 		case err != nil:
 			d.opts.Engine.Metrics.noClusterReachable(d.topo)
@@ -203,10 +208,14 @@ func (d *Daemon) Run(ctx context.Context) error {
 			}
 		}
 		d.applyPause()
+		next := time.NewTimer(poll)
 		select {
 		case <-ctx.Done():
+			next.Stop()
 			return nil
 		case err := <-running:
+			next.Stop()
+			ended = true
 			cancel()
 			cancel, running = nil, nil
 			d.mu.Lock()
@@ -218,9 +227,21 @@ func (d *Daemon) Run(ctx context.Context) error {
 			if _, ok := errors.AsType[*ShardCountError](err); ok {
 				return err // a configuration mistake: retrying cannot help
 			}
-		case <-t.C:
+		case <-next.C:
 		}
 	}
+}
+
+// transitionPoll is how often the daemon reads the roles while a failover,
+// failback or reseed moves them (any phase but steady) and right after its
+// link ended (a failover fenced it): the next phase, reseeding above all,
+// should start its link within a second, not at the next StatePoll.
+const transitionPoll = 500 * time.Millisecond
+
+// transitional reports whether phase is one a running transition passes
+// through.
+func transitional(phase rolestate.Phase) bool {
+	return phase != rolestate.PhaseSteady && phase != ""
 }
 
 func (d *Daemon) start(k linkKey) (*Engine, error) {

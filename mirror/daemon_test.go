@@ -117,3 +117,69 @@ func TestDaemonFollowsRoles(t *testing.T) {
 		t.Errorf("daemon: %v", err)
 	}
 }
+
+// TestDaemonFollowsATransitionPromptly: once the daemon has seen the roles
+// move (any phase but steady), it reads them every transitionPoll, not
+// every StatePoll, so that a failover's reseed starts its link within a
+// second of its phase being written. Before, a failover's reseed tail
+// waited up to a StatePoll (5 s by default) for the mirror to notice it.
+func TestDaemonFollowsATransitionPromptly(t *testing.T) {
+	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: "  topics: {include: [\"orders\"]}"})
+	src, dst := kfaketest.DialCluster(t, p.Topology.Clusters["east"]), kfaketest.DialCluster(t, p.Topology.Clusters["west"])
+	kfaketest.CreateTopicOn(t, src, "orders", 1, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	d := NewDaemon(p.Topology, DaemonOptions{StatePoll: 10 * time.Second,
+		Engine: Options{Shards: 1, IdleCheck: 100 * time.Millisecond, TopicSyncInterval: 200 * time.Millisecond}})
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	waitFor(t, 30*time.Second, "east -> west running", func() error {
+		if e := d.Current(); e == nil || !e.Ready() {
+			return fmt.Errorf("not ready")
+		}
+		return nil
+	})
+	write := func(st rolestate.State, expected int64) {
+		t.Helper()
+		for _, c := range []struct {
+			cl   sarama.Client
+			name string
+		}{{dst, "west"}, {src, "east"}} {
+			cfg, _ := p.Topology.Clusters[c.name].SaramaConfig()
+			if err := rolestate.CompareAndSet(ctx, c.cl, cfg, expected, st); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// A failover's flip: west active, east stale (wiping), the old link fenced.
+	st := rolestate.Initial(p.Topology)
+	st.Epoch, st.Active, st.Standby, st.Phase = 1, "west", "east", rolestate.PhaseWiping
+	st.Run = &rolestate.Run{ID: "failover-test", Kind: rolestate.RunFailover, StartedAt: time.Now()}
+	write(st, 0)
+	if _, err := FenceLink(ctx, p.Topology, p.Topology.Link("east", "west")); err != nil {
+		t.Fatal(err)
+	}
+	// The daemon sees the flip at its next read (within StatePoll) and
+	// stops the link: no link runs while east is wiped.
+	waitFor(t, 30*time.Second, "the link stopped", func() error {
+		if e := d.Current(); e != nil {
+			return fmt.Errorf("%s still runs", e.link)
+		}
+		return nil
+	})
+	// The wipe is done: reseeding east from west.
+	st.Phase = rolestate.PhaseReseeding
+	write(st, 1)
+	written := time.Now()
+	waitFor(t, 4*time.Second, "west -> east started (StatePoll is 10 s)", func() error {
+		if e := d.Current(); e == nil || e.link.Source != "west" || !e.opts.CopyOwnOrigin {
+			return fmt.Errorf("no reseeding link west -> east")
+		}
+		return nil
+	})
+	t.Logf("the reseed link started %v after its phase was written", time.Since(written).Round(time.Millisecond))
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("daemon: %v", err)
+	}
+}
