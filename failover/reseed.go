@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -111,13 +112,17 @@ func Salvage(ctx context.Context, topo *topology.Topology, stale, active string)
 			_ = producer.Close()
 		}
 	}()
+	// Every partition's ends in one request per leader broker each, after
+	// the progress (as the lag reads them): one partition after the other,
+	// 1,200 partitions took 2 s of a failover.
+	starts, stable, err := partitionEnds(ctx, src, tps)
+	if err != nil {
+		return nil, fmt.Errorf("salvage: ends on %s: %w", stale, err)
+	}
 	created := map[string]bool{}
 	topicIDs := map[string]string{}
 	for _, tp := range tps {
-		ends, err := kafkaread.PartitionEnds(ctx, src, tp.Topic, tp.Partition)
-		if err != nil {
-			return nil, fmt.Errorf("salvage: %s on %s: %w", tp, stale, err)
-		}
+		ends := kafkaread.Ends{Start: starts[tp], Stable: stable[tp]}
 		from, ok := progress[tp]
 		if !ok {
 			from = ends.Start // never mirrored: all of it is unmirrored
@@ -299,7 +304,7 @@ type WipeReport struct {
 // MirrorStopTimeout bounds how long a wipe waits for drctl's own mirror
 // of active -> stale to leave the stale cluster. The run's role state
 // stops it, but a daemon reads the roles every few seconds (5s by
-// default) and a process that died holds its membership until its
+// default; 0.5 s once it has seen a run under way) and a process that died holds its membership until its
 // session times out (10s by default).
 const MirrorStopTimeout = time.Minute
 
@@ -360,18 +365,14 @@ func wipe(ctx context.Context, topo *topology.Topology, stale, active string, rc
 			return nil, err
 		}
 	}
-	for _, g := range groups {
-		if err := admin.DeleteConsumerGroup(g); err != nil && !errors.Is(err, sarama.ErrGroupIDNotFound) {
-			return nil, fmt.Errorf("wipe %s: delete group %s: %w", stale, g, err)
-		}
-		rep.GroupsDeleted = append(rep.GroupsDeleted, g)
+	if err := deleteGroups(ctx, client, groups); err != nil {
+		return nil, fmt.Errorf("wipe %s: %w", stale, err)
 	}
-	for _, t := range keep {
-		if err := admin.DeleteTopic(t); err != nil && !errors.Is(err, sarama.ErrUnknownTopicOrPartition) {
-			return nil, fmt.Errorf("wipe %s: delete topic %s: %w", stale, t, err)
-		}
-		rep.TopicsDeleted = append(rep.TopicsDeleted, t)
+	rep.GroupsDeleted = append(rep.GroupsDeleted, groups...)
+	if err := deleteTopics(ctx, client, keep); err != nil {
+		return nil, fmt.Errorf("wipe %s: %w", stale, err)
 	}
+	rep.TopicsDeleted = append(rep.TopicsDeleted, keep...)
 	for _, t := range keep {
 		if err := waitTopic(ctx, client, t, false); err != nil {
 			return nil, fmt.Errorf("wipe %s: %w", stale, err)
@@ -452,6 +453,41 @@ func forgetProgress(ctx context.Context, topo *topology.Topology, stale, active 
 		return fmt.Errorf("%s: forget the progress of the retired link (delete group %s): %w", active, g, err)
 	}
 	return nil
+}
+
+// partitionEnds reads the log start and last stable offsets of every
+// partition of tps, one request per leader broker each, retrying a
+// transient failure (a leader that moved) with fresh metadata. A
+// partition missing from an answer is an error, never "empty".
+func partitionEnds(ctx context.Context, client sarama.Client, tps []topology.TopicPartition) (starts, stable map[topology.TopicPartition]int64, err error) {
+	err = kafkaread.Do(ctx, kafkaread.Brief, func(attempt int) error {
+		if attempt > 0 {
+			topics := map[string]bool{}
+			for _, tp := range tps {
+				topics[tp.Topic] = true
+			}
+			_ = client.RefreshMetadata(slices.Collect(maps.Keys(topics))...)
+		}
+		var err error
+		if starts, err = kafkaread.StartOffsets(ctx, client, tps); err != nil {
+			return fmt.Errorf("log start offsets: %w", err)
+		}
+		if stable, err = kafkaread.StableOffsets(ctx, client, tps); err != nil {
+			return fmt.Errorf("last stable offsets: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, tp := range tps {
+		_, okStart := starts[tp]
+		_, okStable := stable[tp]
+		if !okStart || !okStable {
+			return nil, nil, fmt.Errorf("%s: no offsets in the answer", tp)
+		}
+	}
+	return starts, stable, nil
 }
 
 // waitTopic waits until the topic exists with leaders (exists) or is gone.

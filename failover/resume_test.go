@@ -95,7 +95,7 @@ var midSteps = []string{StepBegin, StepDrain, StepFlip, StepTranslateGroups, Ste
 // clusters did not; and in the middle of the drain (while producers still
 // write), of the role flip (west written, east's write left in an open
 // transaction), of the translation (between the commits of two groups)
-// and of the wipe (between the deletions of two topics).
+// and of the wipe (its groups deleted, its topics not).
 // DRCTL_RESUME_ALL=1 kills before and after every step, after every step
 // with the clusters' record lost, and in the middle of those four steps
 // and of begin, reseed-start and finish (each role-state step is killed
@@ -293,9 +293,10 @@ func (w *resumeWorld) killAndResume(t *testing.T, c killCase) {
 			return slices.Contains(resumeGroups, r.(*kmsg.OffsetCommitRequest).Group)
 		})
 	case c.step == StepWipe:
-		// The deletion of the first topic on east is held: the groups are
-		// gone, both topics still there.
-		held = holdFirst(t, w.pair.East, kmsg.DeleteTopics, false, func(kmsg.Request) bool { return true })
+		// The deletion of the topics on east (one batched request) is
+		// held and then dropped: the groups are gone, both topics still
+		// there.
+		held = holdFirst(t, w.pair.East, kmsg.DeleteTopics, true, func(kmsg.Request) bool { return true })
 	case slices.Contains([]string{StepBegin, StepFlip, StepReseedStart, StepFinish}, c.step):
 		// The step writes the role state on west, then on east; the
 		// commit of east's transaction is held and then dropped, so east
@@ -480,10 +481,16 @@ func (w *resumeWorld) checkPartial(t *testing.T, ctx context.Context, step strin
 					left = append(left, topic)
 				}
 			}
-			if len(left) == 1 {
+			var kept []string
+			for _, g := range resumeGroups {
+				if len(committedOf(t, w.east, g)) > 0 {
+					kept = append(kept, g)
+				}
+			}
+			if len(left) == len(resumeTopics) && len(kept) == 0 {
 				return
 			}
-			state = fmt.Sprintf("topics left on east: %v", left)
+			state = fmt.Sprintf("topics left on east: %v, groups with positions there: %v", left, kept)
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the kill did not leave %s half done: %s", step, state)

@@ -3,6 +3,7 @@ package aclfence
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -142,28 +143,94 @@ func Unfence(ctx context.Context, topo *topology.Topology, cluster string) ([]AC
 		return nil, fmt.Errorf("unfence: %w", err) // the error names the cluster
 	}
 	defer client.Close()
-	admin, err := sarama.NewClusterAdminFromClient(client)
-	if err != nil {
-		return nil, fmt.Errorf("unfence %s: %w", cluster, err)
-	}
 	rec, err := readFence(ctx, client, topo.Name)
 	if err != nil {
 		return nil, fmt.Errorf("unfence %s: %w", cluster, err)
 	}
-	for _, a := range rec.Added {
-		topic, principal, host := a.Topic, a.Principal, a.Host
-		_, err := admin.DeleteACL(sarama.AclFilter{ResourceType: sarama.AclResourceTopic, ResourceName: &topic,
-			ResourcePatternTypeFilter: sarama.AclPatternLiteral, Principal: &principal, Host: &host,
-			Operation: sarama.AclOperationWrite, PermissionType: sarama.AclPermissionDeny}, false)
-		if err != nil {
-			return nil, fmt.Errorf("unfence %s: delete ACL on %s for %s: %w", cluster, a.Topic, a.Principal, err)
-		}
+	if err := deleteACLs(ctx, client, rec.Added); err != nil {
+		return nil, fmt.Errorf("unfence %s: %w", cluster, err)
 	}
 	removed := rec.Added
 	if err := writeFence(ctx, client, topo.Name, &Record{Cluster: cluster}); err != nil {
 		return nil, fmt.Errorf("unfence %s: record: %w", cluster, err)
 	}
 	return removed, nil
+}
+
+// deleteBatch bounds the ACL filters of one DeleteAcls request: the
+// controller writes a record per ACL deleted, and one request of tens of
+// thousands would be one very large controller operation.
+const deleteBatch = 500
+
+// deleteACLs deletes acls, each a DENY WRITE on a literal topic, in
+// DeleteAcls requests of up to deleteBatch filters: one request per ACL (as
+// sarama's ClusterAdmin.DeleteACL sends) waits for the controller each
+// time, and 100 took 3 s of a failover. Deleting an ACL that is gone
+// matches nothing, so a request is retried whole on a retriable error.
+func deleteACLs(ctx context.Context, client sarama.Client, acls []ACL) error {
+	version := client.Config().Version
+	for chunk := range slices.Chunk(acls, deleteBatch) {
+		req := &sarama.DeleteAclsRequest{}
+		switch {
+		case version.IsAtLeast(sarama.V2_5_0_0):
+			req.Version = 2
+		case version.IsAtLeast(sarama.V2_0_0_0):
+			req.Version = 1
+		}
+		for _, a := range chunk {
+			topic, principal, host := a.Topic, a.Principal, a.Host
+			req.Filters = append(req.Filters, &sarama.AclFilter{ResourceType: sarama.AclResourceTopic, ResourceName: &topic,
+				ResourcePatternTypeFilter: sarama.AclPatternLiteral, Principal: &principal, Host: &host,
+				Operation: sarama.AclOperationWrite, PermissionType: sarama.AclPermissionDeny})
+		}
+		if err := deleteACLRequest(ctx, client, req, chunk); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteACLRequest sends req to the controller, retrying a retriable
+// failure (a controller that moved, a broken connection) until ctx ends;
+// chunk names the ACLs of req's filters, in order.
+func deleteACLRequest(ctx context.Context, client sarama.Client, req *sarama.DeleteAclsRequest, chunk []ACL) error {
+	for attempt := 0; ; attempt++ {
+		err := func() error {
+			b, err := client.Controller()
+			if attempt > 0 {
+				b, err = client.RefreshController()
+			}
+			if err != nil {
+				return err
+			}
+			rsp, err := b.DeleteAcls(req)
+			if err != nil {
+				return err
+			}
+			for i, fr := range rsp.FilterResponses {
+				if !errors.Is(fr.Err, sarama.ErrNoError) {
+					what := "an ACL"
+					if i < len(chunk) {
+						what = fmt.Sprintf("the ACL on %s for %s", chunk[i].Topic, chunk[i].Principal)
+					}
+					msg := ""
+					if fr.ErrMsg != nil && *fr.ErrMsg != "" {
+						msg = ": " + *fr.ErrMsg
+					}
+					return fmt.Errorf("delete %s: %w%s", what, fr.Err, msg)
+				}
+			}
+			return nil
+		}()
+		if err == nil || !kafkaread.Retriable(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (%v)", err, ctx.Err())
+		case <-time.After(min(time.Duration(attempt+1)*100*time.Millisecond, time.Second)):
+		}
+	}
 }
 
 func denyWrites(admin sarama.ClusterAdmin) (map[ACL]bool, error) {
