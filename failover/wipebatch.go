@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"time"
 
 	"github.com/IBM/sarama"
 
@@ -25,46 +24,45 @@ const wipeBatch = 100
 
 // deleteTopics deletes topics on the cluster of client, in DeleteTopics
 // requests of up to wipeBatch topics sent to the controller. A topic
-// already gone counts as deleted. A retriable answer (a controller that
-// moved, a timeout) sends the topics it names again until ctx ends; any
-// other refusal is returned, naming the topic.
+// already gone counts as deleted. A transient answer (a controller that
+// moved, a timeout) sends the topics it names again, with a fresh
+// controller, within kafkaread's Patient policy; any other refusal is
+// returned, naming the topic.
 func deleteTopics(ctx context.Context, client sarama.Client, topics []string) error {
 	cfg := client.Config()
 	for chunk := range slices.Chunk(topics, wipeBatch) {
 		left := slices.Clone(chunk)
-		for attempt := 0; len(left) > 0; attempt++ {
-			var retry []string
+		err := kafkaread.Do(ctx, kafkaread.Patient, func(attempt int) error {
 			b, err := client.Controller()
 			if attempt > 0 {
 				b, err = client.RefreshController()
 			}
-			var rsp *sarama.DeleteTopicsResponse
-			if err == nil {
-				rsp, err = b.DeleteTopics(sarama.NewDeleteTopicsRequest(cfg.Version, left, cfg.Admin.Timeout))
+			if err != nil {
+				return fmt.Errorf("controller: %w", err)
 			}
-			switch {
-			case err != nil && !kafkaread.Retriable(err):
+			rsp, err := b.DeleteTopics(sarama.NewDeleteTopicsRequest(cfg.Version, left, cfg.Admin.Timeout))
+			if err != nil {
 				return fmt.Errorf("delete %d topic(s): %w", len(left), err)
-			case err != nil:
-				retry = left
-			default:
-				for _, t := range left {
-					terr, ok := rsp.TopicErrorCodes[t]
-					switch {
-					case !ok || kafkaread.Retriable(terr):
-						retry = append(retry, t)
-					case errors.Is(terr, sarama.ErrNoError), errors.Is(terr, sarama.ErrUnknownTopicOrPartition):
-					default:
-						return fmt.Errorf("delete topic %s: %w", t, terr)
-					}
+			}
+			var retry []string
+			var last error
+			for _, t := range left {
+				terr, ok := rsp.TopicErrorCodes[t]
+				switch {
+				case !ok:
+					retry, last = append(retry, t), fmt.Errorf("delete topic %s: no answer: %w", t, sarama.ErrRequestTimedOut)
+				case errors.Is(terr, sarama.ErrNoError), errors.Is(terr, sarama.ErrUnknownTopicOrPartition):
+				case kafkaread.Retriable(terr):
+					retry, last = append(retry, t), fmt.Errorf("delete topic %s: %w", t, terr)
+				default:
+					return fmt.Errorf("delete topic %s: %w", t, terr)
 				}
 			}
 			left = retry
-			if len(left) > 0 {
-				if err := backoff(ctx, attempt); err != nil {
-					return fmt.Errorf("delete topic %s: %w", left[0], err)
-				}
-			}
+			return last
+		})
+		if err != nil {
+			return err
 		}
 	}
 	return nil
@@ -72,9 +70,10 @@ func deleteTopics(ctx context.Context, client sarama.Client, topics []string) er
 
 // deleteGroups deletes groups on the cluster of client, in one DeleteGroups
 // request per group coordinator. A group already gone counts as deleted; a
-// retriable answer (a coordinator that moved or is loading) sends the
-// groups it names again until ctx ends; any other refusal (a group that is
-// not empty) is returned, naming the group.
+// transient answer (a coordinator that moved or is loading) sends the
+// groups it names again, with fresh coordinators, within kafkaread's
+// Patient policy; any other refusal (a group that is not empty) is
+// returned, naming the group.
 func deleteGroups(ctx context.Context, client sarama.Client, groups []string) error {
 	version := int16(0)
 	switch v := client.Config().Version; {
@@ -84,11 +83,11 @@ func deleteGroups(ctx context.Context, client sarama.Client, groups []string) er
 		version = 1
 	}
 	left := slices.Clone(groups)
-	for attempt := 0; len(left) > 0; attempt++ {
+	return kafkaread.Do(ctx, kafkaread.Patient, func(attempt int) error {
 		byCoordinator := map[int32][]string{}
 		brokers := map[int32]*sarama.Broker{}
 		var retry []string
-		var lastErr error
+		var last error
 		for _, g := range left {
 			if attempt > 0 {
 				_ = client.RefreshCoordinator(g)
@@ -98,7 +97,7 @@ func deleteGroups(ctx context.Context, client sarama.Client, groups []string) er
 			case err != nil && !kafkaread.Retriable(err):
 				return fmt.Errorf("delete group %s: coordinator: %w", g, err)
 			case err != nil:
-				retry, lastErr = append(retry, g), err
+				retry, last = append(retry, g), fmt.Errorf("delete group %s: coordinator: %w", g, err)
 			default:
 				byCoordinator[b.ID()] = append(byCoordinator[b.ID()], g)
 				brokers[b.ID()] = b
@@ -111,39 +110,23 @@ func deleteGroups(ctx context.Context, client sarama.Client, groups []string) er
 			case err != nil && !kafkaread.Retriable(err):
 				return fmt.Errorf("delete %d group(s): %w", len(batch), err)
 			case err != nil:
-				retry, lastErr = append(retry, batch...), err
+				retry, last = append(retry, batch...), fmt.Errorf("delete %d group(s): %w", len(batch), err)
 				continue
 			}
 			for _, g := range batch {
 				gerr, ok := rsp.GroupErrorCodes[g]
 				switch {
 				case !ok:
-					retry, lastErr = append(retry, g), sarama.ErrIncompleteResponse
+					retry, last = append(retry, g), fmt.Errorf("delete group %s: no answer: %w", g, sarama.ErrRequestTimedOut)
 				case errors.Is(gerr, sarama.ErrNoError), errors.Is(gerr, sarama.ErrGroupIDNotFound):
 				case kafkaread.Retriable(gerr):
-					retry, lastErr = append(retry, g), gerr
+					retry, last = append(retry, g), fmt.Errorf("delete group %s: %w", g, gerr)
 				default:
 					return fmt.Errorf("delete group %s: %w", g, gerr)
 				}
 			}
 		}
 		left = retry
-		if len(left) > 0 {
-			if err := backoff(ctx, attempt); err != nil {
-				return fmt.Errorf("delete group %s: %w (%w)", left[0], lastErr, err)
-			}
-		}
-	}
-	return nil
-}
-
-// backoff waits before attempt+1 of a batched request: 100 ms more each
-// time, at most a second, or until ctx ends.
-func backoff(ctx context.Context, attempt int) error {
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(min(time.Duration(attempt+1)*100*time.Millisecond, time.Second)):
-		return nil
-	}
+		return last
+	})
 }

@@ -108,3 +108,46 @@ func TestSalvageReadsTheEndsInOneRequestPerBroker(t *testing.T) {
 		t.Errorf("%d ListOffsets requests for %d partitions, want 2", n, topics*partitions)
 	}
 }
+
+// TestWipeRetriesATransientRefusal: a DeleteTopics answer that refuses
+// every topic with a transient error (a controller that timed out) is sent
+// again, and the wipe still deletes every topic.
+func TestWipeRetriesATransientRefusal(t *testing.T) {
+	const topics = 10
+	p := kfaketest.NewPair(t, kfaketest.Options{
+		Mirror: "  topics: {include: [\"t\\\\d+\"]}",
+		Extra:  "failover: {fence: none}\n",
+	})
+	topo := p.Topology
+	for i := range topics {
+		kfaketest.CreateTopic(t, topo, "west", fmt.Sprintf("t%03d", i), 1, nil)
+	}
+	var requests atomic.Int32
+	p.West.ControlKey(int16(kmsg.DeleteTopics), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		p.West.KeepControl()
+		if requests.Add(1) > 1 {
+			return nil, nil, false
+		}
+		req := r.(*kmsg.DeleteTopicsRequest)
+		resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
+		for _, name := range req.TopicNames {
+			rt := kmsg.NewDeleteTopicsResponseTopic()
+			rt.Topic = kmsg.StringPtr(name)
+			rt.ErrorCode = 7 // REQUEST_TIMED_OUT
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp, nil, true
+	})
+	rep, err := Wipe(kfaketest.Ctx(t, time.Minute), topo, "west", "east")
+	if err != nil {
+		t.Fatalf("wipe west: %v", err)
+	}
+	if len(rep.TopicsDeleted) != topics || requests.Load() != 2 {
+		t.Errorf("the wipe reports %d topics deleted in %d DeleteTopics requests, want %d in 2", len(rep.TopicsDeleted), requests.Load(), topics)
+	}
+	for name := range snapshotOf(t, topo, "west").Topics {
+		if len(name) == 4 && name[0] == 't' {
+			t.Errorf("topic %s is still on west after the wipe", name)
+		}
+	}
+}

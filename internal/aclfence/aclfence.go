@@ -166,7 +166,7 @@ const deleteBatch = 500
 // DeleteAcls requests of up to deleteBatch filters: one request per ACL (as
 // sarama's ClusterAdmin.DeleteACL sends) waits for the controller each
 // time, and 100 took 3 s of a failover. Deleting an ACL that is gone
-// matches nothing, so a request is retried whole on a retriable error.
+// matches nothing, so a request is sent again whole on a transient error.
 func deleteACLs(ctx context.Context, client sarama.Client, acls []ACL) error {
 	version := client.Config().Version
 	for chunk := range slices.Chunk(acls, deleteBatch) {
@@ -190,47 +190,39 @@ func deleteACLs(ctx context.Context, client sarama.Client, acls []ACL) error {
 	return nil
 }
 
-// deleteACLRequest sends req to the controller, retrying a retriable
-// failure (a controller that moved, a broken connection) until ctx ends;
-// chunk names the ACLs of req's filters, in order.
+// deleteACLRequest sends req to the controller, retrying a transient
+// failure (a controller that moved, a broken connection) with a fresh
+// controller within kafkaread's Patient policy; chunk names the ACLs of
+// req's filters, in order.
 func deleteACLRequest(ctx context.Context, client sarama.Client, req *sarama.DeleteAclsRequest, chunk []ACL) error {
-	for attempt := 0; ; attempt++ {
-		err := func() error {
-			b, err := client.Controller()
-			if attempt > 0 {
-				b, err = client.RefreshController()
-			}
-			if err != nil {
-				return err
-			}
-			rsp, err := b.DeleteAcls(req)
-			if err != nil {
-				return err
-			}
-			for i, fr := range rsp.FilterResponses {
-				if !errors.Is(fr.Err, sarama.ErrNoError) {
-					what := "an ACL"
-					if i < len(chunk) {
-						what = fmt.Sprintf("the ACL on %s for %s", chunk[i].Topic, chunk[i].Principal)
-					}
-					msg := ""
-					if fr.ErrMsg != nil && *fr.ErrMsg != "" {
-						msg = ": " + *fr.ErrMsg
-					}
-					return fmt.Errorf("delete %s: %w%s", what, fr.Err, msg)
-				}
-			}
-			return nil
-		}()
-		if err == nil || !kafkaread.Retriable(err) {
+	return kafkaread.Do(ctx, kafkaread.Patient, func(attempt int) error {
+		b, err := client.Controller()
+		if attempt > 0 {
+			b, err = client.RefreshController()
+		}
+		if err != nil {
+			return fmt.Errorf("controller: %w", err)
+		}
+		rsp, err := b.DeleteAcls(req)
+		if err != nil {
 			return err
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w (%v)", err, ctx.Err())
-		case <-time.After(min(time.Duration(attempt+1)*100*time.Millisecond, time.Second)):
+		for i, fr := range rsp.FilterResponses {
+			if errors.Is(fr.Err, sarama.ErrNoError) {
+				continue
+			}
+			what := "an ACL"
+			if i < len(chunk) {
+				what = fmt.Sprintf("the ACL on %s for %s", chunk[i].Topic, chunk[i].Principal)
+			}
+			msg := ""
+			if fr.ErrMsg != nil && *fr.ErrMsg != "" {
+				msg = ": " + *fr.ErrMsg
+			}
+			return fmt.Errorf("delete %s: %w%s", what, fr.Err, msg)
 		}
-	}
+		return nil
+	})
 }
 
 func denyWrites(admin sarama.ClusterAdmin) (map[ACL]bool, error) {
