@@ -132,7 +132,7 @@ func TestWipeRetriesATransientRefusal(t *testing.T) {
 		resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
 		for _, name := range req.TopicNames {
 			rt := kmsg.NewDeleteTopicsResponseTopic()
-			rt.Topic = kmsg.StringPtr(name)
+			rt.Topic = new(name)
 			rt.ErrorCode = 7 // REQUEST_TIMED_OUT
 			resp.Topics = append(resp.Topics, rt)
 		}
