@@ -304,8 +304,9 @@ type WipeReport struct {
 // MirrorStopTimeout bounds how long a wipe waits for drctl's own mirror
 // of active -> stale to leave the stale cluster. The run's role state
 // stops it, but a daemon reads the roles every few seconds (5s by
-// default; 0.5 s once it has seen a run under way) and a process that died holds its membership until its
-// session times out (10s by default).
+// default; 0.5 s once it has seen a run under way) and a process that
+// died holds its membership until its session times out (10s by
+// default).
 const MirrorStopTimeout = time.Minute
 
 // Wipe deletes, on the stale cluster, the mirrored topics, the selected
