@@ -9,6 +9,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/drctl/drctl/internal/kfaketest"
+	"github.com/drctl/drctl/offsettranslate"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -76,5 +77,96 @@ func TestTrailingMarkersSkippedWithoutProbes(t *testing.T) {
 	// Without the fetcher's positions: at least parts/maxProbes passes.
 	if took := time.Since(copied); took > 10*idle {
 		t.Fatalf("zero lag %v after the copy: the trailing markers were probed a few at a time (%d a pass), not skipped", took, maxProbes)
+	}
+}
+
+// TestCopyOfATransactionPassesItsMarker: a source whose producer writes in
+// transactions ends every partition in a commit marker. The transaction
+// that copies a partition's last records already knows the marker is
+// there (the fetcher passed it), so it commits the progress past it: the
+// copy drains in its own transactions, with no progress-only transaction
+// after them (an offset-map entry without runs). Without that, every
+// such copy costs the target a second round of its transaction protocol
+// before the link shows zero lag (the reseed of a failover copies only
+// such partitions).
+func TestCopyOfATransactionPassesItsMarker(t *testing.T) {
+	const parts = 24
+	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: "  topics: {include: [\"tx\"]}"})
+	src, dst := kfaketest.Dial(t, p.Topology, "east"), kfaketest.Dial(t, p.Topology, "west")
+	kfaketest.CreateTopicOn(t, src, "tx", parts, nil)
+	txn := kfaketest.IdempotentProducer(t, p.Topology.Clusters["east"], "marker")
+	if err := txn.BeginTxn(); err != nil {
+		t.Fatal(err)
+	}
+	for part := range int32(parts) {
+		for i := range 3 {
+			if _, _, err := txn.SendMessage(&sarama.ProducerMessage{Topic: "tx", Partition: part, Value: sarama.StringEncoder(fmt.Sprint(i))}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := txn.CommitTxn(); err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// The lag alone would not tell the two apart (the idle pass moves
+	// past the markers too, a moment later); the offset map does.
+	e, err := NewEngine(p.Topology, "east", "west", Options{Epoch: -1, Shards: 1, TopicSyncInterval: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("engine: %v", err)
+		}
+	}()
+	link := p.Topology.Link("east", "west")
+	waitFor(t, time.Minute, "zero lag", func() error {
+		rep, err := MeasureLag(context.Background(), p.Topology, link)
+		if err != nil {
+			return err
+		}
+		if rep.TotalRecords != 0 || len(rep.Partitions) != parts {
+			return fmt.Errorf("%d behind over %d partitions", rep.TotalRecords, len(rep.Partitions))
+		}
+		return nil
+	})
+	ids, err := dst.Partitions(link.OffsetsTopic())
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := map[topology.TopicPartition]offsettranslate.Entry{}
+	for _, id := range ids {
+		recs, err := readAll(dst, link.OffsetsTopic(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			b, err := offsettranslate.DecodeBatch(r.Value)
+			if err != nil {
+				t.Fatalf("offset map %d@%d: %v", id, r.Offset, err)
+			}
+			for _, en := range b.Entries {
+				if len(en.Runs) == 0 {
+					t.Errorf("offset map %d@%d: %s/%d moved to %d without copying: a progress-only transaction after the copy", id, r.Offset, en.Topic, en.Partition, en.SourceNext)
+					continue
+				}
+				last[topology.TopicPartition{Topic: en.Topic, Partition: en.Partition}] = en
+			}
+		}
+	}
+	if len(last) != parts {
+		t.Errorf("%d partitions in the offset map, want %d", len(last), parts)
+	}
+	for tp, en := range last {
+		// 3 records at 0..2, the marker at 3.
+		if end := en.Runs[len(en.Runs)-1].SourceEnd(); end != 3 || en.SourceNext != 4 {
+			t.Errorf("%s: the last copy ends at %d and moves the progress to %d, want 3 and 4 (past the marker)", tp, end, en.SourceNext)
+		}
 	}
 }

@@ -389,6 +389,7 @@ func (s *shard) transact(ctx context.Context, first *sarama.ConsumerMessage, ext
 			if !open && eos && !t.unknown && !t.mapSent && t.broken == nil {
 				// Closed with records in flight, each with its predicted
 				// offset: send the offset map now (see predict).
+				t.passMarkers()
 				pending = s.offsetMapRecord(t.offsetMap())
 				t.mapSent = true
 				continue
@@ -463,6 +464,33 @@ func (s *shard) transact(ctx context.Context, first *sarama.ConsumerMessage, ext
 	return t.commit(context.WithoutCancel(ctx))
 }
 
+// passMarkers moves the progress of each partition the transaction
+// touched past the offsets after its last record that hold no committed
+// data record (the commit marker of the source's own transaction, aborted
+// records), up to the source's last stable offset, as far as the fetcher
+// has passed them (fetchPart.skippable). Without it a copy of a
+// transactional source ends one marker short of the end in every
+// partition, and only the idle pass's progress-only transaction after it
+// drains the link: a whole round of the target's transaction protocol,
+// which waits for this transaction's markers first. It runs once the
+// intake is closed and before the offset map is built, which carries the
+// progress.
+func (t *txn) passMarkers() {
+	for tp, n := range t.next {
+		p, ok := t.s.parts[tp]
+		if !ok || p.fp == nil {
+			continue
+		}
+		lso, _, ok := p.fp.lastStable()
+		if !ok {
+			continue
+		}
+		if to := min(p.fp.skippable(n), lso); to > n {
+			t.next[tp] = to
+		}
+	}
+}
+
 // offsetMap is the transaction's batch of the offset map: per partition
 // taken, its pairs of source and target offsets and its next source offset.
 func (t *txn) offsetMap() offsettranslate.Batch {
@@ -488,6 +516,7 @@ func (t *txn) commit(ctx context.Context) error {
 		return nil
 	}
 	if !t.mapSent {
+		t.passMarkers()
 		m := s.offsetMapRecord(t.offsetMap())
 		s.prod.Input() <- m
 		select {
