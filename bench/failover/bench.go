@@ -110,30 +110,44 @@ func buildDrctl(ctx context.Context, dir string) (string, error) {
 }
 
 // createTopics creates the topics on east and waits for their leaders.
-func (b *bench) createTopics(ctx context.Context) error {
+// createTopics creates the topics names on east, parallel CreateTopics
+// requests at a time, and waits until every partition has a leader.
+func (b *bench) createTopics(ctx context.Context, names []string, parallel int) error {
 	admin, err := sarama.NewClusterAdminFromClient(b.east)
 	if err != nil {
 		return err
 	}
-	for i := 0; i < b.o.topics; i++ {
-		err := admin.CreateTopic(b.topic(i), &sarama.TopicDetail{NumPartitions: int32(b.o.partitions), ReplicationFactor: 1}, false)
-		if err != nil {
-			return fmt.Errorf("create %s: %w", b.topic(i), err)
-		}
+	sem := make(chan struct{}, parallel)
+	errs := make(chan error, len(names))
+	for _, name := range names {
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem }()
+			if err := admin.CreateTopic(name, &sarama.TopicDetail{NumPartitions: int32(b.o.partitions), ReplicationFactor: 1}, false); err != nil {
+				errs <- fmt.Errorf("create %s: %w", name, err)
+			}
+		}()
+	}
+	for range parallel {
+		sem <- struct{}{}
+	}
+	close(errs)
+	if err := <-errs; err != nil {
+		return err
 	}
 	deadline := time.Now().Add(2 * time.Minute)
-	for i := 0; i < b.o.topics; i++ {
+	for _, name := range names {
 		for {
-			err := b.east.RefreshMetadata(b.topic(i))
+			err := b.east.RefreshMetadata(name)
 			var parts []int32
 			if err == nil {
-				parts, err = b.east.Partitions(b.topic(i))
+				parts, err = b.east.WritablePartitions(name)
 			}
 			if err == nil && len(parts) == b.o.partitions {
 				break
 			}
 			if time.Now().After(deadline) {
-				return fmt.Errorf("topic %s has no leaders after 2m: %v", b.topic(i), err)
+				return fmt.Errorf("topic %s has no leaders after 2m: %v", name, err)
 			}
 			if err := sleep(ctx, 100*time.Millisecond); err != nil {
 				return err
@@ -143,8 +157,48 @@ func (b *bench) createTopics(ctx context.Context) error {
 	return nil
 }
 
-// produce writes the records of every partition and returns their number.
-func (b *bench) produce(ctx context.Context) (int, error) {
+// topics names the benchmark's topics; limitTopics the fresh ones the copy
+// limit writes (see copyLimit).
+func (b *bench) topics() []string {
+	out := make([]string, b.o.topics)
+	for i := range out {
+		out[i] = b.topic(i)
+	}
+	return out
+}
+
+func (b *bench) limitTopics() []string {
+	out := make([]string, b.o.topics)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s.limit.t%03d", b.name, i)
+	}
+	return out
+}
+
+// copyLimit is what the reseed's copy is compared with: the same topics
+// created afresh on east (16 CreateTopics requests at a time, as the
+// mirror's topic sync sends them) and the same records written into them by
+// a plain producer, timed from the first request to the last
+// acknowledgement. The reseed does that and must read west besides, so
+// this is a ceiling for wait-reseeded, measured on the same brokers in the
+// same run.
+func (b *bench) copyLimit(ctx context.Context) (create, write time.Duration, err error) {
+	names := b.limitTopics()
+	t0 := time.Now()
+	if err := b.createTopics(ctx, names, 16); err != nil {
+		return 0, 0, err
+	}
+	create = time.Since(t0)
+	t1 := time.Now()
+	if _, err := b.produce(ctx, names); err != nil {
+		return 0, 0, err
+	}
+	return create, time.Since(t1), nil
+}
+
+// produce writes the records of every partition of topics and returns their
+// number.
+func (b *bench) produce(ctx context.Context, topics []string) (int, error) {
 	cfg, err := b.topo.Clusters["east"].SaramaConfig()
 	if err != nil {
 		return 0, err
@@ -175,9 +229,9 @@ func (b *bench) produce(ctx context.Context) (int, error) {
 		errc <- first
 	}()
 	for r := 0; r < b.o.records; r++ {
-		for t := 0; t < b.o.topics; t++ {
+		for _, topic := range topics {
 			for part := 0; part < b.o.partitions; part++ {
-				m := &sarama.ProducerMessage{Topic: b.topic(t), Partition: int32(part),
+				m := &sarama.ProducerMessage{Topic: topic, Partition: int32(part),
 					Key: sarama.StringEncoder(fmt.Sprintf("k%d", r)), Value: sarama.ByteEncoder(value)}
 				select {
 				case p.Input() <- m:
@@ -320,6 +374,9 @@ type result struct {
 	events []plans.Event
 	raw    []byte
 	stderr string
+	// limitCreate and limitWrite are the copy limit's two parts (zero:
+	// not measured; see copyLimit).
+	limitCreate, limitWrite time.Duration
 }
 
 func (b *bench) failover(ctx context.Context, timeout time.Duration) (*result, error) {

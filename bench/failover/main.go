@@ -30,6 +30,7 @@ type options struct {
 	failoverTimeout time.Duration
 	eventsOut       string
 	cleanupOnly     string
+	copyLimit       bool
 }
 
 func main() {
@@ -51,6 +52,7 @@ func main() {
 	flag.DurationVar(&o.catchUpTimeout, "catch-up-timeout", 15*time.Minute, "how long the mirror may take to copy the data before the failover")
 	flag.DurationVar(&o.failoverTimeout, "failover-timeout", 15*time.Minute, "bound on the failover run")
 	flag.StringVar(&o.eventsOut, "events", "", "also write the failover's JSON event stream to this file")
+	flag.BoolVar(&o.copyLimit, "copy-limit", true, "after the failover, time the reseed's copy limit: the same topics created afresh on east and the same records written there by a plain producer")
 	flag.StringVar(&o.cleanupOnly, "cleanup", "", "only delete what the run of this topology (fobench-...) left, e.g. after -keep")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -104,12 +106,12 @@ func run(ctx context.Context, o options) error {
 	}
 
 	start := time.Now()
-	if err := bench.createTopics(ctx); err != nil {
+	if err := bench.createTopics(ctx, bench.topics(), 1); err != nil {
 		return err
 	}
 	logf("%d topics x %d partitions created on east in %v", o.topics, o.partitions, time.Since(start).Round(time.Millisecond))
 	t0 := time.Now()
-	n, err := bench.produce(ctx)
+	n, err := bench.produce(ctx, bench.topics())
 	if err != nil {
 		return err
 	}
@@ -144,10 +146,17 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 	}
-	fmt.Print(res.report(o, n, positions, initialCopy))
 	if res.code != 0 {
+		fmt.Print(res.report(o, n, positions, initialCopy))
 		return fmt.Errorf("drctl failover exited %d: %s", res.code, res.stderr)
 	}
+	if o.copyLimit {
+		m.stop() // the reseed is over; the limit runs on quiet brokers
+		if res.limitCreate, res.limitWrite, err = bench.copyLimit(ctx); err != nil {
+			return fmt.Errorf("copy limit: %w", err)
+		}
+	}
+	fmt.Print(res.report(o, n, positions, initialCopy))
 	logf("whole benchmark %v (logs in %s)", time.Since(start).Round(time.Second), dir)
 	return nil
 }

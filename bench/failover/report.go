@@ -15,6 +15,7 @@ const (
 	flipRolesStep = "flip-roles"
 	lastFlipStep  = "translate-groups"
 	firstTailStep = "unfence-new-active"
+	waitStep      = "wait-reseeded"
 	lastStep      = "finish"
 )
 
@@ -60,6 +61,11 @@ func (r *result) report(o options, records, positions int, initialCopy time.Dura
 	fmt.Fprintf(&b, "\n- to the flip (%s .. %s): **%.1fs** of steps, done %.1fs after `drctl failover` started (planning and the checks between steps included); the roles flipped (%s done) %.1fs after it started\n",
 		firstStep, lastFlipStep, flip.Seconds(), flipAt.Seconds(), flipRolesStep, rolesAt.Seconds())
 	fmt.Fprintf(&b, "- reseed tail (%s .. %s): **%.1fs**\n", firstTailStep, lastStep, tail.Seconds())
+	if limit := r.limitCreate + r.limitWrite; limit > 0 {
+		wait, _ := r.span(waitStep, waitStep)
+		fmt.Fprintf(&b, "- the reseed's copy limit (the same topics created afresh on east, 16 requests at a time, and the same records written there by a plain producer, after the failover): **%.1fs** (create %.1fs, write %.1fs); `%s` took %.1fs, %.2fx the limit\n",
+			limit.Seconds(), r.limitCreate.Seconds(), r.limitWrite.Seconds(), waitStep, wait.Seconds(), wait.Seconds()/limit.Seconds())
+	}
 	fmt.Fprintf(&b, "- whole `drctl failover --to west --yes`: **%.1fs** wall, exit %d\n", r.wall.Seconds(), r.code)
 	return b.String()
 }
