@@ -30,8 +30,10 @@ const DefaultListen = "127.0.0.1:7483"
 type DaemonOptions struct {
 	// Listen is the address of /metrics, /healthz and /readyz ("" = none).
 	Listen string
-	// StatePoll is how often the live roles are read (5s); transitionPoll
-	// while they move.
+	// StatePoll is how often the live roles are read (1s); transitionPoll
+	// while they move. A failover's first steps take about a second, so a
+	// daemon that reads the roles less often than that starts the reseed's
+	// link late: it learns of the run only at its next read.
 	StatePoll time.Duration
 	// Engine is the base of every link's engine options; Epoch, Allowed
 	// and CopyOwnOrigin are set from the live roles.
@@ -80,7 +82,7 @@ type linkKey struct {
 // NewDaemon prepares a daemon for topo.
 func NewDaemon(topo *topology.Topology, opts DaemonOptions) *Daemon {
 	if opts.StatePoll <= 0 {
-		opts.StatePoll = 5 * time.Second
+		opts.StatePoll = time.Second
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),

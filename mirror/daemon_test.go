@@ -13,6 +13,7 @@ import (
 
 	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/internal/rolestate"
+	"github.com/drctl/drctl/topology"
 )
 
 // TestDaemonFollowsRoles: the daemon mirrors east -> west, serves its
@@ -112,6 +113,57 @@ func TestDaemonFollowsRoles(t *testing.T) {
 	if n, tags := count(src); n != 80 || tags["from-east"] != 50 {
 		t.Errorf("east holds %d records %v: records that came from east were copied back", n, tags)
 	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("daemon: %v", err)
+	}
+}
+
+// TestDaemonNoticesARunWithinASecond: a daemon in steady state learns of a
+// failover's run at its next read of the roles, so the default read
+// interval bounds how late the old link stops and the reseed's link starts.
+// With 5 s, a failover's reseed tail waited up to 5 s for it (the bench's
+// runs spread 9 to 18 s); with the default of 1 s the link stops within
+// about a second of the flip.
+func TestDaemonNoticesARunWithinASecond(t *testing.T) {
+	if d := NewDaemon(&topology.Topology{}, DaemonOptions{}); d.opts.StatePoll != time.Second {
+		t.Fatalf("default StatePoll %v, want 1s", d.opts.StatePoll)
+	}
+	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: "  topics: {include: [\"orders\"]}"})
+	src, dst := kfaketest.DialCluster(t, p.Topology.Clusters["east"]), kfaketest.DialCluster(t, p.Topology.Clusters["west"])
+	kfaketest.CreateTopicOn(t, src, "orders", 1, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	d := NewDaemon(p.Topology, DaemonOptions{Engine: Options{Shards: 1, IdleCheck: 100 * time.Millisecond, TopicSyncInterval: 200 * time.Millisecond}})
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	waitFor(t, 30*time.Second, "east -> west running", func() error {
+		if e := d.Current(); e == nil || !e.Ready() {
+			return fmt.Errorf("not ready")
+		}
+		return nil
+	})
+	// A failover's flip, as in TestDaemonFollowsATransitionPromptly.
+	st := rolestate.Initial(p.Topology)
+	st.Epoch, st.Active, st.Standby, st.Phase = 1, "west", "east", rolestate.PhaseWiping
+	st.Run = &rolestate.Run{ID: "failover-test", Kind: rolestate.RunFailover, StartedAt: time.Now()}
+	for _, c := range []struct {
+		cl   sarama.Client
+		name string
+	}{{dst, "west"}, {src, "east"}} {
+		cfg, _ := p.Topology.Clusters[c.name].SaramaConfig()
+		if err := rolestate.CompareAndSet(ctx, c.cl, cfg, 0, st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	written := time.Now()
+	waitFor(t, 4*time.Second, "the link stopped within a read interval and a stop", func() error {
+		if e := d.Current(); e != nil {
+			return fmt.Errorf("%s still runs", e.link)
+		}
+		return nil
+	})
+	t.Logf("the link stopped %v after the flip was written", time.Since(written).Round(time.Millisecond))
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("daemon: %v", err)

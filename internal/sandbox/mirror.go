@@ -24,10 +24,9 @@ func (s *Sandbox) startMirror() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	bound := make(chan string, 1)
 	d := mirror.NewDaemon(s.Topology, mirror.DaemonOptions{
-		Listen:    s.opts.MirrorListen,
-		StatePoll: 2 * time.Second,
-		Engine:    mirror.Options{Shards: 4, Logger: s.log.mirrorLogger(), TopicSyncInterval: 2 * time.Second},
-		Started:   func(addr string) { bound <- addr },
+		Listen:  s.opts.MirrorListen,
+		Engine:  mirror.Options{Shards: 4, Logger: s.log.mirrorLogger(), TopicSyncInterval: 2 * time.Second},
+		Started: func(addr string) { bound <- addr },
 	})
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
