@@ -177,6 +177,12 @@ type fetchSink struct {
 	recreated func(tp topology.TopicPartition, id string)
 	// failed counts and logs a fetch error of a partition.
 	failed func(tp topology.TopicPartition, err error)
+	// passed, if set, gets a token (without blocking) when a response
+	// moves a partition's position past offsets that hold no record to
+	// hand over (transaction markers, aborted records) after its last
+	// record: the shard may move the progress past them now, not at its
+	// next IdleCheck.
+	passed chan<- struct{}
 }
 
 // fetcher reads a shard's source partitions; see the comment at the top.
@@ -854,8 +860,18 @@ func (f *fetcher) handOver(ctx context.Context, r fetched) bool {
 			return ctx.Err() == nil
 		}
 	}
-	if r.next > p.clearedTo.Load() {
+	if cleared := p.clearedTo.Load(); r.next > cleared {
 		p.clearedTo.Store(r.next)
+		end := cleared
+		if n := len(r.msgs); n > 0 {
+			end = r.msgs[n-1].Offset + 1
+		}
+		if r.next > end && f.sink.passed != nil {
+			select {
+			case f.sink.passed <- struct{}{}:
+			default:
+			}
+		}
 	}
 	return ctx.Err() == nil
 }

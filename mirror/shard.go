@@ -44,6 +44,10 @@ type shard struct {
 	srcCl sarama.Client
 	fetch *fetcher // reads the source partitions into in (fetcher.go)
 	in    chan *sarama.ConsumerMessage
+	// passed wakes the shard when its fetcher moved past offsets with
+	// nothing to copy (fetchSink.passed), so that an idle pass moves the
+	// progress past them at once.
+	passed chan struct{}
 	// held is the bytes of the engine's budget this shard holds: records
 	// admitted to in and not yet released by their transaction (see
 	// txn.release).
@@ -113,6 +117,7 @@ func (s *shard) run(ctx context.Context) (err error) {
 	s.parts = map[topology.TopicPartition]*partState{}
 	s.tails = map[topology.TopicPartition]int64{}
 	s.in = make(chan *sarama.ConsumerMessage, s.e.opts.ChannelBuffer)
+	s.passed = make(chan struct{}, 1)
 	s.endsRead = make(chan endsResult, 1)
 	defer s.close()
 	if err := s.open(ctx); err != nil {
@@ -132,6 +137,7 @@ func (s *shard) run(ctx context.Context) (err error) {
 			continue
 		}
 		var first *sarama.ConsumerMessage
+		passed := false
 		select {
 		case first = <-s.in:
 		case <-tick.C:
@@ -140,13 +146,22 @@ func (s *shard) run(ctx context.Context) (err error) {
 			case first = <-s.in:
 			default:
 			}
+		case <-s.passed:
+			// The fetcher passed offsets with nothing to copy: move the
+			// progress past them now (from what the fetcher saw, without
+			// a request), unless a record waits.
+			select {
+			case first = <-s.in:
+			default:
+				passed = true
+			}
 		case <-wake:
 			continue // start or stop partitions first
 		case <-ctx.Done():
 		}
 		// Copying (a record now or within the last IdleCheck), the ends
 		// come without a request on this path; idle, they are read.
-		copying := first != nil || time.Since(s.lastRecord) < s.e.opts.IdleCheck
+		copying := passed || first != nil || time.Since(s.lastRecord) < s.e.opts.IdleCheck
 		if copying {
 			s.refreshEnds(ctx)
 		} else if time.Since(s.lastStable) >= s.e.opts.IdleCheck {
@@ -246,7 +261,7 @@ func (s *shard) open(ctx context.Context) error {
 	}
 	s.srcCl = source().cl
 	s.fetch, err = newFetcher(s.srcCl, e.opts.FetchBytes, e.opts.FetchResponseBytes, fetchGrowth(e.opts), e.opts.FetchWait, fetchSink{
-		out: s.in, buf: e.buf, held: &s.held,
+		out: s.in, buf: e.buf, held: &s.held, passed: s.passed,
 		outOfRange: s.outOfRange, recreated: s.recreated, failed: func(tp topology.TopicPartition, err error) { s.fetchFailed(ctx, tp, err) },
 	}, s.log)
 	if err != nil {

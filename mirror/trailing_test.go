@@ -170,3 +170,76 @@ func TestCopyOfATransactionPassesItsMarker(t *testing.T) {
 		}
 	}
 }
+
+// TestAbortedTailPassedAtOnce: after a copy, the source's producer aborts a
+// transaction: its records and the abort marker are offsets with nothing
+// to copy, which the fetcher passes in a response without records. The
+// shard moves its progress past them as soon as the fetcher has (a wake),
+// not at its next IdleCheck (a minute here), so the lag reads zero again
+// within seconds.
+func TestAbortedTailPassedAtOnce(t *testing.T) {
+	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: "  topics: {include: [\"tx\"]}"})
+	src, dst := kfaketest.Dial(t, p.Topology, "east"), kfaketest.Dial(t, p.Topology, "west")
+	kfaketest.CreateTopicOn(t, src, "tx", 1, nil)
+	txn := kfaketest.IdempotentProducer(t, p.Topology.Clusters["east"], "aborter")
+	send := func(commit bool) {
+		t.Helper()
+		if err := txn.BeginTxn(); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 {
+			if _, _, err := txn.SendMessage(&sarama.ProducerMessage{Topic: "tx", Value: sarama.StringEncoder(fmt.Sprint(i))}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		end := txn.AbortTxn
+		if commit {
+			end = txn.CommitTxn
+		}
+		if err := end(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(true) // offsets 0-2, the commit marker at 3
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	e, err := NewEngine(p.Topology, "east", "west", Options{Epoch: -1, Shards: 1, TopicSyncInterval: 300 * time.Millisecond, IdleCheck: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("engine: %v", err)
+		}
+	}()
+	link := p.Topology.Link("east", "west")
+	behind := func() (int64, error) {
+		rep, err := MeasureLag(context.Background(), p.Topology, link)
+		if err != nil {
+			return 0, err
+		}
+		if len(rep.Partitions) != 1 {
+			return 0, fmt.Errorf("%d partitions in the lag", len(rep.Partitions))
+		}
+		return rep.TotalRecords, nil
+	}
+	zero := func() error {
+		n, err := behind()
+		if err == nil && n != 0 {
+			err = fmt.Errorf("%d behind", n)
+		}
+		return err
+	}
+	waitFor(t, 30*time.Second, "the committed records copied", zero)
+	send(false) // offsets 4-6 aborted, the abort marker at 7
+	aborted := time.Now()
+	waitFor(t, 5*time.Second, "zero lag past the aborted transaction, well within IdleCheck", zero)
+	t.Logf("zero lag %v after the abort", time.Since(aborted).Round(time.Millisecond))
+	if d, err := readAll(dst, "tx", 0); err != nil || len(d) != 3 {
+		t.Fatalf("target holds %d records (%v), want the 3 committed", len(d), err)
+	}
+}
