@@ -163,27 +163,42 @@ func Unfence(ctx context.Context, topo *topology.Topology, cluster string) ([]AC
 const deleteBatch = 500
 
 // deleteACLs deletes acls, each a DENY WRITE on a literal topic, in
-// DeleteAcls requests of up to deleteBatch filters: one request per ACL (as
-// sarama's ClusterAdmin.DeleteACL sends) waits for the controller each
-// time, and 100 took 3 s of a failover. Deleting an ACL that is gone
-// matches nothing, so a request is sent again whole on a transient error.
+// DeleteAcls requests of up to deleteBatch filters (see DeleteFilters): one
+// request per ACL (as sarama's ClusterAdmin.DeleteACL sends) waits for the
+// controller each time, and 100 took 3 s of a failover.
 func deleteACLs(ctx context.Context, client sarama.Client, acls []ACL) error {
+	filters := make([]*sarama.AclFilter, len(acls))
+	for i, a := range acls {
+		topic, principal, host := a.Topic, a.Principal, a.Host
+		filters[i] = &sarama.AclFilter{ResourceType: sarama.AclResourceTopic, ResourceName: &topic,
+			ResourcePatternTypeFilter: sarama.AclPatternLiteral, Principal: &principal, Host: &host,
+			Operation: sarama.AclOperationWrite, PermissionType: sarama.AclPermissionDeny}
+	}
+	return DeleteFilters(ctx, client, filters, func(i int) string {
+		return fmt.Sprintf("the ACL on %s for %s", acls[i].Topic, acls[i].Principal)
+	})
+}
+
+// DeleteFilters deletes the ACLs that match filters, in DeleteAcls requests
+// of up to 500 filters sent to the controller, retrying a transient failure
+// (a controller that moved, a broken connection) with a fresh controller
+// within kafkaread's Patient policy: a filter that matches nothing (an ACL
+// deleted already) is no error, so a request is sent again whole. name
+// describes filters[i] for an error. The first filter the controller
+// refuses is returned as an error; the filters of earlier requests are
+// deleted by then.
+func DeleteFilters(ctx context.Context, client sarama.Client, filters []*sarama.AclFilter, name func(i int) string) error {
 	version := client.Config().Version
-	for chunk := range slices.Chunk(acls, deleteBatch) {
-		req := &sarama.DeleteAclsRequest{}
+	for at := 0; at < len(filters); at += deleteBatch {
+		chunk := filters[at:min(at+deleteBatch, len(filters))]
+		req := &sarama.DeleteAclsRequest{Filters: chunk}
 		switch {
 		case version.IsAtLeast(sarama.V2_5_0_0):
 			req.Version = 2
 		case version.IsAtLeast(sarama.V2_0_0_0):
 			req.Version = 1
 		}
-		for _, a := range chunk {
-			topic, principal, host := a.Topic, a.Principal, a.Host
-			req.Filters = append(req.Filters, &sarama.AclFilter{ResourceType: sarama.AclResourceTopic, ResourceName: &topic,
-				ResourcePatternTypeFilter: sarama.AclPatternLiteral, Principal: &principal, Host: &host,
-				Operation: sarama.AclOperationWrite, PermissionType: sarama.AclPermissionDeny})
-		}
-		if err := deleteACLRequest(ctx, client, req, chunk); err != nil {
+		if err := deleteACLRequest(ctx, client, req, func(i int) string { return name(at + i) }); err != nil {
 			return err
 		}
 	}
@@ -191,10 +206,9 @@ func deleteACLs(ctx context.Context, client sarama.Client, acls []ACL) error {
 }
 
 // deleteACLRequest sends req to the controller, retrying a transient
-// failure (a controller that moved, a broken connection) with a fresh
-// controller within kafkaread's Patient policy; chunk names the ACLs of
-// req's filters, in order.
-func deleteACLRequest(ctx context.Context, client sarama.Client, req *sarama.DeleteAclsRequest, chunk []ACL) error {
+// failure with a fresh controller within kafkaread's Patient policy; name
+// describes the i-th filter of req.
+func deleteACLRequest(ctx context.Context, client sarama.Client, req *sarama.DeleteAclsRequest, name func(i int) string) error {
 	return kafkaread.Do(ctx, kafkaread.Patient, func(attempt int) error {
 		b, err := client.Controller()
 		if attempt > 0 {
@@ -212,8 +226,8 @@ func deleteACLRequest(ctx context.Context, client sarama.Client, req *sarama.Del
 				continue
 			}
 			what := "an ACL"
-			if i < len(chunk) {
-				what = fmt.Sprintf("the ACL on %s for %s", chunk[i].Topic, chunk[i].Principal)
+			if i < len(req.Filters) {
+				what = name(i)
 			}
 			msg := ""
 			if fr.ErrMsg != nil && *fr.ErrMsg != "" {

@@ -31,8 +31,11 @@ func List(admin sarama.ClusterAdmin) ([]Binding, error) {
 
 // Apply makes the plan's changes on the standby: first the additions, so
 // that a principal never has fewer rights than on the active for longer
-// than a round, then the removals, each by its exact binding.
-func Apply(admin sarama.ClusterAdmin, p Plan) error {
+// than a round, then the removals, each by its exact binding, in as few
+// DeleteAcls requests as the controller takes (aclfence.DeleteFilters; one
+// request per binding waited for the controller each time). admin and
+// client are the standby's.
+func Apply(ctx context.Context, admin sarama.ClusterAdmin, client sarama.Client, p Plan) error {
 	if len(p.Add) > 0 {
 		req := make([]*sarama.ResourceAcls, 0, len(p.Add))
 		for _, b := range p.Add {
@@ -45,12 +48,17 @@ func Apply(admin sarama.ClusterAdmin, p Plan) error {
 			return fmt.Errorf("create %d ACL(s): %w (drctl needs Alter on the cluster)", len(p.Add), err)
 		}
 	}
-	for _, b := range p.Remove {
+	if len(p.Remove) == 0 {
+		return nil
+	}
+	filters := make([]*sarama.AclFilter, len(p.Remove))
+	for i, b := range p.Remove {
 		name, principal, host := b.Resource, b.Principal, b.Host
-		if _, err := admin.DeleteACL(sarama.AclFilter{ResourceType: b.ResourceType, ResourceName: &name, ResourcePatternTypeFilter: b.Pattern,
-			Principal: &principal, Host: &host, Operation: b.Operation, PermissionType: b.Permission}, false); err != nil {
-			return fmt.Errorf("delete %s: %w (drctl needs Alter on the cluster)", b, err)
-		}
+		filters[i] = &sarama.AclFilter{ResourceType: b.ResourceType, ResourceName: &name, ResourcePatternTypeFilter: b.Pattern,
+			Principal: &principal, Host: &host, Operation: b.Operation, PermissionType: b.Permission}
+	}
+	if err := aclfence.DeleteFilters(ctx, client, filters, func(i int) string { return p.Remove[i].String() }); err != nil {
+		return fmt.Errorf("%w (drctl needs Alter on the cluster)", err)
 	}
 	return nil
 }
@@ -111,12 +119,20 @@ type Round struct {
 }
 
 // SyncOnce runs one round from the source (active) to the target
-// (standby) through the given admins: it checks the roles (allowed),
+// (standby) through the given clients: it checks the roles (allowed),
 // closes the standby fence's gaps through aclfence.Fence, then applies
 // the ACL diff. allowed is asked right before each change.
-func SyncOnce(ctx context.Context, topo *topology.Topology, target string, source, dest sarama.ClusterAdmin, allowed func(context.Context) error) (Round, error) {
+func SyncOnce(ctx context.Context, topo *topology.Topology, target string, srcCl, dstCl sarama.Client, allowed func(context.Context) error) (Round, error) {
 	var r Round
 	if err := allowed(ctx); err != nil {
+		return r, err
+	}
+	source, err := sarama.NewClusterAdminFromClient(srcCl)
+	if err != nil {
+		return r, err
+	}
+	dest, err := sarama.NewClusterAdminFromClient(dstCl)
+	if err != nil {
 		return r, err
 	}
 	src, err := listing(source, "active")
@@ -147,7 +163,7 @@ func SyncOnce(ctx context.Context, topo *topology.Topology, target string, sourc
 	if err := allowed(ctx); err != nil {
 		return r, err
 	}
-	if err := Apply(dest, p); err != nil {
+	if err := Apply(ctx, dest, dstCl, p); err != nil {
 		return r, err
 	}
 	r.Applied = p

@@ -108,14 +108,6 @@ func (l *Loop) round(ctx context.Context, clients map[string]sarama.Client) (Rou
 	if src == nil || dst == nil {
 		return Round{}, fmt.Errorf("acl sync %s->%s: a cluster is unreachable", l.Source, l.Target)
 	}
-	sa, err := sarama.NewClusterAdminFromClient(src)
-	if err != nil {
-		return Round{}, err
-	}
-	da, err := sarama.NewClusterAdminFromClient(dst)
-	if err != nil {
-		return Round{}, err
-	}
 	allowed := func(ctx context.Context) error {
 		rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 		defer cancel()
@@ -126,7 +118,7 @@ func (l *Loop) round(ctx context.Context, clients map[string]sarama.Client) (Rou
 		}
 		return nil
 	}
-	return SyncOnce(ctx, l.Topo, l.Target, sa, da, allowed)
+	return SyncOnce(ctx, l.Topo, l.Target, src, dst, allowed)
 }
 
 // changes lists a round's changes for the log (principals and resources

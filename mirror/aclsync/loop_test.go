@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kfaketest"
@@ -260,4 +262,64 @@ func TestLoopOnKfake(t *testing.T) {
 		t.Errorf("%d rounds succeeded while the phase was failing-over", len(rounds)-n)
 	}
 	mu.Unlock()
+}
+
+// TestStaleGrantsRemovedInOneRequest: a standby holding many grants the
+// active does not have loses them in one DeleteAcls request (sarama's
+// ClusterAdmin.DeleteACL sends one per binding, each waiting for the
+// controller), and only those: the grant the active has too and the ACLs
+// outside the sync's scope stay.
+func TestStaleGrantsRemovedInOneRequest(t *testing.T) {
+	const stale = 30
+	p := kfaketest.NewPair(t, kfaketest.Options{
+		SASL:        true,
+		ClusterOpts: []kfake.Opt{kfake.EnableACLs()},
+		Mirror:      "  topics: {include: [\"t\\\\d+\"]}\n  acls: {interval: 1h}",
+	})
+	topo := p.Topology
+	east, west := admin(t, topo.Clusters["east"]), admin(t, topo.Clusters["west"])
+	grant := func(a sarama.ClusterAdmin, topic, principal string) {
+		t.Helper()
+		if err := a.CreateACL(sarama.Resource{ResourceType: sarama.AclResourceTopic, ResourceName: topic, ResourcePatternType: sarama.AclPatternLiteral},
+			sarama.Acl{Principal: principal, Host: "*", Operation: sarama.AclOperationRead, PermissionType: sarama.AclPermissionAllow}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	grant(east, "t00", "User:app")
+	grant(west, "t00", "User:app")
+	for i := range stale {
+		grant(west, fmt.Sprintf("t%02d", i), "User:old")
+	}
+	grant(west, "scratch", "User:ops") // outside the scope
+	var requests, filters atomic.Int32
+	p.West.ControlKey(int16(kmsg.DeleteACLs), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		p.West.KeepControl()
+		requests.Add(1)
+		filters.Add(int32(len(r.(*kmsg.DeleteACLsRequest).Filters)))
+		return nil, nil, false
+	})
+	r, err := aclsync.SyncOnce(context.Background(), topo, "west", dial(t, topo.Clusters["east"]), dial(t, topo.Clusters["west"]),
+		func(context.Context) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Applied.Remove) != stale || len(r.Applied.Add) != 0 {
+		t.Errorf("the round removed %d and added %d ACLs, want %d removed", len(r.Applied.Remove), len(r.Applied.Add), stale)
+	}
+	if requests.Load() != 1 || filters.Load() != stale {
+		t.Errorf("%d DeleteAcls request(s) with %d filters, want 1 with %d", requests.Load(), filters.Load(), stale)
+	}
+	bs, err := aclsync.List(west)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, b := range bs {
+		left = append(left, b.String())
+	}
+	slices.Sort(left)
+	want := []string{"ALLOW READ for User:app from * on Topic:t00 (literal)", "ALLOW READ for User:ops from * on Topic:scratch (literal)"}
+	if !slices.Equal(left, want) {
+		t.Errorf("west holds %q, want %q", left, want)
+	}
 }
