@@ -119,6 +119,19 @@ func TestDaemonFollowsRoles(t *testing.T) {
 	}
 }
 
+// writeRoles writes st as the role state of both clusters of p, west
+// first, where it holds epoch expected.
+func writeRoles(t *testing.T, p *kfaketest.Pair, st rolestate.State, expected int64) {
+	t.Helper()
+	for _, name := range []string{"west", "east"} {
+		cl := kfaketest.DialCluster(t, p.Topology.Clusters[name])
+		cfg, _ := p.Topology.Clusters[name].SaramaConfig()
+		if err := rolestate.CompareAndSet(context.Background(), cl, cfg, expected, st); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestDaemonNoticesARunWithinASecond: a daemon in steady state learns of a
 // failover's run at its next read of the roles, so the default read
 // interval bounds how late the old link stops and the reseed's link starts.
@@ -130,7 +143,7 @@ func TestDaemonNoticesARunWithinASecond(t *testing.T) {
 		t.Fatalf("default StatePoll %v, want 1s", d.opts.StatePoll)
 	}
 	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: "  topics: {include: [\"orders\"]}"})
-	src, dst := kfaketest.DialCluster(t, p.Topology.Clusters["east"]), kfaketest.DialCluster(t, p.Topology.Clusters["west"])
+	src := kfaketest.DialCluster(t, p.Topology.Clusters["east"])
 	kfaketest.CreateTopicOn(t, src, "orders", 1, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -147,15 +160,7 @@ func TestDaemonNoticesARunWithinASecond(t *testing.T) {
 	st := rolestate.Initial(p.Topology)
 	st.Epoch, st.Active, st.Standby, st.Phase = 1, "west", "east", rolestate.PhaseWiping
 	st.Run = &rolestate.Run{ID: "failover-test", Kind: rolestate.RunFailover, StartedAt: time.Now()}
-	for _, c := range []struct {
-		cl   sarama.Client
-		name string
-	}{{dst, "west"}, {src, "east"}} {
-		cfg, _ := p.Topology.Clusters[c.name].SaramaConfig()
-		if err := rolestate.CompareAndSet(ctx, c.cl, cfg, 0, st); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeRoles(t, p, st, 0)
 	written := time.Now()
 	waitFor(t, 4*time.Second, "the link stopped within a read interval and a stop", func() error {
 		if e := d.Current(); e != nil {
@@ -177,7 +182,7 @@ func TestDaemonNoticesARunWithinASecond(t *testing.T) {
 // waited up to a StatePoll (5 s by default) for the mirror to notice it.
 func TestDaemonFollowsATransitionPromptly(t *testing.T) {
 	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: "  topics: {include: [\"orders\"]}"})
-	src, dst := kfaketest.DialCluster(t, p.Topology.Clusters["east"]), kfaketest.DialCluster(t, p.Topology.Clusters["west"])
+	src := kfaketest.DialCluster(t, p.Topology.Clusters["east"])
 	kfaketest.CreateTopicOn(t, src, "orders", 1, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -191,23 +196,11 @@ func TestDaemonFollowsATransitionPromptly(t *testing.T) {
 		}
 		return nil
 	})
-	write := func(st rolestate.State, expected int64) {
-		t.Helper()
-		for _, c := range []struct {
-			cl   sarama.Client
-			name string
-		}{{dst, "west"}, {src, "east"}} {
-			cfg, _ := p.Topology.Clusters[c.name].SaramaConfig()
-			if err := rolestate.CompareAndSet(ctx, c.cl, cfg, expected, st); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
 	// A failover's flip: west active, east stale (wiping), the old link fenced.
 	st := rolestate.Initial(p.Topology)
 	st.Epoch, st.Active, st.Standby, st.Phase = 1, "west", "east", rolestate.PhaseWiping
 	st.Run = &rolestate.Run{ID: "failover-test", Kind: rolestate.RunFailover, StartedAt: time.Now()}
-	write(st, 0)
+	writeRoles(t, p, st, 0)
 	if _, err := FenceLink(ctx, p.Topology, p.Topology.Link("east", "west")); err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +214,7 @@ func TestDaemonFollowsATransitionPromptly(t *testing.T) {
 	})
 	// The wipe is done: reseeding east from west.
 	st.Phase = rolestate.PhaseReseeding
-	write(st, 1)
+	writeRoles(t, p, st, 1)
 	written := time.Now()
 	waitFor(t, 4*time.Second, "west -> east started (StatePoll is 10 s)", func() error {
 		if e := d.Current(); e == nil || e.link.Source != "west" || !e.opts.CopyOwnOrigin {

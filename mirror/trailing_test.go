@@ -109,22 +109,9 @@ func TestCopyOfATransactionPassesItsMarker(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	// The lag alone would not tell the two apart (the idle pass moves
 	// past the markers too, a moment later); the offset map does.
-	e, err := NewEngine(p.Topology, "east", "west", Options{Epoch: -1, Shards: 1, TopicSyncInterval: 300 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- e.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("engine: %v", err)
-		}
-	}()
+	runEngine(t, p.Topology, Options{Shards: 1, IdleCheck: time.Second})
 	link := p.Topology.Link("east", "west")
 	waitFor(t, time.Minute, "zero lag", func() error {
 		rep, err := MeasureLag(context.Background(), p.Topology, link)
@@ -202,20 +189,7 @@ func TestAbortedTailPassedAtOnce(t *testing.T) {
 	}
 	send(true) // offsets 0-2, the commit marker at 3
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	e, err := NewEngine(p.Topology, "east", "west", Options{Epoch: -1, Shards: 1, TopicSyncInterval: 300 * time.Millisecond, IdleCheck: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- e.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("engine: %v", err)
-		}
-	}()
+	runEngine(t, p.Topology, Options{Shards: 1, IdleCheck: time.Minute})
 	link := p.Topology.Link("east", "west")
 	behind := func() (int64, error) {
 		rep, err := MeasureLag(context.Background(), p.Topology, link)
