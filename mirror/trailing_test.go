@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/offsettranslate"
@@ -215,5 +216,52 @@ func TestAbortedTailPassedAtOnce(t *testing.T) {
 	t.Logf("zero lag %v after the abort", time.Since(aborted).Round(time.Millisecond))
 	if d, err := readAll(dst, "tx", 0); err != nil || len(d) != 3 {
 		t.Fatalf("target holds %d records (%v), want the 3 committed", len(d), err)
+	}
+}
+
+// TestAbortsDoNotFloodTheTarget: a source producer that aborts one
+// transaction after another gives the shard a wake for each (see
+// TestAbortedTailPassedAtOnce); the progress-only transactions those wakes
+// start are spaced passedGap apart, so a burst of aborts costs the target
+// a few transactions, not one each.
+func TestAbortsDoNotFloodTheTarget(t *testing.T) {
+	const aborts = 150
+	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: "  topics: {include: [\"tx\"]}"})
+	src := kfaketest.Dial(t, p.Topology, "east")
+	kfaketest.CreateTopicOn(t, src, "tx", 1, nil)
+	txn := kfaketest.IdempotentProducer(t, p.Topology.Clusters["east"], "aborter")
+	e := runEngine(t, p.Topology, Options{Shards: 1, IdleCheck: time.Minute})
+	link := p.Topology.Link("east", "west")
+	zero := func() error {
+		rep, err := MeasureLag(context.Background(), p.Topology, link)
+		if err == nil && (len(rep.Partitions) != 1 || rep.TotalRecords != 0) {
+			err = fmt.Errorf("%d behind over %d partitions", rep.TotalRecords, len(rep.Partitions))
+		}
+		return err
+	}
+	waitFor(t, 30*time.Second, "the link running", zero)
+	committed := func() float64 {
+		return testutil.ToFloat64(e.metrics.Transactions.WithLabelValues(link.String(), "committed"))
+	}
+	before := committed()
+	start := time.Now()
+	for i := range aborts {
+		if err := txn.BeginTxn(); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := txn.SendMessage(&sarama.ProducerMessage{Topic: "tx", Value: sarama.StringEncoder(fmt.Sprint(i))}); err != nil {
+			t.Fatal(err)
+		}
+		if err := txn.AbortTxn(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	took := time.Since(start)
+	waitFor(t, 10*time.Second, "zero lag past every aborted transaction", zero)
+	n := committed() - before
+	bound := float64(took/passedGap) + 3
+	t.Logf("%d aborts in %v: %.0f transactions on the target (bound %.0f)", aborts, took.Round(time.Millisecond), n, bound)
+	if n > bound {
+		t.Errorf("%.0f progress-only transactions for %d aborts in %v, want at most %.0f (one per %v)", n, aborts, took, bound, passedGap)
 	}
 }
