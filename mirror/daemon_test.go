@@ -142,25 +142,7 @@ func TestDaemonNoticesARunWithinASecond(t *testing.T) {
 	if d := NewDaemon(&topology.Topology{}, DaemonOptions{}); d.opts.StatePoll != time.Second {
 		t.Fatalf("default StatePoll %v, want 1s", d.opts.StatePoll)
 	}
-	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: "  topics: {include: [\"orders\"]}"})
-	src := kfaketest.DialCluster(t, p.Topology.Clusters["east"])
-	kfaketest.CreateTopicOn(t, src, "orders", 1, nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	d := NewDaemon(p.Topology, DaemonOptions{Engine: Options{Shards: 1, IdleCheck: 100 * time.Millisecond, TopicSyncInterval: 200 * time.Millisecond}})
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
-	waitFor(t, 30*time.Second, "east -> west running", func() error {
-		if e := d.Current(); e == nil || !e.Ready() {
-			return fmt.Errorf("not ready")
-		}
-		return nil
-	})
-	// A failover's flip, as in TestDaemonFollowsATransitionPromptly.
-	st := rolestate.Initial(p.Topology)
-	st.Epoch, st.Active, st.Standby, st.Phase = 1, "west", "east", rolestate.PhaseWiping
-	st.Run = &rolestate.Run{ID: "failover-test", Kind: rolestate.RunFailover, StartedAt: time.Now()}
-	writeRoles(t, p, st, 0)
+	_, d, _ := daemonAtFlip(t, 0)
 	written := time.Now()
 	waitFor(t, 4*time.Second, "the link stopped within a read interval and a stop", func() error {
 		if e := d.Current(); e != nil {
@@ -169,10 +151,39 @@ func TestDaemonNoticesARunWithinASecond(t *testing.T) {
 		return nil
 	})
 	t.Logf("the link stopped %v after the flip was written", time.Since(written).Round(time.Millisecond))
-	cancel()
-	if err := <-done; err != nil {
-		t.Errorf("daemon: %v", err)
-	}
+}
+
+// daemonAtFlip runs a daemon (StatePoll statePoll, 0: the default) until
+// the test ends; once it mirrors east -> west it writes a failover's flip
+// to both clusters' roles: west active, east stale (wiping). It returns
+// the pair, the daemon and the state written.
+func daemonAtFlip(t *testing.T, statePoll time.Duration) (*kfaketest.Pair, *Daemon, rolestate.State) {
+	t.Helper()
+	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: "  topics: {include: [\"orders\"]}"})
+	src := kfaketest.DialCluster(t, p.Topology.Clusters["east"])
+	kfaketest.CreateTopicOn(t, src, "orders", 1, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	d := NewDaemon(p.Topology, DaemonOptions{StatePoll: statePoll,
+		Engine: Options{Shards: 1, IdleCheck: 100 * time.Millisecond, TopicSyncInterval: 200 * time.Millisecond}})
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("daemon: %v", err)
+		}
+	})
+	waitFor(t, 30*time.Second, "east -> west running", func() error {
+		if e := d.Current(); e == nil || !e.Ready() {
+			return fmt.Errorf("not ready")
+		}
+		return nil
+	})
+	st := rolestate.Initial(p.Topology)
+	st.Epoch, st.Active, st.Standby, st.Phase = 1, "west", "east", rolestate.PhaseWiping
+	st.Run = &rolestate.Run{ID: "failover-test", Kind: rolestate.RunFailover, StartedAt: time.Now()}
+	writeRoles(t, p, st, 0)
+	return p, d, st
 }
 
 // TestDaemonFollowsATransitionPromptly: once the daemon has seen the roles
@@ -181,26 +192,9 @@ func TestDaemonNoticesARunWithinASecond(t *testing.T) {
 // second of its phase being written. Before, a failover's reseed tail
 // waited up to a StatePoll (5 s by default) for the mirror to notice it.
 func TestDaemonFollowsATransitionPromptly(t *testing.T) {
-	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: "  topics: {include: [\"orders\"]}"})
-	src := kfaketest.DialCluster(t, p.Topology.Clusters["east"])
-	kfaketest.CreateTopicOn(t, src, "orders", 1, nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	d := NewDaemon(p.Topology, DaemonOptions{StatePoll: 10 * time.Second,
-		Engine: Options{Shards: 1, IdleCheck: 100 * time.Millisecond, TopicSyncInterval: 200 * time.Millisecond}})
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
-	waitFor(t, 30*time.Second, "east -> west running", func() error {
-		if e := d.Current(); e == nil || !e.Ready() {
-			return fmt.Errorf("not ready")
-		}
-		return nil
-	})
 	// A failover's flip: west active, east stale (wiping), the old link fenced.
-	st := rolestate.Initial(p.Topology)
-	st.Epoch, st.Active, st.Standby, st.Phase = 1, "west", "east", rolestate.PhaseWiping
-	st.Run = &rolestate.Run{ID: "failover-test", Kind: rolestate.RunFailover, StartedAt: time.Now()}
-	writeRoles(t, p, st, 0)
+	p, d, st := daemonAtFlip(t, 10*time.Second)
+	ctx := context.Background()
 	if _, err := FenceLink(ctx, p.Topology, p.Topology.Link("east", "west")); err != nil {
 		t.Fatal(err)
 	}
@@ -223,8 +217,4 @@ func TestDaemonFollowsATransitionPromptly(t *testing.T) {
 		return nil
 	})
 	t.Logf("the reseed link started %v after its phase was written", time.Since(written).Round(time.Millisecond))
-	cancel()
-	if err := <-done; err != nil {
-		t.Errorf("daemon: %v", err)
-	}
 }
