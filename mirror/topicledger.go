@@ -3,6 +3,7 @@ package mirror
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -58,17 +59,41 @@ func ReadTopicLedger(ctx context.Context, dst sarama.Client, link topology.Link)
 
 // writeTopicRecord records rec on the target through prod.
 func writeTopicRecord(prod sarama.SyncProducer, link topology.Link, rec TopicRecord) error {
-	rec.AtMs = time.Now().UnixMilli()
-	raw, err := json.Marshal(rec)
-	if err != nil {
-		return err
+	return writeTopicRecords(prod, link, []TopicRecord{rec})[rec.Topic]
+}
+
+// writeTopicRecords records recs on the target through prod, in as few
+// requests as the producer makes of them (a reseed records hundreds of
+// topics at once), and returns the failures by topic.
+func writeTopicRecords(prod sarama.SyncProducer, link topology.Link, recs []TopicRecord) map[string]error {
+	failed := map[string]error{}
+	msgs := make([]*sarama.ProducerMessage, 0, len(recs))
+	now := time.Now().UnixMilli()
+	for _, rec := range recs {
+		rec.AtMs = now
+		raw, err := json.Marshal(rec)
+		if err != nil {
+			failed[rec.Topic] = err
+			continue
+		}
+		msgs = append(msgs, &sarama.ProducerMessage{Topic: link.TopicsTopic(), Partition: 0,
+			Key: sarama.StringEncoder(rec.Topic), Value: sarama.ByteEncoder(raw), Metadata: &txnMeta{}})
 	}
-	_, _, err = prod.SendMessage(&sarama.ProducerMessage{Topic: link.TopicsTopic(), Partition: 0,
-		Key: sarama.StringEncoder(rec.Topic), Value: sarama.ByteEncoder(raw), Metadata: &txnMeta{}})
-	if err != nil {
-		return fmt.Errorf("record topic %s in %s: %w", rec.Topic, link.TopicsTopic(), err)
+	err := prod.SendMessages(msgs)
+	if err == nil {
+		return failed
 	}
-	return nil
+	perrs, ok := errors.AsType[sarama.ProducerErrors](err)
+	if !ok {
+		for _, m := range msgs {
+			failed[string(m.Key.(sarama.StringEncoder))] = fmt.Errorf("record topic %s in %s: %w", m.Key, link.TopicsTopic(), err)
+		}
+		return failed
+	}
+	for _, pe := range perrs {
+		failed[string(pe.Msg.Key.(sarama.StringEncoder))] = fmt.Errorf("record topic %s in %s: %w", pe.Msg.Key, link.TopicsTopic(), pe.Err)
+	}
+	return failed
 }
 
 // plainProducer is an idempotent, non-transactional producer on c for

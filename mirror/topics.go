@@ -90,21 +90,67 @@ func (a *ledgerSyncer) close() {
 	}
 }
 
-func (a *ledgerSyncer) record(rec TopicRecord) error {
+// recordAll records recs in the ledger (one batch of requests) and returns
+// the failures by topic.
+func (a *ledgerSyncer) recordAll(recs []TopicRecord) map[string]error {
+	if len(recs) == 0 {
+		return nil
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.prod == nil {
 		p, err := plainProducer(a.cl)
 		if err != nil {
-			return err
+			failed := map[string]error{}
+			for _, rec := range recs {
+				failed[rec.Topic] = err
+			}
+			return failed
 		}
 		a.prod = p
 	}
-	if err := writeTopicRecord(a.prod, a.link, rec); err != nil {
-		return err
+	failed := writeTopicRecords(a.prod, a.link, recs)
+	for _, rec := range recs {
+		if failed[rec.Topic] == nil {
+			a.ledger[rec.Topic] = rec
+		}
 	}
-	a.ledger[rec.Topic] = rec
-	return nil
+	return failed
+}
+
+// admit returns the topics of ts the mirror may copy now, having recorded
+// in the ledger the source incarnation of each one it did not know, and
+// the troubles of the others.
+func (a *ledgerSyncer) admit(ts []topicsync.TopicResult) (map[string]readyTopic, map[string]string) {
+	ready := map[string]readyTopic{}
+	troubles := map[string]string{}
+	var recs []TopicRecord
+	a.mu.Lock()
+	for _, t := range ts {
+		switch {
+		case t.Conflict != "":
+			troubles[t.Name] = t.Conflict
+		case t.Err != nil:
+			troubles[t.Name] = t.Err.Error()
+		}
+		if _, known := a.ledger[t.Name]; !known && t.SourceID != "" && (t.Created || t.Ready()) {
+			recs = append(recs, TopicRecord{Topic: t.Name, SourceID: t.SourceID, Created: t.Created})
+		}
+	}
+	a.mu.Unlock()
+	// Without its record a topic is not copied: a later recreation on the
+	// source would go unnoticed.
+	failed := a.recordAll(recs)
+	for _, t := range ts {
+		if err := failed[t.Name]; err != nil {
+			troubles[t.Name] = err.Error()
+			continue
+		}
+		if t.Ready() {
+			ready[t.Name] = readyTopic{Partitions: t.Partitions, MaxMessageBytes: t.MaxMessageBytes, SourceID: t.SourceID}
+		}
+	}
+	return ready, troubles
 }
 
 func (a *ledgerSyncer) sync(ctx context.Context) (map[string]readyTopic, map[string]string, error) {
@@ -121,28 +167,10 @@ func (a *ledgerSyncer) sync(ctx context.Context) (map[string]readyTopic, map[str
 	if err != nil {
 		return nil, nil, err
 	}
-	ready := map[string]readyTopic{}
-	troubles := map[string]string{}
+	ready, troubles := a.admit(rep.Topics)
 	ids := map[string]string{}
 	for _, t := range rep.Topics {
 		ids[t.Name] = t.SourceID
-		switch {
-		case t.Conflict != "":
-			troubles[t.Name] = t.Conflict
-		case t.Err != nil:
-			troubles[t.Name] = t.Err.Error()
-		}
-		if _, known := ledger[t.Name]; !known && t.SourceID != "" && (t.Created || t.Ready()) {
-			if err := a.record(TopicRecord{Topic: t.Name, SourceID: t.SourceID, Created: t.Created}); err != nil {
-				// Without its record the topic is not copied: a later
-				// recreation on the source would go unnoticed.
-				troubles[t.Name] = err.Error()
-				continue
-			}
-		}
-		if t.Ready() {
-			ready[t.Name] = readyTopic{Partitions: t.Partitions, MaxMessageBytes: t.MaxMessageBytes, SourceID: t.SourceID}
-		}
 	}
 	changes := topicChanges(a.link, a.mirrors, ledger, ids)
 	for _, c := range changes {

@@ -128,7 +128,6 @@ func (s *Syncer) Sync(ctx context.Context) (Report, error) {
 	}
 
 	results := make([]TopicResult, len(names))
-	var written []int
 	var jobs []applyJob
 	for i, name := range names {
 		r := &results[i]
@@ -169,13 +168,14 @@ func (s *Syncer) Sync(ctx context.Context) (Report, error) {
 		}
 		jobs = append(jobs, applyJob{i: i, c: c, do: do})
 	}
-	ok := s.applyAll(jobs, results)
-	for j, job := range jobs {
-		if ok[j] {
-			written = append(written, job.i)
-		}
-	}
-	s.settleWrites(ctx, src, results, written)
+	// Each topic is watched for its changes to show from the moment its
+	// writes are done, while the others are still being written.
+	written := make(chan int, len(jobs))
+	var settling sync.WaitGroup
+	settling.Go(func() { s.settleWrites(ctx, src, results, written) })
+	s.applyAll(jobs, results, written)
+	close(written)
+	settling.Wait()
 
 	rep := Report{Topics: results}
 	if err := ctx.Err(); err != nil {
@@ -195,10 +195,12 @@ type applyJob struct {
 const applyParallel = 16
 
 // applyAll makes the changes of jobs, recording each in its result, and
-// reports which succeeded. The writes of different topics are independent:
-// a pass that creates or alters hundreds of topics makes its requests side
-// by side, not one after another (each waits for the controller).
-func (s *Syncer) applyAll(jobs []applyJob, results []TopicResult) []bool {
+// reports which succeeded; done, when not nil, receives the result index of
+// each success as soon as its writes are made (it must have room for all).
+// The writes of different topics are independent: a pass that creates or
+// alters hundreds of topics makes its requests side by side, not one after
+// another (each waits for the controller).
+func (s *Syncer) applyAll(jobs []applyJob, results []TopicResult, done chan<- int) []bool {
 	ok := make([]bool, len(jobs))
 	sem := make(chan struct{}, applyParallel)
 	var wg sync.WaitGroup
@@ -213,6 +215,9 @@ func (s *Syncer) applyAll(jobs []applyJob, results []TopicResult) []bool {
 				return
 			}
 			ok[j] = true
+			if done != nil {
+				done <- job.i
+			}
 		}()
 	}
 	wg.Wait()
@@ -287,87 +292,161 @@ func (s *Syncer) apply(name string, c change, do *observed, r *TopicResult) erro
 }
 
 // settleWrites waits until the target shows the changes made to the topics
-// results[written], re-applying what a first round left undone (for example
-// a timestamp limit inherited from the target's broker defaults). Topics not
-// settled by the deadline get an ErrNotSettled error.
-func (s *Syncer) settleWrites(ctx context.Context, src view, results []TopicResult, written []int) {
-	if len(written) == 0 {
-		return
-	}
-	ctx, cancel := context.WithTimeout(ctx, s.settle)
-	defer cancel()
-	rounds := make(map[int]int)
-	why := make(map[int]string)
-	wait := 20 * time.Millisecond
-	for {
-		names := make([]string, len(written))
-		for j, i := range written {
-			names[j] = results[i].Name
-		}
-		dst, err := observe(s.dst, "target", names, func(string) bool { return true })
-		if err != nil {
-			for _, i := range written {
-				why[i] = err.Error()
-			}
-		} else {
-			var still []int
-			var again []applyJob
-			for _, i := range written {
-				r := &results[i]
-				so := src.topics[r.Name]
-				do := dst.topics[r.Name]
-				switch {
-				case dst.errs[r.Name] != nil:
-					why[i] = dst.errs[r.Name].Error()
-				case do == nil:
-					why[i] = "topic not listed yet"
-				case do.partitions < so.partitions:
-					why[i] = fmt.Sprintf("%d of %d partitions listed", do.partitions, so.partitions)
-				case do.leaderless > 0:
-					why[i] = fmt.Sprintf("%d partition(s) without a leader", do.leaderless)
-				default:
-					r.ReplicationFactor = do.rf
-					owned, _ := s.owner(r.Name, so.id)
-					c := s.policy.decide(so, do, target{}, owned)
-					if c.conflict != "" {
-						// Someone else changed the topic meanwhile.
-						r.Conflict = c.conflict
-						continue
-					}
-					if !c.writes() {
-						continue
-					}
-					if rounds[i] >= maxRounds {
-						r.Err = fmt.Errorf("target: configs %v do not take effect after %d attempts; check the target broker's config policy, or exclude the keys from config sync", append(keys(c.set), c.remove...), maxRounds)
-						continue
-					}
-					rounds[i]++
-					again = append(again, applyJob{i: i, c: c, do: do})
-					continue
-				}
-				still = append(still, i)
-			}
-			for j, ok := range s.applyAll(again, results) {
-				if ok {
-					why[again[j].i] = "changes applied, not yet visible"
-					still = append(still, again[j].i)
-				}
-			}
-			written = still
-		}
-		if len(written) == 0 {
+// whose result indexes arrive on written (closed once every write is made),
+// re-applying what a first round left undone (for example a timestamp limit
+// inherited from the target's broker defaults). A topic is watched from
+// the moment its own writes are made, so that the pass ends soon after the
+// last topic settles rather than a settle wait after the last write: a
+// broker creating hundreds of topics shows the first ones long before it
+// answers the last create. Options.SettleTimeout runs from
+// the last write; a topic not settled by then, or when ctx ends, gets an
+// ErrNotSettled error.
+func (s *Syncer) settleWrites(ctx context.Context, src view, results []TopicResult, written <-chan int) {
+	var (
+		pending  []int
+		writing  = true
+		timer    *time.Timer
+		deadline <-chan time.Time
+		rounds   = make(map[int]int)
+		why      = make(map[int]string)
+		wait     = settleFirstWait
+	)
+	take := func(i int, ok bool) {
+		if ok {
+			pending = append(pending, i)
 			return
+		}
+		writing = false
+		timer = time.NewTimer(s.settle)
+		deadline = timer.C
+	}
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	giveUp := func(what string) {
+		for i := range written {
+			pending = append(pending, i)
+		}
+		for _, i := range pending {
+			if why[i] == "" {
+				why[i] = "not checked yet"
+			}
+			results[i].Err = fmt.Errorf("target: %w %s (%s); it is checked again on the next pass", ErrNotSettled, what, why[i])
+		}
+	}
+	for {
+	drain:
+		for writing {
+			select {
+			case i, ok := <-written:
+				take(i, ok)
+			default:
+				break drain
+			}
+		}
+		if len(pending) == 0 {
+			if !writing {
+				return
+			}
+			select {
+			case i, ok := <-written:
+				take(i, ok)
+				wait = settleFirstWait
+			case <-ctx.Done():
+				giveUp("before " + ctx.Err().Error())
+				return
+			}
+			continue
+		}
+		pending = s.settleRound(src, results, pending, rounds, why)
+		if len(pending) == 0 {
+			continue // wait for the next write, or return
 		}
 		select {
 		case <-ctx.Done():
-			for _, i := range written {
-				results[i].Err = fmt.Errorf("target: %w within %v (%s); it is checked again on the next pass", ErrNotSettled, s.settle, why[i])
-			}
+			giveUp("before " + ctx.Err().Error())
+			return
+		case <-deadline:
+			giveUp(fmt.Sprintf("within %v", s.settle))
 			return
 		case <-time.After(wait):
 		}
-		wait = min(2*wait, 500*time.Millisecond)
+		limit := settleMaxWait
+		if writing {
+			limit = settleMaxWait / 2 // topics are still coming: look more often
+		}
+		wait = min(2*wait, limit)
 	}
+}
+
+// settleFirstWait and settleMaxWait bound the pause between two looks at
+// topics written and not yet settled; it doubles from the first to the last.
+const (
+	settleFirstWait = 20 * time.Millisecond
+	settleMaxWait   = 500 * time.Millisecond
+)
+
+// settleRound looks once at the written topics results[pending],
+// re-applies changes the target does not show, and returns the topics still
+// pending.
+func (s *Syncer) settleRound(src view, results []TopicResult, pending []int, rounds map[int]int, why map[int]string) []int {
+	names := make([]string, len(pending))
+	for j, i := range pending {
+		names[j] = results[i].Name
+	}
+	dst, err := observe(s.dst, "target", names, func(string) bool { return true })
+	if err != nil {
+		for _, i := range pending {
+			why[i] = err.Error()
+		}
+		return pending
+	}
+	var still []int
+	var again []applyJob
+	for _, i := range pending {
+		r := &results[i]
+		so := src.topics[r.Name]
+		do := dst.topics[r.Name]
+		switch {
+		case dst.errs[r.Name] != nil:
+			why[i] = dst.errs[r.Name].Error()
+		case do == nil:
+			why[i] = "topic not listed yet"
+		case do.partitions < so.partitions:
+			why[i] = fmt.Sprintf("%d of %d partitions listed", do.partitions, so.partitions)
+		case do.leaderless > 0:
+			why[i] = fmt.Sprintf("%d partition(s) without a leader", do.leaderless)
+		default:
+			r.ReplicationFactor = do.rf
+			owned, _ := s.owner(r.Name, so.id)
+			c := s.policy.decide(so, do, target{}, owned)
+			if c.conflict != "" {
+				// Someone else changed the topic meanwhile.
+				r.Conflict = c.conflict
+				continue
+			}
+			if !c.writes() {
+				continue
+			}
+			if rounds[i] >= maxRounds {
+				r.Err = fmt.Errorf("target: configs %v do not take effect after %d attempts; check the target broker's config policy, or exclude the keys from config sync", append(keys(c.set), c.remove...), maxRounds)
+				continue
+			}
+			rounds[i]++
+			again = append(again, applyJob{i: i, c: c, do: do})
+			continue
+		}
+		still = append(still, i)
+	}
+	for j, ok := range s.applyAll(again, results, nil) {
+		if ok {
+			why[again[j].i] = "changes applied, not yet visible"
+			still = append(still, again[j].i)
+		}
+	}
+	return still
 }
 
 // targetError wraps a failed write to the target with the operation and the

@@ -3,6 +3,7 @@ package topicsync
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"sync"
@@ -624,5 +625,46 @@ func TestCreatesTopicsWithTheTargetsTimestampLimitsLifted(t *testing.T) {
 	}
 	if n := alters.get(kmsg.IncrementalAlterConfigs); n != 0 {
 		t.Errorf("%d alter-configs requests in the pass, want none", n)
+	}
+}
+
+// TestSettlingStartsWhileTopicsAreWritten: a pass looks at a created topic
+// on the target from the moment its create is answered, while it still
+// creates others, so that it ends soon after the last topic settles: a
+// broker creating hundreds of topics shows the first ones long before it
+// answers the last create (a reseed re-creates every topic at once). Before,
+// the settle step began after the last create.
+func TestSettlingStartsWhileTopicsAreWritten(t *testing.T) {
+	e := newEnv(t, kfaketest.Options{}, Options{})
+	const n = 40
+	for i := range n {
+		createTopic(t, e.src, fmt.Sprintf("t%02d", i), 1, 1, nil)
+	}
+	var creates, firstLook atomic.Int32
+	firstLook.Store(-1)
+	e.pair.West.ControlKey(int16(kmsg.CreateTopics), func(kmsg.Request) (kmsg.Response, error, bool) {
+		e.pair.West.KeepControl()
+		creates.Add(1)
+		return nil, nil, false
+	})
+	e.pair.West.ControlKey(int16(kmsg.Metadata), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		e.pair.West.KeepControl()
+		// The settle step asks for the topics it waits for by name; the
+		// pass's first look at the target asks for every topic.
+		if len(r.(*kmsg.MetadataRequest).Topics) > 0 {
+			firstLook.CompareAndSwap(-1, creates.Load())
+		}
+		return nil, nil, false
+	})
+
+	rep, _ := sync1(t, e.syncer)
+	if got := len(rep.Ready()); got != n {
+		t.Fatalf("%d topics ready, want %d: %+v", got, n, rep.Problems())
+	}
+	if got := creates.Load(); got != n {
+		t.Fatalf("%d creates, want %d", got, n)
+	}
+	if got := firstLook.Load(); got < 0 || got >= n {
+		t.Errorf("the settle step first looked at the target after %d of %d creates, want while they were still being made", got, n)
 	}
 }
