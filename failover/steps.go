@@ -520,11 +520,21 @@ func waitReseeded(ctx context.Context, topo *topology.Topology, p waitParams, rc
 			clusters.Close()
 		}
 	}()
+	var (
+		prevLag int64 = -1 // the lag of the previous look (-1: none)
+		prevAt  time.Time
+	)
 	for {
 		if clusters == nil {
 			clusters = kafkaconn.Open(ctx, topo, link.Source, link.Target)
 		}
+		lookAt := time.Now()
 		ls, rep := mirror.DescribeLinkLagIn(ctx, clusters, link)
+		poll := reseedPollMax
+		if ls.Error == "" {
+			poll = reseedPoll(prevLag, ls.LagRecords, time.Since(prevAt), time.Since(lookAt))
+			prevLag, prevAt = ls.LagRecords, time.Now()
+		}
 		if ls.Error != "" {
 			clusters.Close()
 			clusters = nil
@@ -559,9 +569,31 @@ func waitReseeded(ctx context.Context, topo *topology.Topology, p waitParams, rc
 			return plans.Result{}, ctx.Err()
 		case <-rc.Stopping():
 			return plans.Result{}, fmt.Errorf("%w: stopped waiting for %s to catch up (drctl resume waits again)", plans.ErrInterrupted, p.Target)
-		case <-time.After(500 * time.Millisecond):
+		case <-time.After(poll):
 		}
 	}
+}
+
+// The wait for a reseed looks at the lag every reseedPollMax, and as often
+// as every reseedPollMin when the copy is about to end.
+const (
+	reseedPollMin = 100 * time.Millisecond
+	reseedPollMax = 500 * time.Millisecond
+)
+
+// reseedPoll is the pause before the wait's next look at the lag: the
+// lag fell from prevLag to lag in the time between two looks, and the look
+// took took. It is reseedPollMax unless the lag falls at a pace that
+// reaches zero sooner: then about when it should (a fixed half second
+// added a quarter of a second to every reseed's tail on average). It is
+// not shorter than the look itself took (up to reseedPollMax), so that the
+// wait does not spend the clusters' time that the copy needs.
+func reseedPoll(prevLag, lag int64, between, took time.Duration) time.Duration {
+	d := reseedPollMax
+	if prevLag > lag && lag >= 0 && between > 0 {
+		d = min(d, time.Duration(float64(between)*float64(lag)/float64(prevLag-lag)))
+	}
+	return max(d, reseedPollMin, min(took, reseedPollMax))
 }
 
 // allMirrored reports whether every partition has mirror progress (a fresh
