@@ -38,10 +38,16 @@ type Options struct {
 	// A transaction takes records for TxnLinger at most while the shard
 	// keeps up, for up to TxnInterval with a backlog, and commits early
 	// when its partitions are idle (group commit, see txn.go).
-	TxnInterval     time.Duration // longest time a transaction takes records (500ms)
-	TxnLinger       time.Duration // its shortest window without a backlog (5ms)
-	MaxBatchRecords int           // most records per transaction (100,000)
-	MaxBatchBytes   int           // most key+value bytes per transaction (16 MiB)
+	TxnInterval time.Duration // longest time a transaction takes records (500ms)
+	TxnLinger   time.Duration // its shortest window without a backlog (5ms)
+	// TxnConcurrency, when above 0, is how many of the engine's shards
+	// may run a transaction at once while they keep up; a shard whose
+	// buffer holds a backlog (half full or more) does not wait. Fewer
+	// transactions in flight cost a saturated target less, and each
+	// carries more records (0: no limit; see docs/mirror.md).
+	TxnConcurrency  int
+	MaxBatchRecords int // most records per transaction (100,000)
+	MaxBatchBytes   int // most key+value bytes per transaction (16 MiB)
 	// MaxInflightBytes bounds a shard's copies sent to the target and not
 	// yet acknowledged (2 MiB; a single larger record still goes).
 	MaxInflightBytes int
@@ -175,6 +181,9 @@ type Engine struct {
 	blocked  map[topology.TopicPartition]blockedPart
 	owned    map[int32]bool
 	buf      *budget
+	// txnTokens holds one token per transaction in flight while shards
+	// keep up (Options.TxnConcurrency; nil: no limit).
+	txnTokens chan struct{}
 	// partsGen changes whenever the partitions of a shard may have
 	// changed (a topic sync, a block, a block cleared); see partsChanged.
 	partsGen atomic.Uint64
@@ -222,7 +231,16 @@ func NewEngine(topo *topology.Topology, source, target string, opts Options) (*E
 		byShard: map[int32][]topology.TopicPartition{}, progress: map[topology.TopicPartition]int64{},
 		stable: map[topology.TopicPartition]int64{}, trouble: map[topology.TopicPartition]string{}, owned: map[int32]bool{},
 		blocked: map[topology.TopicPartition]blockedPart{}, buf: newBudget(opts.MaxBufferedBytes),
+		txnTokens: txnTokens(opts.TxnConcurrency),
 	}, nil
+}
+
+// txnTokens returns the tokens of Options.TxnConcurrency (nil: no limit).
+func txnTokens(n int) chan struct{} {
+	if n <= 0 {
+		return nil
+	}
+	return make(chan struct{}, n)
 }
 
 // Link returns the engine's link.

@@ -109,6 +109,25 @@ func (s *shard) newTxn() *txn {
 	}
 }
 
+// txnToken waits for one of the engine's transaction tokens
+// (Options.TxnConcurrency) and returns its release. A shard with a backlog
+// (its buffer half full or more) takes none: the limit is for shards that
+// keep up, whose records wait for a token rather than for a saturated
+// target, and must never hold back a catch-up. When ctx ends the shard
+// goes on without one: a graceful stop commits the record in hand.
+func (s *shard) txnToken(ctx context.Context) (release func()) {
+	tokens := s.e.txnTokens
+	if tokens == nil || 2*len(s.in) >= cap(s.in) {
+		return func() {}
+	}
+	select {
+	case tokens <- struct{}{}:
+		return func() { <-tokens }
+	case <-ctx.Done():
+		return func() {}
+	}
+}
+
 // window is how long a transaction starting now may take records: see the
 // comment at the top of this file.
 func (s *shard) window() time.Duration {
@@ -334,6 +353,7 @@ const fastSteps = 64
 func (s *shard) transact(ctx context.Context, first *sarama.ConsumerMessage, extra map[topology.TopicPartition]int64) error {
 	e := s.e
 	eos := e.opts.Delivery == topology.ExactlyOnce
+	defer s.txnToken(ctx)()
 	if eos {
 		if err := s.prod.BeginTxn(); err != nil {
 			return s.fail(fmt.Errorf("shard %d: begin transaction: %w", s.id, err))

@@ -35,6 +35,7 @@ func mirrorCommand() *cli.Command {
 					&cli.StringFlag{Name: "listen", Value: mirror.DefaultListen, Usage: "address of /metrics, /healthz and /readyz (empty: none)"},
 					&cli.IntFlag{Name: "shards", Value: mirror.DefaultShards, Usage: "shards of the link (fixed once the link has run)"},
 					&cli.DurationFlag{Name: "txn-interval", Value: mirror.DefaultTxnInterval, Usage: "longest time one transaction gathers records, reached only with a backlog"},
+					&cli.IntFlag{Name: "txn-concurrency", Value: 0, Usage: "at most this many of a process's shards in a transaction at once while they keep up (a shard with a backlog does not wait); fewer, larger transactions for a saturated target (0: no limit)"},
 					&cli.DurationFlag{Name: "session-timeout", Value: 10 * time.Second, Usage: "worker group session timeout: how soon others take over a dead process's shards (at least the brokers' group.min.session.timeout.ms, 6s by default)"},
 					&cli.DurationFlag{Name: "stall-timeout", Value: 2 * time.Minute, Usage: "/healthz fails when the link is behind and makes no progress for this long"},
 					&cli.DurationFlag{Name: "drill-metrics-interval", Value: time.Minute, Usage: "how often the drctl_drill_* gauges on /metrics are read from the clusters' drill records, so drill alerts work where drills run as CronJobs (0: not exported)"},
@@ -60,12 +61,15 @@ func mirrorRun(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if c.Int("shards") < 1 || c.Int("shards") > 1024 {
+		return withCode(exitBadInput, fmt.Errorf("--shards %d: use 1 to 1024", c.Int("shards")))
+	}
+	if n := c.Int("txn-concurrency"); n < 0 || n > c.Int("shards") {
+		return withCode(exitBadInput, fmt.Errorf("--txn-concurrency %d: use 1 to the shard count (%d), or 0 for no limit", n, c.Int("shards")))
+	}
 	topo, err := loadTopology(c)
 	if err != nil {
 		return err
-	}
-	if c.Int("shards") < 1 || c.Int("shards") > 1024 {
-		return withCode(exitBadInput, fmt.Errorf("--shards %d: use 1 to 1024", c.Int("shards")))
 	}
 	if mb := c.Int("memory-limit-mb"); mb > 0 && os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(int64(mb) << 20)
@@ -79,6 +83,7 @@ func mirrorRun(c *cli.Context) error {
 			Delivery:       topo.Mirror.Delivery,
 			Shards:         int32(c.Int("shards")),
 			TxnInterval:    c.Duration("txn-interval"),
+			TxnConcurrency: c.Int("txn-concurrency"),
 			SessionTimeout: c.Duration("session-timeout"),
 			StallTimeout:   c.Duration("stall-timeout"),
 			Logger:         log,
