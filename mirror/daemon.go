@@ -237,8 +237,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 // transitionPoll is how often the daemon reads the roles while a failover,
 // failback or reseed moves them (any phase but steady) and right after its
 // link ended (a failover fenced it): the next phase, reseeding above all,
-// should start its link within a second, not at the next StatePoll.
-const transitionPoll = 500 * time.Millisecond
+// should start its link within a second, not at the next StatePoll. A read
+// is a few small requests to each cluster; a failover's steps take a
+// second or two, so reading five times a second while they run costs the
+// clusters little and lets the reseed's link start at most 0.2 s after its
+// phase is written (was 0.5 s).
+const transitionPoll = 200 * time.Millisecond
 
 // transitional reports whether phase is one a running transition passes
 // through.

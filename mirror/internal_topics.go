@@ -2,8 +2,9 @@ package mirror
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -18,43 +19,31 @@ import (
 // not change: a source partition must always be written under the same
 // transactional id, so a new shard count needs every old id fenced first.
 func (e *Engine) ensureInternalTopics(ctx context.Context, dst sarama.Client) error {
-	admin, err := sarama.NewClusterAdminFromClient(dst)
-	if err != nil {
-		return fmt.Errorf("target %s: admin: %w", e.link.Target, err)
-	}
 	rf := max(int16(min(3, len(dst.Brokers()))), 1)
 	retention := strconv.FormatInt(e.opts.OffsetsRetention.Milliseconds(), 10)
-	topics := []struct {
-		name    string
-		configs map[string]*string
-	}{
-		{e.link.ShardsTopic(), map[string]*string{"retention.ms": new("3600000")}},
-		{e.link.OffsetsTopic(), map[string]*string{"cleanup.policy": new("delete"), "retention.ms": &retention}},
-	}
 	// The ends topic takes a whole view from every shard about once a
 	// second: small segments let the cleaner keep it near one record per
 	// shard (readers start from its end anyway, see latestEnds).
 	compacted := map[string]*string{"cleanup.policy": new("compact"), "segment.bytes": new("8388608"),
 		"segment.ms": new("600000"), "min.cleanable.dirty.ratio": new("0.1")}
-	for _, name := range []string{e.link.EndsTopic(), e.link.TopicsTopic()} {
-		err = admin.CreateTopic(name, &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: rf, ConfigEntries: compacted}, false)
-		if err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {
-			return fmt.Errorf("target %s: create %s: %w", e.link.Target, name, err)
-		}
+	topics := map[string]*sarama.TopicDetail{
+		e.link.ShardsTopic(): {NumPartitions: e.opts.Shards, ReplicationFactor: rf,
+			ConfigEntries: map[string]*string{"retention.ms": new("3600000")}},
+		e.link.OffsetsTopic(): {NumPartitions: e.opts.Shards, ReplicationFactor: rf,
+			ConfigEntries: map[string]*string{"cleanup.policy": new("delete"), "retention.ms": &retention}},
+		e.link.EndsTopic():   {NumPartitions: 1, ReplicationFactor: rf, ConfigEntries: compacted},
+		e.link.TopicsTopic(): {NumPartitions: 1, ReplicationFactor: rf, ConfigEntries: compacted},
 	}
-	for _, t := range topics {
-		err := admin.CreateTopic(t.name, &sarama.TopicDetail{NumPartitions: e.opts.Shards, ReplicationFactor: rf, ConfigEntries: t.configs}, false)
-		if err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {
-			return fmt.Errorf("target %s: create %s: %w", e.link.Target, t.name, err)
-		}
+	// One request and one wait for all four: a reseed's link starts on a
+	// wiped cluster and creates them all while the failover waits.
+	if err := kafkaread.CreateTopics(ctx, dst, topics); err != nil {
+		return fmt.Errorf("target %s: %w", e.link.Target, err)
 	}
 	// CreateTopics answers before every broker's metadata has the new
 	// topics; until they show, targetChange would take a topic just
 	// created for one the target lost.
-	for _, name := range []string{e.link.ShardsTopic(), e.link.OffsetsTopic(), e.link.EndsTopic(), e.link.TopicsTopic()} {
-		if err := kafkaread.AwaitLeaders(ctx, dst, name, 30*time.Second); err != nil {
-			return fmt.Errorf("target %s: %w", e.link.Target, err)
-		}
+	if err := kafkaread.AwaitLeaders(ctx, dst, 30*time.Second, slices.Collect(maps.Keys(topics))...); err != nil {
+		return fmt.Errorf("target %s: %w", e.link.Target, err)
 	}
 	if err := dst.RefreshMetadata(e.link.ShardsTopic()); err != nil {
 		return fmt.Errorf("target %s: metadata of %s: %w", e.link.Target, e.link.ShardsTopic(), err)

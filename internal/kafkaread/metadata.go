@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/IBM/sarama"
 )
@@ -185,30 +184,6 @@ func mustExist(ctx context.Context, client sarama.Client, topic string, partitio
 		return fmt.Errorf("partition %s/%d: %w", topic, partition, sarama.ErrUnknownTopicOrPartition)
 	}
 	return nil
-}
-
-// AwaitLeaders waits until topic exists on the cluster behind client and
-// each of its partitions has a leader, for at most within (and while ctx
-// lasts): what a caller that has just created the topic waits for before
-// it writes. Like Topic it never creates the topic. When it gives up, the
-// error wraps sarama.ErrLeaderNotAvailable and says how long it waited.
-func AwaitLeaders(ctx context.Context, client sarama.Client, topic string, within time.Duration) error {
-	wait := Policy{First: 50 * time.Millisecond, Max: 500 * time.Millisecond, Elapsed: within}
-	return Do(ctx, wait, func(int) error {
-		info, err := Topic(ctx, client, topic)
-		switch {
-		case err != nil:
-			return err
-		case !info.Exists:
-			return fmt.Errorf("topic %s is not in the metadata yet: %w", topic, sarama.ErrLeaderNotAvailable)
-		}
-		for p, l := range info.Leaders {
-			if l < 0 {
-				return fmt.Errorf("%s/%d has no leader yet (check the brokers' health): %w", topic, p, sarama.ErrLeaderNotAvailable)
-			}
-		}
-		return nil
-	})
 }
 
 // TopicShape is a topic's partition count and replication factor (that of

@@ -88,7 +88,7 @@ func ensure(ctx context.Context, client sarama.Client, topic string) error {
 	if err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {
 		return fmt.Errorf("create %s: %w", topic, err)
 	}
-	if err := kafkaread.AwaitLeaders(ctx, client, topic, 15*time.Second); err != nil {
+	if err := kafkaread.AwaitLeaders(ctx, client, 15*time.Second, topic); err != nil {
 		return fmt.Errorf("create %s: %w", topic, err)
 	}
 	// The caller writes through client: let it see the new topic now.

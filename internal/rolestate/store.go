@@ -103,56 +103,17 @@ const createWait = 15 * time.Second
 // at the broker default (0): the state is a handful of small records, and
 // kfake rejects the key.
 func createTopic(ctx context.Context, client sarama.Client, info kafkaread.TopicInfo) error {
-	cfg := client.Config()
 	compact := "compact"
 	detail := &sarama.TopicDetail{
 		NumPartitions:     1,
 		ReplicationFactor: int16(min(3, len(info.Brokers))),
 		ConfigEntries:     map[string]*string{"cleanup.policy": &compact},
 	}
-	req := sarama.NewCreateTopicsRequest(cfg.Version, map[string]*sarama.TopicDetail{stateTopic: detail}, cfg.Admin.Timeout, false)
-	err := kafkaread.Do(ctx, kafkaread.Brief, func(attempt int) error {
-		if attempt > 0 {
-			// The controller moved or was unknown: look again.
-			var err error
-			if info, err = kafkaread.Topic(ctx, client, stateTopic); err != nil || info.Exists {
-				return err
-			}
-		}
-		if info.Controller == "" {
-			return fmt.Errorf("the cluster names no controller: %w", sarama.ErrControllerNotAvailable)
-		}
-		return createOn(ctx, cfg, info.Controller, req)
-	})
-	if err != nil {
-		return fmt.Errorf("create topic %s: %w", stateTopic, err)
+	if err := kafkaread.CreateTopics(ctx, client, map[string]*sarama.TopicDetail{stateTopic: detail}); err != nil {
+		return err
 	}
-	if err := kafkaread.AwaitLeaders(ctx, client, stateTopic, createWait); err != nil {
+	if err := kafkaread.AwaitLeaders(ctx, client, createWait, stateTopic); err != nil {
 		return fmt.Errorf("create topic %s: %w", stateTopic, err)
 	}
 	return nil
-}
-
-// createOn sends req over a connection of its own to the broker at addr:
-// a client whose metadata is not full may not know that broker yet.
-func createOn(ctx context.Context, cfg *sarama.Config, addr string, req *sarama.CreateTopicsRequest) error {
-	resp, err := kafkaread.Await(ctx, func() (*sarama.CreateTopicsResponse, error) {
-		b := sarama.NewBroker(addr)
-		if err := b.Open(cfg); err != nil {
-			return nil, err
-		}
-		defer func() { _ = b.Close() }()
-		return b.CreateTopics(req)
-	})
-	if err != nil {
-		return err
-	}
-	terr, ok := resp.TopicErrors[stateTopic]
-	switch {
-	case !ok:
-		return sarama.ErrIncompleteResponse
-	case terr == nil, errors.Is(terr.Err, sarama.ErrNoError), errors.Is(terr.Err, sarama.ErrTopicAlreadyExists):
-		return nil
-	}
-	return terr
 }

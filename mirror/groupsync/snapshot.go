@@ -130,7 +130,7 @@ func ensureGroupsTopic(ctx context.Context, dst sarama.Client, link topology.Lin
 	}
 	// Created is not yet listed: reading it at once failed with an unknown
 	// topic (a warning at every fresh start).
-	if err := kafkaread.AwaitLeaders(ctx, dst, link.GroupsTopic(), 30*time.Second); err != nil {
+	if err := kafkaread.AwaitLeaders(ctx, dst, 30*time.Second, link.GroupsTopic()); err != nil {
 		return fmt.Errorf("target %s: %w", link.Target, err)
 	}
 	return nil
