@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -26,13 +27,7 @@ func CreateTopics(ctx context.Context, client sarama.Client, topics map[string]*
 	if len(topics) == 0 {
 		return nil
 	}
-	names := slices.Sorted(func(yield func(string) bool) {
-		for n := range topics {
-			if !yield(n) {
-				return
-			}
-		}
-	})
+	names := slices.Sorted(maps.Keys(topics))
 	cfg := client.Config()
 	return Do(ctx, Brief, func(int) error {
 		md, err := metadata(ctx, client, names...)
