@@ -644,7 +644,15 @@ func TestSettlingStartsWhileTopicsAreWritten(t *testing.T) {
 	firstLook.Store(-1)
 	e.pair.West.ControlKey(int16(kmsg.CreateTopics), func(kmsg.Request) (kmsg.Response, error, bool) {
 		e.pair.West.KeepControl()
-		creates.Add(1)
+		// The controller takes 20 ms for each create after the first, as a
+		// real one creating logs does (kfake answers at once): without it the
+		// 40 creates could all be answered before the settle step's goroutine
+		// first ran, on a busy machine, and the test would say nothing about
+		// the code. The pause does not hide a settle step that looks only
+		// after the last create: the count it reads is then 40 either way.
+		if creates.Add(1) > 1 {
+			e.pair.West.SleepControl(func() { <-time.After(20 * time.Millisecond) })
+		}
 		return nil, nil, false
 	})
 	e.pair.West.ControlKey(int16(kmsg.Metadata), func(r kmsg.Request) (kmsg.Response, error, bool) {
