@@ -21,8 +21,12 @@ import (
 // Options tune one link's engine. Zero values take the defaults.
 type Options struct {
 	Delivery topology.Delivery
-	// Shards is the link's shard count; it must match what the link ran
-	// with before (the shards topic on the target records it).
+	// Shards is the link's shard count. 0 keeps the count the link ran
+	// with (the shards topic on the target records it), or DefaultShards
+	// for a link that never ran; any other count must match what the link
+	// ran with (Reshard changes it). The engine settles the count at its
+	// first start and keeps it: a count changed under a running engine
+	// stops it (ShardCountError).
 	Shards int32
 	// Epoch is the role-state epoch the link was started for (-1: no role
 	// state check at all, for tests of the copy alone). After every
@@ -106,9 +110,7 @@ func (o *Options) defaults() {
 	if o.Delivery == "" {
 		o.Delivery = topology.ExactlyOnce
 	}
-	if o.Shards <= 0 {
-		o.Shards = DefaultShards
-	}
+	o.Shards = max(o.Shards, 0)
 	if o.Allowed == nil {
 		o.Allowed = func(rolestate.State) bool { return true }
 	}
@@ -169,6 +171,9 @@ type Engine struct {
 	srcID      []byte
 	dstID      []byte
 	resetFor   string // the target cluster id the last target reset was for (under mu)
+	// adopted: opts.Shards was 0 and the engine took the link's count at
+	// its first start (ensureInternalTopics).
+	adopted bool
 
 	mu       sync.Mutex
 	byShard  map[int32][]topology.TopicPartition

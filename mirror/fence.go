@@ -47,18 +47,27 @@ func FenceLink(ctx context.Context, topo *topology.Topology, link topology.Link)
 		}
 		return 0, fmt.Errorf("fence %s: %w", link, err)
 	}
-	for shard := int32(0); shard < int32(len(parts)); shard++ {
+	// The offset map's partition count is the link's first shard count,
+	// and Reshard never shrinks it: a process of a count the link had
+	// before a shrink may still hold one of the ids above today's count.
+	ids := int32(len(parts))
+	if err := client.RefreshMetadata(link.OffsetsTopic()); err == nil {
+		if op, err := client.Partitions(link.OffsetsTopic()); err == nil {
+			ids = max(ids, int32(len(op)))
+		}
+	}
+	for shard := range ids {
 		if err := ctx.Err(); err != nil {
-			return int(shard), fmt.Errorf("fence %s: stopped after %d of %d shards: %w", link, shard, len(parts), err)
+			return int(shard), fmt.Errorf("fence %s: stopped after %d of %d shards: %w", link, shard, ids, err)
 		}
 		if err := fenceID(dst, link.TransactionalID(shard)); err != nil {
 			return int(shard), fmt.Errorf("fence %s: shard %d: %w", link, shard, err)
 		}
 	}
 	if err := fenceID(dst, link.GroupsTransactionalID()); err != nil {
-		return len(parts), fmt.Errorf("fence %s: group sync: %w", link, err)
+		return int(ids), fmt.Errorf("fence %s: group sync: %w", link, err)
 	}
-	return len(parts), nil
+	return int(ids), nil
 }
 
 // fenceID initialises a transactional id and lets it go.

@@ -17,8 +17,15 @@ import (
 // ensureInternalTopics creates, on the target, the shards topic and the
 // offset-map topic of the link, and checks that the link's shard count did
 // not change: a source partition must always be written under the same
-// transactional id, so a new shard count needs every old id fenced first.
+// transactional id, so a new shard count needs every old id fenced first
+// (Reshard). An engine asked for no count (Options.Shards 0) takes the
+// link's at its first start, and DefaultShards for a new link; it runs
+// runOnce one at a time, and nothing reads the count before this.
 func (e *Engine) ensureInternalTopics(ctx context.Context, dst sarama.Client) error {
+	shards := e.opts.Shards
+	if shards == 0 {
+		shards = DefaultShards
+	}
 	rf := max(int16(min(3, len(dst.Brokers()))), 1)
 	retention := strconv.FormatInt(e.opts.OffsetsRetention.Milliseconds(), 10)
 	// The ends topic takes a whole view from every shard about once a
@@ -27,9 +34,9 @@ func (e *Engine) ensureInternalTopics(ctx context.Context, dst sarama.Client) er
 	compacted := map[string]*string{"cleanup.policy": new("compact"), "segment.bytes": new("8388608"),
 		"segment.ms": new("600000"), "min.cleanable.dirty.ratio": new("0.1")}
 	topics := map[string]*sarama.TopicDetail{
-		e.link.ShardsTopic(): {NumPartitions: e.opts.Shards, ReplicationFactor: rf,
+		e.link.ShardsTopic(): {NumPartitions: shards, ReplicationFactor: rf,
 			ConfigEntries: map[string]*string{"retention.ms": new("3600000")}},
-		e.link.OffsetsTopic(): {NumPartitions: e.opts.Shards, ReplicationFactor: rf,
+		e.link.OffsetsTopic(): {NumPartitions: shards, ReplicationFactor: rf,
 			ConfigEntries: map[string]*string{"cleanup.policy": new("delete"), "retention.ms": &retention}},
 		e.link.EndsTopic():   {NumPartitions: 1, ReplicationFactor: rf, ConfigEntries: compacted},
 		e.link.TopicsTopic(): {NumPartitions: 1, ReplicationFactor: rf, ConfigEntries: compacted},
@@ -52,8 +59,13 @@ func (e *Engine) ensureInternalTopics(ctx context.Context, dst sarama.Client) er
 	if err != nil {
 		return fmt.Errorf("target %s: %s: %w", e.link.Target, e.link.ShardsTopic(), err)
 	}
-	if int32(len(parts)) != e.opts.Shards {
-		return &ShardCountError{Link: e.link, Ran: int32(len(parts)), Asked: e.opts.Shards}
+	ran := int32(len(parts))
+	switch {
+	case e.opts.Shards == 0:
+		e.opts.Shards, e.adopted = ran, true
+		e.log.Info("link runs with its shard count", "shards", ran)
+	case ran != e.opts.Shards:
+		return &ShardCountError{Link: e.link, Ran: ran, Asked: e.opts.Shards, Adopted: e.adopted}
 	}
 	return nil
 }
@@ -61,14 +73,38 @@ func (e *Engine) ensureInternalTopics(ctx context.Context, dst sarama.Client) er
 // ShardCountError is a link asked to run with another shard count than
 // the one it ran with. It is a configuration mistake, not trouble with a
 // cluster: Engine.Run and Daemon.Run return it instead of retrying.
+// Adopted says the process was not asked for a count: it took Asked from
+// the link at its start, and the link's count changed since (Reshard).
 type ShardCountError struct {
 	Link       topology.Link
 	Ran, Asked int32
+	Adopted    bool
 }
 
 func (e *ShardCountError) Error() string {
-	return fmt.Sprintf("link %s ran with %d shards, now asked for %d: run drctl mirror run with --shards %d (a link keeps its shard count), or fence the link (drctl fence) and delete %s on %s first",
-		e.Link, e.Ran, e.Asked, e.Ran, e.Link.ShardsTopic(), e.Link.Target)
+	if e.Adopted {
+		return fmt.Sprintf("link %s now has %d shards, this process started with %d: the shard count was changed (drctl mirror reshard); start drctl mirror run again",
+			e.Link, e.Ran, e.Asked)
+	}
+	return fmt.Sprintf("link %s ran with %d shards, now asked for %d: run drctl mirror run without --shards (or with --shards %d) to keep its count, or change it with drctl mirror reshard --shards %d while no mirror process of the link runs",
+		e.Link, e.Ran, e.Asked, e.Ran, e.Asked)
+}
+
+// checkShardCount reads the link's shard count on the target again and
+// returns a *ShardCountError when it is no longer the one the engine runs
+// with.
+func (e *Engine) checkShardCount(dst sarama.Client) error {
+	if err := dst.RefreshMetadata(e.link.ShardsTopic()); err != nil {
+		return fmt.Errorf("target %s: metadata of %s: %w", e.link.Target, e.link.ShardsTopic(), err)
+	}
+	parts, err := dst.Partitions(e.link.ShardsTopic())
+	if err != nil {
+		return fmt.Errorf("target %s: %s: %w", e.link.Target, e.link.ShardsTopic(), err)
+	}
+	if ran := int32(len(parts)); ran != e.opts.Shards {
+		return &ShardCountError{Link: e.link, Ran: ran, Asked: e.opts.Shards, Adopted: e.adopted}
+	}
+	return nil
 }
 
 // offsetsPartitions returns the partition count of the offset-map topic.

@@ -260,7 +260,8 @@ var errWindowRead = errors.New("window read")
 // its active segment holds every write (at 10,000 partitions about 190 KB
 // per shard per second). It therefore reads from the end backwards, in
 // windows growing fourfold, until it has a record from every shard of the
-// link (the shards topic's partition count) or reached the log start.
+// link (the shards topic's partition count) or reached the log start. A
+// shard's tombstone (Reshard) is returned as a nil record.
 func latestEnds(ctx context.Context, dst sarama.Client, link topology.Link) (map[string][]byte, error) {
 	ends, err := kafkaread.PartitionEnds(ctx, dst, link.EndsTopic(), 0)
 	if err != nil {
@@ -290,11 +291,24 @@ func latestEnds(ctx context.Context, dst sarama.Client, link topology.Link) (map
 			}
 		}
 		upper = from
-		if shards > 0 && len(latest) >= shards {
+		if shards > 0 && shardsSeen(latest, shards) >= shards {
 			break
 		}
 	}
 	return latest, nil
+}
+
+// shardsSeen counts the keys of latest that are shards of a link of
+// shards shards: a shard of a count the link had before (Reshard) may
+// still have a record, or a tombstone, there.
+func shardsSeen(latest map[string][]byte, shards int) int {
+	n := 0
+	for k := range latest {
+		if id, err := strconv.Atoi(k); err == nil && id >= 0 && id < shards {
+			n++
+		}
+	}
+	return n
 }
 
 // decodeObserved decodes one record of the ends topic.

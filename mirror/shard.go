@@ -203,10 +203,11 @@ func (s *shard) run(ctx context.Context) (err error) {
 }
 
 // open creates the producer (fencing any earlier holder of the shard's
-// transactional id), then checks the role state on the target, so that a
-// link a failover retired can never write again: the failover records the
-// new epoch on the target before it fences, and every write needs an
-// initialised producer. The source is dialled meanwhile (across a WAN a
+// transactional id), then checks the role state and the shard count on the
+// target, so that a link a failover retired, or one resharded since this
+// process started, can never write again: the failover (and Reshard)
+// record the change on the target before they fence, and every write needs
+// an initialised producer. The source is dialled meanwhile (across a WAN a
 // dial is several round trips) and read only once the check passed.
 func (s *shard) open(ctx context.Context) error {
 	e := s.e
@@ -269,6 +270,13 @@ func (s *shard) open(ctx context.Context) error {
 			return fmt.Errorf("shard %d: %w: state is epoch %d (active %s), this link runs for epoch %d",
 				s.id, ErrLinkRetired, st.Epoch, st.Active, e.opts.Epoch)
 		}
+	}
+	// After the initialisation, as the role check: a reshard changes the
+	// count before it fences every id, so a shard that initialised its id
+	// before the fence is fenced by it, and one that did after sees the new
+	// count here and never writes under the old mapping.
+	if err := e.checkShardCount(s.dst); err != nil {
+		return err
 	}
 	if d := source(); d.err != nil {
 		return d.err

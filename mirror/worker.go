@@ -95,8 +95,8 @@ func (h *shardHandler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sara
 				err = rerr
 			}
 		}
-		if errors.Is(err, ErrLinkRetired) {
-			log.Warn("link retired; stopping", "err", err)
+		if _, resharded := errors.AsType[*ShardCountError](err); resharded || errors.Is(err, ErrLinkRetired) {
+			log.Warn("link retired or resharded; stopping", "err", err)
 			select {
 			case h.retired <- err:
 			default:

@@ -21,9 +21,11 @@ type helpText struct {
 var helpTexts = map[string]helpText{
 	"validate": {examples: []string{"drctl validate", "drctl validate --online", "drctl -c prod.yaml validate -o json"}},
 	"status":   {examples: []string{"drctl status", "drctl status -o json | jq .roles", "drctl status --timeout 5s"}},
-	"mirror": {description: "mirror runs the replication daemon (mirror run) and measures how far the standby is behind (mirror lag).",
+	"mirror": {description: "mirror runs the replication daemon (mirror run), measures how far the standby is behind (mirror lag),\n" +
+		"resolves a topic recreated on the active (mirror reseed-topic) and changes the link's shard count (mirror reshard).",
 		examples: []string{"drctl mirror run", "drctl mirror lag"}},
 	"mirror run":          {examples: []string{"drctl mirror run", "drctl mirror run --listen 127.0.0.1:9465 --log-format json --log-level debug"}},
+	"mirror reshard":      {examples: []string{"drctl mirror reshard --shards 2", "drctl mirror reshard --shards 16 --yes"}},
 	"mirror reseed-topic": {examples: []string{"drctl mirror reseed-topic orders --salvage", "drctl mirror reseed-topic orders --drop --yes"}},
 	"mirror lag": {description: "lag measures the live link (the live active to the live standby) per partition: the source's end\n" +
 		"offset, the position the mirror has copied to, the records and seconds it is behind, and the records lost\n" +

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -33,7 +34,7 @@ func mirrorCommand() *cli.Command {
 					"Ctrl-C stops it gracefully, committing what is in flight.",
 				Flags: append(logFlags(),
 					&cli.StringFlag{Name: "listen", Value: mirror.DefaultListen, Usage: "address of /metrics, /healthz and /readyz (empty: none)"},
-					&cli.IntFlag{Name: "shards", Value: mirror.DefaultShards, Usage: "shards of the link (fixed once the link has run)"},
+					&cli.IntFlag{Name: "shards", Usage: fmt.Sprintf("shards of a new link (default %d); a link that ran keeps its count: give it only to check it, and change it with drctl mirror reshard", mirror.DefaultShards)},
 					&cli.DurationFlag{Name: "txn-interval", Value: mirror.DefaultTxnInterval, Usage: "longest time one transaction gathers records, reached only with a backlog"},
 					&cli.IntFlag{Name: "txn-concurrency", Value: 0, Usage: "at most this many of a process's shards in a transaction at once while they keep up (a shard with a backlog does not wait); fewer, larger transactions for a saturated target (0: no limit)"},
 					&cli.DurationFlag{Name: "session-timeout", Value: 10 * time.Second, Usage: "worker group session timeout: how soon others take over a dead process's shards (at least the brokers' group.min.session.timeout.ms, 6s by default)"},
@@ -52,20 +53,29 @@ func mirrorCommand() *cli.Command {
 				Action: mirrorLag,
 			},
 			mirrorReseedTopicCommand(),
+			mirrorReshardCommand(),
 		),
 	}
 }
+
+// maxShards bounds --shards: each shard is a transactional id, a
+// partition of the shards topic and a fetch loop.
+const maxShards = 1024
 
 func mirrorRun(c *cli.Context) error {
 	log, err := logger(c)
 	if err != nil {
 		return err
 	}
-	if c.Int("shards") < 1 || c.Int("shards") > 1024 {
-		return withCode(exitBadInput, fmt.Errorf("--shards %d: use 1 to 1024", c.Int("shards")))
+	shards := c.Int("shards")
+	if c.IsSet("shards") && (shards < 1 || shards > maxShards) {
+		return withCode(exitBadInput, fmt.Errorf("--shards %d: use 1 to %d, or leave it out to keep the link's count", shards, maxShards))
 	}
-	if n := c.Int("txn-concurrency"); n < 0 || n > c.Int("shards") {
-		return withCode(exitBadInput, fmt.Errorf("--txn-concurrency %d: use 1 to the shard count (%d), or 0 for no limit", n, c.Int("shards")))
+	if n := c.Int("txn-concurrency"); n < 0 || n > cmp.Or(shards, maxShards) {
+		if shards == 0 {
+			return withCode(exitBadInput, fmt.Errorf("--txn-concurrency %d: use 1 to %d (at most the link's shard count counts), or 0 for no limit", n, maxShards))
+		}
+		return withCode(exitBadInput, fmt.Errorf("--txn-concurrency %d: use 1 to the shard count (%d), or 0 for no limit", n, shards))
 	}
 	topo, err := loadTopology(c)
 	if err != nil {
@@ -81,7 +91,7 @@ func mirrorRun(c *cli.Context) error {
 		Commit:  bi.Commit,
 		Engine: mirror.Options{
 			Delivery:       topo.Mirror.Delivery,
-			Shards:         int32(c.Int("shards")),
+			Shards:         int32(shards),
 			TxnInterval:    c.Duration("txn-interval"),
 			TxnConcurrency: c.Int("txn-concurrency"),
 			SessionTimeout: c.Duration("session-timeout"),
