@@ -142,8 +142,8 @@ func testFencedZombie(t *testing.T, phase rolestate.Phase) {
 	}
 	t.Logf("role state epoch 1 written and %d shards fenced %v after the hang (fence took %v)",
 		fenced, time.Since(hungAt).Round(time.Millisecond), time.Since(fenceStart).Round(time.Millisecond))
-	if fenced != mirror.DefaultShards {
-		t.Errorf("fenced %d shards, want %d", fenced, mirror.DefaultShards)
+	if want := int(mirror.NewLinkShards(partitions)); fenced != want {
+		t.Errorf("fenced %d shards, want %d (a new link of %d partitions)", fenced, want, partitions)
 	}
 
 	// What west holds now is final for this link: the data topic and the

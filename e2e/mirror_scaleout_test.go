@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/drctl/drctl/internal/kafkaconn"
-	"github.com/drctl/drctl/mirror"
 )
 
 // workerSessionTimeout is the mirror's worker group session timeout (the
@@ -50,8 +49,11 @@ func TestMirrorTwoProcessesRealKafka(t *testing.T) {
 	defer cancel()
 	streamDone := s.start(ctx, mt.Topo.Clusters["east"], mt.Name+"-stream")
 
-	a := startMirror(t, mt, "mirror-a")
-	b := startMirror(t, mt, "mirror-b")
+	// More shards than a new link of 12 partitions gets (2), so that each
+	// process owns several.
+	const shards = 8
+	a := startMirror(t, mt, "mirror-a", "--shards", strconv.Itoa(shards))
+	b := startMirror(t, mt, "mirror-b", "--shards", strconv.Itoa(shards))
 	var split [2][]int32
 	waitFor(t, 60*time.Second, "both processes own shards, together all of them once", func() error {
 		for i, p := range []*mirrorProc{a, b} {
@@ -61,7 +63,7 @@ func TestMirrorTwoProcessesRealKafka(t *testing.T) {
 			}
 			split[i] = set
 		}
-		return coverOnce(split[:], mirror.DefaultShards)
+		return coverOnce(split[:], shards)
 	})
 	waitFor(t, 60*time.Second, "both processes copy records", func() error {
 		for _, p := range []*mirrorProc{a, b} {
@@ -82,13 +84,13 @@ func TestMirrorTwoProcessesRealKafka(t *testing.T) {
 	killed := time.Now()
 	waitFor(t, 3*workerSessionTimeout, a.name+" owns every shard", func() error {
 		set, err := readyShards(a)
-		if err == nil && len(set) != mirror.DefaultShards {
+		if err == nil && len(set) != shards {
 			err = fmt.Errorf("owns %v", set)
 		}
 		return err
 	})
 	takeover := time.Since(killed)
-	t.Logf("%s owned all %d shards %v after %s was SIGKILLed (session timeout %v)", a.name, mirror.DefaultShards,
+	t.Logf("%s owned all %d shards %v after %s was SIGKILLed (session timeout %v)", a.name, shards,
 		takeover.Round(time.Millisecond), b.name, workerSessionTimeout)
 	// The group notices the death when the session expires; the survivor
 	// then rejoins at its next heartbeat (a tenth of the session timeout).
@@ -130,9 +132,9 @@ func TestMirrorTwoProcessesRealKafka(t *testing.T) {
 	}
 	cStart := time.Now()
 	c := startMirror(t, mt, "mirror-c")
-	waitFor(t, 3*workerSessionTimeout, c.name+" owns every shard", func() error {
+	waitFor(t, 3*workerSessionTimeout, c.name+" (without --shards) owns every shard", func() error {
 		set, err := readyShards(c)
-		if err == nil && len(set) != mirror.DefaultShards {
+		if err == nil && len(set) != shards {
 			err = fmt.Errorf("owns %v", set)
 		}
 		return err

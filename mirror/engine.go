@@ -22,8 +22,8 @@ import (
 type Options struct {
 	Delivery topology.Delivery
 	// Shards is the link's shard count. 0 keeps the count the link ran
-	// with (the shards topic on the target records it), or DefaultShards
-	// for a link that never ran; any other count must match what the link
+	// with (the shards topic on the target records it), or NewLinkShards
+	// of the selected source partitions for a link that never ran; any other count must match what the link
 	// ran with (Reshard changes it). The engine settles the count at its
 	// first start and keeps it: a count changed under a running engine
 	// stops it (ShardCountError).
@@ -53,7 +53,8 @@ type Options struct {
 	MaxBatchRecords int // most records per transaction (100,000)
 	MaxBatchBytes   int // most key+value bytes per transaction (16 MiB)
 	// MaxInflightBytes bounds a shard's copies sent to the target and not
-	// yet acknowledged (2 MiB; a single larger record still goes).
+	// yet acknowledged (0: the shard's part of 16 MiB, at least 2 MiB; see
+	// shardSizes; a single larger record still goes).
 	MaxInflightBytes int
 	// FetchBytes bounds a partition's share of a fetch (2 MiB): a busy
 	// partition alone in its shard's request may fill the whole response,
@@ -61,7 +62,8 @@ type Options struct {
 	// round trip.
 	FetchBytes int32
 	// FetchResponseBytes bounds a shard's fetch response: its partitions
-	// share it, each getting at least 8 KiB (2 MiB; see fetcher.go).
+	// share it, each getting at least 8 KiB (0: the shard's part of 16
+	// MiB, at least 2 MiB; see shardSizes and fetcher.go).
 	// Across a WAN both sizes grow with the source's round trip, up to 4
 	// times and to the shard's share of MaxBufferedBytes (fetchsize.go).
 	FetchResponseBytes int32
@@ -134,14 +136,11 @@ func (o *Options) defaults() {
 	if o.MaxBatchBytes <= 0 {
 		o.MaxBatchBytes = 16 << 20
 	}
-	if o.MaxInflightBytes <= 0 {
-		o.MaxInflightBytes = 2 << 20
-	}
 	if o.FetchBytes <= 0 {
 		o.FetchBytes = defaultRespBytes
 	}
-	if o.FetchResponseBytes <= 0 {
-		o.FetchResponseBytes = defaultRespBytes
+	if o.Shards > 0 {
+		o.shardSizes()
 	}
 	if o.MaxBufferedBytes <= 0 {
 		o.MaxBufferedBytes = 64 << 20
@@ -154,6 +153,26 @@ func (o *Options) defaults() {
 	}
 	if o.Metrics == nil {
 		o.Metrics = NewMetrics(nil)
+	}
+}
+
+// linkBytes is what a link's shards share of fetch responses and of
+// copies in flight: each shard gets an even part of it, and never less
+// than defaultRespBytes. With 2 shards each fetches up to 8 MiB and keeps
+// up to 8 MiB in flight, as much as 8 shards of 2 MiB together: sizes of
+// 2 MiB took 15-25% off a 2-shard link's exactly-once copy of a backlog,
+// and even sizes made it faster than 8 shards (bench/README.md, issue 14).
+const linkBytes = 16 << 20
+
+// shardSizes sets the per-shard sizes left at 0 (FetchResponseBytes,
+// MaxInflightBytes) once the shard count is known.
+func (o *Options) shardSizes() {
+	share := max(defaultRespBytes, linkBytes/int(max(o.Shards, 1)))
+	if o.FetchResponseBytes <= 0 {
+		o.FetchResponseBytes = int32(share)
+	}
+	if o.MaxInflightBytes <= 0 {
+		o.MaxInflightBytes = share
 	}
 }
 
@@ -331,7 +350,7 @@ func (e *Engine) runOnce(ctx context.Context) error {
 		e.targetReset(fmt.Sprintf("the target %s now has cluster id %s (was %s): it lost its data", e.link.Target, did, e.dstID), did)
 	}
 	e.srcID, e.dstID = []byte(sid), []byte(did)
-	if err := e.ensureInternalTopics(ctx, dst); err != nil {
+	if err := e.ensureInternalTopics(ctx, src, dst); err != nil {
 		return err
 	}
 	syncer, err := newTopicSyncer(src, dst, e.dstCluster, e.link, e.topo.Mirrors)

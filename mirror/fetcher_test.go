@@ -486,7 +486,7 @@ func TestFetcherLooksUpLeadersOnlyAfterAFailure(t *testing.T) {
 // against 55,752-64,413 with 2 MiB), while busy partitions sharing a
 // request split it, so the response stays within its bound.
 func TestALoneBusyPartitionFillsTheResponse(t *testing.T) {
-	var o Options
+	o := Options{Shards: DefaultShards}
 	o.defaults()
 	if _, active := shares(1, 1, o.FetchBytes, o.FetchResponseBytes); active != o.FetchResponseBytes {
 		t.Errorf("a lone busy partition's share is %d bytes, want the whole response (%d)", active, o.FetchResponseBytes)

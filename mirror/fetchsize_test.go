@@ -65,7 +65,7 @@ func TestFetchSizesFollowTheRoundTrip(t *testing.T) {
 // 64 MiB byte budget; more shards or a smaller budget grow less, and never
 // below the base.
 func TestFetchGrowthStaysWithinTheBudget(t *testing.T) {
-	var o Options
+	o := Options{Shards: DefaultShards}
 	o.defaults()
 	if got, want := fetchGrowth(o), 4*o.FetchResponseBytes; got != want {
 		t.Errorf("defaults (%d shards, budget %d): grows to %d, want %d", o.Shards, o.MaxBufferedBytes, got, want)

@@ -19,12 +19,16 @@ import (
 // not change: a source partition must always be written under the same
 // transactional id, so a new shard count needs every old id fenced first
 // (Reshard). An engine asked for no count (Options.Shards 0) takes the
-// link's at its first start, and DefaultShards for a new link; it runs
-// runOnce one at a time, and nothing reads the count before this.
-func (e *Engine) ensureInternalTopics(ctx context.Context, dst sarama.Client) error {
+// link's at its first start, and NewLinkShards of the selected source
+// partitions for a new link; it runs runOnce one at a time, and nothing
+// reads the count before this.
+func (e *Engine) ensureInternalTopics(ctx context.Context, src, dst sarama.Client) error {
 	shards := e.opts.Shards
 	if shards == 0 {
-		shards = DefaultShards
+		var err error
+		if shards, err = e.newLinkShards(ctx, src, dst); err != nil {
+			return err
+		}
 	}
 	rf := max(int16(min(3, len(dst.Brokers()))), 1)
 	retention := strconv.FormatInt(e.opts.OffsetsRetention.Milliseconds(), 10)
@@ -63,6 +67,7 @@ func (e *Engine) ensureInternalTopics(ctx context.Context, dst sarama.Client) er
 	switch {
 	case e.opts.Shards == 0:
 		e.opts.Shards, e.adopted = ran, true
+		e.opts.shardSizes()
 		e.log.Info("link runs with its shard count", "shards", ran)
 	case ran != e.opts.Shards:
 		return &ShardCountError{Link: e.link, Ran: ran, Asked: e.opts.Shards, Adopted: e.adopted}
@@ -88,6 +93,38 @@ func (e *ShardCountError) Error() string {
 	}
 	return fmt.Sprintf("link %s ran with %d shards, now asked for %d: run drctl mirror run without --shards (or with --shards %d) to keep its count, or change it with drctl mirror reshard --shards %d while no mirror process of the link runs",
 		e.Link, e.Ran, e.Asked, e.Ran, e.Asked)
+}
+
+// newLinkShards is the count a link not asked for one starts with: the
+// link's own when its shards topic exists (a process of the link created
+// it meanwhile), else NewLinkShards of the source partitions the topology
+// selects now.
+func (e *Engine) newLinkShards(ctx context.Context, src, dst sarama.Client) (int32, error) {
+	info, err := kafkaread.Topic(ctx, dst, e.link.ShardsTopic())
+	if err != nil {
+		return 0, fmt.Errorf("target %s: %w", e.link.Target, err)
+	}
+	if info.Exists && info.Partitions > 0 {
+		return int32(info.Partitions), nil
+	}
+	admin, err := sarama.NewClusterAdminFromClient(src)
+	if err != nil {
+		return 0, fmt.Errorf("source %s: admin: %w", e.link.Source, err)
+	}
+	// Not closed: closing it would close src, which the caller owns.
+	topics, err := kafkaread.ListTopics(admin)
+	if err != nil {
+		return 0, fmt.Errorf("source %s: list topics: %w", e.link.Source, err)
+	}
+	partitions := 0
+	for name, t := range topics {
+		if e.topo.Mirrors(name) {
+			partitions += int(t.Partitions)
+		}
+	}
+	n := NewLinkShards(partitions)
+	e.log.Info("a new link: shard count from its source partitions", "partitions", partitions, "shards", n)
+	return n, nil
 }
 
 // checkShardCount reads the link's shard count on the target again and

@@ -166,11 +166,12 @@ func TestReshardAcrossAKill(t *testing.T) {
 	}
 }
 
-// TestShardChecksTheCountAfterItsFence: an engine that settled on 4 shards
-// is not asked again by the group before its shards open; a reshard to 2
-// meanwhile makes each of its shards stop right after initialising its
-// transactional id, before it reads or writes anything, and the engine
-// itself stops with the shard count error naming the restart.
+// TestShardChecksTheCountAfterItsFence: an engine that settled on the
+// count of a new link (2 shards for 4 partitions) is not asked again by
+// the group before its shards open; a reshard to 3 meanwhile makes each of
+// its shards stop right after initialising its transactional id, before
+// it reads or writes anything, and the engine itself stops with the shard
+// count error naming the restart.
 func TestShardChecksTheCountAfterItsFence(t *testing.T) {
 	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: `  topics: {include: ["orders"]}`})
 	kfaketest.CreateTopic(t, p.Topology, "east", "orders", 4, nil)
@@ -187,22 +188,22 @@ func TestShardChecksTheCountAfterItsFence(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("a new link's engine: %v", err)
 	}
-	if e.opts.Shards != DefaultShards || !e.adopted {
-		t.Fatalf("an engine asked for no count of a new link runs %d shards (adopted %v), want the default %d", e.opts.Shards, e.adopted, DefaultShards)
+	if e.opts.Shards != MinShards || !e.adopted {
+		t.Fatalf("an engine asked for no count of a new link of 4 partitions runs %d shards (adopted %v), want %d", e.opts.Shards, e.adopted, MinShards)
 	}
 	link := e.Link()
-	if _, err := Reshard(t.Context(), p.Topology, link, 2); err != nil {
+	if _, err := Reshard(t.Context(), p.Topology, link, 3); err != nil {
 		t.Fatal(err)
 	}
 	kfaketest.Produce(t, p.Topology, "east", "orders", 40)
-	for _, id := range []int32{0, 5} {
+	for _, id := range []int32{0, 1} {
 		s := &shard{id: id, e: e, log: e.log}
 		sctx, scancel := context.WithTimeout(t.Context(), 20*time.Second)
 		err := s.run(sctx)
 		scancel()
 		var sc *ShardCountError
-		if !errors.As(err, &sc) || sc.Ran != 2 || sc.Asked != DefaultShards || !strings.Contains(err.Error(), "start drctl mirror run again") {
-			t.Fatalf("shard %d of an engine of %d shards after a reshard to 2: got %v, want the shard count error", id, DefaultShards, err)
+		if !errors.As(err, &sc) || sc.Ran != 3 || sc.Asked != MinShards || !strings.Contains(err.Error(), "start drctl mirror run again") {
+			t.Fatalf("shard %d of an engine of %d shards after a reshard to 3: got %v, want the shard count error", id, MinShards, err)
 		}
 	}
 	dst := kfaketest.DialCluster(t, p.Topology.Clusters["west"])
@@ -219,19 +220,19 @@ func TestShardChecksTheCountAfterItsFence(t *testing.T) {
 	}
 	err = e.Run(t.Context())
 	var sc *ShardCountError
-	if !errors.As(err, &sc) || !sc.Adopted || !strings.Contains(err.Error(), "now has 2 shards, this process started with 8") {
+	if !errors.As(err, &sc) || !sc.Adopted || !strings.Contains(err.Error(), "now has 3 shards, this process started with 2") {
 		t.Fatalf("the engine run again: got %v, want the shard count error of a changed link", err)
 	}
-	// A new engine without a count takes the 2 and copies the rest.
+	// A new engine without a count takes the 3 and copies the rest.
 	e2, err := NewEngine(p.Topology, "east", "west", Options{Epoch: -1, TopicSyncInterval: 200 * time.Millisecond, IdleCheck: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel = context.WithCancel(t.Context())
 	go func() { done <- e2.Run(ctx) }()
-	waitFor(t, 30*time.Second, "the copy with 2 shards", everyRecordOnce(t, p, "orders", 4))
+	waitFor(t, 30*time.Second, "the copy with 3 shards", everyRecordOnce(t, p, "orders", 4))
 	waitFor(t, 10*time.Second, "the shards owned", func() error {
-		if got := e2.OwnedShards(); !slices.Equal(got, []int32{0, 1}) {
+		if got := e2.OwnedShards(); !slices.Equal(got, []int32{0, 1, 2}) {
 			return fmt.Errorf("owns %v", got)
 		}
 		return nil
@@ -239,6 +240,51 @@ func TestShardChecksTheCountAfterItsFence(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestNewLinkShards: a new link not given a count gets one shard per 100
+// selected source partitions, 2 to 8, counting only the topics the
+// topology mirrors; each shard's fetch response and copies in flight are
+// its part of the link's 16 MiB, never under 2 MiB.
+func TestNewLinkShards(t *testing.T) {
+	for _, c := range []struct {
+		partitions int
+		want       int32
+	}{{0, 2}, {12, 2}, {200, 2}, {201, 3}, {450, 5}, {800, 8}, {10_000, 8}} {
+		if got := NewLinkShards(c.partitions); got != c.want {
+			t.Errorf("NewLinkShards(%d) = %d, want %d", c.partitions, got, c.want)
+		}
+	}
+	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: `  topics: {include: ["orders.*"]}`})
+	kfaketest.CreateTopic(t, p.Topology, "east", "orders.a", 150, nil)
+	kfaketest.CreateTopic(t, p.Topology, "east", "orders.b", 100, nil)
+	kfaketest.CreateTopic(t, p.Topology, "east", "payments", 900, nil)
+	e, err := NewEngine(p.Topology, "east", "west", Options{Epoch: -1, TopicSyncInterval: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	waitFor(t, 30*time.Second, "the link's shards claimed", func() error {
+		if len(e.OwnedShards()) != 3 {
+			return fmt.Errorf("owns %v", e.OwnedShards())
+		}
+		return nil
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if e.opts.Shards != 3 || e.opts.FetchResponseBytes != 16<<20/3 || e.opts.MaxInflightBytes != 16<<20/3 {
+		t.Fatalf("250 selected partitions (900 not selected): %d shards, responses %d, in flight %d; want 3 and 16 MiB / 3",
+			e.opts.Shards, e.opts.FetchResponseBytes, e.opts.MaxInflightBytes)
+	}
+	o := Options{Shards: 16}
+	o.defaults()
+	if o.FetchResponseBytes != 2<<20 || o.MaxInflightBytes != 2<<20 {
+		t.Fatalf("16 shards: responses %d, in flight %d; want the floor of 2 MiB", o.FetchResponseBytes, o.MaxInflightBytes)
 	}
 }
 

@@ -34,7 +34,7 @@ func mirrorCommand() *cli.Command {
 					"Ctrl-C stops it gracefully, committing what is in flight.",
 				Flags: append(logFlags(),
 					&cli.StringFlag{Name: "listen", Value: mirror.DefaultListen, Usage: "address of /metrics, /healthz and /readyz (empty: none)"},
-					&cli.IntFlag{Name: "shards", Usage: fmt.Sprintf("shards of a new link (default %d); a link that ran keeps its count: give it only to check it, and change it with drctl mirror reshard", mirror.DefaultShards)},
+					&cli.IntFlag{Name: "shards", Usage: fmt.Sprintf("shards of a new link (default: one per %d selected source partitions, %d to %d); a link that ran keeps its count: give it only to check it, and change it with drctl mirror reshard", mirror.PartitionsPerShard, mirror.MinShards, mirror.DefaultShards)},
 					&cli.DurationFlag{Name: "txn-interval", Value: mirror.DefaultTxnInterval, Usage: "longest time one transaction gathers records, reached only with a backlog"},
 					&cli.IntFlag{Name: "txn-concurrency", Value: 0, Usage: "at most this many of a process's shards in a transaction at once while they keep up (a shard with a backlog does not wait); fewer, larger transactions for a saturated target (0: no limit)"},
 					&cli.DurationFlag{Name: "session-timeout", Value: 10 * time.Second, Usage: "worker group session timeout: how soon others take over a dead process's shards (at least the brokers' group.min.session.timeout.ms, 6s by default)"},
