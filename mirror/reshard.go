@@ -78,19 +78,25 @@ func Reshard(ctx context.Context, topo *topology.Topology, link topology.Link, n
 		return res, fmt.Errorf("%w: no %s on %s; its first drctl mirror run --shards %d sets the count", ErrNeverRan, link.ShardsTopic(), link.Target, n)
 	}
 	res.From = int32(shards.Partitions)
-	if res.From == n {
-		return res, nil
-	}
 	admin, err := sarama.NewClusterAdminFromClient(dst)
 	if err != nil {
 		return res, fmt.Errorf("target %s: admin: %w", link.Target, err)
 	}
 	if err := noWorkers(admin, link); err != nil {
+		if res.From == n && errors.Is(err, ErrLinkRunning) {
+			return res, nil // its processes run with this count: nothing to do
+		}
 		return res, err
 	}
 	offsets, err := kafkaread.Topic(ctx, dst, link.OffsetsTopic())
 	if err != nil {
 		return res, fmt.Errorf("target %s: %w", link.Target, err)
+	}
+	if res.From == n {
+		// Nothing to change, and no process runs: fence every id all the
+		// same, which completes a reshard that failed after recording the
+		// count (its error asks for this rerun).
+		return fenceReshard(c, link, res, int32(offsets.Partitions))
 	}
 	if n > int32(offsets.Partitions) {
 		if err := admin.CreatePartitions(link.OffsetsTopic(), n, nil, false); err != nil {
@@ -108,17 +114,24 @@ func Reshard(ctx context.Context, topo *topology.Topology, link topology.Link, n
 	if err := awaitShardCount(ctx, dst, link, n, n > res.From); err != nil {
 		return res, fmt.Errorf("target %s: %w", link.Target, err)
 	}
-	ids := max(res.From, n, int32(offsets.Partitions))
-	for id := range ids {
+	return fenceReshard(c, link, res, max(res.From, int32(offsets.Partitions)))
+}
+
+// fenceReshard initialises the transactional ids of every shard below
+// max(used, res.To), then writes the ends topic's tombstones of the shards
+// above res.To.
+func fenceReshard(c *topology.Cluster, link topology.Link, res ReshardResult, used int32) (ReshardResult, error) {
+	n := res.To
+	for id := range max(used, n) {
 		if err := fenceID(c, link.TransactionalID(id)); err != nil {
 			return res, fmt.Errorf("target %s: fence shard %d: %w; the link now has %d shards: run drctl mirror reshard --shards %d again before starting the mirror",
 				link.Target, id, err, n, n)
 		}
 		res.Fenced++
 	}
-	if n < res.From {
-		if err := forgetShardEnds(c, link, n, res.From); err != nil {
-			return res, fmt.Errorf("target %s: %w (only status is affected: it may show what shards %d to %d last saw)", link.Target, err, n, res.From-1)
+	if used > n {
+		if err := forgetShardEnds(c, link, n, used); err != nil {
+			return res, fmt.Errorf("target %s: %w (only status is affected: it may show what shards %d to %d last saw)", link.Target, err, n, used-1)
 		}
 	}
 	return res, nil

@@ -288,8 +288,9 @@ func TestNewLinkShards(t *testing.T) {
 	}
 }
 
-// TestReshardRefusals: a link that never ran, and the same count, change
-// nothing.
+// TestReshardRefusals: a link that never ran changes nothing; the count
+// it has fences its ids again when no process runs (the rerun an
+// interrupted reshard asks for) and does nothing while one does.
 func TestReshardRefusals(t *testing.T) {
 	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: `  topics: {include: ["orders"]}`})
 	link := p.Topology.Link("east", "west")
@@ -313,8 +314,26 @@ func TestReshardRefusals(t *testing.T) {
 	cancel()
 	<-done
 	res, err := Reshard(t.Context(), p.Topology, link, 3)
-	if err != nil || res.From != 3 || res.To != 3 || res.Fenced != 0 {
-		t.Fatalf("reshard to the count the link has: %+v, %v; want nothing done", res, err)
+	if err != nil || res.From != 3 || res.To != 3 || res.Fenced != 3 {
+		t.Fatalf("reshard to the count the link has, no process running: %+v, %v; want its 3 ids fenced again (completing an interrupted reshard)", res, err)
+	}
+	// With a process running at that count there is nothing to do, and
+	// nothing is fenced under it.
+	ctx, cancel = context.WithCancel(t.Context())
+	go func() { done <- e.Run(ctx) }()
+	waitFor(t, 30*time.Second, "the link's shards claimed again", func() error {
+		if len(e.OwnedShards()) != 3 {
+			return fmt.Errorf("owns %v", e.OwnedShards())
+		}
+		return nil
+	})
+	res, err = Reshard(t.Context(), p.Topology, link, 3)
+	if err != nil || res.Fenced != 0 {
+		t.Fatalf("reshard to the running count: %+v, %v; want nothing done", res, err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }
 

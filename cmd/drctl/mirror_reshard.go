@@ -65,8 +65,13 @@ func mirrorReshard(c *cli.Context) error {
 		return err
 	}
 	return render(c, res, func(w io.Writer) error {
-		if res.From == res.To {
-			fmt.Fprintf(w, "link %s already has %d shards: nothing changed\n", link, res.To)
+		switch {
+		case res.From == res.To && res.Fenced == 0:
+			fmt.Fprintf(w, "link %s already has %d shards and its mirror runs with them: nothing changed\n", link, res.To)
+			return nil
+		case res.From == res.To:
+			fmt.Fprintf(w, "link %s already has %d shards; fenced its %d transactional ids again on %s (completing an interrupted reshard, if any)\n",
+				link, res.To, res.Fenced, link.Target)
 			return nil
 		}
 		fmt.Fprintf(w, "link %s: %d shards -> %d; fenced %d transactional ids on %s\n", link, res.From, res.To, res.Fenced, link.Target)
