@@ -38,6 +38,9 @@
 #   12-partition topic while loadgen latency writes BENCH_LAT_RATE (5000)
 #   records/s into it for BENCH_LAT_DURATION (60s) after a warm-up, and reads
 #   the target: latency percentiles from record timestamp to readable on west.
+#   Each mirror's timeline (every 100 ms of the measurement: records, median
+#   and largest latency) goes to latency-MIRROR.latency.timeline in the work
+#   directory: it tells a tail made of a few stalls from a spread one.
 # wan: the throughput measurement (BENCH_WAN_RECORDS records, default
 #   BENCH_RECORDS if set, else 300000, over BENCH_PARTITIONS partitions,
 #   written once) for each of BENCH_WAN_MIRRORS (drctl-alo drctl-eos mm2-alo
@@ -825,7 +828,7 @@ run_latency_mirror() { # run_latency_mirror MIRROR
 	out="$WORK/latency-$m.latency"
 	log "latency/$m: $LAT_RATE records/s for $LAT_DURATION after a $LAT_WARMUP warm-up"
 	if ! lg latency -src-brokers "$EAST" -brokers "$WEST" -src-topic "$topic" -rate "$LAT_RATE" \
-		-duration "$LAT_DURATION" -warmup "$LAT_WARMUP" -size "$SIZE" >"$out" 2> >(tee "$out.log" >&2); then
+		-duration "$LAT_DURATION" -warmup "$LAT_WARMUP" -size "$SIZE" -timeline "$out.timeline" >"$out" 2> >(tee "$out.log" >&2); then
 		note "latency/$m: loadgen latency failed: $(tail -n1 "$out.log" | cut -c1-200)"
 		echo "latency/$m status=failed" >>"$RAW"
 		finish_mirror "$m" "$topic" latency

@@ -5,8 +5,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"os"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -36,6 +39,7 @@ func runLatency(args []string) error {
 	warmup := fs.Duration("warmup", 10*time.Second, "steady traffic after the first record reached the target, not measured")
 	startTimeout := fs.Duration("start-timeout", 5*time.Minute, "how long to wait for the first record on the target")
 	drain := fs.Duration("drain", 60*time.Second, "how long to wait for the last measured records")
+	timeline := fs.String("timeline", "", "write each 100 ms of the measurement (by source timestamp) to this file: start ms, records, p50, max ms")
 	size := fs.Int("size", 1024, "value size in bytes")
 	seed := fs.Uint64("seed", 2, "data seed")
 	if err := parse(fs, args); err != nil {
@@ -98,6 +102,7 @@ func runLatency(args []string) error {
 	var (
 		mu       sync.Mutex
 		arrived  = map[int64]int64{} // seq -> latency in ms (first arrival)
+		sentAt   = map[int64]int64{} // seq -> source timestamp (unix ms), for -timeline
 		firstAt  time.Time
 		dups     int64
 		tailErr  error
@@ -126,6 +131,9 @@ func runLatency(args []string) error {
 				return
 			}
 			arrived[seq] = at.UnixMilli() - rec.Timestamp.UnixMilli()
+			if *timeline != "" {
+				sentAt[seq] = rec.Timestamp.UnixMilli()
+			}
 		})
 		if err != nil && !errors.Is(err, context.Canceled) {
 			mu.Lock()
@@ -238,6 +246,12 @@ func runLatency(args []string) error {
 		}
 	}
 	d := dups
+	if *timeline != "" {
+		if err := writeTimeline(*timeline, mStart.UnixMilli(), from, to, arrived, sentAt); err != nil {
+			mu.Unlock()
+			return err
+		}
+	}
 	mu.Unlock()
 	slices.Sort(lat)
 	r := newResult("latency")
@@ -262,6 +276,29 @@ func runLatency(args []string) error {
 		to-from, achieved, percentile(lat, 0.5), percentile(lat, 0.99), percentile(lat, 1), (to-from)-int64(len(lat)))
 	r.print()
 	return nil
+}
+
+// writeTimeline writes, for each 100 ms of source timestamps from start,
+// the records measured, their median and their largest latency: where a
+// tail comes from (a few stalls or a spread) shows in it.
+func writeTimeline(path string, start, from, to int64, arrived, sentAt map[int64]int64) error {
+	buckets := map[int64][]int64{}
+	for s := from; s < to; s++ {
+		if l, ok := arrived[s]; ok {
+			b := (sentAt[s] - start) / 100
+			buckets[b] = append(buckets[b], l)
+		}
+	}
+	keys := slices.Sorted(maps.Keys(buckets))
+	var out strings.Builder
+	fmt.Fprintf(&out, "# measurement started at %s (unix ms %d)\n", time.UnixMilli(start).UTC().Format(time.RFC3339Nano), start)
+	out.WriteString("start_ms\trecords\tp50_ms\tmax_ms\n")
+	for _, k := range keys {
+		l := buckets[k]
+		slices.Sort(l)
+		fmt.Fprintf(&out, "%d\t%d\t%d\t%d\n", k*100, len(l), percentile(l, 0.5), l[len(l)-1])
+	}
+	return os.WriteFile(path, []byte(out.String()), 0o644)
 }
 
 // percentile of sorted values (nearest rank); -1 when empty.
