@@ -72,7 +72,15 @@ type Options struct {
 	// answers as soon as a record is there, so it delays no record; it sets
 	// how often an idle shard asks, which at 10,000 partitions is what an
 	// idle link costs the source broker (bench/README.md, issue 14).
-	FetchWait     time.Duration
+	FetchWait time.Duration
+	// FetchGather is how long a fetch of partitions that are streaming
+	// (one of them returned records in its last fetch) may wait at the
+	// source to gather a batch before it is answered (10ms; negative:
+	// never, every fetch is answered at its first record). See gather in
+	// fetcher.go: it adds at most this to a record's latency, and a shard
+	// copying a steady stream asks its source about once per FetchGather
+	// instead of once per round trip.
+	FetchGather   time.Duration
 	ChannelBuffer int // records buffered per shard (2048)
 	// MaxBufferedBytes bounds the source records the engine holds between
 	// fetch and commit, over all its shards (64 MiB; see budget).
@@ -120,6 +128,9 @@ func (o *Options) defaults() {
 	def(&o.TxnLinger, 5*time.Millisecond)
 	o.TxnLinger = min(o.TxnLinger, o.TxnInterval)
 	def(&o.FetchWait, 500*time.Millisecond)
+	if o.FetchGather == 0 {
+		o.FetchGather = 10 * time.Millisecond
+	}
 	def(&o.IdleCheck, time.Second)
 	def(&o.ProduceTimeout, 60*time.Second)
 	def(&o.TopicSyncInterval, 5*time.Second)

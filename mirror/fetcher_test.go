@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -82,7 +83,7 @@ func testFetcher(t *testing.T, src sarama.Client, out chan *sarama.ConsumerMessa
 	for _, fn := range tune {
 		fn(&sink)
 	}
-	f, err := newFetcher(src, minPartBytes, 2*idleShareMax, 2*idleShareMax, 50*time.Millisecond, sink, slog.New(slog.DiscardHandler))
+	f, err := newFetcher(src, minPartBytes, 2*idleShareMax, 2*idleShareMax, fetchWaits{idle: 50 * time.Millisecond}, sink, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -545,9 +546,10 @@ func TestFetcherAddsPartitionsTogether(t *testing.T) {
 	}
 }
 
-// waitFetcher is a fetcher on src whose settled rounds may wait wait at the
-// source and that counts as settled settle after its last change.
-func waitFetcher(t *testing.T, src sarama.Client, out chan *sarama.ConsumerMessage, wait, settle time.Duration) *fetcher {
+// waitFetcher is a fetcher on src whose settled rounds may wait waits.idle
+// at the source (streaming ones waits.gather) and that counts as settled
+// settle after its last change.
+func waitFetcher(t *testing.T, src sarama.Client, out chan *sarama.ConsumerMessage, waits fetchWaits, settle time.Duration) *fetcher {
 	t.Helper()
 	var held atomic.Int64
 	sink := fetchSink{out: out, buf: newBudget(1 << 30), held: &held,
@@ -555,7 +557,7 @@ func waitFetcher(t *testing.T, src sarama.Client, out chan *sarama.ConsumerMessa
 		recreated:  func(tp topology.TopicPartition, id string) { t.Errorf("%s: recreated (id %s)", tp, id) },
 		failed:     func(tp topology.TopicPartition, err error) { t.Logf("%s: %v", tp, err) },
 	}
-	f, err := newFetcher(src, minPartBytes, 2*idleShareMax, 2*idleShareMax, wait, sink, slog.New(slog.DiscardHandler))
+	f, err := newFetcher(src, minPartBytes, 2*idleShareMax, 2*idleShareMax, waits, sink, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -565,20 +567,21 @@ func waitFetcher(t *testing.T, src sarama.Client, out chan *sarama.ConsumerMessa
 	return f
 }
 
-// fetchWaits records the MaxWait and the partition count of every fetch
-// request c receives.
-type fetchWaits struct {
+// fetchesSeen records the MaxWait, the MinBytes and the partition count of
+// every fetch request c receives.
+type fetchesSeen struct {
 	mu   sync.Mutex
 	reqs []fetchSeen
 }
 
 type fetchSeen struct {
-	wait  time.Duration
-	parts int
+	wait     time.Duration
+	minBytes int32
+	parts    int
 }
 
-func watchFetchWaits(c *kfake.Cluster) *fetchWaits {
-	w := &fetchWaits{}
+func watchFetchWaits(c *kfake.Cluster) *fetchesSeen {
+	w := &fetchesSeen{}
 	c.ControlKey(int16(kmsg.Fetch), func(req kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()
 		fr := req.(*kmsg.FetchRequest)
@@ -587,20 +590,20 @@ func watchFetchWaits(c *kfake.Cluster) *fetchWaits {
 			n += len(tp.Partitions)
 		}
 		w.mu.Lock()
-		w.reqs = append(w.reqs, fetchSeen{wait: time.Duration(fr.MaxWaitMillis) * time.Millisecond, parts: n})
+		w.reqs = append(w.reqs, fetchSeen{wait: time.Duration(fr.MaxWaitMillis) * time.Millisecond, minBytes: fr.MinBytes, parts: n})
 		w.mu.Unlock()
 		return nil, nil, false
 	})
 	return w
 }
 
-func (w *fetchWaits) count() int {
+func (w *fetchesSeen) count() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return len(w.reqs)
 }
 
-func (w *fetchWaits) last() fetchSeen {
+func (w *fetchesSeen) last() fetchSeen {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if len(w.reqs) == 0 {
@@ -612,7 +615,7 @@ func (w *fetchWaits) last() fetchSeen {
 // quietSource is a kfake pair whose east holds the empty topic "quiet" of
 // partitions partitions, a client of east, the fetch requests east gets
 // from now on, and a channel for a fetcher's records.
-func quietSource(t *testing.T, partitions int32) (*kfaketest.Pair, sarama.Client, *fetchWaits, chan *sarama.ConsumerMessage) {
+func quietSource(t *testing.T, partitions int32) (*kfaketest.Pair, sarama.Client, *fetchesSeen, chan *sarama.ConsumerMessage) {
 	t.Helper()
 	p := kfaketest.NewPair(t, kfaketest.Options{})
 	src := kfaketest.DialCluster(t, p.Topology.Clusters["east"])
@@ -631,7 +634,7 @@ func TestAWaitingFetchAnswersWhenARecordComes(t *testing.T) {
 	p, src, waits, out := quietSource(t, 1)
 	east := p.Topology.Clusters["east"]
 	const wait = 20 * time.Second
-	f := waitFetcher(t, src, out, wait, 0)
+	f := waitFetcher(t, src, out, fetchWaits{idle: wait}, 0)
 	f.add(topology.TopicPartition{Topic: "quiet", Partition: 0}, 0, "")
 
 	plain := kfaketest.IdempotentProducer(t, east, "")
@@ -679,7 +682,7 @@ func TestAWaitingFetchAnswersWhenARecordComes(t *testing.T) {
 func TestFetchWaitsLongOnlyWhenSettled(t *testing.T) {
 	p, src, waits, out := quietSource(t, 2)
 	const wait, settle = time.Second, 1500 * time.Millisecond // settle > wait, as in production
-	f := waitFetcher(t, src, out, wait, settle)
+	f := waitFetcher(t, src, out, fetchWaits{idle: wait}, settle)
 	added := time.Now()
 	f.add(topology.TopicPartition{Topic: "quiet", Partition: 0}, 0, "")
 	waitFor(t, 10*time.Second, "a first round", func() error {
@@ -764,7 +767,7 @@ func TestFetchOverSeveralBrokersWaitsBriefly(t *testing.T) {
 	waits := watchFetchWaits(p.East)
 	out := make(chan *sarama.ConsumerMessage, 16)
 	const wait = 20 * time.Second
-	f := waitFetcher(t, src, out, wait, 0)
+	f := waitFetcher(t, src, out, fetchWaits{idle: wait}, 0)
 	for part := range int32(4) {
 		f.add(topology.TopicPartition{Topic: "spread", Partition: part}, 0, "")
 	}
@@ -785,5 +788,101 @@ func TestFetchOverSeveralBrokersWaitsBriefly(t *testing.T) {
 	}
 	if w := waits.last().wait; w != unsettledWait {
 		t.Errorf("a round over two brokers may wait %v, want %v", w, unsettledWait)
+	}
+}
+
+// TestAStreamingFetchGathers: while its partitions stream, a fetcher's
+// request waits at the source up to its gather wait for a batch instead of
+// being answered at its first record, so a steady trickle costs a request
+// per gather wait rather than one per record or two, and no record waits
+// much longer than that. A fetcher whose partitions were idle asks with no
+// minimum (the first record after a pause is not held), and once the stream
+// stops its requests go back to the long idle wait.
+func TestAStreamingFetchGathers(t *testing.T) {
+	p, src, seen, out := quietSource(t, 2)
+	const idle, gatherWait = 20 * time.Second, 100 * time.Millisecond
+	f := waitFetcher(t, src, out, fetchWaits{idle: idle, gather: gatherWait}, 0)
+	for part := range int32(2) {
+		f.add(topology.TopicPartition{Topic: "quiet", Partition: part}, 0, "")
+	}
+	settled := func() error {
+		if l := seen.last(); l.wait != idle || l.minBytes != 1 {
+			return fmt.Errorf("the last request may wait %v for %d byte(s)", l.wait, l.minBytes)
+		}
+		return nil
+	}
+	waitFor(t, 10*time.Second, "an idle request", settled)
+
+	// A record every 5 ms for 2 s, alternating partitions.
+	const records, every = 400, 5 * time.Millisecond
+	prod := kfaketest.IdempotentProducer(t, p.Topology.Clusters["east"], "")
+	sentAt := make([]atomic.Int64, records)
+	first := seen.count()
+	go func() {
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for i := range records {
+			<-tick.C
+			sentAt[i].Store(time.Now().UnixNano())
+			msg := &sarama.ProducerMessage{Topic: "quiet", Partition: int32(i % 2), Value: sarama.StringEncoder(strconv.Itoa(i))}
+			if _, _, err := prod.SendMessage(msg); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	next := [2]int{0, 1}
+	var worst time.Duration
+	for range records {
+		m := receive(t, out, 10*time.Second)
+		i, err := strconv.Atoi(string(m.Value))
+		if err != nil || i != next[m.Partition] {
+			t.Fatalf("partition %d handed over record %q, want %d", m.Partition, m.Value, next[m.Partition])
+		}
+		next[m.Partition] += 2
+		worst = max(worst, time.Since(time.Unix(0, sentAt[i].Load())))
+	}
+	streamed := seen.count() - first
+	var gathering int
+	seen.mu.Lock()
+	for _, r := range seen.reqs[first:] {
+		if r.minBytes > 1 && r.wait == gatherWait {
+			gathering++
+		}
+	}
+	seen.mu.Unlock()
+	t.Logf("%d records over %v in %d requests (%d gathering); the longest a record waited: %v",
+		records, records*every, streamed, gathering, worst.Round(time.Millisecond))
+	if limit := 2*int(records*every/gatherWait) + 10; streamed > limit {
+		t.Errorf("%d fetch requests while %d records streamed over %v, want at most %d: the requests do not gather", streamed, records, records*every, limit)
+	}
+	if gathering == 0 {
+		t.Error("no request gathered (a minimum of bytes and the gather wait) while the partitions streamed")
+	}
+	if worst > gatherWait+time.Second {
+		t.Errorf("a record waited %v to be handed over, want about the gather wait (%v)", worst, gatherWait)
+	}
+	waitFor(t, 10*time.Second, "an idle request after the stream", settled)
+}
+
+// TestGatherNeverHoldsABacklog: a source counts a partition's bytes
+// towards a request's minimum only up to the partition's share, so a
+// minimum above a busy partition's share would keep a request whose
+// partition has a backlog waiting for the whole gather wait, every round.
+func TestGatherNeverHoldsABacklog(t *testing.T) {
+	for _, c := range []struct {
+		resp, active int32
+		gather, wait time.Duration
+		min, maxWait int32
+	}{
+		{resp: 8 << 20, active: 64 << 10, gather: 10 * time.Millisecond, wait: 500 * time.Millisecond, min: 64 << 10, maxWait: 10},
+		{resp: 2 << 20, active: 2 << 20, gather: 10 * time.Millisecond, wait: 500 * time.Millisecond, min: 256 << 10, maxWait: 10},
+		{resp: 2 << 20, active: 2 << 20, gather: 10 * time.Millisecond, wait: 5 * time.Millisecond, min: 256 << 10, maxWait: 5},
+		{resp: 64 << 10, active: 8 << 10, gather: 500 * time.Microsecond, wait: time.Second, min: 8 << 10, maxWait: 1},
+	} {
+		minBytes, maxWait := gather(c.resp, c.active, c.gather, c.wait)
+		if minBytes != c.min || maxWait != c.maxWait {
+			t.Errorf("gather(%d, %d, %v, %v) = %d bytes within %d ms, want %d within %d", c.resp, c.active, c.gather, c.wait, minBytes, maxWait, c.min, c.maxWait)
+		}
 	}
 }

@@ -117,7 +117,7 @@ func TestFetcherGrowsItsRequestsOnASlowSource(t *testing.T) {
 	const base, most = minPartBytes, 4 * minPartBytes
 	out := make(chan *sarama.ConsumerMessage, records)
 	var held atomic.Int64
-	f, err := newFetcher(src, base, base, most, 50*time.Millisecond, fetchSink{
+	f, err := newFetcher(src, base, base, most, fetchWaits{idle: 50 * time.Millisecond}, fetchSink{
 		out: out, buf: newBudget(1 << 30), held: &held,
 		outOfRange: func(_ context.Context, tp topology.TopicPartition, at int64) (int64, error) {
 			t.Errorf("%s: offset %d out of range", tp, at)

@@ -282,7 +282,7 @@ func (s *shard) open(ctx context.Context) error {
 		return d.err
 	}
 	s.srcCl = source().cl
-	s.fetch, err = newFetcher(s.srcCl, e.opts.FetchBytes, e.opts.FetchResponseBytes, fetchGrowth(e.opts), e.opts.FetchWait, fetchSink{
+	s.fetch, err = newFetcher(s.srcCl, e.opts.FetchBytes, e.opts.FetchResponseBytes, fetchGrowth(e.opts), fetchWaits{idle: e.opts.FetchWait, gather: e.opts.FetchGather}, fetchSink{
 		out: s.in, buf: e.buf, held: &s.held, passed: s.passed,
 		outOfRange: s.outOfRange, recreated: s.recreated, failed: func(tp topology.TopicPartition, err error) { s.fetchFailed(ctx, tp, err) },
 	}, s.log)
