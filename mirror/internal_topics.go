@@ -56,20 +56,16 @@ func (e *Engine) ensureInternalTopics(ctx context.Context, src, dst sarama.Clien
 	if err := kafkaread.AwaitLeaders(ctx, dst, 30*time.Second, slices.Collect(maps.Keys(topics))...); err != nil {
 		return fmt.Errorf("target %s: %w", e.link.Target, err)
 	}
-	if err := dst.RefreshMetadata(e.link.ShardsTopic()); err != nil {
-		return fmt.Errorf("target %s: metadata of %s: %w", e.link.Target, e.link.ShardsTopic(), err)
-	}
-	parts, err := dst.Partitions(e.link.ShardsTopic())
+	ran, err := e.linkShards(dst)
 	if err != nil {
-		return fmt.Errorf("target %s: %s: %w", e.link.Target, e.link.ShardsTopic(), err)
+		return err
 	}
-	ran := int32(len(parts))
-	switch {
-	case e.opts.Shards == 0:
+	if e.opts.Shards == 0 {
 		e.opts.Shards, e.adopted = ran, true
 		e.opts.shardSizes()
 		e.log.Info("link runs with its shard count", "shards", ran)
-	case ran != e.opts.Shards:
+	}
+	if ran != e.opts.Shards {
 		return &ShardCountError{Link: e.link, Ran: ran, Asked: e.opts.Shards, Adopted: e.adopted}
 	}
 	return nil
@@ -131,17 +127,27 @@ func (e *Engine) newLinkShards(ctx context.Context, src, dst sarama.Client) (int
 // returns a *ShardCountError when it is no longer the one the engine runs
 // with.
 func (e *Engine) checkShardCount(dst sarama.Client) error {
-	if err := dst.RefreshMetadata(e.link.ShardsTopic()); err != nil {
-		return fmt.Errorf("target %s: metadata of %s: %w", e.link.Target, e.link.ShardsTopic(), err)
-	}
-	parts, err := dst.Partitions(e.link.ShardsTopic())
+	ran, err := e.linkShards(dst)
 	if err != nil {
-		return fmt.Errorf("target %s: %s: %w", e.link.Target, e.link.ShardsTopic(), err)
+		return err
 	}
-	if ran := int32(len(parts)); ran != e.opts.Shards {
+	if ran != e.opts.Shards {
 		return &ShardCountError{Link: e.link, Ran: ran, Asked: e.opts.Shards, Adopted: e.adopted}
 	}
 	return nil
+}
+
+// linkShards returns the link's shard count as the target's fresh metadata
+// has it: the partitions of its shards topic.
+func (e *Engine) linkShards(dst sarama.Client) (int32, error) {
+	if err := dst.RefreshMetadata(e.link.ShardsTopic()); err != nil {
+		return 0, fmt.Errorf("target %s: metadata of %s: %w", e.link.Target, e.link.ShardsTopic(), err)
+	}
+	parts, err := dst.Partitions(e.link.ShardsTopic())
+	if err != nil {
+		return 0, fmt.Errorf("target %s: %s: %w", e.link.Target, e.link.ShardsTopic(), err)
+	}
+	return int32(len(parts)), nil
 }
 
 // offsetsPartitions returns the partition count of the offset-map topic.

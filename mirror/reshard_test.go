@@ -267,12 +267,7 @@ func TestNewLinkShards(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- e.Run(ctx) }()
-	waitFor(t, 30*time.Second, "the link's shards claimed", func() error {
-		if len(e.OwnedShards()) != 3 {
-			return fmt.Errorf("owns %v", e.OwnedShards())
-		}
-		return nil
-	})
+	waitFor(t, 30*time.Second, "the link's shards claimed", ownsShards(e, 3))
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -305,12 +300,7 @@ func TestReshardRefusals(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- e.Run(ctx) }()
-	waitFor(t, 30*time.Second, "the link's shards claimed", func() error {
-		if len(e.OwnedShards()) != 3 {
-			return fmt.Errorf("owns %v", e.OwnedShards())
-		}
-		return nil
-	})
+	waitFor(t, 30*time.Second, "the link's shards claimed", ownsShards(e, 3))
 	cancel()
 	<-done
 	res, err := Reshard(t.Context(), p.Topology, link, 3)
@@ -321,12 +311,7 @@ func TestReshardRefusals(t *testing.T) {
 	// nothing is fenced under it.
 	ctx, cancel = context.WithCancel(t.Context())
 	go func() { done <- e.Run(ctx) }()
-	waitFor(t, 30*time.Second, "the link's shards claimed again", func() error {
-		if len(e.OwnedShards()) != 3 {
-			return fmt.Errorf("owns %v", e.OwnedShards())
-		}
-		return nil
-	})
+	waitFor(t, 30*time.Second, "the link's shards claimed again", ownsShards(e, 3))
 	res, err = Reshard(t.Context(), p.Topology, link, 3)
 	if err != nil || res.Fenced != 0 {
 		t.Fatalf("reshard to the running count: %+v, %v; want nothing done", res, err)
@@ -396,5 +381,15 @@ func TestReshardFencesAZombie(t *testing.T) {
 		if string(r.Value) == "zombie" {
 			t.Fatalf("a zombie's record is on the target after the reshard")
 		}
+	}
+}
+
+// ownsShards is a waitFor condition: e owns n shards.
+func ownsShards(e *Engine, n int) func() error {
+	return func() error {
+		if got := e.OwnedShards(); len(got) != n {
+			return fmt.Errorf("owns %v, want %d shards", got, n)
+		}
+		return nil
 	}
 }
