@@ -659,8 +659,8 @@ func shares(n, busy int, partBytes, respBytes int32) (idle, active int32) {
 // gather returns the MinBytes and MaxWaitTime of a request of which some
 // partitions returned records last time (they stream): the source answers
 // once it holds an eighth of the response's bound (respBytes) for the
-// request, or after wait, or (the round's own wait) when shorter, after
-// roundWait. Without it each request is answered at its first record, so a
+// request, or after gather (the round's own wait, roundWait, when that is
+// shorter). Without it each request is answered at its first record, so a
 // shard copying a steady stream below its capacity asks once per round
 // trip, a request and a response of a few records each on a loopback or
 // LAN, and the source broker, the shard and the target (one small
