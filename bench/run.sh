@@ -45,9 +45,10 @@
 #   BENCH_RECORDS if set, else 300000, over BENCH_PARTITIONS partitions,
 #   written once) for each of BENCH_WAN_MIRRORS (drctl-alo drctl-eos mm2-alo
 #   mm2-eos), first on the LAN (direct), then through bench/wanproxy at each
-#   one-way latency of BENCH_WAN_LATENCIES ("25 50" ms, added in both
+#   one-way latency of BENCH_WAN_LATENCIES ("0 25 50" ms, added in both
 #   directions, so the round trip is twice that; jitter BENCH_WAN_JITTER (0)
-#   ms; 0 means through the proxy without delay). The mirror is placed near
+#   ms; 0 means through the proxy without delay: the proxy's CPU without the
+#   latency, which the report divides the others by). The mirror is placed near
 #   the target (the proxy between the mirror and the source, the MirrorMaker 1
 #   practice) and, for BENCH_WAN_SOURCE_MIRRORS (drctl-alo drctl-eos; empty
 #   for none), also near the source (the proxy between the mirror and the
@@ -118,7 +119,7 @@ SCALE_RECORDS="${BENCH_SCALE_RECORDS:-10}"
 SCALE_IDLE="${BENCH_SCALE_IDLE:-10}"
 WAN_RECORDS="${BENCH_WAN_RECORDS:-${BENCH_RECORDS:-300000}}"
 WAN_MIRRORS="${BENCH_WAN_MIRRORS:-drctl-alo drctl-eos mm2-alo mm2-eos}"
-WAN_LATENCIES="${BENCH_WAN_LATENCIES:-25 50}"
+WAN_LATENCIES="${BENCH_WAN_LATENCIES:-0 25 50}"
 WAN_JITTER="${BENCH_WAN_JITTER:-0}"
 WAN_SOURCE_MIRRORS="${BENCH_WAN_SOURCE_MIRRORS-drctl-alo drctl-eos}" # empty: none
 WAN_SOURCE_LATENCIES="${BENCH_WAN_SOURCE_LATENCIES:-$WAN_LATENCIES}"
@@ -929,7 +930,7 @@ report_throughput() {
 }
 
 report_wan() {
-	local m place ms line status steady lan mm2 ratio_lan ratio_mm2 src places
+	local m place ms line status steady lan zero mm2 ratio_lan ratio_zero ratio_mm2 src places
 	src="$(raw_of wan/source)"
 	echo "## Across a WAN"
 	echo
@@ -940,8 +941,8 @@ report_wan() {
 		"*near the source*: between the mirror and the target (west). The mirror bootstraps at the proxy and the" \
 		"brokers' WAN listener advertises it, so all its connections to that cluster cross it."
 	echo
-	echo "| mirror | delivery | mirror runs | one-way latency (ms) | done after (s) | start-up (s) | records/s (steady) | MB/s | vs its LAN figure | vs MM2, same delivery and path | peak RSS (MiB) | CPU (s) | proxy CPU (s) | check |"
-	echo "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+	echo "| mirror | delivery | mirror runs | one-way latency (ms) | done after (s) | start-up (s) | records/s (steady) | MB/s | vs its LAN figure | vs the proxy at 0 ms | vs MM2, same delivery and path | peak RSS (MiB) | CPU (s) | proxy CPU (s) | check |"
+	echo "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
 	for m in $WAN_MIRRORS; do
 		places="lan"
 		for ms in $WAN_LATENCIES; do places+=" target-$ms"; done
@@ -950,6 +951,8 @@ report_wan() {
 		fi
 		lan="$(rget steady_records_per_s "$(raw_of "wan-lan/$m")")"
 		for place in $places; do
+			zero=""
+			[[ $place == target-* || $place == source-* ]] && zero="$(rget steady_records_per_s "$(raw_of "wan-${place%%-*}-0/$m")")"
 			line="$(raw_of "wan-$place/$m")"
 			ms="${place#*-}"
 			[[ $place == lan ]] && ms=0
@@ -961,12 +964,14 @@ report_wan() {
 			source-*) where="near the source" ;;
 			esac
 			if [[ "$status" != ok ]]; then
-				echo "| $m | $(delivery_of "$m") | $where | $ms | ${status:-not run} | | | | | | | | | |"
+				echo "| $m | $(delivery_of "$m") | $where | $ms | ${status:-not run} | | | | | | | | | | |"
 				continue
 			fi
 			steady="$(rget steady_records_per_s "$line")"
 			ratio_lan=""
 			[[ -n "$lan" && $place != lan ]] && ratio_lan="$(awk "BEGIN { printf \"%.0f%%\", 100 * $steady / $lan }")"
+			ratio_zero=""
+			[[ -n "$zero" && $ms != 0 ]] && ratio_zero="$(awk "BEGIN { printf \"%.0f%%\", 100 * $steady / $zero }")"
 			ratio_mm2=""
 			case "$m" in
 			drctl-*)
@@ -975,15 +980,17 @@ report_wan() {
 				;;
 			mm2-*) ratio_mm2="1.00" ;;
 			esac
-			printf '| %s | %s | %s | %s | %.1f | %.1f | %.0f | %.1f | %s | %s | %s | %s | %s | %s |\n' \
+			printf '| %s | %s | %s | %s | %.1f | %.1f | %.0f | %.1f | %s | %s | %s | %s | %s | %s | %s |\n' \
 				"$m" "$(delivery_of "$m")" "$where" "$ms" "$(rget done_s "$line")" "$(rget first_s "$line")" "$steady" \
-				"$(calc "$steady * ($SIZE + 16) / 1e6")" "$ratio_lan" "$ratio_mm2" "$(rget rss_mb "$line")" "$(rget cpu_s "$line")" \
+				"$(calc "$steady * ($SIZE + 16) / 1e6")" "$ratio_lan" "$ratio_zero" "$ratio_mm2" "$(rget rss_mb "$line")" "$(rget cpu_s "$line")" \
 				"$(rget proxy_cpu_s "$line")" "$(check_of "$line")"
 		done
 	done
 	echo
 	echo "- *steady*, *done after*, *start-up* and *check* as in the throughput table; *vs its LAN figure*: the"
 	echo "  mirror's steady rate over its own LAN run in this run (the runs of one mirror follow each other)."
+	echo "  *vs the proxy at 0 ms*: over its run through the same proxy without added latency (when"
+	echo "  BENCH_WAN_LATENCIES has 0), which costs the same CPU: what the latency alone takes."
 	echo "- *proxy CPU*: bench/wanproxy's CPU during the run; it competes with the mirror and the brokers for the"
 	echo "  $(nproc) cores. The proxy has no TCP window of its own, so only the round trips are simulated, not a"
 	echo "  real WAN's bandwidth limit or loss."

@@ -64,8 +64,9 @@ type Options struct {
 	// FetchResponseBytes bounds a shard's fetch response: its partitions
 	// share it, each getting at least 8 KiB (0: the shard's part of 16
 	// MiB, at least 2 MiB; see shardSizes and fetcher.go).
-	// Across a WAN both sizes grow with the source's round trip, up to 4
-	// times and to the shard's share of MaxBufferedBytes (fetchsize.go).
+	// Across a WAN both sizes grow while the shard waits on the source,
+	// up to 4 times and to half the shard's share of MaxBufferedBytes
+	// (fetchsize.go).
 	FetchResponseBytes int32
 	// FetchWait is how long a fetch may wait at the source for new
 	// records (500ms, a Java consumer's fetch.max.wait.ms). The source

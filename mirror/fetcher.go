@@ -38,7 +38,8 @@ import (
 //     others split what is left of respBytes (at most partBytes each), so a
 //     response holds about respBytes however many partitions the shard has,
 //     and a few busy partitions among many idle ones still fetch in bulk;
-//     both sizes grow with the source's round trip (fetchsize.go). A
+//     both sizes grow while the source, not the copy, sets the shard's
+//     pace, as across a WAN (fetchsize.go). A
 //     batch larger than its share comes whole when its partition is the
 //     first of a request (KIP-74), so a partition that came back empty though
 //     it has data goes first in its next request;
@@ -219,8 +220,8 @@ type fetcher struct {
 type fetchWaits struct{ idle, gather time.Duration }
 
 // newFetcher returns a fetcher whose partitions' shares are at most
-// partBytes and whose responses about respBytes, both growing with the
-// source's round trip until a response's bound reaches most (fetchsize.go).
+// partBytes and whose responses about respBytes, both growing while the
+// source sets the pace until a response's bound reaches most (fetchsize.go).
 func newFetcher(cl sarama.Client, partBytes, respBytes, most int32, waits fetchWaits, sink fetchSink, log *slog.Logger) (*fetcher, error) {
 	version, err := kafkaread.FetchVersion(cl.Config().Version)
 	if err != nil {
@@ -382,16 +383,55 @@ func (f *fetcher) loop(ctx context.Context) {
 		round := make(chan []fetched, 1)
 		go func() { round <- f.fetchAll(ctx, byLeader, wait) }()
 		delivered := f.deliver(ctx, pending)
-		results := <-round
+		var results []fetched
+		waited := false
+		select {
+		case results = <-round:
+		default:
+			results, waited = <-round, true
+		}
 		if !delivered {
 			return
 		}
+		f.pace(pending, results, waited)
 		for _, r := range results {
 			f.advance(r)
 		}
 		pending = results
 		f.flushErrs()
 	}
+}
+
+// pace tells the sizer who set the pace of a round (fetchsize.go): last
+// was handed over while next was fetched, and the loop waited for next
+// after the hand-over (waited) or found it there. Only rounds that both
+// found a backlog tell.
+func (f *fetcher) pace(last, next []fetched, waited bool) {
+	if !foundBacklog(last) || !foundBacklog(next) {
+		return
+	}
+	if waited {
+		f.size.starved()
+	} else {
+		f.size.fed()
+	}
+}
+
+// foundBacklog says whether some partition of a round had more committed
+// data than its response carried.
+func foundBacklog(round []fetched) bool {
+	for _, r := range round {
+		if r.backlog() {
+			return true
+		}
+	}
+	return false
+}
+
+// backlog: the partition had more committed data than the response
+// carried.
+func (r fetched) backlog() bool {
+	return r.err == nil && len(r.msgs) > 0 && r.next < r.lso
 }
 
 // Waits of a fetch round at the source: f.wait while the partitions are
@@ -729,8 +769,7 @@ func (f *fetcher) fetchFrom(ctx context.Context, b *sarama.Broker, ps []*fetchPa
 		if err == nil {
 			out[i] = decodeBlock(p, resp.GetBlock(p.tp.Topic, p.tp.Partition))
 			out[i].at = at
-			r := out[i]
-			backlog = backlog || (r.err == nil && len(r.msgs) > 0 && r.next < r.lso)
+			backlog = backlog || out[i].backlog()
 		}
 	}
 	if backlog {

@@ -23,13 +23,15 @@ type Metrics struct {
 	LagRecords   *prometheus.GaugeVec
 	LagSeconds   *LagClock
 	ShardsOwned  *prometheus.GaugeVec
-	// FetchRoundTrip is the source round trip each shard sizes its fetches
-	// by (fetchsize.go): a WAN shows here.
-	FetchRoundTrip *prometheus.GaugeVec
-	CommitTime     *prometheus.HistogramVec
-	Latency        *prometheus.HistogramVec
-	GroupSync      *groupsync.Metrics
-	Safety         *SafetyMetrics
+	// FetchRoundTrip is the source round trip each shard's fetches see
+	// (fetchsize.go): a WAN shows here. FetchResponseBytes is the bound of
+	// its fetch responses, which grows while the source sets its pace.
+	FetchRoundTrip     *prometheus.GaugeVec
+	FetchResponseBytes *prometheus.GaugeVec
+	CommitTime         *prometheus.HistogramVec
+	Latency            *prometheus.HistogramVec
+	GroupSync          *groupsync.Metrics
+	Safety             *SafetyMetrics
 
 	// Roles are the live role state as the daemon last read it.
 	Roles *RoleMetrics
@@ -69,7 +71,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		ShardsOwned: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "drctl_mirror_shards_owned",
 			Help: "Shards of the link this process owns."}, []string{"link"}),
 		FetchRoundTrip: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "drctl_mirror_fetch_round_trip_seconds",
-			Help: "The source's round trip a shard sizes its fetches by: the shortest of its latest fetches that found a backlog (beyond 20 ms its fetches grow)."}, []string{"link", "shard"}),
+			Help: "The source's round trip as a shard's fetches see it: the shortest of its latest fetches that found a backlog (a WAN shows here)."}, []string{"link", "shard"}),
+		FetchResponseBytes: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "drctl_mirror_fetch_response_bytes",
+			Help: "The bound of a shard's fetch responses: its base size, grown while the shard waits on the source with a backlog (a WAN), up to its share of the byte budget."}, []string{"link", "shard"}),
 		CommitTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "drctl_mirror_commit_seconds",
 			Help: "Time to produce and commit one mirror transaction.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 14)}, []string{"link"}),
 		Latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "drctl_mirror_replication_latency_seconds",
@@ -90,7 +94,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "1 when the cluster holds a drctl write fence (ACLs) for the topology, else 0 (failover.fence: acl only). The standby reads 1 while the ACL sync keeps it fenced (mirror.acls); a fence matters on the active (drctl_cluster_active)."}, []string{"cluster"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.Records, m.Bytes, m.Skipped, m.Lost, m.Transactions, m.Errors, m.LagRecords, m.LagSeconds, m.ShardsOwned, m.FetchRoundTrip, m.CommitTime, m.Latency,
+		reg.MustRegister(m.Records, m.Bytes, m.Skipped, m.Lost, m.Transactions, m.Errors, m.LagRecords, m.LagSeconds, m.ShardsOwned, m.FetchRoundTrip, m.FetchResponseBytes, m.CommitTime, m.Latency,
 			m.Roles.Epoch, m.Roles.Phase, m.Roles.Active, m.Roles.Reachable, m.Roles.Stale, m.Roles.Fenced)
 	}
 	m.GroupSync = groupsync.NewMetrics(reg)
@@ -120,6 +124,7 @@ func (m *Metrics) ForgetLink(link string) {
 	m.LagSeconds.forget(link, nil)
 	m.ShardsOwned.DeletePartialMatch(l)
 	m.FetchRoundTrip.DeletePartialMatch(l)
+	m.FetchResponseBytes.DeletePartialMatch(l)
 	m.GroupSync.LastSynced.DeletePartialMatch(l)
 }
 

@@ -203,7 +203,9 @@ func TestDaemonMetrics(t *testing.T) {
 			`drctl_mirror_lag_records{link="east->west",partition="0",topic="orders"} 0`,
 			`drctl_mirror_lag_seconds{link="east->west",partition="0",topic="orders"} 0`,
 			`drctl_mirror_lag_seconds{link="east->west",partition="1",topic="orders"} 0`,
-			`drctl_mirror_shards_owned{link="east->west"} 2`)
+			`drctl_mirror_shards_owned{link="east->west"} 2`,
+			`drctl_mirror_fetch_response_bytes{link="east->west",shard="0"} `,
+			`drctl_mirror_fetch_response_bytes{link="east->west",shard="1"} `)
 	})
 	build := regexp.MustCompile(`drctl_build_info\{commit="abc1234",goversion="go[0-9.]+[^"]*",version="v9.8.7"\} 1`)
 	if body := scrape(); !build.MatchString(body) {

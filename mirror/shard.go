@@ -291,6 +291,9 @@ func (s *shard) open(ctx context.Context) error {
 	}
 	link, shard := e.link.String(), strconv.Itoa(int(s.id))
 	s.fetch.size.report = func(d time.Duration) { e.metrics.FetchRoundTrip.WithLabelValues(link, shard).Set(d.Seconds()) }
+	respBytes := e.metrics.FetchResponseBytes.WithLabelValues(link, shard)
+	s.fetch.size.reportResp = func(n int32) { respBytes.Set(float64(n)) }
+	s.fetch.size.reportResp(e.opts.FetchResponseBytes)
 	s.fetch.start(ctx)
 	parts, err := e.offsetsPartitions(ctx, s.dst)
 	if err != nil {
@@ -319,6 +322,7 @@ func (s *shard) close() {
 	if s.fetch != nil {
 		s.fetch.close()
 		s.e.metrics.FetchRoundTrip.DeleteLabelValues(s.e.link.String(), strconv.Itoa(int(s.id)))
+		s.e.metrics.FetchResponseBytes.DeleteLabelValues(s.e.link.String(), strconv.Itoa(int(s.id)))
 	}
 	s.e.buf.release(s.held.Swap(0))
 	if s.srcCl != nil {
