@@ -94,6 +94,7 @@ func (s *fetchSizer) fed() {
 	s.changed()
 }
 
+// changed tells reportResp the response's bound.
 func (s *fetchSizer) changed() {
 	if s.reportResp != nil {
 		_, resp := s.sizes()

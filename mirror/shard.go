@@ -293,7 +293,7 @@ func (s *shard) open(ctx context.Context) error {
 	s.fetch.size.report = func(d time.Duration) { e.metrics.FetchRoundTrip.WithLabelValues(link, shard).Set(d.Seconds()) }
 	respBytes := e.metrics.FetchResponseBytes.WithLabelValues(link, shard)
 	s.fetch.size.reportResp = func(n int32) { respBytes.Set(float64(n)) }
-	s.fetch.size.reportResp(e.opts.FetchResponseBytes)
+	s.fetch.size.changed()
 	s.fetch.start(ctx)
 	parts, err := e.offsetsPartitions(ctx, s.dst)
 	if err != nil {
