@@ -30,9 +30,10 @@ import (
 //   - within that bound the pace decides, not the round trip alone: a
 //     round trip measured by a fetch's duration includes the transfer of
 //     its response, which grows with the response, so sizes scaled by it
-//     alone grew until they reached the most (32 MiB a shard at 50 ms each
-//     way, more than the shard needed; bench/README.md, issue 14, "fetch
-//     sizes that follow the pace");
+//     alone grew through any slow hop until they reached the most (32 MiB
+//     a shard through the bench's WAN proxy even at 0 ms, where the base
+//     sizes kept up; bench/README.md, issue 14, "fetch sizes that follow
+//     the pace");
 //   - the most is maxSizeScale times the base and no more than the
 //     shard's share of the engine's byte budget (fetchGrowth).
 //
