@@ -10,6 +10,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/drctl/drctl/internal/kafkaread"
+	"github.com/drctl/drctl/internal/offsetcommit"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -189,33 +190,54 @@ func collectProgress(resp *sarama.OffsetFetchResponse, tps []topology.TopicParti
 }
 
 // commitProgress commits progress outside a transaction (at-least-once),
-// as a group with no members does.
+// as a group with no members does: in one request, or in several when the
+// coordinator could not write them as one (internal/offsetcommit); each
+// partition's progress stands on its own, so a failure part way leaves
+// some partitions' progress behind, which only means copying again.
 func commitProgress(ctx context.Context, dst sarama.Client, group string, offsets map[string][]*sarama.PartitionOffsetMetadata) error {
-	req := &sarama.OffsetCommitRequest{Version: 7, ConsumerGroup: group, ConsumerGroupGeneration: -1}
+	type block struct {
+		topic string
+		p     *sarama.PartitionOffsetMetadata
+		md    string
+	}
+	var blocks []block
 	for topic, parts := range offsets {
 		for _, p := range parts {
 			md := ""
 			if p.Metadata != nil {
 				md = *p.Metadata
 			}
-			req.AddBlock(topic, p.Partition, p.Offset, 0, md)
+			blocks = append(blocks, block{topic, p, md})
 		}
 	}
-	return kafkaread.WithCoordinator(ctx, dst, group, func(coord *sarama.Broker) error {
-		resp, err := kafkaread.Await(ctx, func() (*sarama.OffsetCommitResponse, error) { return coord.CommitOffset(req) })
+	chunks := offsetcommit.Chunks(len(blocks), func(i int) int {
+		return offsetcommit.RecordBytes(group, blocks[i].topic, len(blocks[i].md))
+	}, offsetcommit.MaxBytes)
+	for _, ch := range chunks {
+		req := &sarama.OffsetCommitRequest{Version: 7, ConsumerGroup: group, ConsumerGroupGeneration: -1}
+		for _, b := range blocks[ch[0]:ch[1]] {
+			req.AddBlock(b.topic, b.p.Partition, b.p.Offset, 0, b.md)
+		}
+		err := kafkaread.WithCoordinator(ctx, dst, group, func(coord *sarama.Broker) error {
+			resp, err := kafkaread.Await(ctx, func() (*sarama.OffsetCommitResponse, error) { return coord.CommitOffset(req) })
+			if err != nil {
+				return err
+			}
+			var errs []error
+			for topic, parts := range resp.Errors {
+				for p, kerr := range parts {
+					if kerr != sarama.ErrNoError {
+						errs = append(errs, fmt.Errorf("%s/%d: %w", topic, p, kerr))
+					}
+				}
+			}
+			return errors.Join(errs...)
+		})
 		if err != nil {
 			return err
 		}
-		var errs []error
-		for topic, parts := range resp.Errors {
-			for p, kerr := range parts {
-				if kerr != sarama.ErrNoError {
-					errs = append(errs, fmt.Errorf("%s/%d: %w", topic, p, kerr))
-				}
-			}
-		}
-		return errors.Join(errs...)
-	})
+	}
+	return nil
 }
 
 // ReadProgress returns the link's committed progress (the next source

@@ -8,6 +8,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/drctl/drctl/internal/kafkaread"
+	"github.com/drctl/drctl/internal/offsetcommit"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -66,9 +67,13 @@ func (f *fencedCommitter) close() {
 	f.prod = nil
 }
 
-// commit commits changes for group in one transaction. Any failure closes
-// the producer (a later round opens it again); a fenced producer's failure
-// wraps ErrFenced, a group's members' refusal ErrGroupActive.
+// commit commits changes for group, in one transaction unless they are
+// too many for the coordinator to write at once: then in one transaction
+// per request's worth (internal/offsetcommit), in the order of changes.
+// Each partition's offset is a translation of its own, so a commit that
+// stops part way leaves a group that later rounds complete. Any failure
+// closes the producer (a later round opens it again); a fenced producer's
+// failure wraps ErrFenced, a group's members' refusal ErrGroupActive.
 func (f *fencedCommitter) commit(group string, changes []OffsetChange) (err error) {
 	if len(changes) == 0 {
 		return nil
@@ -81,6 +86,22 @@ func (f *fencedCommitter) commit(group string, changes []OffsetChange) (err erro
 			f.close()
 		}
 	}()
+	chunks := offsetcommit.Chunks(len(changes), func(i int) int {
+		return offsetcommit.RecordBytes(group, changes[i].Topic, len(changes[i].Metadata))
+	}, offsetcommit.MaxBytes)
+	for _, ch := range chunks {
+		if err := f.commitTxn(group, changes[ch[0]:ch[1]]); err != nil {
+			if ch[0] > 0 {
+				err = fmt.Errorf("%w (%d of the group's %d partitions were committed, in the transactions before)", err, ch[0], len(changes))
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// commitTxn commits changes for group in one transaction.
+func (f *fencedCommitter) commitTxn(group string, changes []OffsetChange) error {
 	offsets := map[string][]*sarama.PartitionOffsetMetadata{}
 	for _, c := range changes {
 		md := c.Metadata

@@ -9,6 +9,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/drctl/drctl/internal/kafkaread"
+	"github.com/drctl/drctl/internal/offsetcommit"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -127,15 +128,34 @@ var memberErrors = []sarama.KError{
 // partition. Leader epochs are committed as unknown (-1), so consumers
 // skip the truncation check that an epoch from the other cluster would
 // trip.
+//
+// A large commit is sent in several requests in the order of changes, each
+// small enough for the coordinator to write (internal/offsetcommit); each
+// partition's offset is a translation of its own, so a group whose
+// requests stop part way holds some partitions at their new offsets and
+// the rest at their old ones, and the error says how many were committed.
 func CommitOffsets(ctx context.Context, client sarama.Client, group string, changes []OffsetChange) error {
-	if len(changes) == 0 {
-		return nil
+	chunks := offsetcommit.Chunks(len(changes), func(i int) int {
+		return offsetcommit.RecordBytes(group, changes[i].Topic, len(changes[i].Metadata))
+	}, offsetcommit.MaxBytes)
+	for _, ch := range chunks {
+		if err := commitOffsets(ctx, client, group, changes[ch[0]:ch[1]]); err != nil {
+			if ch[0] > 0 {
+				err = fmt.Errorf("%w (%d of the group's %d partitions were committed, in the requests before; the rest keep their offsets)", err, ch[0], len(changes))
+			}
+			return fmt.Errorf("commit offsets of group %s: %w", group, err)
+		}
 	}
+	return nil
+}
+
+// commitOffsets commits changes in one request.
+func commitOffsets(ctx context.Context, client sarama.Client, group string, changes []OffsetChange) error {
 	req := &sarama.OffsetCommitRequest{Version: 7, ConsumerGroup: group, ConsumerGroupGeneration: -1}
 	for _, c := range changes {
 		req.AddBlockWithLeaderEpoch(c.Topic, c.Partition, c.After, -1, 0, c.Metadata)
 	}
-	err := kafkaread.WithCoordinator(ctx, client, group, func(b *sarama.Broker) error {
+	return kafkaread.WithCoordinator(ctx, client, group, func(b *sarama.Broker) error {
 		resp, err := kafkaread.Await(ctx, func() (*sarama.OffsetCommitResponse, error) { return b.CommitOffset(req) })
 		if err != nil {
 			return err
@@ -156,10 +176,6 @@ func CommitOffsets(ctx context.Context, client sarama.Client, group string, chan
 		}
 		return errors.Join(errs...)
 	})
-	if err != nil {
-		return fmt.Errorf("commit offsets of group %s: %w", group, err)
-	}
-	return nil
 }
 
 // stableEnds returns the last stable offset of each partition that exists

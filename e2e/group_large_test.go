@@ -1,0 +1,164 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/drctl/drctl/mirror/groupsync"
+	"github.com/drctl/drctl/topology"
+)
+
+// largeGroupPartitions x largeGroupMetadata bytes of offset metadata is
+// more than a group coordinator can write in one batch (__consumer_offsets
+// takes 1 MiB by default): 300 x 4,000 bytes, with Kafka's own limit on a
+// commit's metadata (offset.metadata.max.bytes, 4,096) kept.
+const (
+	largeGroupPartitions = 300
+	largeGroupMetadata   = 4000
+)
+
+// largeMetadata is the metadata a consumer of the large group stores with
+// its offset of partition p: distinct per partition.
+func largeMetadata(p int32) string {
+	head := fmt.Sprintf("partition %d;", p)
+	return head + strings.Repeat("m", largeGroupMetadata-len(head))
+}
+
+// commitInRequests commits offset at for every partition of topic in
+// several requests on the cluster behind client (as the group's consumers
+// would, each member its own share).
+func commitInRequests(t *testing.T, client sarama.Client, group, topic string, at int64) {
+	t.Helper()
+	var changes []groupsync.OffsetChange
+	for p := range int32(largeGroupPartitions) {
+		changes = append(changes, groupsync.OffsetChange{Topic: topic, Partition: p, After: at, Metadata: largeMetadata(p)})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for i := 0; i < len(changes); i += 100 {
+		if err := groupsync.CommitOffsets(ctx, client, group, changes[i:min(i+100, len(changes))]); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// checkLargeGroup returns nil when group holds offset at with its metadata
+// for every partition of topic on the cluster behind client.
+func checkLargeGroup(client sarama.Client, group, topic string, at int64) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	got, err := groupsync.FetchCommitted(ctx, client, group, true)
+	if err != nil {
+		return err
+	}
+	wrong := 0
+	var first string
+	for p := range int32(largeGroupPartitions) {
+		c, ok := got[topology.TopicPartition{Topic: topic, Partition: p}]
+		if !ok || c.Offset != at || c.Metadata != largeMetadata(p) {
+			if wrong == 0 {
+				first = fmt.Sprintf("partition %d: committed %v (offset %d, %d bytes of metadata)", p, ok, c.Offset, len(c.Metadata))
+			}
+			wrong++
+		}
+	}
+	if wrong > 0 {
+		return fmt.Errorf("%d of %d partitions not at offset %d with their metadata; first: %s", wrong, largeGroupPartitions, at, first)
+	}
+	return nil
+}
+
+// TestLargeGroupCommitsRealKafka: a group whose offsets are more than a
+// coordinator writes in one batch (300 partitions, 4,000 bytes of metadata
+// each: about 1.2 MB) is committed in full, on real Kafka, both by an
+// admin-style commit (CommitOffsets: `drctl offsets apply`, the failover's
+// group step) and by the running mirror's group sync (its fenced
+// transactions). Kafka refuses such a commit sent as one request with
+// UNKNOWN_SERVER_ERROR for every partition, every time: before the commits
+// were split, the first failed and the group sync retried the same refused
+// transaction for ever, leaving the group's standby offsets where they were.
+func TestLargeGroupCommitsRealKafka(t *testing.T) {
+	ot := newOffsetsTopo(t, 500*time.Millisecond, "")
+	createTopic(t, "east", ot.topic, largeGroupPartitions, nil)
+	east := newClient(t, "east", adminConfig(t))
+	west := newClient(t, "west", adminConfig(t))
+
+	// An admin-style commit of the whole group in one call, on west.
+	direct := ot.prefix + "-direct"
+	var changes []groupsync.OffsetChange
+	for p := range int32(largeGroupPartitions) {
+		changes = append(changes, groupsync.OffsetChange{Topic: ot.topic, Partition: p, After: 0, Metadata: largeMetadata(p)})
+	}
+	createTopic(t, "west", ot.topic, largeGroupPartitions, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := groupsync.CommitOffsets(ctx, west, direct, changes); err != nil {
+		t.Fatalf("commit of %d partitions with %d bytes of metadata each: %v", largeGroupPartitions, largeGroupMetadata, err)
+	}
+	if err := checkLargeGroup(west, direct, ot.topic, 0); err != nil {
+		t.Fatal(err)
+	}
+	deleteTopics(t, "west", ot.topic)
+	waitFor(t, 60*time.Second, "west's copy of the topic deleted", func() error {
+		if err := west.RefreshMetadata(); err != nil {
+			return err
+		}
+		topics, err := west.Topics()
+		if err != nil {
+			return err
+		}
+		for _, tp := range topics {
+			if tp == ot.topic {
+				return fmt.Errorf("%s still listed", ot.topic)
+			}
+		}
+		return nil
+	})
+
+	// Two records in every source partition; the group consumed the first.
+	cfg := adminConfig(t)
+	cfg.Producer.Partitioner = sarama.NewManualPartitioner
+	prod, err := sarama.NewSyncProducer([]string{env.East}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msgs []*sarama.ProducerMessage
+	for p := range int32(largeGroupPartitions) {
+		for i := range 2 {
+			msgs = append(msgs, &sarama.ProducerMessage{Topic: ot.topic, Partition: p, Value: sarama.StringEncoder(fmt.Sprintf("p%d-%d", p, i))})
+		}
+	}
+	if err := prod.SendMessages(msgs); err != nil {
+		t.Fatal(err)
+	}
+	_ = prod.Close()
+	group := ot.prefix + "-big"
+	commitInRequests(t, east, group, ot.topic, 1)
+
+	// The mirror copies the topic and its group sync moves the group: each
+	// source offset 1 is target offset 1 (two plain records copied in order).
+	start := time.Now()
+	m := startOffsetsMirror(t, ot)
+	waitFor(t, 90*time.Second, "west holds the large group's offsets", func() error {
+		select {
+		case <-m.done:
+			return fmt.Errorf("the mirror exited")
+		default:
+		}
+		return checkLargeGroup(west, group, ot.topic, 1)
+	})
+	t.Logf("large group synced %v after the mirror started", time.Since(start).Round(time.Millisecond))
+
+	// The group moves on east: the sync follows.
+	commitInRequests(t, east, group, ot.topic, 2)
+	waitFor(t, 60*time.Second, "west follows the large group's new offsets", func() error {
+		return checkLargeGroup(west, group, ot.topic, 2)
+	})
+}
