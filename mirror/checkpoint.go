@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/IBM/sarama"
 
 	"github.com/drctl/drctl/internal/kafkaread"
+	"github.com/drctl/drctl/internal/offsetcommit"
 	"github.com/drctl/drctl/offsettranslate"
 	"github.com/drctl/drctl/topology"
 )
@@ -40,6 +42,21 @@ import (
 // A checkpoint includes every partition the shard owns whose progress
 // moved since its last checkpoint, and, every checkpointRefresh, every
 // partition it owns: so a report's replay stays short (see replayWindow).
+//
+// A checkpoint is one commit request, which the group coordinator writes
+// as one batch and Kafka refuses above __consumer_offsets'
+// max.message.bytes (internal/offsetcommit): a shard of thousands of
+// partitions could never commit one, and would restart for ever. So a
+// checkpoint holds at most Options.MaxCheckpointBytes of estimated entries
+// (ckptEntryBytes). The partitions a transaction touched must all be in
+// it (the first copy of a partition since the shard started it must be
+// checkpointed: a replay only follows partitions it has a checkpoint of),
+// so a transaction stops taking records of further partitions when their
+// entries would not fit (txn.ckptFull) and the next one starts with the
+// record that did not fit. The other partitions fill the room left, those
+// with the oldest checkpoints first; the rest wait for a later checkpoint,
+// which a resume's replay makes up for meanwhile. A progress-only
+// transaction takes as many partitions as fit (boundedCheckpoint).
 
 // checkpointRefresh is how often a shard's checkpoint includes every
 // partition it owns, moved or not (at least 10 checkpoint intervals).
@@ -72,11 +89,53 @@ func (s *shard) checkpointDue(t *txn, progressOnly bool) bool {
 	return false
 }
 
+// maxProgressMetadata bounds the length of a checkpoint's metadata
+// (progressEntry.metadata): "ts=" and a timestamp, " map=" with a
+// partition and an offset, " id=" and a topic id. maxTopicName is the
+// longest topic name Kafka allows.
+const (
+	maxProgressMetadata = 3 + 19 + 5 + 10 + 1 + 19 + 4 + 24
+	maxTopicName        = 249
+)
+
+// ckptEntryBytes bounds what a checkpoint entry of a partition of topic
+// takes in the coordinator's batch.
+func (s *shard) ckptEntryBytes(topic string) int {
+	return offsetcommit.RecordBytes(s.progressGroup, topic, maxProgressMetadata)
+}
+
+// boundedCheckpoint returns cands, or those of them whose entries fit
+// room bytes, the partitions with the oldest checkpoints (none first)
+// before the others.
+func (s *shard) boundedCheckpoint(cands []topology.TopicPartition, room int) []topology.TopicPartition {
+	total := 0
+	for _, tp := range cands {
+		total += s.ckptEntryBytes(tp.Topic)
+	}
+	if total <= room {
+		return cands
+	}
+	ckptAt := func(tp topology.TopicPartition) time.Time {
+		if p, ok := s.parts[tp]; ok {
+			return p.ckptAt
+		}
+		return time.Time{}
+	}
+	slices.SortFunc(cands, func(a, b topology.TopicPartition) int { return ckptAt(a).Compare(ckptAt(b)) })
+	for i, tp := range cands {
+		if room -= s.ckptEntryBytes(tp.Topic); room < 0 {
+			return cands[:i]
+		}
+	}
+	return cands
+}
+
 // checkpoint is the progress a commit writes: t's partitions with the
 // progress t commits, and every other partition the shard owns whose
 // committed progress its last checkpoint does not hold (or, every
-// checkpointRefresh, with any progress). mapPos is the offset just after
-// t's batch in the offset map (-1: unknown).
+// checkpointRefresh, with any progress), as many of them as fit
+// MaxCheckpointBytes. mapPos is the offset just after t's batch in the
+// offset map (-1: unknown).
 func (s *shard) checkpoint(t *txn, mapPos int64) map[topology.TopicPartition]progressEntry {
 	out := make(map[topology.TopicPartition]progressEntry, len(t.next))
 	for tp, n := range t.next {
@@ -87,28 +146,35 @@ func (s *shard) checkpoint(t *txn, mapPos int64) map[topology.TopicPartition]pro
 		out[tp] = progressEntry{next: n, lastTs: lastTs, mapPart: s.offPar, mapPos: mapPos, topicID: s.e.topicID(tp.Topic)}
 	}
 	refresh := time.Since(s.refreshedCkpt) >= checkpointRefresh(s.e.opts.ProgressEvery)
+	var others []topology.TopicPartition
 	for tp, p := range s.parts {
 		if _, ok := out[tp]; ok || p.next < 0 {
 			continue
 		}
 		if refresh || p.ckptAt.IsZero() || p.ckptNext != p.next {
-			out[tp] = progressEntry{next: p.next, lastTs: p.lastTs, mapPart: s.offPar, mapPos: mapPos, topicID: s.e.topicID(tp.Topic)}
+			others = append(others, tp)
 		}
+	}
+	for _, tp := range s.boundedCheckpoint(others, s.e.opts.MaxCheckpointBytes-t.ckptBytes) {
+		p := s.parts[tp]
+		out[tp] = progressEntry{next: p.next, lastTs: p.lastTs, mapPart: s.offPar, mapPos: mapPos, topicID: s.e.topicID(tp.Topic)}
 	}
 	return out
 }
 
-// checkpointed records what a committed checkpoint wrote.
+// checkpointed records what a committed checkpoint wrote. A refresh is
+// done once every partition with progress was checkpointed since it fell
+// due: at once when one checkpoint holds them all, over several (oldest
+// first) when they do not fit one.
 func (s *shard) checkpointed(ck map[topology.TopicPartition]progressEntry, at time.Time) {
 	s.ckptAt = at
-	full := true
+	due := s.refreshedCkpt.Add(checkpointRefresh(s.e.opts.ProgressEvery))
+	full := !at.Before(due)
 	for tp, p := range s.parts {
-		pe, ok := ck[tp]
-		if !ok {
-			full = full && p.next < 0
-			continue
+		if pe, ok := ck[tp]; ok {
+			p.ckptNext, p.ckptAt = pe.next, at
 		}
-		p.ckptNext, p.ckptAt = pe.next, at
+		full = full && (p.next < 0 || !p.ckptAt.Before(due))
 	}
 	if full {
 		s.refreshedCkpt = at
@@ -123,14 +189,18 @@ func (s *shard) owed() map[topology.TopicPartition]int64 {
 	if o.Delivery != topology.ExactlyOnce || o.ProgressEvery <= 0 || time.Since(s.ckptAt) < o.ProgressEvery {
 		return nil
 	}
-	var out map[topology.TopicPartition]int64
+	var cands []topology.TopicPartition
 	for tp, p := range s.parts {
 		if p.next >= 0 && !p.ckptAt.IsZero() && p.ckptNext != p.next {
-			if out == nil {
-				out = map[topology.TopicPartition]int64{}
-			}
-			out[tp] = p.next
+			cands = append(cands, tp)
 		}
+	}
+	if len(cands) == 0 {
+		return nil
+	}
+	out := map[topology.TopicPartition]int64{}
+	for _, tp := range s.boundedCheckpoint(cands, o.MaxCheckpointBytes) {
+		out[tp] = s.parts[tp].next
 	}
 	return out
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/drctl/drctl/internal/kfaketest"
+	"github.com/drctl/drctl/internal/offsetcommit"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -192,5 +193,113 @@ func TestProgressMetadataRoundTrip(t *testing.T) {
 		if pe := parseProgressMetadata(1, md); pe.mapPos != -1 {
 			t.Errorf("parse(%q): place %d, want none", md, pe.mapPos)
 		}
+	}
+}
+
+// TestCheckpointsFitOneCommitRequest: a shard whose partitions' progress
+// is more than a group coordinator writes at once still commits, and
+// exactly once. The west cluster here refuses a progress commit above a
+// bound (Options.MaxCheckpointBytes, lowered to about six partitions'
+// entries) as Kafka refuses one above __consumer_offsets'
+// max.message.bytes: UNKNOWN_SERVER_ERROR for every partition. A shard of
+// 40 partitions, all copying at once, then resumed after a stop with more
+// records, copies each partition record by record, and no progress commit
+// it sends is over the bound. Before checkpoints were bounded, the shard's
+// first transaction, touching all 40 partitions, could never commit.
+func TestCheckpointsFitOneCommitRequest(t *testing.T) {
+	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: `  topics: {include: ["wide"]}`})
+	const parts = 40
+	east := p.Topology.Clusters["east"]
+	src, dst := kfaketest.DialCluster(t, east), kfaketest.DialCluster(t, p.Topology.Clusters["west"])
+	kfaketest.CreateTopicOn(t, src, "wide", parts, nil)
+	group := p.Topology.Link("east", "west").ProgressGroup()
+	limit := 6 * offsetcommit.RecordBytes(group, "wide", maxProgressMetadata)
+
+	var commits, refused, largest atomic.Int64
+	p.West.ControlKey(int16(kmsg.TxnOffsetCommit), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		p.West.KeepControl()
+		r := req.(*kmsg.TxnOffsetCommitRequest)
+		if r.Group != group {
+			return nil, nil, false
+		}
+		size, n := 0, 0
+		for _, tp := range r.Topics {
+			for _, pp := range tp.Partitions {
+				md := 0
+				if pp.Metadata != nil {
+					md = len(*pp.Metadata)
+				}
+				size += offsetcommit.RecordBytes(r.Group, tp.Topic, md)
+				n++
+			}
+		}
+		commits.Add(1)
+		if int64(n) > largest.Load() {
+			largest.Store(int64(n))
+		}
+		if size <= limit {
+			return nil, nil, false
+		}
+		refused.Add(1)
+		resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+		for _, tp := range r.Topics {
+			rt := kmsg.TxnOffsetCommitResponseTopic{Topic: tp.Topic}
+			for _, pp := range tp.Partitions {
+				rt.Partitions = append(rt.Partitions, kmsg.TxnOffsetCommitResponseTopicPartition{Partition: pp.Partition, ErrorCode: -1})
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp, nil, true
+	})
+
+	opts := Options{Shards: 1, MaxCheckpointBytes: limit}
+	copied := func(per int) {
+		t.Helper()
+		waitFor(t, 60*time.Second, "every partition copied record by record", func() error {
+			for part := range int32(parts) {
+				s, err := readAll(src, "wide", part)
+				if err != nil {
+					return err
+				}
+				d, err := readAll(dst, "wide", part)
+				if err != nil {
+					return err
+				}
+				if len(s) != per {
+					return fmt.Errorf("partition %d: %d source records, want %d", part, len(s), per)
+				}
+				if err := sameRecords(s, d, "kfake-east"); err != nil {
+					return fmt.Errorf("partition %d: %w", part, err)
+				}
+			}
+			return nil
+		})
+	}
+	kfaketest.ProduceEach(t, p.Topology, "east", "wide", parts, 3)
+	stop := startStoppable(t, p.Topology, opts)
+	copied(3)
+	stop()
+	kfaketest.ProduceEach(t, p.Topology, "east", "wide", parts, 2)
+	stop = startStoppable(t, p.Topology, opts)
+	copied(5)
+	stop()
+
+	link := p.Topology.Link("east", "west")
+	var tps []topology.TopicPartition
+	for part := range int32(parts) {
+		tps = append(tps, topology.TopicPartition{Topic: "wide", Partition: part})
+	}
+	got, err := ReadProgress(kfaketest.Ctx(t, 10*time.Second), src, dst, link, tps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tp := range tps {
+		if got[tp] != 5 {
+			t.Fatalf("%s progress %d, want 5", tp, got[tp])
+		}
+	}
+	t.Logf("%d progress commits, the largest of %d partitions; %d refused", commits.Load(), largest.Load(), refused.Load())
+	if refused.Load() > 0 || largest.Load() > 6 {
+		t.Fatalf("%d progress commits over the bound (the largest of %d partitions, bound 6)", refused.Load(), largest.Load())
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/drctl/drctl/internal/kafkaconn"
+	"github.com/drctl/drctl/internal/offsetcommit"
 	"github.com/drctl/drctl/internal/rolestate"
 	"github.com/drctl/drctl/topology"
 )
@@ -95,7 +96,13 @@ type Options struct {
 	// progress in the progress group (1s); between checkpoints the offset
 	// map carries it (checkpoint.go). Negative: in every transaction.
 	ProgressEvery time.Duration
-	BlockedRetry  time.Duration // pause of a partition the target refuses (1m)
+	// MaxCheckpointBytes bounds the estimated size of the progress one
+	// transaction commits (offsetcommit.MaxBytes, 512 KiB): a group
+	// coordinator writes it as one batch, which Kafka refuses above
+	// __consumer_offsets' max.message.bytes. A transaction takes records
+	// of at most as many partitions as fit (checkpoint.go).
+	MaxCheckpointBytes int
+	BlockedRetry       time.Duration // pause of a partition the target refuses (1m)
 	// StallTimeout: a link behind the source that makes no progress for
 	// this long is stalled, and the daemon's /healthz fails (2m).
 	StallTimeout time.Duration
@@ -139,6 +146,9 @@ func (o *Options) defaults() {
 	def(&o.OffsetsRetention, 7*24*time.Hour)
 	if o.ProgressEvery == 0 {
 		o.ProgressEvery = time.Second
+	}
+	if o.MaxCheckpointBytes <= 0 {
+		o.MaxCheckpointBytes = offsetcommit.MaxBytes
 	}
 	def(&o.BlockedRetry, time.Minute)
 	def(&o.StallTimeout, 2*time.Minute)

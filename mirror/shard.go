@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -80,6 +81,12 @@ type shard struct {
 	// ckptAt: when the shard last wrote a checkpoint; refreshedCkpt: when
 	// last one of every partition it owns (see checkpoint.go).
 	ckptAt, refreshedCkpt time.Time
+	// progressGroup is the link's progress group (its name sizes a
+	// checkpoint's entries); carry is a record the last transaction left
+	// for the next, which starts with it: its partition's progress would
+	// not have fitted that transaction's checkpoint (see ckptFull).
+	progressGroup string
+	carry         *sarama.ConsumerMessage
 }
 
 // partState is what a shard knows of one source partition.
@@ -117,6 +124,7 @@ func (s *shard) run(ctx context.Context) (err error) {
 	s.parts = map[topology.TopicPartition]*partState{}
 	s.tails = map[topology.TopicPartition]int64{}
 	s.in = make(chan *sarama.ConsumerMessage, s.e.opts.ChannelBuffer)
+	s.progressGroup = s.e.link.ProgressGroup()
 	s.passed = make(chan struct{}, 1)
 	s.endsRead = make(chan endsResult, 1)
 	defer s.close()
@@ -140,35 +148,38 @@ func (s *shard) run(ctx context.Context) (err error) {
 		}
 		var first *sarama.ConsumerMessage
 		passed := false
-		select {
-		case first = <-s.in:
-		case <-tick.C:
-			// The shard is idle only when no record waits.
+		// A record the last transaction left for this one comes first.
+		if first, s.carry = s.carry, nil; first == nil {
 			select {
 			case first = <-s.in:
-			default:
-			}
-		case <-s.passed:
-			// The fetcher passed offsets with nothing to copy: move the
-			// progress past them now (from what the fetcher saw, without
-			// a request), unless a record waits, or passedGap after the
-			// last such pass.
-			select {
-			case first = <-s.in:
-			default:
-				if wait := passedGap - time.Since(passedAt); wait > 0 {
-					if later == nil {
-						later = time.After(wait)
-					}
-					continue
+			case <-tick.C:
+				// The shard is idle only when no record waits.
+				select {
+				case first = <-s.in:
+				default:
 				}
-				passed = true
+			case <-s.passed:
+				// The fetcher passed offsets with nothing to copy: move the
+				// progress past them now (from what the fetcher saw, without
+				// a request), unless a record waits, or passedGap after the
+				// last such pass.
+				select {
+				case first = <-s.in:
+				default:
+					if wait := passedGap - time.Since(passedAt); wait > 0 {
+						if later == nil {
+							later = time.After(wait)
+						}
+						continue
+					}
+					passed = true
+				}
+			case <-later:
+				later, passed = nil, true
+			case <-wake:
+				continue // start or stop partitions first
+			case <-ctx.Done():
 			}
-		case <-later:
-			later, passed = nil, true
-		case <-wake:
-			continue // start or stop partitions first
-		case <-ctx.Done():
 		}
 		// Copying (a record now or within the last IdleCheck), the ends
 		// come without a request on this path; idle, they are read.
@@ -715,6 +726,17 @@ func (s *shard) idle(ctx context.Context, copying bool) error {
 			return nil
 		}
 		return s.transact(ctx, nil, owed)
+	}
+	if len(skip) > 1 {
+		// As many as one checkpoint holds; the next pass moves the rest.
+		keep := s.boundedCheckpoint(slices.Collect(maps.Keys(skip)), s.e.opts.MaxCheckpointBytes)
+		if len(keep) < len(skip) {
+			bounded := make(map[topology.TopicPartition]int64, len(keep))
+			for _, tp := range keep {
+				bounded[tp] = skip[tp]
+			}
+			skip = bounded
+		}
 	}
 	return s.transact(ctx, nil, skip)
 }

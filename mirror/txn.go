@@ -93,6 +93,11 @@ type txn struct {
 	// copy is acknowledged (or at once when it is not sent), the rest
 	// when the transaction ends, committed or not.
 	pulled int64
+	// ckptBytes is the estimated size of the checkpoint entries of the
+	// partitions in next; full: a record was left for the next
+	// transaction because its partition would not have fitted (ckptFull).
+	ckptBytes int
+	full      bool
 }
 
 func (s *shard) newTxn() *txn {
@@ -146,9 +151,14 @@ func (s *shard) window() time.Duration {
 // its offset still counts as copied).
 func (t *txn) take(m *sarama.ConsumerMessage) *sarama.ProducerMessage {
 	s := t.s
+	tp := topology.TopicPartition{Topic: m.Topic, Partition: m.Partition}
+	if t.ckptFull(tp, m.Offset) {
+		// Left, still held in the budget, for the next transaction.
+		s.carry, t.full = m, true
+		return nil
+	}
 	held := heldBytes(m)
 	t.pulled += held
-	tp := topology.TopicPartition{Topic: m.Topic, Partition: m.Partition}
 	p, ok := s.parts[tp]
 	if !ok || m.Offset < p.next {
 		t.release(held)
@@ -163,6 +173,7 @@ func (t *txn) take(m *sarama.ConsumerMessage) *sarama.ProducerMessage {
 		// The first record of a partition past its committed position
 		// is the partition's oldest one not yet mirrored.
 		s.e.metrics.LagSeconds.oldestPending(s.e.link.String(), tp, m.Timestamp)
+		t.ckptBytes += s.ckptEntryBytes(tp.Topic)
 	}
 	t.next[tp] = m.Offset + 1
 	t.records++
@@ -193,6 +204,27 @@ func (t *txn) take(m *sarama.ConsumerMessage) *sarama.ProducerMessage {
 	}
 	pm.Metadata = &c.meta
 	return pm
+}
+
+// ckptFull reports whether a record of tp at offset would add a partition
+// whose checkpoint entry no longer fits the transaction's (an exactly-once
+// checkpoint holds every partition the transaction touched, and is one
+// commit request: see Options.MaxCheckpointBytes). The first partition
+// always fits; a record that would not be copied (a partition that left,
+// a re-delivery) never counts.
+func (t *txn) ckptFull(tp topology.TopicPartition, offset int64) bool {
+	s := t.s
+	limit := s.e.opts.MaxCheckpointBytes
+	if t.ckptBytes+s.ckptEntryBytes("")+maxTopicName <= limit || s.e.opts.Delivery != topology.ExactlyOnce || len(t.next) == 0 {
+		return false // far from the bound: the common case, in one comparison
+	}
+	if _, seen := t.next[tp]; seen {
+		return false
+	}
+	if p, ok := s.parts[tp]; !ok || offset < p.next {
+		return false
+	}
+	return t.ckptBytes+s.ckptEntryBytes(tp.Topic) > limit
 }
 
 // copyRecord is a record's copy with what it carries, in one allocation:
@@ -372,6 +404,9 @@ func (s *shard) transact(ctx context.Context, first *sarama.ConsumerMessage, ext
 		t.sent++
 	}
 	maps.Copy(t.next, extra)
+	for tp := range extra {
+		t.ckptBytes += s.ckptEntryBytes(tp.Topic)
+	}
 	var pending *sarama.ProducerMessage // taken, not yet queued
 	open := first != nil
 	if open {
@@ -392,7 +427,7 @@ func (s *shard) transact(ctx context.Context, first *sarama.ConsumerMessage, ext
 	}
 	fast := 0 // steps taken without the select below since it last ran
 	for {
-		if open && (t.records >= e.opts.MaxBatchRecords || t.bytes >= e.opts.MaxBatchBytes) {
+		if open && (t.records >= e.opts.MaxBatchRecords || t.bytes >= e.opts.MaxBatchBytes || t.full) {
 			closeIntake()
 		}
 		if t.broken != nil {
