@@ -217,6 +217,13 @@ peak_rss_mb() {
 }
 
 broker_pid() { "$KAFKA_SH" status "$1" | sed -n 's/.*running pid=\([0-9]*\).*/\1/p'; }
+# brokers_data: where each running broker keeps its log directories, and on
+# which file system ("east on tmpfs (/dev/shm/...), west on ..."): a broker's
+# disk sets how fast it creates and first writes thousands of partitions
+# (e2e/kafka.sh, DRCTL_E2E_DATA_ROOT; bench/README.md, "the brokers' disk").
+brokers_data() {
+	"$KAFKA_SH" status | sed -n 's/^\([a-z]*\): running .* data=\(.*\):\([^:]*\)$/\1 on \3 (\2)/p' | paste -sd';' - | sed 's/;/, /g'
+}
 
 brokers_cpu() { calc "$(cpu_of "$EAST_PID") + $(cpu_of "$WEST_PID")"; }
 
@@ -1086,6 +1093,7 @@ write_report() {
 		"$(awk '/^MemTotal:/ {printf "%.0f", $2 / 1048576}' /proc/meminfo) GiB, Linux $(uname -r);" \
 		"Kafka $DRCTL_E2E_KAFKA_VERSION (e2e/kafka.sh: two single-node KRaft clusters on loopback, SASL PLAIN, 1 GiB heap each);" \
 		"$(java -version 2>&1 | head -n1); $(go version | cut -d' ' -f3); drctl at $HEAD_DESC."
+	echo "The brokers' log directories: ${BROKERS_DATA:-unknown}."
 	echo "MirrorMaker 2: the dedicated driver, tasks.max=${BENCH_MM2_TASKS:-2}, heap ${BENCH_MM2_HEAP:-2g}, tuning ${BENCH_MM2_TUNING:-tuned}" \
 		"(bench/mm2.sh; the generated properties are in the work directory)${BENCH_MM2_EXTRA:+, extra properties: \`$(tr '\n' ' ' <<<"$BENCH_MM2_EXTRA")\`}."
 	echo "Load average (1 min) at the start: $LOAD_START; at the end: $LOAD_END."
@@ -1137,6 +1145,7 @@ main() {
 	EAST_PID="$(broker_pid east)"
 	WEST_PID="$(broker_pid west)"
 	[[ -n "$EAST_PID" && -n "$WEST_PID" ]] || die "the e2e clusters are not running"
+	BROKERS_DATA="$(brokers_data)"
 
 	log "building loadgen and (unless BENCH_DRCTL is set) drctl"
 	(cd "$REPO" && go build -o "$LOADGEN" ./bench/loadgen)

@@ -33,6 +33,12 @@
 # Everything lives under ${DRCTL_E2E_HOME:-$HOME/.cache/drctl-e2e}:
 #   kafka-<version>/libs/   the jars (shared by every cluster and by MirrorMaker 2)
 #   run/<name>/             server.properties, data/, broker.log, console.log, kafka.pid
+# except the log directories when DRCTL_E2E_DATA_ROOT is set: then <root>/<name>/ holds
+# each cluster's data instead of run/<name>/data (for example /dev/shm/drctl-e2e, to keep
+# the brokers' logs in memory: on a virtual disk whose first write to a page of a fresh
+# file costs milliseconds, a broker creating or first writing thousands of partitions is
+# bound by it; bench/README.md, "the brokers' disk"). A cluster whose data is elsewhere is
+# formatted afresh there (a new cluster id); clean removes both places.
 set -euo pipefail
 
 # Kafka 4.1.1: the 4.x broker needs Java 17+, which is what the machine has.
@@ -47,6 +53,8 @@ LIBS="$KAFKA_HOME/libs"
 RUN_ROOT="$E2E_HOME/run"
 TLS_DIR="$E2E_HOME/tls"
 HEAP="${DRCTL_E2E_HEAP:-1g}"
+[[ -z "${DRCTL_E2E_DATA_ROOT:-}" || "$DRCTL_E2E_DATA_ROOT" == /?* ]] ||
+	{ echo "kafka.sh: DRCTL_E2E_DATA_ROOT=$DRCTL_E2E_DATA_ROOT: give an absolute directory, e.g. /dev/shm/drctl-e2e" >&2 && exit 2; }
 START_TIMEOUT="${DRCTL_E2E_START_TIMEOUT:-90}"
 STOP_TIMEOUT="${DRCTL_E2E_STOP_TIMEOUT:-30}"
 
@@ -118,6 +126,23 @@ targets() {
 }
 
 run_dir() { echo "$RUN_ROOT/$1"; }
+# data_dir NAME: NAME's log directory (see DRCTL_E2E_DATA_ROOT above).
+data_dir() {
+	if [[ -n "${DRCTL_E2E_DATA_ROOT:-}" ]]; then
+		echo "$DRCTL_E2E_DATA_ROOT/$1"
+	else
+		echo "$RUN_ROOT/$1/data"
+	fi
+}
+# running_dir NAME: the log directory NAME's broker was started with (its
+# server.properties); running_data NAME: that and its file system type
+# (tmpfs, ext2/ext3, ...): PATH:TYPE.
+running_dir() { sed -n 's/^log.dirs=//p' "$(run_dir "$1")/server.properties" 2>/dev/null; }
+running_data() {
+	local d
+	d="$(running_dir "$1")"
+	echo "$d:$(stat -f -c %T "$d" 2>/dev/null || echo unknown)"
+}
 pid_file() { echo "$RUN_ROOT/$1/kafka.pid"; }
 
 # pid_of NAME: the pid of NAME's broker if it is running, else nothing.
@@ -256,7 +281,7 @@ write_configs() {
 listener.name.wan.sasl.enabled.mechanisms=PLAIN
 listener.name.wan.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username=\"$ADMIN_USER\" password=\"$ADMIN_PASSWORD\" user_$ADMIN_USER=\"$ADMIN_PASSWORD\" user_$APP_USER=\"$APP_PASSWORD\";"
 	fi
-	mkdir -p "$dir/data"
+	mkdir -p "$(data_dir "$name")"
 	cat >"$dir/server.properties" <<EOF
 # Written by e2e/kafka.sh on every start; edit the script, not this file.
 process.roles=broker,controller
@@ -296,7 +321,7 @@ super.users=User:$ADMIN_USER;User:ANONYMOUS
 allow.everyone.if.no.acl.found=true
 
 # One node.
-log.dirs=$dir/data
+log.dirs=$(data_dir "$name")
 num.partitions=1
 default.replication.factor=1
 min.insync.replicas=1
@@ -365,11 +390,12 @@ EOF
 
 # format_storage NAME: format data/ with a new cluster id and the SCRAM users, once.
 format_storage() {
-	local name=$1 dir id
+	local name=$1 dir data id
 	dir="$(run_dir "$name")"
-	[[ -f "$dir/data/meta.properties" ]] && return 0
-	rm -rf "$dir/data"
-	mkdir -p "$dir/data"
+	data="$(data_dir "$name")"
+	[[ -f "$data/meta.properties" ]] && return 0
+	rm -rf "$data"
+	mkdir -p "$data"
 	id="$(new_cluster_id)"
 	log "$name: formatting storage, cluster id $id"
 	if ! "$JAVA" -Xmx256m -cp "$LIBS/*" \
@@ -381,13 +407,15 @@ format_storage() {
 		--add-scram "SCRAM-SHA-512=[name=$APP_USER,password=$APP_PASSWORD]" \
 		>"$dir/format.log" 2>&1; then
 		cat "$dir/format.log" >&2
-		rm -rf "$dir/data"
+		rm -rf "$data"
 		die "$name: formatting storage failed"
 	fi
 }
 
+# cluster_id NAME [DIR]: the cluster id formatted in DIR (default: NAME's
+# data_dir).
 cluster_id() {
-	sed -n 's/^cluster.id=//p' "$(run_dir "$1")/data/meta.properties" 2>/dev/null || true
+	sed -n 's/^cluster.id=//p' "${2:-$(data_dir "$1")}/meta.properties" 2>/dev/null || true
 }
 
 # log_tail FILE N: the last N lines of a broker log, without the config dumps
@@ -608,8 +636,8 @@ cmd_status() {
 	for n in $(targets "${1:-all}"); do
 		pid="$(pid_of "$n")"
 		if [[ -n "$pid" ]]; then
-			echo "$n: running pid=$pid bootstrap=127.0.0.1:$(client_port "$n") cluster.id=$(cluster_id "$n")$(wan_running "$n" && echo " wan=127.0.0.1:$(wan_proxy_port "$n")->127.0.0.1:$(wan_port "$n")")"
-		elif [[ -f "$(run_dir "$n")/data/meta.properties" ]]; then
+			echo "$n: running pid=$pid bootstrap=127.0.0.1:$(client_port "$n") cluster.id=$(cluster_id "$n" "$(running_dir "$n")")$(wan_running "$n" && echo " wan=127.0.0.1:$(wan_proxy_port "$n")->127.0.0.1:$(wan_port "$n")") data=$(running_data "$n")"
+		elif [[ -f "$(data_dir "$n")/meta.properties" ]]; then
 			echo "$n: stopped (data kept, cluster.id=$(cluster_id "$n"))"
 		else
 			echo "$n: stopped (no data)"
@@ -620,6 +648,7 @@ cmd_status() {
 clean_one() {
 	[[ -z "$(pid_of "$1")" ]] || die "$1 is running: stop it before clean"
 	rm -rf "$(run_dir "$1")"
+	[[ -z "${DRCTL_E2E_DATA_ROOT:-}" ]] || rm -rf "$(data_dir "$1")"
 	log "$1: data removed"
 }
 
