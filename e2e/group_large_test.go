@@ -5,6 +5,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	mrand "math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,18 +19,26 @@ import (
 
 // largeGroupPartitions x largeGroupMetadata bytes of offset metadata is
 // more than a group coordinator can write in one batch (__consumer_offsets
-// takes 1 MiB by default): 300 x 4,000 bytes, with Kafka's own limit on a
+// takes 1 MiB by default), and more than a topic takes by default even
+// compressed: 400 x 4,000 random bytes, with Kafka's own limit on a
 // commit's metadata (offset.metadata.max.bytes, 4,096) kept.
 const (
-	largeGroupPartitions = 300
+	largeGroupPartitions = 400
 	largeGroupMetadata   = 4000
 )
 
 // largeMetadata is the metadata a consumer of the large group stores with
-// its offset of partition p: distinct per partition.
+// its offset of partition p: distinct per partition, and random, so that
+// compression does not make the group's snapshot small.
 func largeMetadata(p int32) string {
-	head := fmt.Sprintf("partition %d;", p)
-	return head + strings.Repeat("m", largeGroupMetadata-len(head))
+	const chars = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+	r := mrand.New(mrand.NewPCG(uint64(p), 7))
+	var b strings.Builder
+	fmt.Fprintf(&b, "partition %d;", p)
+	for b.Len() < largeGroupMetadata {
+		b.WriteByte(chars[r.IntN(len(chars))])
+	}
+	return b.String()
 }
 
 // commitInRequests commits offset at for every partition of topic in
@@ -76,11 +86,14 @@ func checkLargeGroup(client sarama.Client, group, topic string, at int64) error 
 }
 
 // TestLargeGroupCommitsRealKafka: a group whose offsets are more than a
-// coordinator writes in one batch (300 partitions, 4,000 bytes of metadata
-// each: about 1.2 MB) is committed in full, on real Kafka, both by an
+// coordinator writes in one batch (400 partitions, 4,000 bytes of metadata
+// each: about 1.6 MB) is committed in full, on real Kafka, both by an
 // admin-style commit (CommitOffsets: `drctl offsets apply`, the failover's
 // group step) and by the running mirror's group sync (its fenced
-// transactions). Kafka refuses such a commit sent as one request with
+// transactions), and its snapshot on the standby (about 1.6 MB of JSON, 1.2 MB compressed,
+// more than a topic takes by default) is written too, to a snapshot topic
+// an earlier drctl made with the default limit. Kafka refuses such a
+// commit sent as one request with
 // UNKNOWN_SERVER_ERROR for every partition, every time: before the commits
 // were split, the first failed and the group sync retried the same refused
 // transaction for ever, leaving the group's standby offsets where they were.
@@ -114,10 +127,8 @@ func TestLargeGroupCommitsRealKafka(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		for _, tp := range topics {
-			if tp == ot.topic {
-				return fmt.Errorf("%s still listed", ot.topic)
-			}
+		if slices.Contains(topics, ot.topic) {
+			return fmt.Errorf("%s still listed", ot.topic)
 		}
 		return nil
 	})
@@ -142,6 +153,10 @@ func TestLargeGroupCommitsRealKafka(t *testing.T) {
 	group := ot.prefix + "-big"
 	commitInRequests(t, east, group, ot.topic, 1)
 
+	// The snapshot topic exists already, as an earlier drctl made it (the
+	// default max.message.bytes): the sync raises its limit.
+	createTopic(t, "west", ot.link().GroupsTopic(), 1, map[string]*string{"cleanup.policy": new("compact")})
+
 	// The mirror copies the topic and its group sync moves the group: each
 	// source offset 1 is target offset 1 (two plain records copied in order).
 	start := time.Now()
@@ -156,9 +171,32 @@ func TestLargeGroupCommitsRealKafka(t *testing.T) {
 	})
 	t.Logf("large group synced %v after the mirror started", time.Since(start).Round(time.Millisecond))
 
-	// The group moves on east: the sync follows.
+	// The group moves on east: the sync follows, and its snapshot on west
+	// (what an unplanned failover translates from) holds the new offsets.
 	commitInRequests(t, east, group, ot.topic, 2)
 	waitFor(t, 60*time.Second, "west follows the large group's new offsets", func() error {
 		return checkLargeGroup(west, group, ot.topic, 2)
+	})
+	waitFor(t, 30*time.Second, "the large group's snapshot on west", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		snaps, err := groupsync.LoadSnapshot(ctx, west, ot.link())
+		if err != nil {
+			return err
+		}
+		s, ok := snaps[group]
+		if !ok {
+			return fmt.Errorf("no snapshot of %s among %d", group, len(snaps))
+		}
+		at2 := 0
+		for _, o := range s.Offsets {
+			if o.Offset == 2 && o.Metadata == largeMetadata(o.Partition) {
+				at2++
+			}
+		}
+		if at2 != largeGroupPartitions {
+			return fmt.Errorf("snapshot holds %d of %d partitions at offset 2 with their metadata", at2, largeGroupPartitions)
+		}
+		return nil
 	})
 }

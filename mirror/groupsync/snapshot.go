@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -101,29 +102,45 @@ func newSnapshot(source string, gt GroupTranslation, pos groupPositions, gs Grou
 	return s
 }
 
+// A group's snapshot is one record, and a large group's is large: a group
+// of 10,000 partitions is about 600 KB of JSON, one of a few hundred whose
+// consumers keep kilobytes of metadata with each offset more than a
+// megabyte, above the 1 MB a topic takes by default. So snapshots are
+// written compressed (zstd: the JSON repeats its field and topic names),
+// by a producer that allows snapshotMaxBytes before compression, to a
+// topic that takes snapshotTopicMaxBytes after it.
+const (
+	snapshotMaxBytes      = 64 << 20
+	snapshotTopicMaxBytes = 4 << 20
+)
+
 // ensureGroupsTopic creates the link's snapshot topic on the target when it
-// is missing: compacted, one partition.
+// is missing: compacted, one partition, large records allowed. An existing
+// topic that allows less (made by an earlier drctl) is altered to allow
+// them, if drctl may; if not, a large group's snapshot fails to write, and
+// says so in every round.
 func ensureGroupsTopic(ctx context.Context, dst sarama.Client, link topology.Link) error {
 	info, err := kafkaread.Topic(ctx, dst, link.GroupsTopic())
 	if err != nil {
 		return fmt.Errorf("target %s: %w", link.Target, err)
-	}
-	if info.Exists {
-		return nil
 	}
 	admin, err := sarama.NewClusterAdminFromClient(dst)
 	if err != nil {
 		return fmt.Errorf("target %s: admin: %w", link.Target, err)
 	}
 	// The admin shares dst; closing it would close dst.
-	// Every sync round rewrites each group's snapshot (a group of 10,000
-	// partitions is about 600 KB), and readers start from the beginning:
-	// small segments let the cleaner keep the topic near one record per
-	// group.
+	maxBytes := strconv.Itoa(snapshotTopicMaxBytes)
+	if info.Exists {
+		allowLargeSnapshots(ctx, admin, link.GroupsTopic(), maxBytes)
+		return nil
+	}
+	// Every sync round rewrites each group's snapshot, and readers start
+	// from the beginning: small segments let the cleaner keep the topic
+	// near one record per group.
 	rf := int16(max(1, min(3, len(info.Brokers))))
 	detail := &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: rf,
 		ConfigEntries: map[string]*string{"cleanup.policy": new("compact"), "segment.bytes": new("8388608"),
-			"segment.ms": new("600000"), "min.cleanable.dirty.ratio": new("0.1")}}
+			"segment.ms": new("600000"), "min.cleanable.dirty.ratio": new("0.1"), "max.message.bytes": &maxBytes}}
 	_, err = kafkaread.Await(ctx, func() (struct{}, error) { return struct{}{}, admin.CreateTopic(link.GroupsTopic(), detail, false) })
 	if err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {
 		return fmt.Errorf("target %s: create %s: %w", link.Target, link.GroupsTopic(), err)
@@ -136,10 +153,36 @@ func ensureGroupsTopic(ctx context.Context, dst sarama.Client, link topology.Lin
 	return nil
 }
 
+// allowLargeSnapshots raises topic's max.message.bytes to maxBytes when it
+// is below, best effort (see ensureGroupsTopic).
+func allowLargeSnapshots(ctx context.Context, admin sarama.ClusterAdmin, topic, maxBytes string) {
+	res, err := kafkaread.Await(ctx, func() ([]*sarama.ConfigResourceResult, error) {
+		return admin.DescribeConfigs([]*sarama.ConfigResource{{Type: sarama.TopicResource, Name: topic, ConfigNames: []string{"max.message.bytes"}}}, sarama.DescribeConfigsOptions{})
+	})
+	if err != nil {
+		return
+	}
+	want, _ := strconv.Atoi(maxBytes)
+	for _, r := range res {
+		for _, e := range r.Configs {
+			if n, err := strconv.Atoi(e.Value); e.Name == "max.message.bytes" && err == nil && n >= want {
+				return
+			}
+		}
+	}
+	_, _ = kafkaread.Await(ctx, func() (struct{}, error) {
+		return struct{}{}, admin.IncrementalAlterConfig(sarama.TopicResource, topic, map[string]sarama.IncrementalAlterConfigsEntry{
+			"max.message.bytes": {Operation: sarama.IncrementalAlterConfigsOperationSet, Value: &maxBytes}}, false)
+	})
+}
+
 // newSnapshotProducer opens the idempotent producer that writes snapshots
-// on the target.
+// on the target, compressed, large ones included.
 func newSnapshotProducer(c *topology.Cluster) (sarama.SyncProducer, error) {
-	p, err := kafkaconn.NewSyncProducer(c, nil)
+	p, err := kafkaconn.NewSyncProducer(c, func(cfg *sarama.Config) {
+		cfg.Producer.Compression = sarama.CompressionZSTD
+		cfg.Producer.MaxMessageBytes = snapshotMaxBytes
+	})
 	if err != nil {
 		return nil, fmt.Errorf("snapshot producer on %s: %w", c.Name, err)
 	}
