@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -133,8 +134,8 @@ func (s *shard) boundedCheckpoint(cands []topology.TopicPartition, room int) []t
 // checkpoint is the progress a commit writes: t's partitions with the
 // progress t commits, and every other partition the shard owns whose
 // committed progress its last checkpoint does not hold (or, every
-// checkpointRefresh, with any progress), as many of them as fit
-// MaxCheckpointBytes. mapPos is the offset just after t's batch in the
+// checkpointRefresh, with any progress), exactly-once as many of them as
+// fit MaxCheckpointBytes. mapPos is the offset just after t's batch in the
 // offset map (-1: unknown).
 func (s *shard) checkpoint(t *txn, mapPos int64) map[topology.TopicPartition]progressEntry {
 	out := make(map[topology.TopicPartition]progressEntry, len(t.next))
@@ -155,7 +156,11 @@ func (s *shard) checkpoint(t *txn, mapPos int64) map[topology.TopicPartition]pro
 			others = append(others, tp)
 		}
 	}
-	for _, tp := range s.boundedCheckpoint(others, s.e.opts.MaxCheckpointBytes-t.ckptBytes) {
+	room := math.MaxInt // at-least-once commits progress in as many requests as it takes
+	if s.e.opts.Delivery == topology.ExactlyOnce {
+		room = s.e.opts.MaxCheckpointBytes - t.ckptBytes
+	}
+	for _, tp := range s.boundedCheckpoint(others, room) {
 		p := s.parts[tp]
 		out[tp] = progressEntry{next: p.next, lastTs: p.lastTs, mapPart: s.offPar, mapPos: mapPos, topicID: s.e.topicID(tp.Topic)}
 	}
