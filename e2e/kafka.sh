@@ -281,7 +281,7 @@ write_configs() {
 listener.name.wan.sasl.enabled.mechanisms=PLAIN
 listener.name.wan.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username=\"$ADMIN_USER\" password=\"$ADMIN_PASSWORD\" user_$ADMIN_USER=\"$ADMIN_PASSWORD\" user_$APP_USER=\"$APP_PASSWORD\";"
 	fi
-	mkdir -p "$(data_dir "$name")"
+	mkdir -p "$dir" "$(data_dir "$name")"
 	cat >"$dir/server.properties" <<EOF
 # Written by e2e/kafka.sh on every start; edit the script, not this file.
 process.roles=broker,controller
