@@ -3,6 +3,7 @@ package mirror
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"maps"
 	"time"
 
@@ -564,6 +565,7 @@ func (t *txn) commit(ctx context.Context) error {
 	s, e := t.s, t.s.e
 	link := e.link.String()
 	eos := e.opts.Delivery == topology.ExactlyOnce
+	acked := time.Now()
 	if len(t.next) == 0 {
 		if eos {
 			_ = s.prod.AbortTxn()
@@ -605,6 +607,10 @@ func (t *txn) commit(ctx context.Context) error {
 		return s.fail(fmt.Errorf("shard %d: commit progress: %w", s.id, err))
 	}
 	done := time.Now()
+	if e.log.Enabled(ctx, slog.LevelDebug) {
+		e.log.Debug("transaction committed", "shard", s.id, "partitions", len(t.next), "records", t.records,
+			"progress", len(ck), "copy", acked.Sub(t.start).Round(time.Millisecond), "commit", done.Sub(acked).Round(time.Millisecond))
+	}
 	e.metrics.Transactions.WithLabelValues(link, "committed").Inc()
 	e.metrics.CommitTime.WithLabelValues(link).Observe(done.Sub(t.start).Seconds())
 	for topic, c := range t.byTopic {
