@@ -381,6 +381,7 @@ func (e *Engine) runOnce(ctx context.Context) error {
 	}
 	defer syncer.close()
 	syncer.changed = e.publishTopicChanges
+	syncer.early = e.publishMore
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -484,6 +485,55 @@ func (e *Engine) publish(ready map[string]readyTopic, troubles map[string]string
 	for topic, msg := range troubles {
 		e.trouble[topology.TopicPartition{Topic: topic, Partition: -1}] = msg
 	}
+}
+
+// publishMore adds the partitions of ready to those the shards copy, ahead
+// of the end of a topic sync pass (whose publish then sets the whole
+// picture): a pass that creates hundreds of topics hands over each batch as
+// soon as the target shows it, so that the shards start copying them while
+// the target still creates the rest. It never removes a partition.
+func (e *Engine) publishMore(ready map[string]readyTopic) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	have := map[topology.TopicPartition]bool{}
+	for _, tps := range e.byShard {
+		for _, tp := range tps {
+			if _, ok := ready[tp.Topic]; ok {
+				have[tp] = true
+			}
+		}
+	}
+	added := map[int32][]topology.TopicPartition{}
+	for topic, rt := range ready {
+		for p := int32(0); p < rt.Partitions; p++ {
+			tp := topology.TopicPartition{Topic: topic, Partition: p}
+			if !have[tp] {
+				s := ShardOf(topic, p, e.opts.Shards)
+				added[s] = append(added[s], tp)
+			}
+		}
+	}
+	if len(added) == 0 {
+		return
+	}
+	if e.limits == nil {
+		e.limits, e.ids = map[string]int32{}, map[string]string{}
+	}
+	for topic, rt := range ready {
+		e.limits[topic], e.ids[topic] = rt.MaxMessageBytes, rt.SourceID
+	}
+	by := maps.Clone(e.byShard)
+	if by == nil {
+		by = map[int32][]topology.TopicPartition{}
+	}
+	// New slices: partitionsOf hands out the old ones.
+	for s, tps := range added {
+		all := append(slices.Clone(by[s]), tps...)
+		slices.SortFunc(all, topology.TopicPartition.Compare)
+		by[s] = all
+	}
+	e.byShard = by
+	e.partsChanged()
 }
 
 // partitionsOf returns the partitions shard copies now: those of ready

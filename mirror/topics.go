@@ -42,6 +42,9 @@ type ledgerSyncer struct {
 	// changed receives, every pass, the topics deleted or recreated on the
 	// source (nil: nobody listens).
 	changed func([]TopicChange)
+	// early receives, during a pass, topics the pass made ready before its
+	// end, admitted as the pass's own are (nil: nobody listens).
+	early func(map[string]readyTopic)
 
 	mu     sync.Mutex
 	ledger TopicLedger
@@ -58,7 +61,7 @@ func newTopicSyncer(src, dst sarama.Client, dstCluster *topology.Cluster, link t
 		return nil, fmt.Errorf("target admin: %w", err)
 	}
 	ls := &ledgerSyncer{dst: dst, cl: dstCluster, link: link, mirrors: mirrors, ledger: TopicLedger{}}
-	s, err := topicsync.New(sa, da, mirrors, topicsync.Options{Ownership: ls.ownership})
+	s, err := topicsync.New(sa, da, mirrors, topicsync.Options{Ownership: ls.ownership, Version: dst.Config().Version, Ready: ls.readyEarly})
 	if err != nil {
 		return nil, err
 	}
@@ -151,6 +154,18 @@ func (a *ledgerSyncer) admit(ts []topicsync.TopicResult) (map[string]readyTopic,
 		}
 	}
 	return ready, troubles
+}
+
+// readyEarly admits topics a pass found ready before its end (recording
+// each new one in the ledger first, as admit does) and hands them to
+// early.
+func (a *ledgerSyncer) readyEarly(ts []topicsync.TopicResult) {
+	if a.early == nil {
+		return
+	}
+	if ready, _ := a.admit(ts); len(ready) > 0 {
+		a.early(ready)
+	}
 }
 
 func (a *ledgerSyncer) sync(ctx context.Context) (map[string]readyTopic, map[string]string, error) {

@@ -32,9 +32,14 @@ func (v view) names() []string {
 
 // observe asks a cluster (side names it in errors: "source" or "target")
 // about the topics in names (nil: every topic) that keep accepts, with one
-// metadata and one describe-configs request. It returns an error only when a
-// request as a whole fails; a topic's own failure lands in view.errs.
-func observe(admin sarama.ClusterAdmin, side string, names []string, keep func(string) bool) (view, error) {
+// metadata and one describe-configs request. configs, when not nil, picks
+// the listed topics whose configs are read; the others are in view.topics
+// with their configs unread (set and effective nil): a settle step waiting
+// for hundreds of new topics does not make the target describe the configs
+// of those it still creates, several times a second. It returns an error
+// only when a request as a whole fails; a topic's own failure lands in
+// view.errs.
+func observe(admin sarama.ClusterAdmin, side string, names []string, keep func(string) bool, configs func(string, *observed) bool) (view, error) {
 	v := view{topics: make(map[string]*observed), errs: make(map[string]error)}
 	md, err := admin.DescribeTopics(names)
 	if err != nil {
@@ -67,6 +72,10 @@ func observe(admin sarama.ClusterAdmin, side string, names []string, keep func(s
 		}
 		o.rf = int16(len(first.Replicas))
 		v.topics[tm.Name] = o
+		if configs != nil && !configs(tm.Name, o) {
+			continue
+		}
+		o.asked = true
 		resources = append(resources, &sarama.ConfigResource{Type: sarama.TopicResource, Name: tm.Name})
 	}
 	if len(resources) == 0 {
@@ -103,7 +112,7 @@ func observe(admin sarama.ClusterAdmin, side string, names []string, keep func(s
 		}
 	}
 	for n, o := range v.topics {
-		if o.set == nil {
+		if o.asked && o.set == nil {
 			delete(v.topics, n)
 			v.errs[n] = fmt.Errorf("%s: describe configs: no answer for the topic; it is checked again on the next pass", side)
 		}

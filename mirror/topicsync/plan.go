@@ -20,6 +20,8 @@ type observed struct {
 	// whatever its source. Sensitive entries are in neither.
 	set       map[string]string
 	effective map[string]string
+	// asked: the configs were asked for (see observe's configs).
+	asked bool
 }
 
 // change is what one pass must do to one target topic. The zero change

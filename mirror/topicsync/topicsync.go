@@ -36,6 +36,22 @@ type Options struct {
 	// nothing is written to it (a topic recreated on the source, whose old
 	// copy waits for the operator's choice).
 	Ownership func(name, sourceID string) (owned bool, hold string)
+	// Version is the Kafka version the target admin client is configured
+	// for (its sarama.Config.Version; zero: sarama.DefaultVersion): it picks
+	// the version of the CreateTopics requests that create several topics
+	// at once.
+	Version sarama.KafkaVersion
+	// CreateTimeout is how long the target's controller may take to create
+	// one request's topics (zero: 30 s).
+	CreateTimeout time.Duration
+	// Ready, when set, is told during a pass of topics that are ready
+	// before the pass ends, so that the mirror may copy them at once: first
+	// the selected topics that need no change, then, while the pass still
+	// writes to or waits for others, each batch of written topics as soon as
+	// the target shows them. Each topic is told at most once per pass, with
+	// the TopicResult it will have in the pass's report; calls come one at a
+	// time from the pass, which waits for each (keep them short).
+	Ready func([]TopicResult)
 }
 
 // Syncer keeps the target's selected topics in the source's shape. Its
@@ -46,6 +62,12 @@ type Syncer struct {
 	policy   policy
 	settle   time.Duration
 	owner    func(name, sourceID string) (bool, string)
+	version  sarama.KafkaVersion
+	timeout  time.Duration
+	ready    func([]TopicResult)
+	// batchRecords bounds the metadata records of one CreateTopics request
+	// (createBatchRecords; lowered by tests).
+	batchRecords int
 
 	mu sync.Mutex
 }
@@ -76,7 +98,16 @@ func New(src, dst sarama.ClusterAdmin, mirrors func(topic string) bool, opts Opt
 	if owner == nil {
 		owner = func(string, string) (bool, string) { return false, "" }
 	}
-	return &Syncer{src: src, dst: dst, mirrors: mirrors, policy: newPolicy(opts.ExcludeConfigs), settle: settle, owner: owner}, nil
+	version := opts.Version
+	if version == (sarama.KafkaVersion{}) {
+		version = sarama.DefaultVersion
+	}
+	timeout := opts.CreateTimeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	return &Syncer{src: src, dst: dst, mirrors: mirrors, policy: newPolicy(opts.ExcludeConfigs), settle: settle, owner: owner,
+		version: version, timeout: timeout, ready: opts.Ready, batchRecords: createBatchRecords}, nil
 }
 
 // selected reports whether a source topic is to be mirrored.
@@ -104,7 +135,7 @@ func (s *Syncer) Sync(ctx context.Context) (Report, error) {
 		return Report{}, fmt.Errorf("topicsync: %w", err)
 	}
 
-	src, err := observe(s.src, "source", nil, s.selected)
+	src, err := observe(s.src, "source", nil, s.selected, nil)
 	if err != nil {
 		return Report{}, fmt.Errorf("topicsync: %w; check that the source cluster is reachable and that drctl may describe its topics and their configs", err)
 	}
@@ -113,7 +144,7 @@ func (s *Syncer) Sync(ctx context.Context) (Report, error) {
 	for _, n := range names {
 		wanted[n] = true
 	}
-	dst, err := observe(s.dst, "target", nil, func(n string) bool { return wanted[n] })
+	dst, err := observe(s.dst, "target", nil, func(n string) bool { return wanted[n] }, nil)
 	if err != nil {
 		return Report{}, fmt.Errorf("topicsync: %w; check that the target cluster is reachable and that drctl may describe its topics and their configs", err)
 	}
@@ -168,6 +199,22 @@ func (s *Syncer) Sync(ctx context.Context) (Report, error) {
 		}
 		jobs = append(jobs, applyJob{i: i, c: c, do: do})
 	}
+	if s.ready != nil && len(jobs) > 0 {
+		// Those that need nothing are ready now, whatever the writes take.
+		writing := make(map[int]bool, len(jobs))
+		for _, j := range jobs {
+			writing[j.i] = true
+		}
+		var now []TopicResult
+		for i, r := range results {
+			if !writing[i] && r.Ready() {
+				now = append(now, r)
+			}
+		}
+		if len(now) > 0 {
+			s.ready(now)
+		}
+	}
 	// Each topic is watched for its changes to show from the moment its
 	// writes are done, while the others are still being written.
 	written := make(chan int, len(jobs))
@@ -191,7 +238,7 @@ type applyJob struct {
 	do *observed
 }
 
-// applyParallel bounds the topics a pass writes at the same time.
+// applyParallel bounds the requests a pass makes at the same time.
 const applyParallel = 16
 
 // applyAll makes the changes of jobs, recording each in its result, and
@@ -199,29 +246,150 @@ const applyParallel = 16
 // each success as soon as its writes are made (it must have room for all).
 // The writes of different topics are independent: a pass that creates or
 // alters hundreds of topics makes its requests side by side, not one after
-// another (each waits for the controller).
+// another (each waits for the controller), and creates its new topics
+// several to a request (see createBatches).
 func (s *Syncer) applyAll(jobs []applyJob, results []TopicResult, done chan<- int) []bool {
 	ok := make([]bool, len(jobs))
+	succeeded := func(j int) {
+		ok[j] = true
+		if done != nil {
+			done <- jobs[j].i
+		}
+	}
 	sem := make(chan struct{}, applyParallel)
 	var wg sync.WaitGroup
-	for j, job := range jobs {
+	run := func(f func()) {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
+			f()
+		}()
+	}
+	var creates []int
+	for j, job := range jobs {
+		if job.c.create {
+			creates = append(creates, j)
+			continue
+		}
+		run(func() {
 			r := &results[job.i]
 			if err := s.apply(r.Name, job.c, job.do, r); err != nil {
 				r.Err = err
 				return
 			}
-			ok[j] = true
-			if done != nil {
-				done <- job.i
+			succeeded(j)
+		})
+	}
+	for _, batch := range s.createBatches(jobs, creates) {
+		run(func() {
+			details := make(map[string]*sarama.TopicDetail, len(batch))
+			for _, j := range batch {
+				details[results[jobs[j].i].Name] = topicDetail(jobs[j].c)
 			}
-		}()
+			errs := s.createTopics(details)
+			for _, j := range batch {
+				r := &results[jobs[j].i]
+				if err := errs[r.Name]; err != nil {
+					r.Err = targetError("create topic", "CREATE", err)
+					continue
+				}
+				r.Created = true
+				r.ReplicationFactor = jobs[j].c.rf
+				r.ConfigsChanged = mergeKeys(r.ConfigsChanged, keys(jobs[j].c.configs))
+				succeeded(j)
+			}
+		})
 	}
 	wg.Wait()
 	return ok
+}
+
+// createBatchRecords bounds the metadata records one CreateTopics request
+// makes the target's controller write: a topic record, one per partition
+// and one per config of each topic. A KRaft controller refuses a request
+// of more than 10,000 records with POLICY_VIOLATION for every topic in it
+// ("would exceed the maximum length of 10000"). createBatchTopics bounds
+// its topics.
+const (
+	createBatchRecords = 5000
+	createBatchTopics  = 100
+)
+
+// createBatches groups the create jobs jobs[creates] into requests, in
+// order: each within createBatchTopics topics and s.batchRecords records,
+// except a topic larger than that alone, which goes alone.
+func (s *Syncer) createBatches(jobs []applyJob, creates []int) [][]int {
+	var out [][]int
+	var cur []int
+	records := 0
+	for _, j := range creates {
+		n := 1 + int(jobs[j].c.partitions) + len(jobs[j].c.configs)
+		if len(cur) > 0 && (len(cur) >= createBatchTopics || records+n > s.batchRecords) {
+			out = append(out, cur)
+			cur, records = nil, 0
+		}
+		cur = append(cur, j)
+		records += n
+	}
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	return out
+}
+
+// topicDetail is the CreateTopics entry of the change c.
+func topicDetail(c change) *sarama.TopicDetail {
+	entries := make(map[string]*string, len(c.configs))
+	for k, v := range c.configs {
+		entries[k] = &v
+	}
+	return &sarama.TopicDetail{NumPartitions: c.partitions, ReplicationFactor: c.rf, ConfigEntries: entries}
+}
+
+// createTopics creates the topics of details on the target in one request
+// and returns each one's error (nil: created). A topic the request could
+// not answer for (no answer from the controller, a controller that moved,
+// a topic missing from the response) is created on its own with sarama's
+// CreateTopic, which finds the controller again and retries.
+func (s *Syncer) createTopics(details map[string]*sarama.TopicDetail) map[string]error {
+	errs := make(map[string]error, len(details))
+	var again []string
+	if len(details) == 1 {
+		for name := range details {
+			again = append(again, name)
+		}
+	} else if resp, err := s.createRequest(details); err != nil {
+		again = slices.Collect(maps.Keys(details))
+	} else {
+		for name := range details {
+			te, ok := resp.TopicErrors[name]
+			switch {
+			case !ok || te == nil:
+				again = append(again, name)
+			case errors.Is(te.Err, sarama.ErrNoError):
+				errs[name] = nil
+			case errors.Is(te.Err, sarama.ErrNotController):
+				again = append(again, name)
+			default:
+				errs[name] = te
+			}
+		}
+	}
+	for _, name := range again {
+		errs[name] = s.dst.CreateTopic(name, details[name], false)
+	}
+	return errs
+}
+
+// createRequest sends one CreateTopics request for details to the target's
+// controller.
+func (s *Syncer) createRequest(details map[string]*sarama.TopicDetail) (*sarama.CreateTopicsResponse, error) {
+	b, err := s.dst.Controller()
+	if err != nil {
+		return nil, err
+	}
+	return b.CreateTopics(sarama.NewCreateTopicsRequest(s.version, details, s.timeout, false))
 }
 
 // targetFacts reads what creating topics on the target needs: its broker
@@ -250,24 +418,10 @@ func (s *Syncer) targetFacts() (target, error) {
 	return tgt, nil
 }
 
-// apply makes the changes c on the target topic name (do is the target topic
-// as observed, nil when missing) and records them in r. It stops at the first
-// failing request.
+// apply makes the changes c on the existing target topic name (do is the
+// topic as observed) and records them in r. It stops at the first failing
+// request. Creates are made by applyAll, several to a request.
 func (s *Syncer) apply(name string, c change, do *observed, r *TopicResult) error {
-	if c.create {
-		entries := make(map[string]*string, len(c.configs))
-		for k, v := range c.configs {
-			entries[k] = &v
-		}
-		detail := &sarama.TopicDetail{NumPartitions: c.partitions, ReplicationFactor: c.rf, ConfigEntries: entries}
-		if err := s.dst.CreateTopic(name, detail, false); err != nil {
-			return targetError("create topic", "CREATE", err)
-		}
-		r.Created = true
-		r.ReplicationFactor = c.rf
-		r.ConfigsChanged = mergeKeys(r.ConfigsChanged, keys(c.configs))
-		return nil
-	}
 	if c.partitions > 0 {
 		if err := s.dst.CreatePartitions(name, c.partitions, nil, false); err != nil {
 			return targetError(fmt.Sprintf("add partitions (%d -> %d)", do.partitions, c.partitions), "ALTER", err)
@@ -298,9 +452,13 @@ func (s *Syncer) apply(name string, c change, do *observed, r *TopicResult) erro
 // the moment its own writes are made, so that the pass ends soon after the
 // last topic settles rather than a settle wait after the last write: a
 // broker creating hundreds of topics shows the first ones long before it
-// answers the last create. Options.SettleTimeout runs from
-// the last write; a topic not settled by then, or when ctx ends, gets an
-// ErrNotSettled error.
+// answers the last create. Options.SettleTimeout runs from the last write,
+// and again from each look that found topics settled: a controller answers
+// a create of a hundred topics at once and its broker creates their logs
+// for seconds after, at a steady pace, so a deadline from the last write
+// alone gave up on hundreds of topics that were on their way. A topic not
+// settled within the timeout of the last progress, or when ctx ends, gets
+// an ErrNotSettled error.
 func (s *Syncer) settleWrites(ctx context.Context, src view, results []TopicResult, written <-chan int) {
 	var (
 		pending  []int
@@ -360,7 +518,12 @@ func (s *Syncer) settleWrites(ctx context.Context, src view, results []TopicResu
 			}
 			continue
 		}
+		before := pending
 		pending = s.settleRound(src, results, pending, rounds, why)
+		s.tellSettled(results, before, pending)
+		if len(pending) < len(before) && timer != nil {
+			timer.Reset(s.settle) // progress: the timeout runs afresh
+		}
 		if len(pending) == 0 {
 			continue // wait for the next write, or return
 		}
@@ -381,6 +544,27 @@ func (s *Syncer) settleWrites(ctx context.Context, src view, results []TopicResu
 	}
 }
 
+// tellSettled tells Options.Ready of the topics of before (pending before a
+// settle round) that the round settled: those not in after that are ready.
+func (s *Syncer) tellSettled(results []TopicResult, before, after []int) {
+	if s.ready == nil || len(before) == len(after) {
+		return
+	}
+	still := make(map[int]bool, len(after))
+	for _, i := range after {
+		still[i] = true
+	}
+	var settled []TopicResult
+	for _, i := range before {
+		if !still[i] && results[i].Ready() {
+			settled = append(settled, results[i])
+		}
+	}
+	if len(settled) > 0 {
+		s.ready(settled)
+	}
+}
+
 // settleFirstWait and settleMaxWait bound the pause between two looks at
 // topics written and not yet settled; it doubles from the first to the last.
 const (
@@ -396,7 +580,13 @@ func (s *Syncer) settleRound(src view, results []TopicResult, pending []int, rou
 	for j, i := range pending {
 		names[j] = results[i].Name
 	}
-	dst, err := observe(s.dst, "target", names, func(string) bool { return true })
+	// Configs are read only for topics that could settle now: listed with
+	// all their partitions led.
+	whole := func(name string, o *observed) bool {
+		so := src.topics[name]
+		return so != nil && o.partitions >= so.partitions && o.leaderless == 0
+	}
+	dst, err := observe(s.dst, "target", names, func(string) bool { return true }, whole)
 	if err != nil {
 		for _, i := range pending {
 			why[i] = err.Error()
