@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -180,6 +181,19 @@ func createTopics(cl sarama.Client, names []string, partitions int) error {
 	}
 }
 
+// topicsOfParts returns the topics of parts, each once.
+func topicsOfParts(parts []fanoutPart) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, p := range parts {
+		if !seen[p.topic] {
+			seen[p.topic] = true
+			out = append(out, p.topic)
+		}
+	}
+	return out
+}
+
 type fanoutPart struct {
 	topic string
 	part  int32
@@ -325,27 +339,36 @@ func runFanoutWait(args []string) error {
 	deadline := t0.Add(*timeout)
 	var startedAll, doneAll time.Duration
 	lastLog := time.Now()
+	// Each poll asks only for the partitions not done yet (and their
+	// topics' metadata): a partition done stays done, and asking the target
+	// for all 10,000 every 200 ms was a load of its own on the broker being
+	// measured.
+	remaining := slices.Clone(parts)
+	isStarted := make(map[fanoutPart]bool, len(parts))
 	for {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("timed out after %v (started all after %v)", *timeout, startedAll)
 		}
-		_ = tc.RefreshMetadata(topics...)
-		offs, err := allOffsets(tc, parts)
+		_ = tc.RefreshMetadata(topicsOfParts(remaining)...)
+		offs, err := allOffsets(tc, remaining)
 		if err == nil {
-			started, done := 0, 0
-			for _, p := range parts {
+			var left []fanoutPart
+			for _, p := range remaining {
 				o, ok := offs[p]
 				if !ok {
+					left = append(left, p)
 					continue
 				}
 				if o.End > max(o.Start, base[p]) {
-					started++
+					isStarted[p] = true
 				}
 				s := srcOffs[p]
-				if o.End-o.Start >= s.End-s.Start && o.End > base[p] {
-					done++
+				if !(isStarted[p] && o.End-o.Start >= s.End-s.Start && o.End > base[p]) {
+					left = append(left, p)
 				}
 			}
+			remaining = left
+			started, done := len(isStarted), len(parts)-len(remaining)
 			if startedAll == 0 && started == len(parts) {
 				startedAll = time.Since(t0)
 				logf("fanout-wait: every partition has records on the target after %.1fs", startedAll.Seconds())
