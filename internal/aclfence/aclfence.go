@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/cenkalti/backoff/v5"
 
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kafkaread"
@@ -106,14 +107,43 @@ func Fence(ctx context.Context, topo *topology.Topology, cluster string) (*Recor
 			return nil, fmt.Errorf("fence %s: create ACLs: %w (drctl needs Alter on the cluster)", cluster, err)
 		}
 	}
-	// ACLs are eventually consistent: a broker answers CreateAcls once the
-	// controller has committed them, and may list them a little later.
-	deadline := time.Now().Add(15 * time.Second)
-	for missing := ""; ; missing = "" {
-		have, err = denyWrites(admin)
+	if err := verifyFence(ctx, admin, topo, cluster, topics); err != nil {
+		return nil, err
+	}
+	return rec, nil
+}
+
+// verifyWithin bounds how long Fence waits for its ACLs to be listed;
+// verifyFirst and verifyMax bound the pauses between two looks (doubling,
+// with jitter).
+const (
+	verifyWithin = 15 * time.Second
+	verifyFirst  = 100 * time.Millisecond
+	verifyMax    = time.Second
+)
+
+// verifyFence waits until cluster lists a DENY WRITE ACL for every fence
+// principal on every topic of topics. ACLs are eventually consistent: a
+// broker answers CreateAcls once the controller has committed them, and
+// lists them a little later: seconds later when it is busy applying other
+// metadata first (a standby creating thousands of partitions). Every look
+// lists every DENY WRITE ACL of the cluster, so the looks back off from
+// verifyFirst to verifyMax (github.com/cenkalti/backoff/v5): a look every
+// 100 ms kept such a broker's request handlers busy listing ACLs for a
+// third of their time.
+func verifyFence(ctx context.Context, admin sarama.ClusterAdmin, topo *topology.Topology, cluster string, topics []string) error {
+	var missing string
+	var failed error // the listing failed: no retry
+	errMissing := errors.New("missing")
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval, b.MaxInterval, b.RandomizationFactor = verifyFirst, verifyMax, 0.2
+	_, err := backoff.Retry(ctx, func() (struct{}, error) {
+		have, err := denyWrites(admin)
 		if err != nil {
-			return nil, fmt.Errorf("fence %s: verify: %w", cluster, err)
+			failed = fmt.Errorf("fence %s: verify: %w", cluster, err)
+			return struct{}{}, backoff.Permanent(failed)
 		}
+		missing = ""
 		for _, t := range topics {
 			for _, p := range Principals(topo) {
 				if missing == "" && !have[ACL{Topic: t, Principal: p, Host: "*"}] {
@@ -121,18 +151,20 @@ func Fence(ctx context.Context, topo *topology.Topology, cluster string) (*Recor
 				}
 			}
 		}
-		switch {
-		case missing == "":
-			return rec, nil
-		case time.Now().After(deadline):
-			return nil, fmt.Errorf("fence %s: verify: %s is not there 15s after creating it", cluster, missing)
+		if missing != "" {
+			return struct{}{}, errMissing
 		}
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("fence %s: verify: %s is not there: %w", cluster, missing, ctx.Err())
-		case <-time.After(100 * time.Millisecond):
-		}
+		return struct{}{}, nil
+	}, backoff.WithBackOff(b), backoff.WithMaxElapsedTime(verifyWithin))
+	switch {
+	case err == nil:
+		return nil
+	case failed != nil:
+		return failed
+	case ctx.Err() != nil:
+		return fmt.Errorf("fence %s: verify: %s is not there: %w", cluster, missing, ctx.Err())
 	}
+	return fmt.Errorf("fence %s: verify: %s is not there %v after creating it", cluster, missing, verifyWithin)
 }
 
 // Unfence removes exactly the ACLs drctl's fence added on cluster and
