@@ -41,9 +41,6 @@ type Options struct {
 	// the version of the CreateTopics requests that create several topics
 	// at once.
 	Version sarama.KafkaVersion
-	// CreateTimeout is how long the target's controller may take to create
-	// one request's topics (zero: 30 s).
-	CreateTimeout time.Duration
 	// Ready, when set, is told during a pass of topics that are ready
 	// before the pass ends, so that the mirror may copy them at once: first
 	// the selected topics that need no change, then, while the pass still
@@ -63,7 +60,6 @@ type Syncer struct {
 	settle   time.Duration
 	owner    func(name, sourceID string) (bool, string)
 	version  sarama.KafkaVersion
-	timeout  time.Duration
 	ready    func([]TopicResult)
 	// batchRecords bounds the metadata records of one CreateTopics request
 	// (createBatchRecords; lowered by tests).
@@ -102,12 +98,8 @@ func New(src, dst sarama.ClusterAdmin, mirrors func(topic string) bool, opts Opt
 	if version == (sarama.KafkaVersion{}) {
 		version = sarama.DefaultVersion
 	}
-	timeout := opts.CreateTimeout
-	if timeout <= 0 {
-		timeout = 30 * time.Second
-	}
 	return &Syncer{src: src, dst: dst, mirrors: mirrors, policy: newPolicy(opts.ExcludeConfigs), settle: settle, owner: owner,
-		version: version, timeout: timeout, ready: opts.Ready, batchRecords: createBatchRecords}, nil
+		version: version, ready: opts.Ready, batchRecords: createBatchRecords}, nil
 }
 
 // selected reports whether a source topic is to be mirrored.
@@ -316,6 +308,10 @@ const (
 	createBatchTopics  = 100
 )
 
+// createTimeout is how long the target's controller may take to create
+// one request's topics.
+const createTimeout = 30 * time.Second
+
 // createBatches groups the create jobs jobs[creates] into requests, in
 // order: each within createBatchTopics topics and s.batchRecords records,
 // except a topic larger than that alone, which goes alone.
@@ -389,7 +385,7 @@ func (s *Syncer) createRequest(details map[string]*sarama.TopicDetail) (*sarama.
 	if err != nil {
 		return nil, err
 	}
-	return b.CreateTopics(sarama.NewCreateTopicsRequest(s.version, details, s.timeout, false))
+	return b.CreateTopics(sarama.NewCreateTopicsRequest(s.version, details, createTimeout, false))
 }
 
 // targetFacts reads what creating topics on the target needs: its broker
