@@ -88,13 +88,16 @@ func TestDashboardAndRulesUseExportedMetrics(t *testing.T) {
 	start(t, bin, dir, "-c", topo, "mirror", "run", "--listen", fmt.Sprintf("127.0.0.1:%d", mport))
 	mirrorURL := fmt.Sprintf("http://127.0.0.1:%d/metrics", mport)
 	var mirrorNames map[string]bool
+	// A group's last-synced time is set during a group sync round, the
+	// round's count and duration at its end: wait for both.
 	waitFor(t, 120*time.Second, "the mirror's series for copies, lag, latency and group sync", func() error {
 		names, err := scrape(mirrorURL)
 		if err != nil {
 			return err
 		}
 		for _, n := range []string{"drctl_mirror_records_total", "drctl_mirror_lag_seconds", "drctl_mirror_replication_latency_seconds_bucket",
-			"drctl_group_sync_last_synced_timestamp_seconds", "drctl_role_epoch", "drctl_mirror_ready", "drctl_build_info"} {
+			"drctl_group_sync_last_synced_timestamp_seconds", "drctl_group_sync_rounds_total", "drctl_group_sync_round_seconds_bucket",
+			"drctl_role_epoch", "drctl_mirror_ready", "drctl_build_info"} {
 			if !names[n] {
 				return fmt.Errorf("no %s yet", n)
 			}
