@@ -64,6 +64,9 @@ type Syncer struct {
 	// batchRecords bounds the metadata records of one CreateTopics request
 	// (createBatchRecords; lowered by tests).
 	batchRecords int
+	// opRecords is the most metadata records the target's controller
+	// writes for one operation (kraftOpRecords; lowered by tests).
+	opRecords int
 
 	mu sync.Mutex
 }
@@ -99,7 +102,7 @@ func New(src, dst sarama.ClusterAdmin, mirrors func(topic string) bool, opts Opt
 		version = sarama.DefaultVersion
 	}
 	return &Syncer{src: src, dst: dst, mirrors: mirrors, policy: newPolicy(opts.ExcludeConfigs), settle: settle, owner: owner,
-		version: version, ready: opts.Ready, batchRecords: createBatchRecords}, nil
+		version: version, ready: opts.Ready, batchRecords: createBatchRecords, opRecords: kraftOpRecords}, nil
 }
 
 // selected reports whether a source topic is to be mirrored.
@@ -283,7 +286,7 @@ func (s *Syncer) applyAll(jobs []applyJob, results []TopicResult, done chan<- in
 			for _, j := range batch {
 				r := &results[jobs[j].i]
 				if err := errs[r.Name]; err != nil {
-					r.Err = targetError("create topic", "CREATE", err)
+					r.Err = s.createError(jobs[j].c, err)
 					continue
 				}
 				r.Created = true
@@ -308,6 +311,16 @@ const (
 	createBatchTopics  = 100
 )
 
+// kraftOpRecords is the most metadata records a KRaft controller writes
+// for one operation: a topic with more partitions than that cannot be
+// created in one request by anyone.
+const kraftOpRecords = 10000
+
+// createRecords is the metadata records creating the topic of c writes.
+func createRecords(c change) int {
+	return 1 + int(c.partitions) + len(c.configs)
+}
+
 // createTimeout is how long the target's controller may take to create
 // one request's topics.
 const createTimeout = 30 * time.Second
@@ -320,7 +333,7 @@ func (s *Syncer) createBatches(jobs []applyJob, creates []int) [][]int {
 	var cur []int
 	records := 0
 	for _, j := range creates {
-		n := 1 + int(jobs[j].c.partitions) + len(jobs[j].c.configs)
+		n := createRecords(jobs[j].c)
 		if len(cur) > 0 && (len(cur) >= createBatchTopics || records+n > s.batchRecords) {
 			out = append(out, cur)
 			cur, records = nil, 0
@@ -633,6 +646,20 @@ func (s *Syncer) settleRound(src view, results []TopicResult, pending []int, rou
 		}
 	}
 	return still
+}
+
+// createError is targetError for a topic the target did not create. A
+// topic whose creation alone is more records than the controller writes
+// for one operation gets its own fix: the controller's POLICY_VIOLATION
+// then is about its size, not about a copied config.
+func (s *Syncer) createError(c change, err error) error {
+	if n := createRecords(c); n > s.opRecords && errors.Is(err, sarama.ErrPolicyViolation) {
+		// Every step below keeps within the bound, configs included.
+		step := s.opRecords - 1 - len(c.configs)
+		return fmt.Errorf("target: create topic: %w; its %d partitions are more than the target's controller creates in one operation (%d metadata records, the topic and its configs included): create the topic on the target yourself with at most %d partitions, then add partitions at most %d at a time (kafka-topics.sh --alter --partitions) up to %d; drctl mirrors into it once it exists",
+			err, c.partitions, s.opRecords, step, s.opRecords-1, c.partitions)
+	}
+	return targetError("create topic", "CREATE", err)
 }
 
 // targetError wraps a failed write to the target with the operation and the

@@ -749,6 +749,60 @@ func TestCreatesSeveralTopicsToARequest(t *testing.T) {
 	}
 }
 
+// TestATopicTooLargeToCreateSaysSo: a topic with more partitions than the
+// target's controller creates in one operation is refused by the controller
+// with POLICY_VIOLATION, as a copied config a policy forbids is; the error
+// names the topic's size and the way to create it in steps, not the
+// config hint, and the other topics of the pass are created.
+func TestATopicTooLargeToCreateSaysSo(t *testing.T) {
+	e := newEnv(t, kfaketest.Options{}, Options{})
+	const bound = 20 // records west writes for one operation
+	e.syncer.opRecords, e.syncer.batchRecords = bound, bound/2
+	createTopic(t, e.src, "huge", 30, 1, nil)
+	createTopic(t, e.src, "small", 2, 1, nil)
+	e.pair.West.ControlKey(int16(kmsg.CreateTopics), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		e.pair.West.KeepControl()
+		req := r.(*kmsg.CreateTopicsRequest)
+		records := 0
+		for _, rt := range req.Topics {
+			records += 1 + int(rt.NumPartitions) + len(rt.Configs)
+		}
+		if records <= bound {
+			return nil, nil, false
+		}
+		resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+		resp.Version = req.Version
+		msg := fmt.Sprintf("Unable to perform excessively large batch operation: would exceed the maximum length of %d", bound)
+		for _, rt := range req.Topics {
+			st := kmsg.NewCreateTopicsResponseTopic()
+			st.Topic, st.ErrorCode, st.ErrorMessage = rt.Topic, kerr.PolicyViolation.Code, &msg
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, true
+	})
+
+	rep, _ := sync1(t, e.syncer)
+	if r := result(t, rep, "small"); !r.Created {
+		t.Errorf("small: not created: %+v", r)
+	}
+	r := result(t, rep, "huge")
+	if r.Created || !errors.Is(r.Err, sarama.ErrPolicyViolation) {
+		t.Fatalf("huge: created %v, err %v; want refused with POLICY_VIOLATION", r.Created, r.Err)
+	}
+	msg := r.Err.Error()
+	for _, want := range []string{"its 30 partitions", "one operation", "add partitions", "kafka-topics.sh --alter --partitions"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("huge: error %q does not say %q", msg, want)
+		}
+	}
+	if strings.Contains(msg, "copied config") {
+		t.Errorf("huge: error %q blames a copied config", msg)
+	}
+	if _, _, _, ok := shape(t, e.dst, "huge"); ok {
+		t.Error("huge exists on the target")
+	}
+}
+
 // TestCreatesAloneWhatABatchCouldNotAnswer: a topic that a several-topic
 // request left unanswered (a controller that moved, a topic missing from
 // the response) is created on its own in the same pass; a topic the
