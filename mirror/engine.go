@@ -419,7 +419,10 @@ func (e *Engine) syncTopicsLoop(ctx context.Context, syncer topicSyncer, src, ds
 		}
 		began := time.Now()
 		ready, troubles, err := syncer.sync(ctx)
-		e.log.Debug("topics synced", "ready", len(ready), "took", time.Since(began).Round(time.Millisecond))
+		if e.log.Enabled(ctx, slog.LevelDebug) {
+			e.log.Debug("topics synced", "ready", len(ready), "not_ready", len(troubles), "took", time.Since(began).Round(time.Millisecond),
+				"first_trouble", firstTrouble(troubles))
+		}
 		if err != nil {
 			e.metrics.Errors.WithLabelValues(e.link.String(), "topics").Inc()
 			warn(ctx, e.log, "topic sync failed", "err", err)
@@ -698,4 +701,14 @@ func producerConfig(cfg *sarama.Config) {
 	// live heap (issue 14's profile). Records wait in the shard's buffer,
 	// under the engine's budget, instead.
 	cfg.ChannelBufferSize = 256
+}
+
+// firstTrouble is the trouble of the first topic by name ("" when none),
+// an example for the debug log.
+func firstTrouble(troubles map[string]string) string {
+	if len(troubles) == 0 {
+		return ""
+	}
+	name := slices.Min(slices.Collect(maps.Keys(troubles)))
+	return name + ": " + troubles[name]
 }

@@ -67,6 +67,9 @@ type Syncer struct {
 	// opRecords is the most metadata records the target's controller
 	// writes for one operation (kraftOpRecords; lowered by tests).
 	opRecords int
+	// listWait bounds the settle wait for a topic the target does not list
+	// yet (listWait; lowered by tests).
+	listWait time.Duration
 
 	mu sync.Mutex
 }
@@ -102,7 +105,7 @@ func New(src, dst sarama.ClusterAdmin, mirrors func(topic string) bool, opts Opt
 		version = sarama.DefaultVersion
 	}
 	return &Syncer{src: src, dst: dst, mirrors: mirrors, policy: newPolicy(opts.ExcludeConfigs), settle: settle, owner: owner,
-		version: version, ready: opts.Ready, batchRecords: createBatchRecords, opRecords: kraftOpRecords}, nil
+		version: version, ready: opts.Ready, batchRecords: createBatchRecords, opRecords: kraftOpRecords, listWait: listWait}, nil
 }
 
 // selected reports whether a source topic is to be mirrored.
@@ -467,7 +470,13 @@ func (s *Syncer) apply(name string, c change, do *observed, r *TopicResult) erro
 // for seconds after, at a steady pace, so a deadline from the last write
 // alone gave up on hundreds of topics that were on their way. A topic not
 // settled within the timeout of the last progress, or when ctx ends, gets
-// an ErrNotSettled error.
+// an ErrNotSettled error. A topic the target does not list yet, or not
+// with all its partitions, is waited for longer (listWait from the last
+// progress): its create or partitions were accepted by the controller and
+// only the broker's metadata is behind, as it is while it creates the logs
+// of thousands of partitions; giving up then only made the next pass try
+// the create again, refused with TOPIC_ALREADY_EXISTS, and left the topic
+// uncopied for passes after the broker listed it.
 func (s *Syncer) settleWrites(ctx context.Context, src view, results []TopicResult, written <-chan int) {
 	var (
 		pending  []int
@@ -476,7 +485,9 @@ func (s *Syncer) settleWrites(ctx context.Context, src view, results []TopicResu
 		deadline <-chan time.Time
 		rounds   = make(map[int]int)
 		why      = make(map[int]string)
+		unlisted = make(map[int]bool)
 		wait     = settleFirstWait
+		progress time.Time // the last write done or look that settled topics
 	)
 	take := func(i int, ok bool) {
 		if ok {
@@ -486,6 +497,7 @@ func (s *Syncer) settleWrites(ctx context.Context, src view, results []TopicResu
 		writing = false
 		timer = time.NewTimer(s.settle)
 		deadline = timer.C
+		progress = time.Now()
 	}
 	defer func() {
 		if timer != nil {
@@ -528,10 +540,11 @@ func (s *Syncer) settleWrites(ctx context.Context, src view, results []TopicResu
 			continue
 		}
 		before := pending
-		pending = s.settleRound(src, results, pending, rounds, why)
+		pending = s.settleRound(src, results, pending, rounds, why, unlisted)
 		s.tellSettled(results, before, pending)
 		if len(pending) < len(before) && timer != nil {
 			timer.Reset(s.settle) // progress: the timeout runs afresh
+			progress = time.Now()
 		}
 		if len(pending) == 0 {
 			continue // wait for the next write, or return
@@ -541,6 +554,10 @@ func (s *Syncer) settleWrites(ctx context.Context, src view, results []TopicResu
 			giveUp("before " + ctx.Err().Error())
 			return
 		case <-deadline:
+			if left := s.listWait - time.Since(progress); left > 0 && slices.ContainsFunc(pending, func(i int) bool { return unlisted[i] }) {
+				timer.Reset(left) // the broker's metadata is behind its controller
+				continue
+			}
 			giveUp(fmt.Sprintf("within %v", s.settle))
 			return
 		case <-time.After(wait):
@@ -581,10 +598,16 @@ const (
 	settleMaxWait   = 500 * time.Millisecond
 )
 
+// listWait is how long a pass waits, from its last progress, for the target
+// to list a topic or partitions its controller accepted: as long as the
+// controller is given to create one request's topics.
+const listWait = createTimeout
+
 // settleRound looks once at the written topics results[pending],
 // re-applies changes the target does not show, and returns the topics still
-// pending.
-func (s *Syncer) settleRound(src view, results []TopicResult, pending []int, rounds map[int]int, why map[int]string) []int {
+// pending, each with why it is; unlisted says which of them the target does
+// not list yet, or not with all their partitions.
+func (s *Syncer) settleRound(src view, results []TopicResult, pending []int, rounds map[int]int, why map[int]string, unlisted map[int]bool) []int {
 	names := make([]string, len(pending))
 	for j, i := range pending {
 		names[j] = results[i].Name
@@ -608,6 +631,7 @@ func (s *Syncer) settleRound(src view, results []TopicResult, pending []int, rou
 		r := &results[i]
 		so := src.topics[r.Name]
 		do := dst.topics[r.Name]
+		unlisted[i] = dst.errs[r.Name] == nil && (do == nil || do.partitions < so.partitions)
 		switch {
 		case dst.errs[r.Name] != nil:
 			why[i] = dst.errs[r.Name].Error()

@@ -555,6 +555,62 @@ func TestNotSettled(t *testing.T) {
 	}
 }
 
+// TestWaitsForTheBrokerToListWhatItsControllerCreated: a created topic the
+// target's broker does not list yet (its metadata behind the controller,
+// as while it creates thousands of logs) is waited for past the settle
+// timeout, and is ready in the same pass once listed: giving up on it made
+// the next pass create it again (TOPIC_ALREADY_EXISTS) and its copy wait
+// for passes after the broker listed it. Not listed within listWait of the
+// last progress, it is not settled.
+func TestWaitsForTheBrokerToListWhatItsControllerCreated(t *testing.T) {
+	const settle = 200 * time.Millisecond
+	e := newEnv(t, kfaketest.Options{}, Options{SettleTimeout: settle})
+	e.syncer.listWait = 10 * time.Second
+	createTopic(t, e.src, "late", 2, 1, nil)
+	createTopic(t, e.src, "quick", 1, 1, nil)
+	creates := e.pair.West.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.CreateTopics}, Topic: "late", Observe: true, Count: -1})
+	// Asked by name, west does not know "late" until 4 settle timeouts after
+	// it is first asked so; a listing of every topic does not carry the
+	// name, so the pass's first look is not touched.
+	hide := e.pair.West.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Metadata}, Topic: "late", Err: kerr.UnknownTopicOrPartition, Count: -1})
+	var once sync.Once
+	e.pair.West.ControlKey(int16(kmsg.Metadata), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		e.pair.West.KeepControl()
+		for _, rt := range r.(*kmsg.MetadataRequest).Topics {
+			if rt.Topic != nil && *rt.Topic == "late" {
+				once.Do(func() { time.AfterFunc(4*settle, hide.Remove) })
+			}
+		}
+		return nil, nil, false
+	})
+
+	rep, took := sync1(t, e.syncer)
+	r := result(t, rep, "late")
+	if !r.Created || !r.Ready() {
+		t.Fatalf("late: %+v, want created and ready in the same pass", r)
+	}
+	if took < 4*settle {
+		t.Errorf("pass took %v, want at least the %v the broker did not list the topic", took, 4*settle)
+	}
+	if n := creates.Hits(); n != 1 {
+		t.Errorf("%d create requests for late, want 1", n)
+	}
+
+	// A broker that never lists it: the pass gives up listWait after its
+	// last progress, and says why.
+	e.syncer.listWait = 4 * settle
+	createTopic(t, e.src, "lost", 1, 1, nil)
+	e.pair.West.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Metadata}, Topic: "lost", Err: kerr.UnknownTopicOrPartition, Count: -1})
+	rep, took = sync1(t, e.syncer)
+	r = result(t, rep, "lost")
+	if !r.Created || !errors.Is(r.Err, ErrNotSettled) || !strings.Contains(r.Err.Error(), "not listed yet") {
+		t.Fatalf("lost: %+v, want created and ErrNotSettled (not listed yet)", r)
+	}
+	if took < 4*settle || took > 10*settle+2*time.Second {
+		t.Errorf("pass took %v, want about the %v list wait", took, 4*settle)
+	}
+}
+
 // TestCreatesTopicsWithTheTargetsTimestampLimitsLifted: a target whose
 // brokers limit a timestamp window by default (Kafka 4's
 // log.message.timestamp.after.max.ms is one hour) gets its topics created
