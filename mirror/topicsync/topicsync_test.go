@@ -754,27 +754,10 @@ func TestCreatesSeveralTopicsToARequest(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var sizes, topics []int // records and topics of each create request
-	e.pair.West.ControlKey(int16(kmsg.CreateTopics), func(r kmsg.Request) (kmsg.Response, error, bool) {
-		e.pair.West.KeepControl()
-		req := r.(*kmsg.CreateTopicsRequest)
-		records := 0
-		for _, rt := range req.Topics {
-			records += 1 + int(rt.NumPartitions) + len(rt.Configs)
-		}
+	refuseCreatesOver(e, bound, func(records, n int) {
 		mu.Lock()
-		sizes, topics = append(sizes, records), append(topics, len(req.Topics))
+		sizes, topics = append(sizes, records), append(topics, n)
 		mu.Unlock()
-		if records <= bound {
-			return nil, nil, false
-		}
-		resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
-		resp.Version = req.Version
-		for _, rt := range req.Topics {
-			st := kmsg.NewCreateTopicsResponseTopic()
-			st.Topic, st.ErrorCode = rt.Topic, kerr.PolicyViolation.Code
-			resp.Topics = append(resp.Topics, st)
-		}
-		return resp, nil, true
 	})
 
 	rep, _ := sync1(t, e.syncer)
@@ -805,6 +788,37 @@ func TestCreatesSeveralTopicsToARequest(t *testing.T) {
 	}
 }
 
+// refuseCreatesOver makes west refuse a CreateTopics request of more than
+// bound metadata records (a topic, its partitions, its configs) with
+// POLICY_VIOLATION for every topic, with the message a KRaft controller
+// gives past its 10,000; seen, when not nil, is told each request's records
+// and topics.
+func refuseCreatesOver(e *env, bound int, seen func(records, topics int)) {
+	msg := fmt.Sprintf("Unable to perform excessively large batch operation: would exceed the maximum length of %d", bound)
+	e.pair.West.ControlKey(int16(kmsg.CreateTopics), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		e.pair.West.KeepControl()
+		req := r.(*kmsg.CreateTopicsRequest)
+		records := 0
+		for _, rt := range req.Topics {
+			records += 1 + int(rt.NumPartitions) + len(rt.Configs)
+		}
+		if seen != nil {
+			seen(records, len(req.Topics))
+		}
+		if records <= bound {
+			return nil, nil, false
+		}
+		resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+		resp.Version = req.Version
+		for _, rt := range req.Topics {
+			st := kmsg.NewCreateTopicsResponseTopic()
+			st.Topic, st.ErrorCode, st.ErrorMessage = rt.Topic, kerr.PolicyViolation.Code, &msg
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, true
+	})
+}
+
 // TestATopicTooLargeToCreateSaysSo: a topic with more partitions than the
 // target's controller creates in one operation is refused by the controller
 // with POLICY_VIOLATION, as a copied config a policy forbids is; the error
@@ -816,26 +830,7 @@ func TestATopicTooLargeToCreateSaysSo(t *testing.T) {
 	e.syncer.opRecords, e.syncer.batchRecords = bound, bound/2
 	createTopic(t, e.src, "huge", 30, 1, nil)
 	createTopic(t, e.src, "small", 2, 1, nil)
-	e.pair.West.ControlKey(int16(kmsg.CreateTopics), func(r kmsg.Request) (kmsg.Response, error, bool) {
-		e.pair.West.KeepControl()
-		req := r.(*kmsg.CreateTopicsRequest)
-		records := 0
-		for _, rt := range req.Topics {
-			records += 1 + int(rt.NumPartitions) + len(rt.Configs)
-		}
-		if records <= bound {
-			return nil, nil, false
-		}
-		resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
-		resp.Version = req.Version
-		msg := fmt.Sprintf("Unable to perform excessively large batch operation: would exceed the maximum length of %d", bound)
-		for _, rt := range req.Topics {
-			st := kmsg.NewCreateTopicsResponseTopic()
-			st.Topic, st.ErrorCode, st.ErrorMessage = rt.Topic, kerr.PolicyViolation.Code, &msg
-			resp.Topics = append(resp.Topics, st)
-		}
-		return resp, nil, true
-	})
+	refuseCreatesOver(e, bound, nil)
 
 	rep, _ := sync1(t, e.syncer)
 	if r := result(t, rep, "small"); !r.Created {
