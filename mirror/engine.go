@@ -224,9 +224,12 @@ type Engine struct {
 	progress map[topology.TopicPartition]int64
 	stable   map[topology.TopicPartition]int64
 	trouble  map[topology.TopicPartition]string
-	blocked  map[topology.TopicPartition]blockedPart
-	owned    map[int32]bool
-	buf      *budget
+	// warnedTopics: the topics whose trouble was logged as a warning, with
+	// it (under mu; see publish).
+	warnedTopics map[string]string
+	blocked      map[topology.TopicPartition]blockedPart
+	owned        map[int32]bool
+	buf          *budget
 	// txnTokens holds one token per transaction in flight while shards
 	// keep up (Options.TxnConcurrency; nil: no limit).
 	txnTokens chan struct{}
@@ -275,7 +278,7 @@ func NewEngine(topo *topology.Topology, source, target string, opts Options) (*E
 		topo: topo, link: link, opts: opts, srcCluster: src, dstCluster: dst,
 		metrics: opts.Metrics, log: opts.Logger.With("link", link.String()),
 		byShard: map[int32][]topology.TopicPartition{}, progress: map[topology.TopicPartition]int64{},
-		stable: map[topology.TopicPartition]int64{}, trouble: map[topology.TopicPartition]string{}, owned: map[int32]bool{},
+		stable: map[topology.TopicPartition]int64{}, trouble: map[topology.TopicPartition]string{}, warnedTopics: map[string]string{}, owned: map[int32]bool{},
 		blocked: map[topology.TopicPartition]blockedPart{}, buf: newBudget(opts.MaxBufferedBytes),
 		txnTokens: txnTokens(opts.TxnConcurrency),
 	}, nil
@@ -478,6 +481,21 @@ func (e *Engine) publish(ready map[string]readyTopic, troubles map[string]string
 	defer e.mu.Unlock()
 	e.byShard, e.synced, e.limits, e.ids = by, true, limits, ids
 	e.partsChanged()
+	// A topic kept out for the same reason two passes in a row is told
+	// once, at warning level: a refused create, a conflict. One pass's
+	// trouble is often passing (a topic the target still creates), and at
+	// hundreds of topics a warning each would bury the log.
+	for topic, msg := range troubles {
+		if e.trouble[topology.TopicPartition{Topic: topic, Partition: -1}] == msg && e.warnedTopics[topic] != msg {
+			e.warnedTopics[topic] = msg
+			e.log.Warn("topic not mirrored; it is tried again every topic sync pass", "topic", topic, "why", msg)
+		}
+	}
+	for topic := range e.warnedTopics {
+		if _, ok := troubles[topic]; !ok {
+			delete(e.warnedTopics, topic)
+		}
+	}
 	// Topic-level troubles are this pass's; partition-level ones stay
 	// until the partition copies again.
 	for tp := range e.trouble {

@@ -26,7 +26,7 @@ func (e *Engine) targetReset(why, id string) {
 		e.setBlockedGaugeLocked(tp)
 	}
 	e.blocked = map[topology.TopicPartition]blockedPart{}
-	e.trouble = map[topology.TopicPartition]string{}
+	e.trouble, e.warnedTopics = map[topology.TopicPartition]string{}, map[string]string{}
 	e.progress = map[topology.TopicPartition]int64{}
 	e.stable = map[topology.TopicPartition]int64{}
 	e.byShard, e.synced = map[int32][]topology.TopicPartition{}, false

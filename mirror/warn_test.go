@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/drctl/drctl/internal/kfaketest"
@@ -75,6 +77,81 @@ func TestStoppingLinkLogsNoWarnings(t *testing.T) {
 		w.mu.Unlock()
 		if len(lines) > 0 {
 			t.Fatalf("round %d: the stopped link logged %d warning(s):\n%s", round, len(lines), strings.Join(lines, "\n"))
+		}
+	}
+}
+
+// TestATopicTheTargetKeepsRefusingIsWarnedOnce: a topic the target refuses
+// to create (here POLICY_VIOLATION, as a KRaft controller answers for a
+// topic of more than 10,000 partitions) was never logged above debug: the
+// operator saw it "missing" in drctl status and nothing said why. Kept out
+// for the same reason pass after pass, it is now warned about once, with
+// the reason; a topic that copies is not.
+func TestATopicTheTargetKeepsRefusingIsWarnedOnce(t *testing.T) {
+	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: `  topics: {include: ["ok", "refused"]}`})
+	src := kfaketest.DialCluster(t, p.Topology.Clusters["east"])
+	kfaketest.CreateTopicOn(t, src, "ok", 2, nil)
+	kfaketest.CreateTopicOn(t, src, "refused", 2, nil)
+	dst := kfaketest.DialCluster(t, p.Topology.Clusters["west"])
+	prod := kfaketest.Producer(t, p.Topology.Clusters["east"], 3)
+	sendN(t, prod, "ok", 10, "a")
+	creates := p.West.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.CreateTopics}, Topic: "refused", Err: kerr.PolicyViolation, Count: -1})
+
+	w := &warnings{}
+	e, err := NewEngine(p.Topology, "east", "west", Options{
+		Epoch: -1, Shards: 2, TopicSyncInterval: 50 * time.Millisecond, IdleCheck: 50 * time.Millisecond,
+		Logger: slog.New(w),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("engine: %v", err)
+		}
+	}()
+	waitCopied(t, src, dst, "ok", "kfake-east")
+	refusedLines := func() []string {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		var out []string
+		for _, l := range w.lines {
+			if strings.Contains(l, "refused") {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	waitFor(t, 10*time.Second, "a warning about the refused topic", func() error {
+		if len(refusedLines()) == 0 {
+			return fmt.Errorf("none yet; %d create attempts", creates.Hits())
+		}
+		return nil
+	})
+	// Three more passes refuse it again, for the same reason.
+	after := creates.Hits()
+	waitFor(t, 10*time.Second, "three more passes", func() error {
+		if n := creates.Hits(); n < after+3 {
+			return fmt.Errorf("%d create attempts since the warning", n-after)
+		}
+		return nil
+	})
+	lines := refusedLines()
+	if len(lines) != 1 {
+		t.Fatalf("%d warnings about the refused topic, want 1:\n%s", len(lines), strings.Join(lines, "\n"))
+	}
+	if !strings.Contains(lines[0], "topic not mirrored") || !strings.Contains(lines[0], "create topic") {
+		t.Errorf("warning %q does not say the topic is not mirrored and why", lines[0])
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, l := range w.lines {
+		if strings.Contains(l, "topic=ok") {
+			t.Errorf("a warning about the topic that copies: %s", l)
 		}
 	}
 }
