@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/drctl/drctl/failover"
 	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/drilllease"
+	"github.com/drctl/drctl/internal/kfaketest"
+	"github.com/drctl/drctl/internal/rolestate"
 )
 
 // TestFailoverRefusedWhileDrillRuns: while a drill holds its running lease,
@@ -77,5 +80,67 @@ func TestFailoverRefusedWhileDrillRuns(t *testing.T) {
 	}
 	if _, err := failover.Preflight(ctx, topo, plan); err != nil {
 		t.Errorf("preflight after the drill ended: %v", err)
+	}
+}
+
+// onFirstWrite runs f once, at the first write (a drill's first progress
+// line), and discards what is written.
+type onFirstWrite struct {
+	once sync.Once
+	f    func()
+}
+
+func (w *onFirstWrite) Write(b []byte) (int, error) {
+	w.once.Do(w.f)
+	return len(b), nil
+}
+
+// TestCanaryBesideARunRecordsNoResult: a failback the operator started in
+// the same second as a scheduled canary passed its preflight before the
+// canary took its lease, and the canary then measured the failback (its
+// preflight found the run in progress) and recorded a failed drill: the
+// README tour's sandbox showed "drill failed" while its failback ran. A
+// canary whose roles moved while it ran now ends with ErrBusy and records
+// nothing; one that finds a run recorded when it takes its lease does not
+// start.
+func TestCanaryBesideARunRecordsNoResult(t *testing.T) {
+	p := newPair(t, "")
+	topo := p.Topology
+	startMirror(t, topo)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	before, err := inspect.CollectRoles(ctx, topo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The operator's failback records itself on both clusters once the
+	// canary runs, as its step 2 does.
+	moving := rolestate.State{Topology: topo.Name, Epoch: before.Epoch + 1, Active: before.Active, Standby: before.Standby,
+		Phase: rolestate.PhaseFailingBack, Run: &rolestate.Run{ID: "failback-beside", Kind: rolestate.RunFailback}}
+	record := func() {
+		for _, c := range []string{"east", "west"} {
+			cl := kfaketest.DialCluster(t, topo.Clusters[c])
+			if err := rolestate.CompareAndSet(ctx, cl, cl.Config(), before.Epoch, moving); err != nil {
+				t.Errorf("record the failback on %s: %v", c, err)
+			}
+		}
+	}
+	dir := t.TempDir()
+	rec, err := Run(ctx, topo, smallCanary(), Options{JournalDir: dir, Out: &onFirstWrite{f: record}})
+	if !errors.Is(err, ErrBusy) || rec != nil {
+		t.Fatalf("canary beside a failback: record %+v, err %v; want ErrBusy and no record", rec, err)
+	}
+	for _, want := range []string{"failback-beside", "records no result"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	hist, err := History(ctx, topo, HistoryOptions{JournalDir: dir})
+	if err != nil || len(hist) != 0 {
+		t.Errorf("drill history after the canary: %d record(s) (%v), want none", len(hist), err)
+	}
+	// With the failback still recorded, the next canary does not start.
+	if rec, err := Run(ctx, topo, smallCanary(), Options{JournalDir: dir}); !errors.Is(err, ErrBusy) || rec != nil {
+		t.Errorf("canary while the failback is recorded: record %+v, err %v; want ErrBusy", rec, err)
 	}
 }

@@ -100,12 +100,8 @@ func Run(ctx context.Context, topo *topology.Topology, d *topology.NamedDrill, o
 	if err != nil {
 		return nil, err
 	}
-	if roles.Phase != rolestate.PhaseSteady || roles.Run != nil {
-		id := ""
-		if roles.Run != nil {
-			id = roles.Run.ID
-		}
-		return nil, fmt.Errorf("%w: run %s is in progress (phase %s); a drill never runs beside a failover, failback or reseed: finish it with drctl resume %s", ErrBusy, id, roles.Phase, id)
+	if err := runInProgress(roles); err != nil {
+		return nil, err
 	}
 	if d.Kind.Disruptive() {
 		// A run killed while it wrote its last state leaves it on one
@@ -127,6 +123,14 @@ func Run(ctx context.Context, topo *topology.Topology, d *topology.NamedDrill, o
 		return nil, err
 	}
 	defer func() { _ = lease.Release(context.WithoutCancel(ctx)) }()
+	// A failover, failback or reseed looks for the lease at its preflight
+	// and records itself a step later: one started within the same second
+	// as this drill (a canary a minute beside an operator's failback) may
+	// have passed its preflight before the lease was taken. What it
+	// recorded by now is seen here; the check after a canary covers the rest.
+	if err := rolesMoved(ctx, topo, roles); err != nil {
+		return nil, err
+	}
 	// The drill's own failovers run under its lease; any other is refused.
 	ctx = drilllease.WithHolder(ctx, holder)
 	if d.Kind.Disruptive() && !o.Yes {
@@ -190,6 +194,14 @@ func Run(ctx context.Context, topo *topology.Topology, d *topology.NamedDrill, o
 	}
 	runErr := execute(ctx, p, reg, rec, o)
 	cleanup()
+	if d.Kind == topology.DrillCanary {
+		// A canary never moves the roles: if they moved, another run did,
+		// and the canary's checks (replication to the standby, the
+		// failover preflight) measured that run, not the link.
+		if err := rolesMoved(ctx, topo, roles); err != nil {
+			return nil, fmt.Errorf("%w; the canary ran beside it, so it records no result", err)
+		}
+	}
 	rec.FinishedAt = time.Now().UTC()
 	Judge(rec)
 	if err := Store(ctx, topo, rec, o.journalDir()); err != nil {
@@ -199,6 +211,37 @@ func Run(ctx context.Context, topo *topology.Topology, d *topology.NamedDrill, o
 		return rec, runErr
 	}
 	return rec, nil
+}
+
+// runInProgress is ErrBusy when roles show a failover, failback or reseed
+// in progress.
+func runInProgress(roles rolestate.State) error {
+	if roles.Phase == rolestate.PhaseSteady && roles.Run == nil {
+		return nil
+	}
+	id := ""
+	if roles.Run != nil {
+		id = roles.Run.ID
+	}
+	return fmt.Errorf("%w: run %s is in progress (phase %s); a drill never runs beside a failover, failback or reseed: finish it with drctl resume %s", ErrBusy, id, roles.Phase, id)
+}
+
+// rolesMoved is ErrBusy when the live roles are no longer before (the
+// steady roles a drill began with): a run is in progress, or one ran. A
+// role state that cannot be read is not taken for a move (the drill's own
+// steps report an unreachable cluster).
+func rolesMoved(ctx context.Context, topo *topology.Topology, before rolestate.State) error {
+	now, err := liveRoles(ctx, topo)
+	if err != nil {
+		return nil //nolint:nilerr // see above
+	}
+	if err := runInProgress(now); err != nil {
+		return err
+	}
+	if now.Epoch != before.Epoch {
+		return fmt.Errorf("%w: the roles moved during the drill (epoch %d -> %d, active %s)", ErrBusy, before.Epoch, now.Epoch, now.Active)
+	}
+	return nil
 }
 
 // RunningKey is the lease every drill holds while it runs: one drill at a
