@@ -98,22 +98,7 @@ func TestATopicTheTargetKeepsRefusingIsWarnedOnce(t *testing.T) {
 	creates := p.West.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.CreateTopics}, Topic: "refused", Err: kerr.PolicyViolation, Count: -1})
 
 	w := &warnings{}
-	e, err := NewEngine(p.Topology, "east", "west", Options{
-		Epoch: -1, Shards: 2, TopicSyncInterval: 50 * time.Millisecond, IdleCheck: 50 * time.Millisecond,
-		Logger: slog.New(w),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- e.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("engine: %v", err)
-		}
-	}()
+	runEngine(t, p.Topology, Options{Shards: 2, TopicSyncInterval: 50 * time.Millisecond, IdleCheck: 50 * time.Millisecond, Logger: slog.New(w)})
 	waitCopied(t, src, dst, "ok", "kfake-east")
 	refusedLines := func() []string {
 		w.mu.Lock()
