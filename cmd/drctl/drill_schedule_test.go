@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,18 +15,8 @@ import (
 	"github.com/drctl/drctl/mirror"
 )
 
-// syncBuffer is a bytes.Buffer safe for the scheduler's log and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+// syncBuffer collects a log written from many goroutines.
+type syncBuffer = kfaketest.LogBuffer
 
 // TestDrillSchedule: the scheduler runs a scheduled drill and its metrics
 // show it on --listen; a topology without schedules is bad input.

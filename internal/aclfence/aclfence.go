@@ -100,7 +100,11 @@ func Fence(ctx context.Context, topo *topology.Topology, cluster string) (*Recor
 	// Record first: a crash between adding and recording must not leave
 	// ACLs that unfence does not know about.
 	if err := writeFence(ctx, client, topo.Name, rec); err != nil {
-		return nil, fmt.Errorf("fence %s: record: %w", cluster, err)
+		err = fmt.Errorf("fence %s: record: %w", cluster, err)
+		if errors.Is(err, sarama.ErrLeaderNotAvailable) {
+			return nil, notShownError{err} // the record's topic, created and not led yet
+		}
+		return nil, err
 	}
 	if len(add) > 0 {
 		if err := admin.CreateACLs(add); err != nil {
@@ -164,8 +168,23 @@ func verifyFence(ctx context.Context, admin sarama.ClusterAdmin, topo *topology.
 	case ctx.Err() != nil:
 		return fmt.Errorf("fence %s: verify: %s is not there: %w", cluster, missing, ctx.Err())
 	}
-	return fmt.Errorf("fence %s: verify: %s is not there %v after creating it", cluster, missing, verifyWithin)
+	return notShownError{fmt.Errorf("fence %s: verify: %s is not there %v after creating it", cluster, missing, verifyWithin)}
 }
+
+// ErrNotShown means the cluster accepted what a fence wrote (its ACLs, or
+// the topic of its record) and does not show it yet: a broker busy
+// applying other metadata first (a standby creating thousands of
+// partitions) shows it seconds later. It is no refusal; a fence tried
+// again later usually finds it there.
+var ErrNotShown = errors.New("not shown by the cluster yet")
+
+// notShownError is an error of a fence that its cluster does not show yet; it
+// is ErrNotShown, and says what is missing.
+type notShownError struct{ err error }
+
+func (e notShownError) Error() string        { return e.err.Error() }
+func (e notShownError) Unwrap() error        { return e.err }
+func (e notShownError) Is(target error) bool { return target == ErrNotShown }
 
 // Unfence removes exactly the ACLs drctl's fence added on cluster and
 // clears the record; ACLs that existed before the fence stay.

@@ -1,9 +1,9 @@
 package aclfence
 
 import (
+	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -32,38 +32,6 @@ func fencePair(t *testing.T) (*kfaketest.Pair, *topology.Topology) {
 	return p, p.Topology
 }
 
-// hideACLs makes east list no ACL for hide after its first CreateAcls
-// request, as a broker still applying other metadata does, and counts the
-// listings it answered so.
-func hideACLs(p *kfaketest.Pair, hide time.Duration) (hidden func() int) {
-	var mu sync.Mutex
-	var created time.Time
-	n := 0
-	p.East.ControlKey(int16(kmsg.CreateACLs), func(kmsg.Request) (kmsg.Response, error, bool) {
-		mu.Lock()
-		created = time.Now()
-		mu.Unlock()
-		return nil, nil, false
-	})
-	p.East.ControlKey(int16(kmsg.DescribeACLs), func(r kmsg.Request) (kmsg.Response, error, bool) {
-		p.East.KeepControl()
-		mu.Lock()
-		defer mu.Unlock()
-		if created.IsZero() || time.Since(created) >= hide {
-			return nil, nil, false
-		}
-		n++
-		resp := r.(*kmsg.DescribeACLsRequest).ResponseKind().(*kmsg.DescribeACLsResponse)
-		resp.Version = r.GetVersion()
-		return resp, nil, true
-	})
-	return func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		return n
-	}
-}
-
 // TestFenceVerifyBacksOff: the fence waits for its ACLs to be listed, and a
 // broker busy with other metadata (a standby creating thousands of
 // partitions) lists them seconds late. Each look lists every DENY WRITE ACL
@@ -73,7 +41,7 @@ func hideACLs(p *kfaketest.Pair, hide time.Duration) (hidden func() int) {
 func TestFenceVerifyBacksOff(t *testing.T) {
 	p, topo := fencePair(t)
 	const hide = 1500 * time.Millisecond
-	hidden := hideACLs(p, hide)
+	hidden := kfaketest.HideACLs(p.East, hide)
 	began := time.Now()
 	rec, err := Fence(kfaketest.Ctx(t, 30*time.Second), topo, "east")
 	if err != nil {
@@ -119,5 +87,8 @@ func TestFenceVerifyReportsTheListingError(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "fence east: verify:") || strings.Contains(err.Error(), "is not there") ||
 		!strings.Contains(err.Error(), "authoriz") {
 		t.Errorf("fence: %v, want the listing's authorization error", err)
+	}
+	if errors.Is(err, ErrNotShown) {
+		t.Errorf("fence: %v is ErrNotShown: a refused listing is no ACL shown late", err)
 	}
 }

@@ -12,33 +12,18 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/IBM/sarama"
 
+	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/topology"
 )
 
-// syncBuffer collects a sandbox's log lines from many goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer collects a log written from many goroutines.
+type syncBuffer = kfaketest.LogBuffer
 
 // start starts a sandbox on free ports in a temporary directory (unless o
 // says otherwise) and closes it when the test ends; its log is shown if the

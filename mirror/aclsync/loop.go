@@ -9,6 +9,7 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/drctl/drctl/internal/aclfence"
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/rolestate"
 	"github.com/drctl/drctl/topology"
@@ -50,6 +51,7 @@ func (l *Loop) Run(ctx context.Context) error {
 	t := time.NewTicker(l.Topo.Mirror.ACLs.Interval)
 	defer t.Stop()
 	lastErr := ""
+	var late lateness
 	for {
 		if clients == nil {
 			clients = l.dial(ctx)
@@ -57,6 +59,9 @@ func (l *Loop) Run(ctx context.Context) error {
 		r, err := l.round(ctx, clients)
 		if l.OnRound != nil {
 			l.OnRound(r, err)
+		}
+		if !errors.Is(err, aclfence.ErrNotShown) {
+			late = lateness{}
 		}
 		switch {
 		case err == nil:
@@ -75,6 +80,15 @@ func (l *Loop) Run(ctx context.Context) error {
 			// the link of the new direction once they settle.
 		case ctx.Err() != nil:
 			return nil
+		case errors.Is(err, aclfence.ErrNotShown):
+			switch late.note(time.Now(), lateWarn) {
+			case lateFirst:
+				log.Info("acl sync: the standby does not show its fence yet (its broker applies other metadata first, as while it creates many partitions); checking again",
+					"err", err)
+			case lateTooLong:
+				log.Warn("acl sync round failed; retrying: the standby still does not show its fence", "err", err,
+					"for", time.Since(late.since).Round(time.Second))
+			}
 		default:
 			closeAll()
 			if err.Error() != lastErr {
@@ -132,4 +146,37 @@ func changes(p Plan) []string {
 		out = append(out, "- "+b.String())
 	}
 	return out
+}
+
+// lateWarn is how long the standby may go on not showing a fence the loop
+// wrote before the loop warns: a busy broker shows it within seconds, one
+// that never does has a problem of its own.
+const lateWarn = time.Minute
+
+// lateness follows consecutive rounds whose fence the standby accepted and
+// did not show yet (aclfence.ErrNotShown); the zero value has seen none.
+type lateness struct {
+	since  time.Time // the first such round
+	warned bool
+}
+
+// What lateness.note says to log of a round.
+const (
+	lateQuiet   = iota // nothing: said already
+	lateFirst          // the first such round: that the standby is behind
+	lateTooLong        // behind for after: warn, once
+)
+
+// note records a round at now whose fence is not shown yet and says what
+// to log of it.
+func (l *lateness) note(now time.Time, after time.Duration) int {
+	switch {
+	case l.since.IsZero():
+		l.since = now
+		return lateFirst
+	case !l.warned && now.Sub(l.since) >= after:
+		l.warned = true
+		return lateTooLong
+	}
+	return lateQuiet
 }
