@@ -184,3 +184,78 @@ func listOffsets(ctx context.Context, client sarama.Client, tps []topology.Topic
 	}
 	return out, nil
 }
+
+// Unserved asks the leaders in leaders (topic, partition, leader's broker
+// id) for each partition's end, one request per broker at once, and
+// returns by topic how many partitions their leader does not serve yet:
+// it answers NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION or
+// LEADER_NOT_AVAILABLE, as a KRaft broker does between listing a partition
+// it leads and creating its log, or it names no leader (-1). It sends no
+// metadata request, so it never creates a topic. A broker that cannot be
+// asked is an error.
+func Unserved(ctx context.Context, client sarama.Client, leaders map[string]map[int32]int32) (map[string]int, error) {
+	out := make(map[string]int)
+	byBroker := map[int32]*sarama.OffsetRequest{}
+	asked := map[int32]map[string][]int32{}
+	for topic, parts := range leaders {
+		for p, id := range parts {
+			if id < 0 {
+				out[topic]++
+				continue
+			}
+			req, ok := byBroker[id]
+			if !ok {
+				req = &sarama.OffsetRequest{Version: 4, IsolationLevel: sarama.ReadUncommitted}
+				byBroker[id], asked[id] = req, map[string][]int32{}
+			}
+			req.AddBlock(topic, p, sarama.OffsetNewest, 1)
+			asked[id][topic] = append(asked[id][topic], p)
+		}
+	}
+	type answer struct {
+		id   int32
+		resp *sarama.OffsetResponse
+		err  error
+	}
+	answers := make(chan answer, len(byBroker))
+	for id, req := range byBroker {
+		go func() {
+			b, err := client.Broker(id)
+			if err != nil {
+				answers <- answer{id, nil, err}
+				return
+			}
+			resp, err := Await(ctx, func() (*sarama.OffsetResponse, error) {
+				if err := Connected(ctx, b, client.Config()); err != nil {
+					return nil, err
+				}
+				return b.GetAvailableOffsets(req)
+			})
+			answers <- answer{id, resp, err}
+		}()
+	}
+	var errs []error
+	for range byBroker {
+		a := <-answers
+		if a.err != nil {
+			errs = append(errs, fmt.Errorf("list offsets on broker %d: %w", a.id, a.err))
+			continue
+		}
+		for topic, parts := range asked[a.id] {
+			for _, p := range parts {
+				blk := a.resp.GetBlock(topic, p)
+				switch {
+				case blk == nil: // not answered: not served, as far as we know
+					out[topic]++
+				case errors.Is(blk.Err, sarama.ErrNotLeaderForPartition), errors.Is(blk.Err, sarama.ErrUnknownTopicOrPartition),
+					errors.Is(blk.Err, sarama.ErrLeaderNotAvailable):
+					out[topic]++
+				}
+			}
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return out, errors.Join(errs...)
+}
