@@ -7,7 +7,6 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/mirror/topicsync"
 	"github.com/drctl/drctl/topology"
 )
@@ -62,14 +61,7 @@ func newTopicSyncer(src, dst sarama.Client, dstCluster *topology.Cluster, link t
 		return nil, fmt.Errorf("target admin: %w", err)
 	}
 	ls := &ledgerSyncer{dst: dst, cl: dstCluster, link: link, mirrors: mirrors, ledger: TopicLedger{}}
-	s, err := topicsync.New(sa, da, mirrors, topicsync.Options{Ownership: ls.ownership, Version: dst.Config().Version, Ready: ls.readyEarly,
-		// A topic is handed to the shards once the target's leaders take
-		// writes to it: produced to earlier, every partition of a large
-		// launch that its broker had not created yet cost the shard's
-		// transaction retries and metadata requests (issue 14).
-		Served: func(ctx context.Context, leaders map[string]map[int32]int32) (map[string]int, error) {
-			return kafkaread.Unserved(ctx, dst, leaders)
-		}})
+	s, err := topicsync.New(sa, da, mirrors, topicsync.Options{Ownership: ls.ownership, Version: dst.Config().Version, Ready: ls.readyEarly})
 	if err != nil {
 		return nil, err
 	}

@@ -60,16 +60,14 @@ func observe(admin sarama.ClusterAdmin, side string, names []string, keep func(s
 			v.errs[tm.Name] = fmt.Errorf("%s: topic metadata lists no partitions; it is checked again on the next pass", side)
 			continue
 		}
-		o := &observed{partitions: int32(len(tm.Partitions)), id: topicID(tm.Uuid), leaders: make(map[int32]int32, len(tm.Partitions))}
+		o := &observed{partitions: int32(len(tm.Partitions)), id: topicID(tm.Uuid)}
 		first := tm.Partitions[0]
 		for _, p := range tm.Partitions {
 			if p.ID < first.ID {
 				first = p
 			}
-			o.leaders[p.ID] = p.Leader
 			if p.Leader < 0 || errors.Is(p.Err, sarama.ErrLeaderNotAvailable) {
 				o.leaderless++
-				o.leaders[p.ID] = -1
 			}
 		}
 		o.rf = int16(len(first.Replicas))

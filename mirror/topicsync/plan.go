@@ -13,10 +13,8 @@ type observed struct {
 	id         string
 	partitions int32
 	rf         int16
-	// leaderless counts partitions without a leader; leaders maps each
-	// partition to its leader's broker id (-1: none).
+	// leaderless counts partitions without a leader.
 	leaderless int
-	leaders    map[int32]int32
 	// set holds the configs set on the topic itself (source
 	// DYNAMIC_TOPIC_CONFIG); effective holds every reported value,
 	// whatever its source. Sensitive entries are in neither.

@@ -49,16 +49,6 @@ type Options struct {
 	// the TopicResult it will have in the pass's report; calls come one at a
 	// time from the pass, which waits for each (keep them short).
 	Ready func([]TopicResult)
-	// Served, when set, is asked in the settle step about topics a pass
-	// wrote once the target lists all their partitions with a leader:
-	// leaders maps each such topic's partitions to their leaders' broker
-	// ids, and it returns how many partitions of each topic their leader
-	// does not serve yet (a broker lists a partition it leads before it
-	// has created its log, and refuses writes to it with
-	// NOT_LEADER_OR_FOLLOWER until then: seconds, while it creates
-	// thousands). Such a topic is waited for like one the target does not
-	// list yet. An error is no answer: the topics count as served.
-	Served func(ctx context.Context, leaders map[string]map[int32]int32) (map[string]int, error)
 }
 
 // Syncer keeps the target's selected topics in the source's shape. Its
@@ -71,7 +61,6 @@ type Syncer struct {
 	owner    func(name, sourceID string) (bool, string)
 	version  sarama.KafkaVersion
 	ready    func([]TopicResult)
-	served   func(context.Context, map[string]map[int32]int32) (map[string]int, error)
 	// batchRecords bounds the metadata records of one CreateTopics request
 	// (createBatchRecords; lowered by tests).
 	batchRecords int
@@ -116,7 +105,7 @@ func New(src, dst sarama.ClusterAdmin, mirrors func(topic string) bool, opts Opt
 		version = sarama.DefaultVersion
 	}
 	return &Syncer{src: src, dst: dst, mirrors: mirrors, policy: newPolicy(opts.ExcludeConfigs), settle: settle, owner: owner,
-		version: version, ready: opts.Ready, served: opts.Served, batchRecords: createBatchRecords, opRecords: kraftOpRecords, listWait: listWait}, nil
+		version: version, ready: opts.Ready, batchRecords: createBatchRecords, opRecords: kraftOpRecords, listWait: listWait}, nil
 }
 
 // selected reports whether a source topic is to be mirrored.
@@ -497,7 +486,6 @@ func (s *Syncer) settleWrites(ctx context.Context, src view, results []TopicResu
 		rounds   = make(map[int]int)
 		why      = make(map[int]string)
 		unlisted = make(map[int]bool)
-		served   = make(map[int]bool)
 		wait     = settleFirstWait
 		progress time.Time // the last write done or look that settled topics
 	)
@@ -552,7 +540,7 @@ func (s *Syncer) settleWrites(ctx context.Context, src view, results []TopicResu
 			continue
 		}
 		before := pending
-		pending = s.settleRound(ctx, src, results, pending, rounds, why, unlisted, served)
+		pending = s.settleRound(src, results, pending, rounds, why, unlisted)
 		s.tellSettled(results, before, pending)
 		if len(pending) < len(before) && timer != nil {
 			timer.Reset(s.settle) // progress: the timeout runs afresh
@@ -618,10 +606,8 @@ const listWait = createTimeout
 // settleRound looks once at the written topics results[pending],
 // re-applies changes the target does not show, and returns the topics still
 // pending, each with why it is; unlisted says which of them the target does
-// not list yet, or not with all their partitions, or does not serve all of
-// yet; served which of them were found served (they are not asked again).
-func (s *Syncer) settleRound(ctx context.Context, src view, results []TopicResult, pending []int, rounds map[int]int, why map[int]string,
-	unlisted, served map[int]bool) []int {
+// not list yet, or not with all their partitions.
+func (s *Syncer) settleRound(src view, results []TopicResult, pending []int, rounds map[int]int, why map[int]string, unlisted map[int]bool) []int {
 	names := make([]string, len(pending))
 	for j, i := range pending {
 		names[j] = results[i].Name
@@ -639,14 +625,13 @@ func (s *Syncer) settleRound(ctx context.Context, src view, results []TopicResul
 		}
 		return pending
 	}
-	unserved := s.unserved(ctx, src, dst, results, pending, served)
 	var still []int
 	var again []applyJob
 	for _, i := range pending {
 		r := &results[i]
 		so := src.topics[r.Name]
 		do := dst.topics[r.Name]
-		unlisted[i] = dst.errs[r.Name] == nil && (do == nil || do.partitions < so.partitions || unserved[r.Name] > 0)
+		unlisted[i] = dst.errs[r.Name] == nil && (do == nil || do.partitions < so.partitions)
 		switch {
 		case dst.errs[r.Name] != nil:
 			why[i] = dst.errs[r.Name].Error()
@@ -656,8 +641,6 @@ func (s *Syncer) settleRound(ctx context.Context, src view, results []TopicResul
 			why[i] = fmt.Sprintf("%d of %d partitions listed", do.partitions, so.partitions)
 		case do.leaderless > 0:
 			why[i] = fmt.Sprintf("%d partition(s) without a leader", do.leaderless)
-		case unserved[r.Name] > 0:
-			why[i] = fmt.Sprintf("%d partition(s) not served by their leader yet", unserved[r.Name])
 		default:
 			r.ReplicationFactor = do.rf
 			owned, _ := s.owner(r.Name, so.id)
@@ -687,38 +670,6 @@ func (s *Syncer) settleRound(ctx context.Context, src view, results []TopicResul
 		}
 	}
 	return still
-}
-
-// unserved asks Options.Served about the pending topics the target lists
-// with all their partitions led and that were not found served before, and
-// marks those it serves wholly in served. It returns the count of partitions
-// not served yet by topic; nothing when Served is not set or fails.
-func (s *Syncer) unserved(ctx context.Context, src, dst view, results []TopicResult, pending []int, served map[int]bool) map[string]int {
-	if s.served == nil {
-		return nil
-	}
-	leaders := make(map[string]map[int32]int32)
-	var asked []int
-	for _, i := range pending {
-		name := results[i].Name
-		so, do := src.topics[name], dst.topics[name]
-		if served[i] || so == nil || do == nil || do.partitions < so.partitions || do.leaderless > 0 {
-			continue
-		}
-		leaders[name] = do.leaders
-		asked = append(asked, i)
-	}
-	if len(asked) == 0 {
-		return nil
-	}
-	out, err := s.served(ctx, leaders)
-	if err != nil {
-		out = nil // no answer: served, as before the question existed
-	}
-	for _, i := range asked {
-		served[i] = out[results[i].Name] == 0
-	}
-	return out
 }
 
 // createError is targetError for a topic the target did not create. A
