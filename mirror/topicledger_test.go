@@ -63,7 +63,12 @@ func TestLedgerRecordsCreatedTopicsTogether(t *testing.T) {
 		}
 		return nil
 	})
-	if got := requests.Load(); got > 3 {
-		t.Errorf("%d produce requests to %s for %d topics created in one pass, want a batch (at most 3)", got, link.TopicsTopic(), n)
+	// One write of the pass's records: sarama sends the first record at
+	// once and the others behind each request in flight, so how many
+	// requests they make depends on how fast they are queued against the
+	// broker's answers (2, and up to 4 on a loaded machine); a round trip
+	// per topic, the fault this guards against, makes n.
+	if got := requests.Load(); got > n/3 {
+		t.Errorf("%d produce requests to %s for %d topics created in one pass, want a batch (at most %d)", got, link.TopicsTopic(), n, n/3)
 	}
 }

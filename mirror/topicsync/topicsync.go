@@ -215,7 +215,7 @@ func (s *Syncer) Sync(ctx context.Context) (Report, error) {
 	}
 	// Each topic is watched for its changes to show from the moment its
 	// writes are done, while the others are still being written.
-	written := make(chan int, len(jobs))
+	written := make(chan []int, len(jobs))
 	var settling sync.WaitGroup
 	settling.Go(func() { s.settleWrites(ctx, src, results, written) })
 	s.applyAll(jobs, results, written)
@@ -240,18 +240,27 @@ type applyJob struct {
 const applyParallel = 16
 
 // applyAll makes the changes of jobs, recording each in its result, and
-// reports which succeeded; done, when not nil, receives the result index of
-// each success as soon as its writes are made (it must have room for all).
+// reports which succeeded; done, when not nil, receives the result indexes
+// of the successes as soon as their writes are made, those of one create
+// request together (so that the settler looks for them, and Options.Ready
+// hears of them, as one batch); it must have room for one send per job.
 // The writes of different topics are independent: a pass that creates or
 // alters hundreds of topics makes its requests side by side, not one after
 // another (each waits for the controller), and creates its new topics
 // several to a request (see createBatches).
-func (s *Syncer) applyAll(jobs []applyJob, results []TopicResult, done chan<- int) []bool {
+func (s *Syncer) applyAll(jobs []applyJob, results []TopicResult, done chan<- []int) []bool {
 	ok := make([]bool, len(jobs))
-	succeeded := func(j int) {
-		ok[j] = true
+	succeeded := func(js ...int) {
+		if len(js) == 0 {
+			return
+		}
+		is := make([]int, len(js))
+		for n, j := range js {
+			ok[j] = true
+			is[n] = jobs[j].i
+		}
 		if done != nil {
-			done <- jobs[j].i
+			done <- is
 		}
 	}
 	sem := make(chan struct{}, applyParallel)
@@ -286,6 +295,7 @@ func (s *Syncer) applyAll(jobs []applyJob, results []TopicResult, done chan<- in
 				details[results[jobs[j].i].Name] = topicDetail(jobs[j].c)
 			}
 			errs := s.createTopics(details)
+			var created []int
 			for _, j := range batch {
 				r := &results[jobs[j].i]
 				if err := errs[r.Name]; err != nil {
@@ -295,8 +305,9 @@ func (s *Syncer) applyAll(jobs []applyJob, results []TopicResult, done chan<- in
 				r.Created = true
 				r.ReplicationFactor = jobs[j].c.rf
 				r.ConfigsChanged = mergeKeys(r.ConfigsChanged, keys(jobs[j].c.configs))
-				succeeded(j)
+				created = append(created, j)
 			}
+			succeeded(created...)
 		})
 	}
 	wg.Wait()
@@ -458,7 +469,8 @@ func (s *Syncer) apply(name string, c change, do *observed, r *TopicResult) erro
 }
 
 // settleWrites waits until the target shows the changes made to the topics
-// whose result indexes arrive on written (closed once every write is made),
+// whose result indexes arrive on written, a batch at a time (closed once
+// every write is made),
 // re-applying what a first round left undone (for example a timestamp limit
 // inherited from the target's broker defaults). A topic is watched from
 // the moment its own writes are made, so that the pass ends soon after the
@@ -477,7 +489,7 @@ func (s *Syncer) apply(name string, c change, do *observed, r *TopicResult) erro
 // of thousands of partitions; giving up then only made the next pass try
 // the create again, refused with TOPIC_ALREADY_EXISTS, and left the topic
 // uncopied for passes after the broker listed it.
-func (s *Syncer) settleWrites(ctx context.Context, src view, results []TopicResult, written <-chan int) {
+func (s *Syncer) settleWrites(ctx context.Context, src view, results []TopicResult, written <-chan []int) {
 	var (
 		pending  []int
 		writing  = true
@@ -489,9 +501,9 @@ func (s *Syncer) settleWrites(ctx context.Context, src view, results []TopicResu
 		wait     = settleFirstWait
 		progress time.Time // the last write done or look that settled topics
 	)
-	take := func(i int, ok bool) {
+	take := func(is []int, ok bool) {
 		if ok {
-			pending = append(pending, i)
+			pending = append(pending, is...)
 			return
 		}
 		writing = false
@@ -505,8 +517,8 @@ func (s *Syncer) settleWrites(ctx context.Context, src view, results []TopicResu
 		}
 	}()
 	giveUp := func(what string) {
-		for i := range written {
-			pending = append(pending, i)
+		for is := range written {
+			pending = append(pending, is...)
 		}
 		for _, i := range pending {
 			if why[i] == "" {
@@ -519,8 +531,8 @@ func (s *Syncer) settleWrites(ctx context.Context, src view, results []TopicResu
 	drain:
 		for writing {
 			select {
-			case i, ok := <-written:
-				take(i, ok)
+			case is, ok := <-written:
+				take(is, ok)
 			default:
 				break drain
 			}
@@ -530,8 +542,8 @@ func (s *Syncer) settleWrites(ctx context.Context, src view, results []TopicResu
 				return
 			}
 			select {
-			case i, ok := <-written:
-				take(i, ok)
+			case is, ok := <-written:
+				take(is, ok)
 				wait = settleFirstWait
 			case <-ctx.Done():
 				giveUp("before " + ctx.Err().Error())

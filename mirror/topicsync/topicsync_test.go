@@ -1010,6 +1010,62 @@ func TestReadyToldDuringThePass(t *testing.T) {
 	}
 }
 
+// TestReadyToldACreateRequestTogether: the topics one create request made
+// reach the settle step, and Options.Ready, together, not split between
+// settle rounds by the order the request's answer is read in: the mirror
+// records each Ready call's new topics in its ledger with one write, so a
+// split doubled the ledger's writes for a reseed.
+func TestReadyToldACreateRequestTogether(t *testing.T) {
+	var mu sync.Mutex
+	call := map[string]int{} // topic -> the Ready call that told it
+	var calls int
+	e := newEnv(t, kfaketest.Options{}, Options{Ready: func(rs []TopicResult) {
+		mu.Lock()
+		defer mu.Unlock()
+		calls++
+		for _, r := range rs {
+			call[r.Name] = calls
+		}
+	}})
+	e.syncer.batchRecords = 200 // some 40 1-partition topics (with their configs) to a request
+	const n = 300
+	for i := range n {
+		createTopic(t, e.src, fmt.Sprintf("t%03d", i), 1, 1, nil)
+	}
+	var requests [][]string
+	e.pair.West.ControlKey(int16(kmsg.CreateTopics), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		e.pair.West.KeepControl()
+		var names []string
+		for _, rt := range r.(*kmsg.CreateTopicsRequest).Topics {
+			names = append(names, rt.Topic)
+		}
+		mu.Lock()
+		requests = append(requests, names)
+		mu.Unlock()
+		return nil, nil, false
+	})
+	rep, _ := sync1(t, e.syncer)
+	if got := len(rep.Ready()); got != n {
+		t.Fatalf("%d topics ready, want %d: %+v", got, n, rep.Topics)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(requests) < 2 {
+		t.Fatalf("%d create requests, want several (lower batchRecords)", len(requests))
+	}
+	for _, names := range requests {
+		for _, name := range names {
+			if call[name] == 0 {
+				t.Errorf("%s created, never told", name)
+			} else if call[name] != call[names[0]] {
+				t.Errorf("one create request's topics told in calls %d (%s) and %d (%s), want together", call[names[0]], names[0], call[name], name)
+				break
+			}
+		}
+	}
+	t.Logf("%d topics, %d create requests, %d Ready calls", n, len(requests), calls)
+}
+
 // TestObserveReadsOnlyTheConfigsAskedFor: the settle step reads the configs
 // of the written topics that could settle now (listed, every partition
 // led), not of those the target still creates: describing hundreds of
