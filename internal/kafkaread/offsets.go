@@ -184,3 +184,72 @@ func listOffsets(ctx context.Context, client sarama.Client, tps []topology.Topic
 	}
 	return out, nil
 }
+
+// Unserved asks the leaders of tps for each partition's end, one request
+// per broker at once, and returns the partitions whose leader does not
+// serve them yet: it answers NOT_LEADER_OR_FOLLOWER,
+// UNKNOWN_TOPIC_OR_PARTITION or LEADER_NOT_AVAILABLE, as a KRaft broker does
+// between listing a partition it leads and creating its log (it refuses
+// writes to it until then), or the client knows no leader for it. A
+// partition whose broker could not be asked counts as unserved, and the
+// error says why; the others' answers stand.
+func Unserved(ctx context.Context, client sarama.Client, tps []topology.TopicPartition) (map[topology.TopicPartition]bool, error) {
+	out := make(map[topology.TopicPartition]bool)
+	byBroker := map[*sarama.Broker]*sarama.OffsetRequest{}
+	asked := map[*sarama.Broker][]topology.TopicPartition{}
+	for _, tp := range tps {
+		b, err := client.Leader(tp.Topic, tp.Partition)
+		if err != nil {
+			out[tp] = true
+			continue
+		}
+		req, ok := byBroker[b]
+		if !ok {
+			req = &sarama.OffsetRequest{Version: 4, IsolationLevel: sarama.ReadUncommitted}
+			byBroker[b] = req
+		}
+		req.AddBlock(tp.Topic, tp.Partition, sarama.OffsetNewest, 1)
+		asked[b] = append(asked[b], tp)
+	}
+	type answer struct {
+		b    *sarama.Broker
+		resp *sarama.OffsetResponse
+		err  error
+	}
+	answers := make(chan answer, len(byBroker))
+	for b, req := range byBroker {
+		go func() {
+			resp, err := Await(ctx, func() (*sarama.OffsetResponse, error) {
+				if err := Connected(ctx, b, client.Config()); err != nil {
+					return nil, err
+				}
+				return b.GetAvailableOffsets(req)
+			})
+			answers <- answer{b, resp, err}
+		}()
+	}
+	var errs []error
+	for range byBroker {
+		a := <-answers
+		if a.err != nil {
+			errs = append(errs, fmt.Errorf("list offsets on broker %d: %w", a.b.ID(), a.err))
+		}
+		for _, tp := range asked[a.b] {
+			if a.err != nil {
+				out[tp] = true
+				continue
+			}
+			switch blk := a.resp.GetBlock(tp.Topic, tp.Partition); {
+			case blk == nil: // not answered: not served, as far as we know
+				out[tp] = true
+			case errors.Is(blk.Err, sarama.ErrNotLeaderForPartition), errors.Is(blk.Err, sarama.ErrUnknownTopicOrPartition),
+				errors.Is(blk.Err, sarama.ErrLeaderNotAvailable):
+				out[tp] = true
+			}
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return out, errors.Join(errs...)
+}
