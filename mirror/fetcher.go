@@ -56,12 +56,7 @@ import (
 //     partition's order across leader changes;
 //   - notes each partition's last stable offset from its fetch response
 //     (lastStable), so that the shard knows the source's ends without a
-//     request of its own while records flow;
-//   - holds the records of a partition the mirror has no progress for
-//     until the target serves its copy (watchServed): they are fetched at
-//     once and kept, outside the budget (at most twice a response's bound),
-//     and handed over, in order, the moment the target's leader answers
-//     for the partition.
+//     request of its own while records flow.
 //
 // Errors never stop the fetcher: a partition whose leader moved or whose
 // broker connection broke is looked up anew after a pause of the Brief
@@ -136,16 +131,6 @@ type fetchPart struct {
 	// response, and when that response came (nil: none yet). Written by
 	// the fetch loop, read by the shard.
 	seen atomic.Pointer[endSeen]
-
-	// held: the target may not serve the partition's copy yet (see
-	// fetcher.watchServed); its fetched records are kept in stash instead
-	// of handed over, and it is not fetched again while it has some, until
-	// release. heldAt is when it was added (set once by add).
-	held   atomic.Bool
-	heldAt time.Time
-	// stash is what the fetch loop kept of the partition while it was
-	// held, in fetch order (owned by the fetch loop).
-	stash []fetched
 }
 
 // endSeen is a last stable offset a fetch response reported.
@@ -200,10 +185,6 @@ type fetchSink struct {
 	// record: the shard may move the progress past them now, not at its
 	// next IdleCheck.
 	passed chan<- struct{}
-	// unserved, if set, returns which of the held partitions the target
-	// does not serve yet (see fetcher.watchServed); its error counts for
-	// the partitions it could not learn about, which are in the map.
-	unserved func(ctx context.Context, tps []topology.TopicPartition) (map[topology.TopicPartition]bool, error)
 }
 
 // fetcher reads a shard's source partitions; see the comment at the top.
@@ -223,15 +204,6 @@ type fetcher struct {
 	mu    sync.Mutex
 	parts map[topology.TopicPartition]*fetchPart
 	kick  chan struct{}
-	// holding is the partitions held (under mu); holdKick wakes
-	// watchServed when some are added.
-	holding  map[*fetchPart]struct{}
-	holdKick chan struct{}
-	// stashed is the partitions with a stash, and stashBytes their
-	// records' bytes, bounded by stashMax (owned by the fetch loop).
-	stashed    map[*fetchPart]struct{}
-	stashBytes int64
-	stashMax   int64
 
 	rr int // rotates the partitions' order among rounds
 	// errs gathers a round's partition errors, reported once per
@@ -259,8 +231,6 @@ func newFetcher(cl sarama.Client, partBytes, respBytes, most int32, waits fetchW
 		cl: cl, version: version, size: newFetchSizer(partBytes, respBytes, most),
 		wait: waits.idle, gather: waits.gather, settle: settleTime, sink: sink, log: log,
 		parts: map[topology.TopicPartition]*fetchPart{}, kick: make(chan struct{}, 1),
-		holding: map[*fetchPart]struct{}{}, holdKick: make(chan struct{}, 1),
-		stashed: map[*fetchPart]struct{}{}, stashMax: 2 * int64(respBytes),
 	}, nil
 }
 
@@ -268,14 +238,9 @@ func newFetcher(cl sarama.Client, partBytes, respBytes, most int32, waits fetchW
 func (f *fetcher) start(ctx context.Context) {
 	ctx, f.cancel = context.WithCancel(ctx)
 	f.done = make(chan struct{})
-	var watching sync.WaitGroup
-	if f.sink.unserved != nil {
-		watching.Go(func() { f.watchServed(ctx) })
-	}
 	go func() {
 		defer close(f.done)
 		f.loop(ctx)
-		watching.Wait()
 	}()
 }
 
@@ -299,14 +264,11 @@ func (f *fetcher) add(tp topology.TopicPartition, at int64, id string) *fetchPar
 	return f.addAll([]fetchStart{{tp: tp, at: at, id: id}})[0]
 }
 
-// fetchStart is a partition to add: fetched from at, for source topic id;
-// held: its records wait until the target serves the partition (see
-// watchServed; ignored without fetchSink.unserved).
+// fetchStart is a partition to add: fetched from at, for source topic id.
 type fetchStart struct {
-	tp   topology.TopicPartition
-	at   int64
-	id   string
-	held bool
+	tp topology.TopicPartition
+	at int64
+	id string
 }
 
 // addAll adds every partition of starts at once, as add does each: no
@@ -314,33 +276,18 @@ type fetchStart struct {
 func (f *fetcher) addAll(starts []fetchStart) []*fetchPart {
 	ps := make([]*fetchPart, len(starts))
 	var replaced []*fetchPart
-	held := false
-	now := time.Now()
 	f.mu.Lock()
 	for i, st := range starts {
 		p := &fetchPart{tp: st.tp, id: st.id, at: st.at, stop: make(chan struct{})}
 		p.handedEnd.Store(-1)
 		p.clearedTo.Store(st.at)
-		if st.held && f.sink.unserved != nil {
-			p.held.Store(true)
-			p.heldAt = now
-			f.holding[p] = struct{}{}
-			held = true
-		}
 		if old := f.parts[st.tp]; old != nil {
 			replaced = append(replaced, old)
-			delete(f.holding, old)
 		}
 		f.parts[st.tp] = p
 		ps[i] = p
 	}
 	f.mu.Unlock()
-	if held {
-		select {
-		case f.holdKick <- struct{}{}:
-		default:
-		}
-	}
 	for _, old := range replaced {
 		f.stopPart(old)
 	}
@@ -358,7 +305,6 @@ func (f *fetcher) remove(p *fetchPart) {
 	if f.parts[p.tp] == p {
 		delete(f.parts, p.tp)
 	}
-	delete(f.holding, p)
 	f.mu.Unlock()
 	f.changedAt.Store(time.Now().UnixNano())
 	f.stopPart(p)
@@ -407,9 +353,6 @@ func (f *fetcher) loop(ctx context.Context) {
 		for _, p := range parts {
 			switch {
 			case p.stopped(), p.retryAt.After(now):
-			case p.held.Load() && (p.stash != nil || f.stashBytes >= f.stashMax):
-				// Held, with records kept or no room to keep more: fetched
-				// again once released.
 			case p.suspect:
 				suspects = append(suspects, p)
 			default:
@@ -540,131 +483,12 @@ func (f *fetcher) roundWait(parts []*fetchPart, inRound, brokers int, now time.T
 // deliver hands every record of a fetched round to the shard, in order. It
 // returns false when ctx ended.
 func (f *fetcher) deliver(ctx context.Context, round []fetched) bool {
-	// Partitions released since the last hand-over go first with what was
-	// kept of them, before anything fetched after it.
-	for p := range f.stashed {
-		if !p.held.Load() || p.stopped() {
-			if !f.unstash(ctx, p) {
-				return false
-			}
-		}
-	}
 	for _, r := range round {
-		p := r.p
-		if r.err == nil && !p.stopped() && (p.stash != nil || (p.held.Load() && len(r.msgs) > 0)) {
-			if p.held.Load() {
-				f.keep(r)
-				continue
-			}
-			if !f.unstash(ctx, p) {
-				return false
-			}
-		}
 		if !f.handOver(ctx, r) {
 			return false
 		}
 	}
 	return ctx.Err() == nil
-}
-
-// keep adds r to its held partition's stash.
-func (f *fetcher) keep(r fetched) {
-	for _, m := range r.msgs {
-		f.stashBytes += heldBytes(m)
-	}
-	r.p.stash = append(r.p.stash, r)
-	f.stashed[r.p] = struct{}{}
-}
-
-// unstash hands over what was kept of p (dropped when p was removed),
-// in order; false when ctx ended.
-func (f *fetcher) unstash(ctx context.Context, p *fetchPart) bool {
-	kept := p.stash
-	p.stash = nil
-	delete(f.stashed, p)
-	for _, r := range kept {
-		for _, m := range r.msgs {
-			f.stashBytes -= heldBytes(m)
-		}
-	}
-	if p.stopped() {
-		return true
-	}
-	for _, r := range kept {
-		if !f.handOver(ctx, r) {
-			return false
-		}
-	}
-	return true
-}
-
-// servePoll is how often watchServed asks the target about the held
-// partitions; serveHoldMax how long a partition is held at most (a target
-// that cannot be asked: its copy is then produced and retried as before).
-const (
-	servePoll    = 100 * time.Millisecond
-	serveHoldMax = 10 * time.Second
-)
-
-// watchServed releases each held partition once the target serves it
-// (fetchSink.unserved), or after serveHoldMax. A partition is held when
-// the mirror has no progress for it: its target partition is new, and a
-// KRaft broker lists a partition it leads before it has created its log,
-// refusing writes to it until then. Records produced to it that early are
-// retried by the producer with metadata refreshes, and hold their shard's
-// transaction (seconds, with thousands of new partitions) while the
-// partition waits for its log; fetched and kept meanwhile, they go into a
-// transaction the moment the partition is served, so the copy is primed
-// while the target creates its logs.
-func (f *fetcher) watchServed(ctx context.Context) {
-	for {
-		f.mu.Lock()
-		held := slices.Collect(maps.Keys(f.holding))
-		f.mu.Unlock()
-		if len(held) == 0 {
-			select {
-			case <-ctx.Done():
-				return
-			case <-f.holdKick:
-				continue
-			}
-		}
-		tps := make([]topology.TopicPartition, len(held))
-		for i, p := range held {
-			tps[i] = p.tp
-		}
-		unserved, err := f.sink.unserved(ctx, tps)
-		if ctx.Err() != nil {
-			return
-		}
-		if err != nil {
-			f.log.Debug("cannot ask the target whether it serves new partitions yet", "partitions", len(tps), "err", err)
-		}
-		released := 0
-		for _, p := range held {
-			if !unserved[p.tp] || time.Since(p.heldAt) >= serveHoldMax {
-				f.release(p)
-				released++
-			}
-		}
-		if released < len(held) {
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(servePoll):
-			}
-		}
-	}
-}
-
-// release ends p's hold: what was kept of it is handed over at the next
-// hand-over, and it is fetched again.
-func (f *fetcher) release(p *fetchPart) {
-	f.mu.Lock()
-	delete(f.holding, p)
-	f.mu.Unlock()
-	p.held.Store(false)
-	f.wake()
 }
 
 type roundErr struct {

@@ -87,9 +87,6 @@ type shard struct {
 	// not have fitted that transaction's checkpoint (see ckptFull).
 	progressGroup string
 	carry         *sarama.ConsumerMessage
-	// servedAt is when unserved last read the held topics' metadata
-	// (owned by the fetcher's watch).
-	servedAt time.Time
 }
 
 // partState is what a shard knows of one source partition.
@@ -299,7 +296,6 @@ func (s *shard) open(ctx context.Context) error {
 	s.fetch, err = newFetcher(s.srcCl, e.opts.FetchBytes, e.opts.FetchResponseBytes, fetchGrowth(e.opts), fetchWaits{idle: e.opts.FetchWait, gather: e.opts.FetchGather}, fetchSink{
 		out: s.in, buf: e.buf, held: &s.held, passed: s.passed,
 		outOfRange: s.outOfRange, recreated: s.recreated, failed: func(tp topology.TopicPartition, err error) { s.fetchFailed(ctx, tp, err) },
-		unserved: s.unserved,
 	}, s.log)
 	if err != nil {
 		return fmt.Errorf("shard %d: fetch from %s: %w", s.id, e.link.Source, err)
@@ -464,16 +460,13 @@ func (s *shard) refreshPartitions(ctx context.Context) error {
 	wg.Wait()
 	var fetch []fetchStart
 	for i, p := range parts {
-		_, known := progress[p.tp]
 		if errs[i] != nil {
 			s.e.metrics.Errors.WithLabelValues(s.e.link.String(), "source").Inc()
 			warn(ctx, s.log, "cannot start partition", "partition", p.tp.String(), "err", errs[i])
 			continue // retried at the next refresh
 		}
 		s.parts[p.tp] = p
-		// Without progress the target partition may be new: its records
-		// wait until the target serves it (fetcher.watchServed).
-		fetch = append(fetch, fetchStart{tp: p.tp, at: p.next, id: topicIDs[i], held: !known})
+		fetch = append(fetch, fetchStart{tp: p.tp, at: p.next, id: topicIDs[i]})
 	}
 	// The fetcher gets them all at once, so that its next round asks for
 	// every one: added one by one, a round could take some and the next
@@ -485,37 +478,6 @@ func (s *shard) refreshPartitions(ctx context.Context) error {
 	s.log.Info("partitions started", "added", len(added), "copying", len(s.parts), "took", time.Since(began).Round(time.Millisecond))
 	return nil
 }
-
-// unserved returns which of tps (partitions of this shard, held by its
-// fetcher) the target does not serve yet: fetcher.watchServed. Their
-// topics' metadata is read in one request when the target client lacks
-// some, and afresh at most once per servedRefresh otherwise, so that a
-// leader the target moved is asked, not the one it listed before (every
-// time, it cost the mirror a third more CPU in a 10,000-partition
-// launch). Called by the fetcher's watch only.
-func (s *shard) unserved(ctx context.Context, tps []topology.TopicPartition) (map[topology.TopicPartition]bool, error) {
-	topics := topicsOf(tps)
-	known, _ := s.dst.Topics()
-	refresh := time.Since(s.servedAt) >= servedRefresh
-	for _, t := range topics {
-		refresh = refresh || !slices.Contains(known, t)
-	}
-	if !refresh {
-		return kafkaread.Unserved(ctx, s.dst, tps)
-	}
-	s.servedAt = time.Now()
-	if err := s.dst.RefreshMetadata(topics...); err != nil {
-		out := make(map[topology.TopicPartition]bool, len(tps))
-		for _, tp := range tps {
-			out[tp] = true
-		}
-		return out, fmt.Errorf("metadata of %s: %w", s.e.link.Target, err)
-	}
-	return kafkaread.Unserved(ctx, s.dst, tps)
-}
-
-// servedRefresh: see shard.unserved.
-const servedRefresh = time.Second
 
 // startParallel bounds the partitions a shard starts at the same time
 // (each start costs a few requests to the source).
