@@ -470,25 +470,25 @@ func (s *Syncer) apply(name string, c change, do *observed, r *TopicResult) erro
 
 // settleWrites waits until the target shows the changes made to the topics
 // whose result indexes arrive on written, a batch at a time (closed once
-// every write is made),
-// re-applying what a first round left undone (for example a timestamp limit
-// inherited from the target's broker defaults). A topic is watched from
-// the moment its own writes are made, so that the pass ends soon after the
-// last topic settles rather than a settle wait after the last write: a
-// broker creating hundreds of topics shows the first ones long before it
-// answers the last create. Options.SettleTimeout runs from the last write,
-// and again from each look that found topics settled: a controller answers
-// a create of a hundred topics at once and its broker creates their logs
-// for seconds after, at a steady pace, so a deadline from the last write
-// alone gave up on hundreds of topics that were on their way. A topic not
-// settled within the timeout of the last progress, or when ctx ends, gets
-// an ErrNotSettled error. A topic the target does not list yet, or not
-// with all its partitions, is waited for longer (listWait from the last
-// progress): its create or partitions were accepted by the controller and
-// only the broker's metadata is behind, as it is while it creates the logs
-// of thousands of partitions; giving up then only made the next pass try
-// the create again, refused with TOPIC_ALREADY_EXISTS, and left the topic
-// uncopied for passes after the broker listed it.
+// every write is made), re-applying what a first round left undone (for
+// example a timestamp limit inherited from the target's broker defaults). A
+// topic is watched from the moment its own writes are made, so that the
+// pass ends soon after the last topic settles rather than a settle wait
+// after the last write: a broker creating hundreds of topics shows the
+// first ones long before it answers the last create. Options.SettleTimeout
+// runs from the last write, and again from each look that found topics
+// settled: a controller answers a create of a hundred topics at once and
+// its broker creates their logs for seconds after, at a steady pace, so a
+// deadline from the last write alone gave up on hundreds of topics that
+// were on their way. A topic not settled within the timeout of the last
+// progress, or when ctx ends, gets an ErrNotSettled error. A topic the
+// target does not list yet, or not with all its partitions, is waited for
+// longer (listWait from the last progress): its create or partitions were
+// accepted by the controller and only the broker's metadata is behind, as
+// it is while it creates the logs of thousands of partitions; giving up
+// then only made the next pass try the create again, refused with
+// TOPIC_ALREADY_EXISTS, and left the topic uncopied for passes after the
+// broker listed it.
 func (s *Syncer) settleWrites(ctx context.Context, src view, results []TopicResult, written <-chan []int) {
 	var (
 		pending  []int
