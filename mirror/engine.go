@@ -678,7 +678,7 @@ func (e *Engine) newProducer(shard int32, maxBytes int) (sarama.AsyncProducer, e
 	// same partitions, so that its producer could not be opened again for
 	// tens of seconds (CONCURRENT_TRANSACTIONS). ProduceTimeout still bounds
 	// the whole wait.
-	cfg.Producer.Retry.Max = shardProduceRetries
+	shardRetries(cfg)
 	if e.opts.Delivery == topology.ExactlyOnce {
 		cfg.Producer.Transaction.ID = e.link.TransactionalID(shard)
 		cfg.Producer.Transaction.Timeout = 60 * time.Second
@@ -692,9 +692,34 @@ func (e *Engine) newProducer(shard int32, maxBytes int) (sarama.AsyncProducer, e
 }
 
 // shardProduceRetries is how often a shard's producer retries a write the
-// target refused for a reason that passes (a leader not ready or moving),
-// kafkaconn.ProducerRetryBackoff apart: about 10 s.
-const shardProduceRetries = 100
+// target refused for a reason that passes (a leader not ready or moving):
+// the first kafkaconn.ProducerRetries retries kafkaconn.ProducerRetryBackoff
+// apart, as every producer of drctl, then shardSlowRetryBackoff apart,
+// about 10 s in all (shardRetryBackoff). Fewer retries further apart ride
+// out as long as 100 retries 100 ms apart did, and cost less: sarama keeps
+// a slot per retry level in the producer of every target partition, 32
+// bytes each, so 100 levels took 3,456 bytes per partition (47: 1,536),
+// 35 MB of a 10,000-partition link's live heap (bench/README.md, issue 14).
+const shardProduceRetries = kafkaconn.ProducerRetries + 36
+
+// shardSlowRetryBackoff is the pause between a shard's retries once the
+// first kafkaconn.ProducerRetries have failed.
+const shardSlowRetryBackoff = 250 * time.Millisecond
+
+// shardRetries sets a shard producer's retries: see shardProduceRetries.
+func shardRetries(cfg *sarama.Config) {
+	cfg.Producer.Retry.Max = shardProduceRetries
+	cfg.Producer.Retry.BackoffFunc = shardRetryBackoff
+}
+
+// shardRetryBackoff is the pause before a shard producer's retry number
+// retries (from 1): see shardProduceRetries.
+func shardRetryBackoff(retries, _ int) time.Duration {
+	if retries <= kafkaconn.ProducerRetries {
+		return kafkaconn.ProducerRetryBackoff
+	}
+	return shardSlowRetryBackoff
+}
 
 // txnRetryBackoff waits 5 ms before the first retry of a transaction
 // request and doubles up to 100 ms.

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/IBM/sarama"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -62,5 +63,36 @@ func TestShardWaitsForAPartitionNotReady(t *testing.T) {
 	}
 	if n := testutil.ToFloat64(e.metrics.Errors.WithLabelValues(link, "target")); n != 0 {
 		t.Errorf("%v target error(s) counted while a partition was not ready for %v", n, notReadyFor)
+	}
+}
+
+// TestShardRetriesRideOutTenSeconds: a shard's producer retries a refused
+// write for about 10 s, the first second as often as drctl's other
+// producers, and with few retry levels: sarama keeps a slot per level in
+// the producer of every target partition (100 levels were 34 MB of a
+// 10,000-partition link's heap).
+func TestShardRetriesRideOutTenSeconds(t *testing.T) {
+	cfg := sarama.NewConfig()
+	shardRetries(cfg)
+	r := cfg.Producer.Retry
+	if r.BackoffFunc == nil {
+		t.Fatal("no backoff function: every retry would wait Retry.Backoff")
+	}
+	var total time.Duration
+	for n := 1; n <= r.Max; n++ {
+		d := r.BackoffFunc(n, r.Max)
+		if n <= kafkaconn.ProducerRetries && d != kafkaconn.ProducerRetryBackoff {
+			t.Fatalf("retry %d waits %v: the first %d wait %v, as other producers", n, d, kafkaconn.ProducerRetries, kafkaconn.ProducerRetryBackoff)
+		}
+		if d > 250*time.Millisecond {
+			t.Fatalf("retry %d waits %v: a partition that becomes writable waits for it", n, d)
+		}
+		total += d
+	}
+	if total < 9500*time.Millisecond || total > 10500*time.Millisecond {
+		t.Fatalf("%d retries wait %v in all, want about 10 s", r.Max, total)
+	}
+	if r.Max > 50 {
+		t.Fatalf("%d retry levels: each costs every target partition's producer a slot", r.Max)
 	}
 }
