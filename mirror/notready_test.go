@@ -69,7 +69,7 @@ func TestShardWaitsForAPartitionNotReady(t *testing.T) {
 // TestShardRetriesRideOutTenSeconds: a shard's producer retries a refused
 // write for about 10 s, the first second as often as drctl's other
 // producers, and with few retry levels: sarama keeps a slot per level in
-// the producer of every target partition (100 levels were 34 MB of a
+// the producer of every target partition (100 levels were 35 MB of a
 // 10,000-partition link's heap).
 func TestShardRetriesRideOutTenSeconds(t *testing.T) {
 	cfg := sarama.NewConfig()
