@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -49,6 +50,19 @@ func TestMirrorReshardCommand(t *testing.T) {
 		return func() int { cancel(); return <-exited }
 	}
 	stop := mirrorRun("--shards", "4")
+	// A reshard is refused while the link's worker group has members. A
+	// process that has created the link's topics but not joined the group
+	// yet is not one: a reshard then goes ahead, and the process stops on
+	// its own once it finds the count changed (mirror.ShardCountError). So
+	// the refusal is tried once the mirror has joined.
+	admin := kfaketest.Admin(t, west)
+	kfaketest.Wait(t, 30*time.Second, "the mirror in the link's worker group", func() (bool, string) {
+		d, err := admin.DescribeConsumerGroups([]string{link.WorkersGroup()})
+		if err != nil || len(d) == 0 {
+			return false, fmt.Sprint("describe: ", err)
+		}
+		return len(d[0].Members) > 0, fmt.Sprintf("%d member(s)", len(d[0].Members))
+	})
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		_, stderr, code := reshard("--shards", "2", "--yes")
