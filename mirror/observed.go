@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -47,7 +48,10 @@ type observedRecord struct {
 // observe writes, at most once per IdleCheck, the shard's view of its
 // partitions into the ends topic. It uses a plain producer of its own, not
 // the shard's transactions, so the ends keep being recorded even while the
-// target refuses the data itself. A failure is logged, never fatal.
+// target refuses the data itself. The write goes in the background
+// (observer): the shard does not wait for it with a record in hand, which
+// on a target busy creating topics cost a transaction up to a second. A
+// failure is logged, never fatal.
 func (s *shard) observe(ctx context.Context) {
 	if time.Since(s.lastObserved) < s.e.opts.IdleCheck || (len(s.order) == 0 && len(s.e.blockedErrors(s.id)) == 0) {
 		return
@@ -57,15 +61,66 @@ func (s *shard) observe(ctx context.Context) {
 		return
 	}
 	s.lastObserved = time.Now()
-	if s.obs == nil {
-		var err error
-		if s.obs, err = kafkaconn.NewSyncProducer(s.e.dstCluster, kafkaconn.ManualPartitions); err != nil {
-			s.obs = nil
+	s.obs.send(s.observedMessage())
+}
+
+// observer writes a shard's observations into the ends topic, one at a
+// time and in order; an observation made while one is being written waits
+// for it, and replaces any older one still waiting.
+type observer struct {
+	s  *shard
+	wg sync.WaitGroup
+
+	mu      sync.Mutex
+	next    *sarama.ProducerMessage // waiting to be written
+	writing bool
+	prod    sarama.SyncProducer // the writer's, created at its first write
+}
+
+func (o *observer) send(m *sarama.ProducerMessage) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.next = m
+	if o.writing {
+		return
+	}
+	o.writing = true
+	o.wg.Go(o.write)
+}
+
+func (o *observer) write() {
+	for {
+		o.mu.Lock()
+		m := o.next
+		o.next = nil
+		if m == nil {
+			o.writing = false
+			o.mu.Unlock()
 			return
 		}
+		o.mu.Unlock()
+		if o.prod == nil {
+			var err error
+			if o.prod, err = kafkaconn.NewSyncProducer(o.s.e.dstCluster, kafkaconn.ManualPartitions); err != nil {
+				o.prod = nil
+				o.s.log.Warn("cannot record the source ends seen", "err", err)
+				continue
+			}
+		}
+		if _, _, err := o.prod.SendMessage(m); err != nil {
+			o.s.log.Warn("cannot record the source ends seen", "err", err)
+		}
 	}
-	if _, _, err := s.obs.SendMessage(s.observedMessage()); err != nil {
-		s.log.Warn("cannot record the source ends seen", "err", err)
+}
+
+// close waits for the write in progress, then closes the producer.
+func (o *observer) close() {
+	o.mu.Lock()
+	o.next = nil
+	o.mu.Unlock()
+	o.wg.Wait()
+	if o.prod != nil {
+		_ = o.prod.Close()
 	}
 }
 

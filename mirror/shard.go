@@ -44,7 +44,9 @@ type shard struct {
 	dst   sarama.Client // for progress reads and the state check
 	srcCl sarama.Client
 	fetch *fetcher // reads the source partitions into in (fetcher.go)
-	in    chan *sarama.ConsumerMessage
+	// starts prepares the partitions that join the shard (partstart.go).
+	starts *starter
+	in     chan *sarama.ConsumerMessage
 	// passed wakes the shard when its fetcher moved past offsets with
 	// nothing to copy (fetchSink.passed), so that an idle pass moves the
 	// progress past them at once.
@@ -69,7 +71,7 @@ type shard struct {
 	endsRead     chan endsResult
 	endsReading  bool
 	lastObserved time.Time // when the ends were last written to the target
-	obs          sarama.SyncProducer
+	obs          *observer // writes the observations (observed.go)
 	// holding is the pause the shard holds (copying nothing), "" when
 	// copying (see holdPaused).
 	holding string
@@ -127,10 +129,14 @@ func (s *shard) run(ctx context.Context) (err error) {
 	s.progressGroup = s.e.link.ProgressGroup()
 	s.passed = make(chan struct{}, 1)
 	s.endsRead = make(chan endsResult, 1)
+	s.obs = &observer{s: s}
 	defer s.close()
 	if err := s.open(ctx); err != nil {
 		return err
 	}
+	s.starts = newStarter(ctx, s)
+	s.starts.watch()
+	defer s.starts.stop() // before close: its reads use the clients
 	tick := time.NewTicker(s.e.opts.IdleCheck)
 	defer tick.Stop()
 	var passedAt time.Time     // when a wake of the fetcher's last ran an idle pass
@@ -178,6 +184,8 @@ func (s *shard) run(ctx context.Context) (err error) {
 				later, passed = nil, true
 			case <-wake:
 				continue // start or stop partitions first
+			case <-s.starts.done:
+				continue // start the partitions prepared
 			case <-ctx.Done():
 			}
 		}
@@ -315,9 +323,7 @@ func (s *shard) open(ctx context.Context) error {
 }
 
 func (s *shard) close() {
-	if s.obs != nil {
-		_ = s.obs.Close()
-	}
+	s.obs.close()
 	if s.prod != nil {
 		if s.prod.TxnStatus()&sarama.ProducerTxnFlagInTransaction != 0 {
 			s.abort()
@@ -359,114 +365,99 @@ func connect(cl sarama.Client) {
 	}
 }
 
-// refreshPartitions starts copying partitions that joined the shard and
-// stops those that left it (a conflict, a deleted topic).
+// refreshPartitions stops the partitions that left the shard (a conflict,
+// a deleted topic) and starts copying those that joined it, once the
+// starter has prepared them (see partstart.go).
 func (s *shard) refreshPartitions(ctx context.Context) error {
 	if limit := s.e.shardLimit(s.id); limit > s.prodLimit {
 		return fmt.Errorf("shard %d: %w (%d -> %d bytes)", s.id, errResize, s.prodLimit, limit)
 	}
 	// The partitions change with a topic sync or a block, or when a
 	// blocked partition's pause ends: between transactions, look again
-	// only after a change or once per IdleCheck.
+	// only after a change or once per IdleCheck, or when the starter has
+	// prepared partitions.
 	gen := s.e.partsGen.Load()
-	if gen == s.gen && time.Since(s.refreshed) < s.e.opts.IdleCheck {
+	changed := gen != s.gen || time.Since(s.refreshed) >= s.e.opts.IdleCheck
+	ready := s.starts.take()
+	if !changed && len(ready) == 0 {
 		return nil
 	}
-	s.gen, s.refreshed = gen, time.Now()
+	if changed {
+		s.gen, s.refreshed = gen, time.Now()
+	}
 	want := map[topology.TopicPartition]bool{}
 	for _, tp := range s.e.partitionsOf(s.id) {
 		want[tp] = true
-	}
-	var added []topology.TopicPartition
-	for tp := range want {
-		if _, ok := s.parts[tp]; !ok {
-			added = append(added, tp)
-		}
 	}
 	removed := false
 	for tp, p := range s.parts {
 		if !want[tp] {
 			s.stopPartition(p)
 			delete(s.parts, tp)
+			s.starts.forget(tp, false)
 			removed = true
 		}
 	}
+	added := 0
 	// s.order lists exactly the partitions of s.parts, whatever changed:
 	// a partition left in it after its removal crashed the process (#8).
 	defer func() {
-		if removed || len(added) > 0 {
+		if removed || added > 0 {
 			s.order = s.order[:0]
 			for tp := range s.parts {
 				s.order = append(s.order, tp)
 			}
 		}
 	}()
-	if len(added) == 0 {
-		return nil
+	if changed {
+		// After the removals: a partition that left and came back is
+		// prepared again.
+		defer s.starts.kick()
 	}
-	began := time.Now()
-	progress, err := readProgressFull(ctx, s.dst, s.e.link, added, settled, s.e.topicID)
-	if err != nil {
-		return fmt.Errorf("shard %d: read progress on %s: %w", s.id, s.e.link.Target, err)
-	}
-	// The source ends of every added partition, in one request per broker
-	// and kind, and their topics' ids in one metadata request: a shard of
-	// thousands of partitions starts them all at once rather than one round
-	// trip after another. The three reads go at once: on one broker's
-	// connection sarama still sends them one after another, but with
-	// several source brokers they overlap.
-	var (
-		starts, stables  map[topology.TopicPartition]int64
-		ids              map[string]string
-		serr, lerr, ierr error
-		reads            sync.WaitGroup
-	)
-	reads.Go(func() { starts, serr = kafkaread.StartOffsets(ctx, s.srcCl, added) })
-	reads.Go(func() { stables, lerr = kafkaread.StableOffsets(ctx, s.srcCl, added) })
-	reads.Go(func() { ids, ierr = kafkaread.TopicIDs(ctx, s.srcCl, topicsOf(added)) })
-	reads.Wait()
-	parts := make([]*partState, len(added))
-	errs := make([]error, len(added))
-	topicIDs := make([]string, len(added))
-	sem := make(chan struct{}, startParallel)
-	var wg sync.WaitGroup
-	for i, tp := range added {
-		p := &partState{tp: tp, next: -1, stable: -1, lastSeen: time.Now()}
-		if pe, ok := progress[tp]; ok {
-			p.next, p.lastTs = pe.next, pe.lastTs
+	for _, r := range ready {
+		n, err := s.install(ctx, r, want)
+		added += n
+		if err != nil {
+			return err
 		}
-		var ends *srcEnds
-		if serr == nil && lerr == nil {
-			st, ok1 := starts[tp]
-			lso, ok2 := stables[tp]
-			if ok1 && ok2 {
-				ends = &srcEnds{Start: st, Stable: lso}
-			}
-		}
-		parts[i] = p
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			id, err := s.sameIncarnation(tp, ids, ierr)
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			topicIDs[i] = id
-			errs[i] = s.startPartition(ctx, p, ends)
-		}()
 	}
-	wg.Wait()
+	return nil
+}
+
+// install starts copying the partitions r prepared that the shard still
+// has (want) and returns how many it started. A partition whose start
+// failed is retried at a later refresh; a failed progress read fails the
+// shard.
+func (s *shard) install(ctx context.Context, r *prepared, want map[topology.TopicPartition]bool) (int, error) {
+	if r.err != nil {
+		for _, p := range r.parts {
+			s.starts.forget(p.tp, false)
+		}
+		if ctx.Err() != nil {
+			return 0, nil
+		}
+		return 0, fmt.Errorf("shard %d: read progress on %s: %w", s.id, s.e.link.Target, r.err)
+	}
 	var fetch []fetchStart
-	for i, p := range parts {
-		if errs[i] != nil {
+	for i, p := range r.parts {
+		switch {
+		case r.errs[i] != nil:
+			s.starts.forget(p.tp, true)
+			if ctx.Err() != nil {
+				continue
+			}
 			s.e.metrics.Errors.WithLabelValues(s.e.link.String(), "source").Inc()
-			warn(ctx, s.log, "cannot start partition", "partition", p.tp.String(), "err", errs[i])
-			continue // retried at the next refresh
+			warn(ctx, s.log, "cannot start partition", "partition", p.tp.String(), "err", r.errs[i])
+		case !want[p.tp]:
+			s.starts.forget(p.tp, false) // it left the shard meanwhile
+		case s.parts[p.tp] != nil: // copying already
+		default:
+			s.parts[p.tp] = p
+			fetch = append(fetch, fetchStart{tp: p.tp, at: p.next, id: r.ids[i]})
 		}
-		s.parts[p.tp] = p
-		fetch = append(fetch, fetchStart{tp: p.tp, at: p.next, id: topicIDs[i]})
+	}
+	if len(fetch) == 0 {
+		return 0, nil
 	}
 	// The fetcher gets them all at once, so that its next round asks for
 	// every one: added one by one, a round could take some and the next
@@ -475,8 +466,8 @@ func (s *shard) refreshPartitions(ctx context.Context) error {
 	for i, fp := range s.fetch.addAll(fetch) {
 		s.parts[fetch[i].tp].fp = fp
 	}
-	s.log.Info("partitions started", "added", len(added), "copying", len(s.parts), "took", time.Since(began).Round(time.Millisecond))
-	return nil
+	s.log.Info("partitions started", "added", len(fetch), "copying", len(s.parts), "took", time.Since(r.began).Round(time.Millisecond))
+	return len(fetch), nil
 }
 
 // startParallel bounds the partitions a shard starts at the same time
