@@ -433,9 +433,6 @@ func (s *shard) install(ctx context.Context, r *prepared, want map[topology.Topi
 		for _, p := range r.parts {
 			s.starts.forget(p.tp, false)
 		}
-		if ctx.Err() != nil {
-			return 0, nil
-		}
 		return 0, fmt.Errorf("shard %d: read progress on %s: %w", s.id, s.e.link.Target, r.err)
 	}
 	var fetch []fetchStart
