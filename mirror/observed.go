@@ -113,11 +113,9 @@ func (o *observer) write() {
 	}
 }
 
-// close waits for the write in progress, then closes the producer.
+// close waits until every observation made is written (or failed to be),
+// then closes the producer.
 func (o *observer) close() {
-	o.mu.Lock()
-	o.next = nil
-	o.mu.Unlock()
 	o.wg.Wait()
 	if o.prod != nil {
 		_ = o.prod.Close()

@@ -1,6 +1,8 @@
 package mirror
 
 import (
+	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"testing"
@@ -9,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/drctl/drctl/internal/kfaketest"
+	"github.com/drctl/drctl/topology"
 )
 
 // TestPartitionsJoiningDuringATransactionArePreparedMeanwhile: a topic that
@@ -77,4 +80,43 @@ func TestPartitionsJoiningDuringATransactionArePreparedMeanwhile(t *testing.T) {
 	release()
 	waitCopied(t, src, dst, "orders", "kfake-east")
 	waitCopied(t, src, dst, "late", "kfake-east")
+}
+
+// TestAShardCountsAsCopyingJustAfterAStart: for IdleCheck after partitions
+// started, a shard with no record in hand yet counts as copying, so that it
+// does not read the source's ends itself (on the connection its fetcher
+// uses) while the new partitions' first records are on their way; once
+// IdleCheck passed with nothing copied it is idle again.
+func TestAShardCountsAsCopyingJustAfterAStart(t *testing.T) {
+	p := kfaketest.NewPair(t, kfaketest.Options{})
+	src := kfaketest.DialCluster(t, p.Topology.Clusters["east"])
+	kfaketest.CreateTopicOn(t, src, "orders", 1, nil)
+	f, err := newFetcher(src, 1<<20, 1<<20, 1<<20, fetchWaits{idle: time.Second}, fetchSink{}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const idle = 300 * time.Millisecond
+	s := &shard{e: &Engine{opts: Options{IdleCheck: idle}}, log: slog.New(slog.DiscardHandler),
+		parts: map[topology.TopicPartition]*partState{}, fetch: f}
+	s.starts = newStarter(t.Context(), s)
+	if s.copying(false, false) {
+		t.Fatal("a shard that never copied nor started anything counts as copying")
+	}
+	tp := topology.TopicPartition{Topic: "orders", Partition: 0}
+	r := &prepared{began: time.Now(), parts: []*partState{{tp: tp, next: 0, stable: -1}}, ids: []string{""}, errs: []error{nil}}
+	if n, err := s.install(t.Context(), r, map[topology.TopicPartition]bool{tp: true}); n != 1 || err != nil {
+		t.Fatalf("install: %d, %v", n, err)
+	}
+	if !s.copying(false, false) {
+		t.Error("just after its partitions started, the shard counts as idle: it would read the source's ends before their first records")
+	}
+	waitFor(t, 5*time.Second, "idle again after IdleCheck", func() error {
+		if s.copying(false, false) {
+			return fmt.Errorf("still copying")
+		}
+		return nil
+	})
+	if !s.copying(true, false) || !s.copying(false, true) {
+		t.Error("a record in hand, or offsets passed, do not count as copying")
+	}
 }
