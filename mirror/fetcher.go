@@ -480,16 +480,52 @@ func (f *fetcher) roundWait(parts []*fetchPart, inRound, brokers int, now time.T
 	return f.wait
 }
 
-// deliver hands every record of a fetched round to the shard, in order. It
-// returns false when ctx ended.
+// deliver hands every record of a fetched round to the shard: each
+// partition's in order, the partitions' in turns of about handTurn bytes.
+// A transaction sends the producer what it takes in that order, and an
+// idempotent producer has one request in flight per broker, which carries
+// at most a batch's bound (max.message.bytes, 1 MiB by default) of each
+// partition: handed over one partition after the other, a request carried
+// one partition's megabyte, one round trip each, which bound the copy when
+// the target is far (bench/README.md, issue 14). In turns, a request
+// carries a batch of each partition. It returns false when ctx ended.
 func (f *fetcher) deliver(ctx context.Context, round []fetched) bool {
-	for _, r := range round {
-		if !f.handOver(ctx, r) {
-			return false
+	if len(round) == 1 {
+		return f.handOver(ctx, round[0])
+	}
+	next := make([]int, len(round)) // per partition: its next record to hand over
+	for left := len(round); left > 0; {
+		for i, r := range round {
+			if next[i] < 0 {
+				continue
+			}
+			removed := false
+			for turn := 0; next[i] < len(r.msgs) && turn < handTurn; next[i]++ {
+				m := r.msgs[next[i]]
+				if removed = !f.give(r.p, m); removed {
+					break
+				}
+				turn += len(m.Key) + len(m.Value)
+			}
+			if ctx.Err() != nil {
+				return false
+			}
+			switch {
+			case removed: // the rest of its records are not handed over
+			case next[i] == len(r.msgs):
+				f.handedAll(r)
+			default:
+				continue // its next turn
+			}
+			next[i], left = -1, left-1
 		}
 	}
 	return ctx.Err() == nil
 }
+
+// handTurn is how many bytes of a partition's records deliver hands over
+// before the next partition's turn.
+const handTurn = 64 << 10
 
 type roundErr struct {
 	tp  topology.TopicPartition
@@ -913,20 +949,29 @@ func (f *fetcher) advance(r fetched) {
 }
 
 // handOver gives r's records to the shard in order, then records that
-// every committed record below r's end was handed over (clearedTo). It
+// every committed record below r's end was handed over (handedAll). It
 // returns false when ctx ended.
 func (f *fetcher) handOver(ctx context.Context, r fetched) bool {
-	p := r.p
 	if ctx.Err() != nil {
 		return false
 	}
-	if r.err != nil {
-		return true
-	}
 	for _, m := range r.msgs {
-		if !f.give(p, m) {
+		if !f.give(r.p, m) {
 			return ctx.Err() == nil
 		}
+	}
+	f.handedAll(r)
+	return ctx.Err() == nil
+}
+
+// handedAll records, once every record of r was handed over, that every
+// committed record of its partition below r's end was (clearedTo), and
+// wakes the shard when r moved past offsets with nothing to hand over. A
+// failed fetch hands nothing and clears nothing.
+func (f *fetcher) handedAll(r fetched) {
+	p := r.p
+	if r.err != nil {
+		return
 	}
 	if cleared := p.clearedTo.Load(); r.next > cleared {
 		p.clearedTo.Store(r.next)
@@ -941,7 +986,6 @@ func (f *fetcher) handOver(ctx context.Context, r fetched) bool {
 			}
 		}
 	}
-	return ctx.Err() == nil
 }
 
 // give hands m to the shard once the engine's budget has room for it; it

@@ -886,3 +886,61 @@ func TestGatherNeverHoldsABacklog(t *testing.T) {
 		}
 	}
 }
+
+// TestARoundIsHandedOverInTurns: the records of one fetch round are
+// handed over each partition's in order, the partitions' in turns of about
+// handTurn bytes, not one partition's after the other: a transaction sends
+// them to the producer in that order, and a request of an idempotent
+// producer (one in flight per broker) carries at most a batch's bound of
+// each partition, so that handed over one partition after the other a
+// request carried one partition's megabyte per round trip.
+func TestARoundIsHandedOverInTurns(t *testing.T) {
+	const perPartition = 600
+	p := kfaketest.NewPair(t, kfaketest.Options{})
+	east := p.Topology.Clusters["east"]
+	src := kfaketest.DialCluster(t, east)
+	kfaketest.CreateTopicOn(t, src, "wide", 2, nil)
+	prod := kfaketest.IdempotentProducer(t, east, "")
+	value := strings.Repeat("v", 1000)
+	for i := range perPartition {
+		for part := range int32(2) {
+			if _, _, err := prod.SendMessage(&sarama.ProducerMessage{Topic: "wide", Partition: part, Key: sarama.StringEncoder(fmt.Sprint(i)), Value: sarama.StringEncoder(value)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	out := make(chan *sarama.ConsumerMessage, 2*perPartition)
+	var held atomic.Int64
+	sink := fetchSink{out: out, buf: newBudget(1 << 30), held: &held,
+		outOfRange: func(context.Context, topology.TopicPartition, int64) (int64, error) { return 0, errRefused },
+		recreated:  func(topology.TopicPartition, string) {}, failed: func(topology.TopicPartition, error) {}}
+	// Shares large enough for a round to carry both partitions whole.
+	f, err := newFetcher(src, 4<<20, 8<<20, 8<<20, fetchWaits{idle: 50 * time.Millisecond}, sink, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.addAll([]fetchStart{{tp: topology.TopicPartition{Topic: "wide", Partition: 0}}, {tp: topology.TopicPartition{Topic: "wide", Partition: 1}}})
+	f.start(t.Context())
+	t.Cleanup(f.close)
+	next := [2]int64{}
+	turns := 0
+	last := int32(-1)
+	for range 2 * perPartition {
+		m := receive(t, out, 30*time.Second)
+		if m.Offset != next[m.Partition] {
+			t.Fatalf("partition %d: offset %d handed over, want %d (out of order)", m.Partition, m.Offset, next[m.Partition])
+		}
+		next[m.Partition]++
+		if m.Partition != last {
+			last = m.Partition
+			turns++
+		}
+	}
+	// 600 KB a partition in 64 KiB turns: about 9 turns each (a round's
+	// last turns, and a round's first after the last's, may follow each
+	// other for one partition); one partition after the other: a couple
+	// of turns per round.
+	if want := 2 * (perPartition * 1000 / handTurn) * 3 / 4; turns < want {
+		t.Errorf("the partitions took %d turns to hand over %d records each, want at least %d", turns, perPartition, want)
+	}
+}
