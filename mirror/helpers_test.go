@@ -8,11 +8,14 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/topology"
@@ -149,4 +152,21 @@ func sameRecords(src, dst []kafkaread.Record, origin string) error {
 		}
 	}
 	return nil
+}
+
+// holdNextCommit makes c hold the next EndTxn it receives until release is
+// called or the test ends; held is closed when that request arrived.
+func holdNextCommit(t *testing.T, c *kfake.Cluster) (held <-chan struct{}, release func()) {
+	t.Helper()
+	released := make(chan struct{})
+	release = sync.OnceFunc(func() { close(released) })
+	t.Cleanup(release)
+	arrived := make(chan struct{})
+	c.ControlKey(int16(kmsg.EndTxn), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.DropControl()
+		close(arrived)
+		c.SleepControl(func() { <-released })
+		return nil, nil, false
+	})
+	return arrived, release
 }

@@ -7,14 +7,12 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/IBM/sarama"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/drctl/drctl/internal/aclfence"
 	"github.com/drctl/drctl/internal/kfaketest"
@@ -96,16 +94,7 @@ func TestLagSecondsWhileStuck(t *testing.T) {
 		}
 	}
 	// Hold the first transaction commit (EndTxn) on west until released.
-	released := make(chan struct{})
-	release := sync.OnceFunc(func() { close(released) })
-	t.Cleanup(release)
-	held := make(chan struct{})
-	p.West.ControlKey(int16(kmsg.EndTxn), func(kmsg.Request) (kmsg.Response, error, bool) {
-		p.West.DropControl()
-		close(held)
-		p.West.SleepControl(func() { <-released })
-		return nil, nil, false
-	})
+	held, release := holdNextCommit(t, p.West)
 
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg)

@@ -32,16 +32,7 @@ func TestPartitionsJoiningDuringATransactionArePreparedMeanwhile(t *testing.T) {
 	waitCopied(t, src, dst, "orders", "kfake-east")
 
 	// The shard's next commit (EndTxn) waits on west until released.
-	released := make(chan struct{})
-	release := sync.OnceFunc(func() { close(released) })
-	t.Cleanup(release)
-	held := make(chan struct{})
-	p.West.ControlKey(int16(kmsg.EndTxn), func(kmsg.Request) (kmsg.Response, error, bool) {
-		p.West.DropControl()
-		close(held)
-		p.West.SleepControl(func() { <-released })
-		return nil, nil, false
-	})
+	held, release := holdNextCommit(t, p.West)
 	// The progress read of late: an OffsetFetch of the progress group
 	// that waits for transactions in doubt (RequireStable).
 	var mu sync.Mutex
