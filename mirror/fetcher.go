@@ -826,10 +826,12 @@ func decodeBlock(p *fetchPart, block *sarama.FetchResponseBlock) fetched {
 		return r
 	}
 	r.lso = block.LastStableOffset
+	var recs []kafkaread.Record
 	next, partial, err := kafkaread.CommittedRecords(block, p.at, math.MaxInt64, func(rec kafkaread.Record) error {
-		r.msgs = append(r.msgs, ownedMessage(p.tp, rec))
+		recs = append(recs, rec)
 		return nil
 	})
+	r.msgs = ownedMessages(p.tp, recs)
 	if err != nil {
 		r.err = err
 		return r
@@ -839,15 +841,53 @@ func decodeBlock(p *fetchPart, block *sarama.FetchResponseBlock) fetched {
 	return r
 }
 
-// ownedMessage copies rec out of its fetch response: key, value and
-// headers share one buffer of the record's own, and the message and up to
-// two headers one allocation (see ownedRecord). A null key or value stays
-// null.
-func ownedMessage(tp topology.TopicPartition, rec kafkaread.Record) *sarama.ConsumerMessage {
+// ownedMessages copies recs out of their fetch response, in order. The
+// records' bytes (keys, values and headers) are laid out one after the
+// other in buffers of about ownedChunkBytes, and their messages in arrays
+// of the same records: an allocation per record rounded each one up to its
+// size class (1,152 bytes for a 1 KiB record with two headers) and made
+// an object per record to collect. A chunk lives until its last record's
+// copy is acknowledged; a partition's records are copied in order, so that
+// is about as long as each of them would have lived on its own. A null
+// key, value or header value stays null.
+func ownedMessages(tp topology.TopicPartition, recs []kafkaread.Record) []*sarama.ConsumerMessage {
+	if len(recs) == 0 {
+		return nil
+	}
+	out := make([]*sarama.ConsumerMessage, 0, len(recs))
+	for len(recs) > 0 {
+		k, n := 1, recordDataBytes(recs[0])
+		for k < len(recs) {
+			b := recordDataBytes(recs[k])
+			if n+b > ownedChunkBytes {
+				break
+			}
+			k, n = k+1, n+b
+		}
+		out = ownChunk(tp, recs[:k], n, out)
+		recs = recs[k:]
+	}
+	return out
+}
+
+// ownedChunkBytes bounds the bytes of the records that share one buffer
+// (one record larger than it has a buffer of its own): the largest of the
+// allocator's size classes, so that a chunk wastes no rounding beyond it,
+// and small beside a partition's share of a fetch.
+const ownedChunkBytes = 32 << 10
+
+// recordDataBytes is what ownedMessages copies of rec.
+func recordDataBytes(rec kafkaread.Record) int {
 	n := len(rec.Key) + len(rec.Value)
 	for _, h := range rec.Headers {
 		n += len(h.Key) + len(h.Value)
 	}
+	return n
+}
+
+// ownChunk copies recs, whose bytes add up to n, into one buffer and one
+// array of messages, and appends the messages to out.
+func ownChunk(tp topology.TopicPartition, recs []kafkaread.Record, n int, out []*sarama.ConsumerMessage) []*sarama.ConsumerMessage {
 	buf := make([]byte, 0, n)
 	own := func(b []byte) []byte {
 		if b == nil {
@@ -856,29 +896,31 @@ func ownedMessage(tp topology.TopicPartition, rec kafkaread.Record) *sarama.Cons
 		buf = append(buf, b...)
 		return buf[len(buf)-len(b) : len(buf) : len(buf)]
 	}
-	o := new(ownedRecord)
-	m := &o.msg
-	*m = sarama.ConsumerMessage{
-		Topic: tp.Topic, Partition: tp.Partition, Offset: rec.Offset, Timestamp: rec.Timestamp,
-		Key: own(rec.Key), Value: own(rec.Value),
-	}
-	if k := len(rec.Headers); k > 0 {
-		hs, ps := o.headers[:0], o.ptrs[:0]
-		if k > len(o.headers) {
-			hs, ps = make([]sarama.RecordHeader, 0, k), make([]*sarama.RecordHeader, 0, k)
+	owned := make([]ownedRecord, len(recs))
+	for i, rec := range recs {
+		o := &owned[i]
+		m := &o.msg
+		*m = sarama.ConsumerMessage{
+			Topic: tp.Topic, Partition: tp.Partition, Offset: rec.Offset, Timestamp: rec.Timestamp,
+			Key: own(rec.Key), Value: own(rec.Value),
 		}
-		for _, h := range rec.Headers {
-			hs = append(hs, sarama.RecordHeader{Key: own(h.Key), Value: own(h.Value)})
-			ps = append(ps, &hs[len(hs)-1])
+		if k := len(rec.Headers); k > 0 {
+			hs, ps := o.headers[:0], o.ptrs[:0]
+			if k > len(o.headers) {
+				hs, ps = make([]sarama.RecordHeader, 0, k), make([]*sarama.RecordHeader, 0, k)
+			}
+			for _, h := range rec.Headers {
+				hs = append(hs, sarama.RecordHeader{Key: own(h.Key), Value: own(h.Value)})
+				ps = append(ps, &hs[len(hs)-1])
+			}
+			m.Headers = ps
 		}
-		m.Headers = ps
+		out = append(out, m)
 	}
-	return m
+	return out
 }
 
-// ownedRecord is a fetched record's message with room for two headers:
-// the fetcher makes one per record, and each allocation of its own was
-// garbage to collect.
+// ownedRecord is a fetched record's message with room for two headers.
 type ownedRecord struct {
 	msg     sarama.ConsumerMessage
 	headers [2]sarama.RecordHeader

@@ -12,11 +12,10 @@ import (
 	"github.com/drctl/drctl/topology"
 )
 
-// TestOwnedMessageKeepsEveryHeader: the fetcher's copy of a record (one
-// allocation for the message and two headers, more when there are more)
+// TestOwnedMessagesKeepEveryHeader: the fetcher's copy of a record
 // holds every header, key and value as they were, null ones still null,
 // and none of its bytes point into the fetch response.
-func TestOwnedMessageKeepsEveryHeader(t *testing.T) {
+func TestOwnedMessagesKeepEveryHeader(t *testing.T) {
 	tp := topology.TopicPartition{Topic: "t", Partition: 3}
 	for _, n := range []int{0, 1, 2, 3, 7} {
 		t.Run(fmt.Sprintf("%d headers", n), func(t *testing.T) {
@@ -28,7 +27,11 @@ func TestOwnedMessageKeepsEveryHeader(t *testing.T) {
 				}
 				rec.Headers = append(rec.Headers, &sarama.RecordHeader{Key: []byte(fmt.Sprintf("h%d", i)), Value: v})
 			}
-			m := ownedMessage(tp, rec)
+			ms := ownedMessages(tp, []kafkaread.Record{rec})
+			if len(ms) != 1 {
+				t.Fatalf("%d messages of one record", len(ms))
+			}
+			m := ms[0]
 			// The fetch response's bytes are reused: scribble over them.
 			for _, h := range rec.Headers {
 				copy(h.Key, "XX")
@@ -53,6 +56,76 @@ func TestOwnedMessageKeepsEveryHeader(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestOwnedMessagesShareChunks: the records of one response are copied
+// into a few shared buffers, not one allocation per record, and a copy
+// keeps its own bytes whatever its neighbours' sizes: records larger
+// than a chunk, empty and null keys, chunks cut at every place.
+func TestOwnedMessagesShareChunks(t *testing.T) {
+	tp := topology.TopicPartition{Topic: "t", Partition: 0}
+	var recs []kafkaread.Record
+	sizes := []int{1024, 0, 5, ownedChunkBytes - 3, 1, ownedChunkBytes + 7, 3 * ownedChunkBytes, 17}
+	for i := range 200 {
+		v := bytes.Repeat([]byte{byte('a' + i%26)}, sizes[i%len(sizes)])
+		rec := kafkaread.Record{Offset: int64(i), Value: v, Timestamp: time.UnixMilli(int64(i))}
+		switch i % 3 {
+		case 0:
+			rec.Key = []byte(fmt.Sprintf("key-%d", i))
+		case 1:
+			rec.Key = []byte{}
+		}
+		rec.Headers = []*sarama.RecordHeader{{Key: []byte("seq"), Value: []byte(fmt.Sprint(i))}, {Key: []byte("origin")}}
+		recs = append(recs, rec)
+	}
+	ms := ownedMessages(tp, recs)
+	for i := range recs { // the response's bytes are reused
+		for j := range recs[i].Value {
+			recs[i].Value[j] = 'X'
+		}
+		copy(recs[i].Headers[0].Value, "XXXX")
+	}
+	if len(ms) != len(recs) {
+		t.Fatalf("%d messages of %d records", len(ms), len(recs))
+	}
+	for i, m := range ms {
+		want := bytes.Repeat([]byte{byte('a' + i%26)}, sizes[i%len(sizes)])
+		if m.Offset != int64(i) || !bytes.Equal(m.Value, want) || m.Value == nil {
+			t.Fatalf("record %d: offset %d, value of %d bytes %.10q", i, m.Offset, len(m.Value), m.Value)
+		}
+		if cap(m.Value) != len(m.Value) {
+			t.Fatalf("record %d: its value can be appended to over its neighbour's bytes", i)
+		}
+		switch i % 3 {
+		case 0:
+			if string(m.Key) != fmt.Sprintf("key-%d", i) {
+				t.Fatalf("record %d key %q", i, m.Key)
+			}
+		case 1:
+			if m.Key == nil || len(m.Key) != 0 {
+				t.Fatalf("record %d: an empty key became %v", i, m.Key)
+			}
+		case 2:
+			if m.Key != nil {
+				t.Fatalf("record %d: a null key became %q", i, m.Key)
+			}
+		}
+		if len(m.Headers) != 2 || string(m.Headers[0].Value) != fmt.Sprint(i) || m.Headers[1].Value != nil {
+			t.Fatalf("record %d headers %v", i, m.Headers)
+		}
+	}
+
+	// 30 records of 1 KiB with two headers, the bench's shape: a few
+	// allocations for all of them (one buffer and one array of messages
+	// per chunk, and the list), where there were two per record.
+	small := make([]kafkaread.Record, 30)
+	for i := range small {
+		small[i] = kafkaread.Record{Offset: int64(i), Key: []byte("bench-0000000001"), Value: make([]byte, 1024),
+			Headers: []*sarama.RecordHeader{{Key: []byte("bench-seq"), Value: []byte("1")}, {Key: []byte("bench-origin"), Value: []byte("east")}}}
+	}
+	if allocs := testing.AllocsPerRun(20, func() { ownedMessages(tp, small) }); allocs > 5 {
+		t.Fatalf("%v allocations for 30 records", allocs)
 	}
 }
 
