@@ -800,10 +800,11 @@ func (f *fetcher) fetchFrom(ctx context.Context, b *sarama.Broker, ps []*fetchPa
 		_ = b.Close()
 	}
 	backlog := false
+	var scratch []kafkaread.Record
 	for i, p := range ps {
 		out[i] = fetched{p: p, err: err, reported: err != nil, lso: -1}
 		if err == nil {
-			out[i] = decodeBlock(p, resp.GetBlock(p.tp.Topic, p.tp.Partition))
+			out[i] = decodeBlock(p, resp.GetBlock(p.tp.Topic, p.tp.Partition), &scratch)
 			out[i].at = at
 			backlog = backlog || out[i].backlog()
 		}
@@ -816,7 +817,9 @@ func (f *fetcher) fetchFrom(ctx context.Context, b *sarama.Broker, ps []*fetchPa
 
 // decodeBlock copies p's committed records out of its response block. A
 // partition missing from the response (a response cut short) got nothing.
-func decodeBlock(p *fetchPart, block *sarama.FetchResponseBlock) fetched {
+// scratch is room for the block's records on their way, which the blocks
+// of one response share.
+func decodeBlock(p *fetchPart, block *sarama.FetchResponseBlock, scratch *[]kafkaread.Record) fetched {
 	r := fetched{p: p, next: p.at, lso: -1}
 	if block == nil {
 		return r
@@ -826,12 +829,14 @@ func decodeBlock(p *fetchPart, block *sarama.FetchResponseBlock) fetched {
 		return r
 	}
 	r.lso = block.LastStableOffset
-	var recs []kafkaread.Record
+	recs := (*scratch)[:0]
 	next, partial, err := kafkaread.CommittedRecords(block, p.at, math.MaxInt64, func(rec kafkaread.Record) error {
 		recs = append(recs, rec)
 		return nil
 	})
 	r.msgs = ownedMessages(p.tp, recs)
+	clear(recs) // nothing keeps the response alive
+	*scratch = recs
 	if err != nil {
 		r.err = err
 		return r
