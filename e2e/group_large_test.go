@@ -13,6 +13,7 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/mirror/groupsync"
 	"github.com/drctl/drctl/topology"
 )
@@ -59,9 +60,9 @@ func commitInRequests(t *testing.T, client sarama.Client, group, topic string, a
 	}
 }
 
-// checkLargeGroup returns nil when group holds offset at with its metadata
-// for every partition of topic on the cluster behind client.
-func checkLargeGroup(client sarama.Client, group, topic string, at int64) error {
+// checkLargeGroup returns nil when group holds offset at(p) with its
+// metadata for every partition p of topic on the cluster behind client.
+func checkLargeGroup(client sarama.Client, group, topic string, at func(p int32) int64) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	got, err := groupsync.FetchCommitted(ctx, client, group, true)
@@ -72,15 +73,15 @@ func checkLargeGroup(client sarama.Client, group, topic string, at int64) error 
 	var first string
 	for p := range int32(largeGroupPartitions) {
 		c, ok := got[topology.TopicPartition{Topic: topic, Partition: p}]
-		if !ok || c.Offset != at || c.Metadata != largeMetadata(p) {
+		if !ok || c.Offset != at(p) || c.Metadata != largeMetadata(p) {
 			if wrong == 0 {
-				first = fmt.Sprintf("partition %d: committed %v (offset %d, %d bytes of metadata)", p, ok, c.Offset, len(c.Metadata))
+				first = fmt.Sprintf("partition %d: committed %v (offset %d, want %d; %d bytes of metadata)", p, ok, c.Offset, at(p), len(c.Metadata))
 			}
 			wrong++
 		}
 	}
 	if wrong > 0 {
-		return fmt.Errorf("%d of %d partitions not at offset %d with their metadata; first: %s", wrong, largeGroupPartitions, at, first)
+		return fmt.Errorf("%d of %d partitions not at their offset with their metadata; first: %s", wrong, largeGroupPartitions, first)
 	}
 	return nil
 }
@@ -115,7 +116,7 @@ func TestLargeGroupCommitsRealKafka(t *testing.T) {
 	if err := groupsync.CommitOffsets(ctx, west, direct, changes); err != nil {
 		t.Fatalf("commit of %d partitions with %d bytes of metadata each: %v", largeGroupPartitions, largeGroupMetadata, err)
 	}
-	if err := checkLargeGroup(west, direct, ot.topic, 0); err != nil {
+	if err := checkLargeGroup(west, direct, ot.topic, func(int32) int64 { return 0 }); err != nil {
 		t.Fatal(err)
 	}
 	deleteTopics(t, "west", ot.topic)
@@ -157,25 +158,62 @@ func TestLargeGroupCommitsRealKafka(t *testing.T) {
 	// default max.message.bytes): the sync raises its limit.
 	createTopic(t, "west", ot.link().GroupsTopic(), 1, map[string]*string{"cleanup.policy": new("compact")})
 
-	// The mirror copies the topic and its group sync moves the group: each
-	// source offset 1 is target offset 1 (two plain records copied in order).
+	// The mirror copies the topic and its group sync moves the group: a
+	// group at source offset 1 resumes at the copy of source record 1 on
+	// west. That is target offset 1 when both records of the partition were
+	// copied in one transaction, and 2 when the shard committed between them
+	// (a commit marker takes offset 1), so the copies say which.
 	start := time.Now()
 	m := startOffsetsMirror(t, ot)
+	var copies [][]kafkaread.Record
+	waitFor(t, 90*time.Second, "west holds both records of every partition", func() error {
+		select {
+		case <-m.done:
+			return fmt.Errorf("the mirror exited")
+		default:
+		}
+		var err error
+		if copies, err = readPartitions(west, ot.topic, largeGroupPartitions); err != nil {
+			return err
+		}
+		for p, recs := range copies {
+			if len(recs) != 2 {
+				return fmt.Errorf("partition %d: %d records copied", p, len(recs))
+			}
+			for i, r := range recs {
+				if want := fmt.Sprintf("p%d-%d", p, i); string(r.Value) != want {
+					return fmt.Errorf("partition %d: record %d is %q, want %q", p, i, r.Value, want)
+				}
+			}
+		}
+		return nil
+	})
+	split := 0
+	for _, recs := range copies {
+		if recs[1].Offset != recs[0].Offset+1 {
+			split++
+		}
+	}
+	t.Logf("%d of %d partitions have offsets between their two copies (a commit between them)", split, largeGroupPartitions)
+	copyOf := func(i int) func(p int32) int64 {
+		return func(p int32) int64 { return copies[p][i].Offset }
+	}
 	waitFor(t, 90*time.Second, "west holds the large group's offsets", func() error {
 		select {
 		case <-m.done:
 			return fmt.Errorf("the mirror exited")
 		default:
 		}
-		return checkLargeGroup(west, group, ot.topic, 1)
+		return checkLargeGroup(west, group, ot.topic, copyOf(1))
 	})
 	t.Logf("large group synced %v after the mirror started", time.Since(start).Round(time.Millisecond))
 
 	// The group moves on east: the sync follows, and its snapshot on west
 	// (what an unplanned failover translates from) holds the new offsets.
+	// Source offset 2 is past the last record: just after its copy.
 	commitInRequests(t, east, group, ot.topic, 2)
 	waitFor(t, 60*time.Second, "west follows the large group's new offsets", func() error {
-		return checkLargeGroup(west, group, ot.topic, 2)
+		return checkLargeGroup(west, group, ot.topic, func(p int32) int64 { return copyOf(1)(p) + 1 })
 	})
 	waitFor(t, 30*time.Second, "the large group's snapshot on west", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
