@@ -72,6 +72,10 @@
 #   BENCH_SCENARIOS ("throughput memory latency")
 #   BENCH_RECORDS (2000000)  BENCH_SIZE (1024)  BENCH_PARTITIONS (12)
 #   BENCH_CONTENDERS ("copy mm2-alo mm2-eos drctl-alo drctl-eos")
+#   BENCH_ROUNDS (1): throughput rounds; every mirror contender runs once per
+#     round, each round in the reverse order of the one before (a contender
+#     first in one round is last in the next, so neither side gains from its
+#     place), and the report takes each contender's best round
 #   BENCH_VERIFY (full | sample: content of every 100th record | off)
 #   BENCH_TIMEOUT (seconds per mirror run: 300 + records/5000)
 #   BENCH_KEEP (0; 1 keeps the topics)   BENCH_PRODUCERS (4: loadgen produce)
@@ -101,6 +105,7 @@ RECORDS="${BENCH_RECORDS:-2000000}"
 SIZE="${BENCH_SIZE:-1024}"
 PARTITIONS="${BENCH_PARTITIONS:-12}"
 CONTENDERS="${BENCH_CONTENDERS:-copy mm2-alo mm2-eos drctl-alo drctl-eos}"
+ROUNDS="${BENCH_ROUNDS:-1}"
 VERIFY="${BENCH_VERIFY:-full}"
 TIMEOUT="${BENCH_TIMEOUT:-$((300 + RECORDS / 5000))}"
 KEEP="${BENCH_KEEP:-0}"
@@ -226,6 +231,18 @@ brokers_data() {
 }
 
 brokers_cpu() { calc "$(cpu_of "$EAST_PID") + $(cpu_of "$WEST_PID")"; }
+
+# brokers_mark: remembers each broker's CPU counter now (EAST0, WEST0);
+# brokers_since sets BROKERS_S, EAST_S and WEST_S to
+# the CPU each used since: the source's share (serving fetches) apart from
+# the target's (taking the writes and transactions).
+brokers_mark() {
+	EAST0="$(cpu_of "$EAST_PID")" WEST0="$(cpu_of "$WEST_PID")"
+}
+brokers_since() {
+	EAST_S="$(calc "$(cpu_of "$EAST_PID") - $EAST0")" WEST_S="$(calc "$(cpu_of "$WEST_PID") - $WEST0")"
+	BROKERS_S="$(calc "$EAST_S + $WEST_S")"
+}
 
 # fd_room PID NEED: the broker can open NEED more files (one per partition's
 # active segment, with room for its connections) under its open-files limit.
@@ -372,7 +389,7 @@ EOF
 # start_mirror MIRROR TOPIC TAG: start mm2-alo|mm2-eos|drctl-alo|drctl-eos
 # mirroring TOPIC east -> west, in the background. Sets MIRROR_PID,
 # MIRROR_LOG, MIRROR_NAME (unique per run: its state and topics carry it),
-# MIRROR_T0 (launch, Unix ms), CPU0 and BROKERS0 (CPU counters at launch).
+# MIRROR_T0 (launch, Unix ms), CPU0, EAST0 and WEST0 (CPU counters at launch).
 # Returns 3 when the mirror is not available, 1 when it cannot start.
 #
 # THE HOOK for drctl's mirror is the drctl-* branch: `drctl mirror run -c
@@ -391,7 +408,7 @@ start_mirror() {
 			"$MM2_SH" props "$mode" "$topic" "$MIRROR_NAME" >"$base.properties"
 		log "$tag/$mirror: starting MirrorMaker 2 ($base.properties, log $MIRROR_LOG)"
 		CPU0="$(busy_cpu)"
-		BROKERS0="$(brokers_cpu)"
+		brokers_mark
 		MIRROR_T0="$(now_ms)"
 		"$MM2_SH" run "$base.properties" "$MIRROR_LOG" </dev/null >"$base.stdout" 2>&1 &
 		MIRROR_PID=$!
@@ -416,7 +433,7 @@ start_mirror() {
 		MIRROR_BEFORE="$(lg topics -brokers "$WEST")"
 		log "$tag/$mirror: starting drctl mirror run -c $base.yaml $args (log $MIRROR_LOG)"
 		CPU0="$(busy_cpu)"
-		BROKERS0="$(brokers_cpu)"
+		brokers_mark
 		MIRROR_T0="$(now_ms)"
 		# shellcheck disable=SC2086 # args is a list of words
 		"$DRCTL" -c "$base.yaml" mirror run $args </dev/null >"$MIRROR_LOG" 2>&1 &
@@ -485,11 +502,11 @@ wait_copied() {
 # usage_now: "rss_mb=.. cpu_s=.. brokers_cpu_s=.. other_cpu_s=.." of the
 # running mirror since its launch.
 usage_now() {
-	local cpu busy brokers
+	local cpu busy
 	cpu="$(cpu_of "$MIRROR_PID")"
 	busy="$(calc "$(busy_cpu) - $CPU0")"
-	brokers="$(calc "$(brokers_cpu) - $BROKERS0")"
-	echo "rss_mb=$(peak_rss_mb "$MIRROR_PID") cpu_s=$cpu brokers_cpu_s=$brokers other_cpu_s=$(calc "$busy - $cpu - $brokers")"
+	brokers_since
+	echo "rss_mb=$(peak_rss_mb "$MIRROR_PID") cpu_s=$cpu brokers_cpu_s=$BROKERS_S east_cpu_s=$EAST_S west_cpu_s=$WEST_S other_cpu_s=$(calc "$busy - $cpu - $BROKERS_S")"
 }
 
 # verify_copy NAME SRC_TOPIC EXACT: prints "verify=ok|FAILED|off ..." fields.
@@ -550,11 +567,11 @@ finish_copy() {
 }
 
 copy_once() {
-	local n=$1 out line cpu0 brokers0 busy brokers cpu
+	local n=$1 out line cpu0 busy cpu
 	log "throughput/copy: plain producer writing the same data into $COPY_TOPIC on west (run $n)"
 	out="$WORK/throughput-copy-$n.produce"
 	cpu0="$(busy_cpu)"
-	brokers0="$(brokers_cpu)"
+	brokers_mark
 	if ! lg produce -brokers "$WEST" -topic "$COPY_TOPIC" -records "$RECORDS" -size "$SIZE" \
 		-partitions "$PARTITIONS" -producers "$PRODUCERS" -seed "$SEED" >"$out" 2> >(tee "$out.log" >&2); then
 		note "throughput/copy: loadgen produce failed (see $out.log)"
@@ -562,11 +579,39 @@ copy_once() {
 		return 1
 	fi
 	busy="$(calc "$(busy_cpu) - $cpu0")"
-	brokers="$(calc "$(brokers_cpu) - $brokers0")"
+	brokers_since
 	line="$(grep '^RESULT' "$out")"
 	cpu="$(rget cpu_s "$line")"
-	COPY_LINE="${line#RESULT } rss_mb=$(awk "BEGIN { printf \"%.0f\", $(rget peak_rss_kb "$line") / 1024 }") brokers_cpu_s=$brokers other_cpu_s=$(calc "$busy - $cpu - $brokers") verify=n/a"
+	COPY_LINE="${line#RESULT } rss_mb=$(awk "BEGIN { printf \"%.0f\", $(rget peak_rss_kb "$line") / 1024 }") brokers_cpu_s=$BROKERS_S east_cpu_s=$EAST_S west_cpu_s=$WEST_S other_cpu_s=$(calc "$busy - $cpu - $BROKERS_S") verify=n/a"
 	delete_topics "$WEST" "$COPY_TOPIC" # the next run (and the mirrors) start from a clean target
+}
+
+# best_rounds: for each mirror contender, the best of its throughput rounds
+# (the highest steady rate) becomes its throughput/M line, with every round's
+# rate in round_rates (in round order; "failed" for a round that did not
+# complete).
+best_rounds() {
+	local m line best best_rate rates rate r tag
+	for m in $CONTENDERS; do
+		[[ "$m" == copy ]] && continue
+		best="" best_rate=0 rates=""
+		for ((r = 1; r <= ROUNDS; r++)); do
+			tag=throughput
+			((r > 1)) && tag="throughput-r$r"
+			line="$(raw_of "$tag/$m")"
+			if [[ "$(rget status "$line")" != ok ]]; then
+				rates="${rates:+$rates,}failed"
+				continue
+			fi
+			rate="$(rget steady_records_per_s "$line")"
+			rates="${rates:+$rates,}$(printf '%.0f' "$rate")"
+			if awk "BEGIN { exit !($rate > $best_rate) }"; then
+				best="$line" best_rate="$rate"
+			fi
+		done
+		[[ -n "$best" ]] || continue
+		echo "throughput/$m ${best#* } round_rates=$rates" >>"$RAW"
+	done
 }
 
 # run_throughput_mirror MIRROR [TAG [TOPIC [EXTRA]]]: MIRROR copies TOPIC
@@ -872,6 +917,24 @@ check_of() {
 	esac
 }
 
+# brokers_split LINE: "total (east + west)" of a raw line's brokers' CPU,
+# or the total alone for a line from before they were told apart.
+brokers_split() {
+	local east west
+	east="$(rget east_cpu_s "$1")" west="$(rget west_cpu_s "$1")"
+	if [[ -n "$east" && -n "$west" ]]; then
+		printf '%.2f (%.2f + %.2f)' "$(rget brokers_cpu_s "$1")" "$east" "$west"
+	else
+		echo "$(rget brokers_cpu_s "$1")"
+	fi
+}
+
+# machine_us LINE: the CPU of the whole machine (contender, brokers, the
+# rest) per record copied, from a raw line.
+machine_us() {
+	printf "%.1f" "$(calc "($(rget cpu_s "$1") + $(rget brokers_cpu_s "$1") + $(rget other_cpu_s "$1")) * 1e6 / $RECORDS")"
+}
+
 report_throughput() {
 	local c line status steady copy_rate base ratio_mm2 ratio_copy src
 	src="$(raw_of throughput/source)"
@@ -882,13 +945,13 @@ report_throughput() {
 		"to east by loadgen produce ($(printf '%.0f' "$(rget records_per_s "$src")") records/s, $(printf '%.1f' "$(rget mb_per_s "$src")") MB/s)," \
 		"then copied to west by each contender in turn. MB = 10^6 bytes of key + value."
 	echo
-	echo "| contender | delivery | done after (s) | start-up (s) | records/s (steady) | MB/s (steady) | records/s (whole run) | vs MM2, same delivery | vs copy limit | peak RSS (MiB) | CPU (s) | CPU µs/record | brokers' CPU (s) | other CPU (s) | check |"
-	echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+	echo "| contender | delivery | done after (s) | start-up (s) | records/s (steady) | MB/s (steady) | records/s (whole run) | vs MM2, same delivery | vs copy limit | peak RSS (MiB) | CPU (s) | CPU µs/record | brokers' CPU (s): east + west | other CPU (s) | machine CPU µs/record | check |"
+	echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
 	for c in $CONTENDERS; do
 		line="$(raw_of "throughput/$c")"
 		status="$(rget status "$line")"
 		if [[ "$status" != ok ]]; then
-			echo "| $c | $(delivery_of "$c") | ${status:-not run} | | | | | | | | | | | | |"
+			echo "| $c | $(delivery_of "$c") | ${status:-not run} | | | | | | | | | | | | | |"
 			continue
 		fi
 		local wall first whole
@@ -913,10 +976,10 @@ report_throughput() {
 		esac
 		ratio_copy=""
 		[[ -n "$copy_rate" ]] && ratio_copy="$(awk "BEGIN { printf \"%.0f%%\", 100 * $steady / $copy_rate }")"
-		printf '| %s | %s | %.1f | %.1f | %.0f | %.1f | %.0f | %s | %s | %s | %s | %.1f | %s | %s | %s |\n' \
+		printf '| %s | %s | %.1f | %.1f | %.0f | %.1f | %.0f | %s | %s | %s | %s | %.1f | %s | %s | %s | %s |\n' \
 			"$c" "$(delivery_of "$c")" "$wall" "$first" "$steady" "$(calc "$steady * ($SIZE + 16) / 1e6")" "$whole" \
 			"$ratio_mm2" "$ratio_copy" "$(rget rss_mb "$line")" "$(rget cpu_s "$line")" "$(calc "$(rget cpu_s "$line") * 1e6 / $RECORDS")" \
-			"$(rget brokers_cpu_s "$line")" "$(rget other_cpu_s "$line")" "$(check_of "$line")"
+			"$(brokers_split "$line")" "$(rget other_cpu_s "$line")" "$(machine_us "$line")" "$(check_of "$line")"
 	done
 	echo
 	echo "- *done after*: from launching the mirror until every partition's last committed record on west"
@@ -928,11 +991,25 @@ report_throughput() {
 	echo "- Ratios use the steady rates. *copy limit*: loadgen produce into west (same data, same brokers)."
 	echo "- *CPU*: the contender's process from launch (user + system); *µs/record*: that CPU per record copied,"
 	echo "  start-up included (less sensitive to other load than the rates). *brokers' CPU*: both Kafka JVMs"
-	echo "  meanwhile. *other CPU*: the rest of the machine meanwhile (loadgen count and anything else that"
-	echo "  ran; a large figure means the measurement was disturbed). The machine has $(nproc) cores."
+	echo "  meanwhile, east (the source: serving fetches) + west (the target: taking the writes). *other CPU*:"
+	echo "  the rest of the machine meanwhile (loadgen count and anything else that ran; a large figure means"
+	echo "  the measurement was disturbed). The machine has $(nproc) cores."
+	echo "- *machine CPU µs/record*: the contender's, the brokers' and the other CPU together, per record. While"
+	echo "  the machine's cores are all busy, a contender's rate can reach the copy limit's share given by the"
+	echo "  copy's figure over its own: a mirror at 90% of the copy limit may use at most 1/0.9 of the copy's"
+	echo "  machine CPU per record, its brokers' included."
 	echo "- *check*: loadgen verify ($VERIFY), untimed, after the mirror stopped: every source record on west"
 	echo "  in the same partition and order, with the same key, value, headers and timestamp; duplicates are"
 	echo "  errors for exactly-once."
+	if ((ROUNDS > 1)); then
+		local rates=""
+		for c in $CONTENDERS; do
+			[[ "$c" == copy ]] && continue
+			rates="${rates:+$rates; }$c $(rget round_rates "$(raw_of "throughput/$c")" | sed 's/,/, /g')"
+		done
+		echo "- *rounds*: $ROUNDS, each in the reverse order of the one before; each mirror's row is its best"
+		echo "  round. Steady records/s by round: $rates."
+	fi
 	echo
 }
 
@@ -1160,19 +1237,29 @@ main() {
 		case "$s" in
 		throughput)
 			produce_source "$SRC_TOPIC" "$RECORDS" "$PARTITIONS" throughput
-			local with_copy=""
+			local with_copy="" round order tag
 			[[ " $CONTENDERS " == *" copy "* ]] && with_copy=1
-			for m in $CONTENDERS; do
-				case "$m" in
-				copy) ;;
-				mm2-alo | mm2-eos | drctl-alo | drctl-eos)
-					[[ -z "$with_copy" ]] || copy_round || true
-					log "=== throughput/$m"
-					run_throughput_mirror "$m" || true
-					;;
-				*) note "unknown contender '$m' skipped" ;;
-				esac
+			order="$CONTENDERS"
+			for ((round = 1; round <= ROUNDS; round++)); do
+				# Round 1 writes throughput/M, later rounds throughput-rN/M
+				# (and name their mirrors so: a drctl mirror of round 2
+				# must not resume from round 1's progress).
+				tag=throughput
+				((round > 1)) && tag="throughput-r$round"
+				for m in $order; do
+					case "$m" in
+					copy) ;;
+					mm2-alo | mm2-eos | drctl-alo | drctl-eos)
+						[[ -z "$with_copy" ]] || copy_round || true
+						log "=== $tag/$m"
+						run_throughput_mirror "$m" "$tag" || true
+						;;
+					*) ((round > 1)) || note "unknown contender '$m' skipped" ;;
+					esac
+				done
+				order="$(tr ' ' '\n' <<<"$order" | tac | paste -sd' ' -)"
 			done
+			((ROUNDS > 1)) && best_rounds
 			if [[ -n "$with_copy" ]]; then
 				copy_round || true
 				finish_copy || true
