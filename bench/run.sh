@@ -106,6 +106,10 @@ SIZE="${BENCH_SIZE:-1024}"
 PARTITIONS="${BENCH_PARTITIONS:-12}"
 CONTENDERS="${BENCH_CONTENDERS:-copy mm2-alo mm2-eos drctl-alo drctl-eos}"
 ROUNDS="${BENCH_ROUNDS:-1}"
+if ! [[ "$ROUNDS" =~ ^[1-9][0-9]*$ ]]; then
+	echo "bench/run.sh: BENCH_ROUNDS=$ROUNDS: give a whole number of rounds, 1 or more" >&2
+	exit 2
+fi
 VERIFY="${BENCH_VERIFY:-full}"
 TIMEOUT="${BENCH_TIMEOUT:-$((300 + RECORDS / 5000))}"
 KEEP="${BENCH_KEEP:-0}"
@@ -1259,7 +1263,9 @@ main() {
 				done
 				order="$(tr ' ' '\n' <<<"$order" | tac | paste -sd' ' -)"
 			done
-			((ROUNDS > 1)) && best_rounds
+			if ((ROUNDS > 1)); then
+				best_rounds
+			fi
 			if [[ -n "$with_copy" ]]; then
 				copy_round || true
 				finish_copy || true
