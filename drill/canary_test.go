@@ -9,6 +9,7 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/mirror"
 	"github.com/drctl/drctl/topology"
@@ -89,6 +90,12 @@ func TestCanaryHealthyThenStoppedMirror(t *testing.T) {
 	}
 	if g := rec.GroupSync; g == nil || !g.Exact || g.ReRead != 0 || g.Skipped != 0 || g.StandbyOffset < 0 {
 		t.Errorf("group sync: %+v", g)
+	}
+	if rec.Preflight == nil {
+		t.Fatal("no preflight recorded")
+	}
+	if v := rec.Preflight.Readiness; v == nil || (v.Level != inspect.Ready && v.Level != inspect.ReadyWarn) {
+		t.Errorf("preflight readiness %+v, want a READY verdict", v)
 	}
 	if rec.Preflight == nil || !rec.Preflight.Ready || rec.RPO == nil || rec.RTO == nil || !rec.RTO.Estimated {
 		t.Errorf("preflight %+v rpo %+v rto %+v", rec.Preflight, rec.RPO, rec.RTO)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/drctl/drctl/failover"
+	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/mirror"
 	"github.com/drctl/drctl/plans"
@@ -213,15 +214,25 @@ func primeCanary(ctx context.Context, topo *topology.Topology, id, active, stand
 }
 
 // failoverPreflight builds the planned failover to `to` and runs its
-// preflight; refusals and problems become the result's problems.
+// preflight, then asks the readiness verdict that status and the TUI show
+// (inspect.Assess); refusals, problems and a NOT READY or UNKNOWN verdict
+// become the result's problems.
 func failoverPreflight(ctx context.Context, topo *topology.Topology, to string) *PreflightResult {
 	pf := &PreflightResult{To: to}
 	p, err := failover.PlanFailover(ctx, topo, failover.FailoverRequest{To: to})
 	if err == nil {
 		_, err = failover.Preflight(ctx, topo, p)
 	}
+	v := inspect.CollectStatus(ctx, topo).Readiness
+	pf.Readiness = &v
 	if err != nil {
 		pf.Problems = problemLines(err)
+		return pf
+	}
+	if v.Level == inspect.NotReady || v.Level == inspect.Unknown {
+		for _, r := range v.Reasons {
+			pf.Problems = append(pf.Problems, fmt.Sprintf("ready to fail over? %s: %s", v.Level, r))
+		}
 		return pf
 	}
 	pf.Ready = true

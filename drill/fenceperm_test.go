@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/topology"
 )
@@ -58,6 +59,10 @@ func TestCanaryFencePermission(t *testing.T) {
 	}
 	if !found || !hasReason(rec, "Alter") {
 		t.Errorf("preflight problems %q, reasons %q: neither names the missing Alter permission", rec.Preflight.Problems, rec.Reasons)
+	}
+	// The drill's preflight says the verdict status and the TUI show.
+	if v := rec.Preflight.Readiness; v == nil || v.Level != inspect.NotReady {
+		t.Errorf("preflight readiness %+v, want %s (the active may not be fenced)", v, inspect.NotReady)
 	}
 	// The canary itself worked: only the fence permission is missing.
 	if len(rec.Preflight.Problems) != 2 {

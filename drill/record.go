@@ -3,6 +3,7 @@ package drill
 import (
 	"time"
 
+	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -136,6 +137,9 @@ type PreflightResult struct {
 	To       string   `json:"to" yaml:"to"`
 	Ready    bool     `json:"ready" yaml:"ready"`
 	Problems []string `json:"problems,omitempty" yaml:"problems,omitempty"`
+	// Readiness is the "ready to fail over?" verdict status gave at the
+	// preflight (absent in records made before it was kept).
+	Readiness *inspect.Verdict `json:"readiness,omitempty" yaml:"readiness,omitempty"`
 }
 
 // RPO is the recovery point: what the standby would miss if the active were

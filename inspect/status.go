@@ -34,8 +34,9 @@ type Status struct {
 	Topics    []TopicStatus   `json:"topics" yaml:"topics"`
 	Groups    []GroupStatus   `json:"groups" yaml:"groups"`
 	// Mirror is the live link active -> standby: its processes and lag
-	// (absent when a cluster is unreachable).
-	Mirror *mirror.LinkState `json:"mirror,omitempty" yaml:"mirror,omitempty"`
+	// (absent when it was not read; MirrorNotRead then says why).
+	Mirror        *mirror.LinkState `json:"mirror,omitempty" yaml:"mirror,omitempty"`
+	MirrorNotRead string            `json:"mirror_not_read,omitempty" yaml:"mirror_not_read,omitempty"`
 	// ACLs is the ACL parity of the standby with the active, per
 	// principal, and the standby's write fence (absent when a cluster is
 	// unreachable or the roles are moving).
@@ -44,6 +45,9 @@ type Status struct {
 	LastDrill *DrillStatus `json:"last_drill,omitempty" yaml:"last_drill,omitempty"`
 	// Problems lists, in plain words, everything that needs an operator.
 	Problems []string `json:"problems" yaml:"problems"`
+	// Readiness is the "ready to fail over?" verdict of this snapshot
+	// (Assess).
+	Readiness Verdict `json:"readiness" yaml:"readiness"`
 }
 
 // Roles is the live role state that won (the highest epoch).
@@ -99,6 +103,9 @@ type TopicStatus struct {
 // TopicSide is a topic on one cluster. Configs holds only the settings made
 // on the topic itself (not broker or default values).
 type TopicSide struct {
+	// Unknown is true when the side's cluster did not answer: Exists then
+	// says nothing.
+	Unknown           bool              `json:"unknown,omitempty" yaml:"unknown,omitempty"`
 	Exists            bool              `json:"exists" yaml:"exists"`
 	Partitions        int32             `json:"partitions" yaml:"partitions"`
 	ReplicationFactor int16             `json:"replication_factor" yaml:"replication_factor"`
@@ -128,6 +135,9 @@ type GroupStatus struct {
 // GroupSide is a group on one cluster; State is Kafka's word (Empty,
 // Stable, PreparingRebalance, Dead, ...).
 type GroupSide struct {
+	// Unknown is true when the side's cluster did not answer: Exists,
+	// State and Members then say nothing.
+	Unknown bool   `json:"unknown,omitempty" yaml:"unknown,omitempty"`
 	Exists  bool   `json:"exists" yaml:"exists"`
 	State   string `json:"state,omitempty" yaml:"state,omitempty"`
 	Members int    `json:"members" yaml:"members"`
@@ -211,6 +221,15 @@ func CollectStatusIn(ctx context.Context, clusters *kafkaconn.Clusters) (*Status
 	}
 	wg.Wait()
 	st := assemble(topo, views, view)
+	if len(clients) != len(names) {
+		var down []string
+		for _, c := range st.Clusters {
+			if !c.Reachable {
+				down = append(down, c.Name+" ("+c.Role+")")
+			}
+		}
+		st.MirrorNotRead = "not read: the link's state needs both clusters, and " + strings.Join(down, " and ") + " did not answer"
+	}
 	readFences(ctx, topo, st, clients)
 	readACLParity(topo, st, clients)
 	st.LastDrill = lastDrill(ctx, topo, clients, time.Now())
@@ -249,6 +268,7 @@ func CollectStatusIn(ctx context.Context, clusters *kafkaconn.Clusters) (*Status
 		}
 		st.Problems = append(st.Problems, ls.Problems()...)
 	}
+	st.Readiness = Assess(st)
 	return st, lag
 }
 
@@ -435,8 +455,22 @@ func assemble(topo *topology.Topology, views map[string]*clusterView, rv rolesta
 		return s
 	}
 	act, stb := views[cur.Active], views[cur.Standby]
+	// A side whose cluster did not answer is unknown, never "missing": its
+	// topics and groups are listed from the side that answered.
+	topicSide := func(v *clusterView, n string) TopicSide {
+		if v.err != nil {
+			return TopicSide{Unknown: true}
+		}
+		return v.topics[n]
+	}
+	groupSide := func(v *clusterView, n string) GroupSide {
+		if v.err != nil {
+			return GroupSide{Unknown: true}
+		}
+		return v.groups[n]
+	}
 	for _, n := range unionKeys(act.topics, stb.topics) {
-		ts := TopicStatus{Name: n, Active: act.topics[n], Standby: stb.topics[n]}
+		ts := TopicStatus{Name: n, Active: topicSide(act, n), Standby: topicSide(stb, n)}
 		if ts.Active.Exists && ts.Standby.Exists {
 			ts.ConfigDrift = configDrift(ts.Active, ts.Standby)
 		}
@@ -444,7 +478,7 @@ func assemble(topo *topology.Topology, views map[string]*clusterView, rv rolesta
 		s.Topics = append(s.Topics, ts)
 	}
 	for _, n := range unionKeys(act.groups, stb.groups) {
-		gs := GroupStatus{Name: n, Active: act.groups[n], Standby: stb.groups[n]}
+		gs := GroupStatus{Name: n, Active: groupSide(act, n), Standby: groupSide(stb, n)}
 		if gs.Standby.Members > 0 {
 			s.Problems = append(s.Problems, "group "+n+" has members on the standby "+cur.Standby+"; stop those consumers before a failover")
 		}

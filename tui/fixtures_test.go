@@ -130,6 +130,20 @@ func scenarioClusterDown() *Snapshot {
 	return snapshotOf(st, nil)
 }
 
+// scenarioBothDown: no cluster answers; the roles are unknown.
+func scenarioBothDown() *Snapshot {
+	st := steadyStatus()
+	st.Roles = inspect.Roles{Epoch: -1, Active: inspect.RoleUnknown, Standby: inspect.RoleUnknown, Phase: inspect.RoleUnknown, Source: inspect.RoleUnknown}
+	for i := range st.Clusters {
+		c := &st.Clusters[i]
+		c.Role, c.Reachable, c.ClusterInfo, c.StateEpoch = inspect.RoleUnknown, false, inspect.ClusterInfo{Brokers: []inspect.Broker{}}, -1
+		c.Error = "cluster " + c.Name + " (" + c.Name + "-1:9092): cannot connect: connection refused"
+	}
+	st.Mirror, st.Topics, st.Groups = nil, []inspect.TopicStatus{}, []inspect.GroupStatus{}
+	st.Problems = []string{"no cluster answers: the live roles are unknown"}
+	return snapshotOf(st, nil)
+}
+
 func scenarioFailingOver() *Snapshot {
 	st := steadyStatus()
 	st.Roles.Epoch, st.Roles.Phase = 4, rolestate.PhaseFailingOver

@@ -33,25 +33,26 @@ func TestAssess(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		snap   *Snapshot
-		level  Readiness
+		level  inspect.Readiness
 		reason string // a reason the verdict must give
 	}{
-		{"no snapshot", nil, Unknown, "waiting for the first refresh"},
-		{"steady", scenarioSteady(), Ready, "mirror caught up"},
-		{"a live producer's few records", smallLag(), Ready, "mirror lag 3 records (0.1s): the drain copies them"},
-		{"rule 1: run in progress", scenarioFailingOver(), NotReady, "is in progress at step 4"},
-		{"rule 2: stale standby", scenarioStale(), NotReady, "standby east is stale"},
-		{"rule 3: active down", scenarioClusterDown(), UnplannedOnly, "active east is unreachable"},
-		{"rule 4: members on the standby", withMembers(), NotReady, "group analytics has 2 member(s) on the standby"},
-		{"rule 5: no mirror process", noMirror(), ReadyWarn, "no mirror process runs for east->west"},
-		{"rule 5: lag", scenarioLagging(), ReadyWarn, "mirror lag 12345 records (41.2s)"},
-		{"rule 6: group behind", scenarioLagging(), ReadyWarn, "not in sync on the standby: billing"},
-		{"rule 7: may fence both", fencePermitted(true, true), Ready, "mirror caught up"},
-		{"rule 7: may not fence the active", fencePermitted(false, true), NotReady, "may not Alter ACLs on the active east: the fence step would fail"},
-		{"rule 7: may not fence the standby", fencePermitted(true, false), ReadyWarn, "may not Alter ACLs on the standby west"},
+		{"no snapshot", nil, inspect.Unknown, "waiting for the first refresh"},
+		{"steady", scenarioSteady(), inspect.Ready, "mirror caught up"},
+		{"a live producer's few records", smallLag(), inspect.Ready, "mirror lag 3 records (0.1s): the drain copies them"},
+		{"rule 1: run in progress", scenarioFailingOver(), inspect.NotReady, "is in progress at step 4"},
+		{"rule 2: stale standby", scenarioStale(), inspect.NotReady, "standby east is stale"},
+		{"rule 0: both clusters down", scenarioBothDown(), inspect.Unknown, "the live roles are unknown"},
+		{"rule 3: active down", scenarioClusterDown(), inspect.UnplannedOnly, "active east is unreachable"},
+		{"rule 4: members on the standby", withMembers(), inspect.NotReady, "group analytics has 2 member(s) on the standby"},
+		{"rule 5: no mirror process", noMirror(), inspect.ReadyWarn, "no mirror process runs for east->west"},
+		{"rule 5: lag", scenarioLagging(), inspect.ReadyWarn, "mirror lag 12345 records (41.2s)"},
+		{"rule 6: group behind", scenarioLagging(), inspect.ReadyWarn, "not in sync on the standby: billing"},
+		{"rule 7: may fence both", fencePermitted(true, true), inspect.Ready, "mirror caught up"},
+		{"rule 7: may not fence the active", fencePermitted(false, true), inspect.NotReady, "may not Alter ACLs on the active east: the fence step would fail"},
+		{"rule 7: may not fence the standby", fencePermitted(true, false), inspect.ReadyWarn, "may not Alter ACLs on the standby west"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v := Assess(tc.snap)
+			v := assess(tc.snap)
 			if v.Level != tc.level {
 				t.Errorf("level %s, want %s (reasons %q)", v.Level, tc.level, v.Reasons)
 			}

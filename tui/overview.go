@@ -110,12 +110,12 @@ func (o *overview) View(width, height int, st styles, now time.Time) string {
 	if l := aclLine(s, st); l != "" {
 		parts = append(parts, truncateANSI(l, width))
 	}
-	v := Assess(o.snap)
+	v := assess(o.snap)
 	vs := st.ok
 	switch v.Level {
-	case ReadyWarn, UnplannedOnly:
+	case inspect.ReadyWarn, inspect.UnplannedOnly:
 		vs = st.warn
-	case NotReady, Unknown:
+	case inspect.NotReady, inspect.Unknown:
 		vs = st.bad
 	}
 	parts = append(parts, st.title.Render("READY TO FAIL OVER? ")+vs.Render(string(v.Level)))
@@ -131,6 +131,15 @@ func (o *overview) View(width, height int, st styles, now time.Time) string {
 		parts = append(parts, st.ok.Render("no problems"))
 	}
 	return strings.Join(parts, "\n")
+}
+
+// assess is the overview's verdict: the one readiness function of
+// inspect, or Unknown before the first refresh.
+func assess(snap *Snapshot) inspect.Verdict {
+	if snap == nil || snap.Status == nil {
+		return inspect.Verdict{Level: inspect.Unknown, Reasons: []string{"waiting for the first refresh"}}
+	}
+	return inspect.Assess(snap.Status)
 }
 
 func interleave(xs []string, sep string) []string {
@@ -205,7 +214,7 @@ func (o *overview) mirrorBlock(width int, st styles) []string {
 	switch {
 	case m.Error != "":
 		lag = st.bad.Render("lag unknown")
-	case m.LagSeconds > lagWarnSeconds:
+	case m.LagSeconds > inspect.LagWarnSeconds:
 		lag = st.warn.Render(lag)
 	}
 	first := st.title.Render("MIRROR "+m.Link) + "  " + state + "  " + lag

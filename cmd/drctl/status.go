@@ -62,6 +62,10 @@ func statusTables(w io.Writer, st *inspect.Status) error {
 		epoch = inspect.RoleUnknown // no cluster answered; the JSON says -1
 	}
 	fmt.Fprintf(w, "topology %s: active %s, standby %s, epoch %s, phase %s (from %s)\n", st.Topology, r.Active, r.Standby, epoch, r.Phase, r.Source)
+	fmt.Fprintf(w, "ready to fail over? %s\n", st.Readiness.Level)
+	for _, reason := range st.Readiness.Reasons {
+		fmt.Fprintf(w, "  - %s\n", reason)
+	}
 	if r.Run != nil {
 		fmt.Fprintf(w, "run in progress: %s %s (at step %d, by %s since %s)\n", r.Run.Kind, r.Run.ID, r.Run.Step+1, r.Run.By, r.Run.StartedAt.Format(time.RFC3339))
 	}
@@ -98,6 +102,8 @@ func statusTables(w io.Writer, st *inspect.Status) error {
 			state = fmt.Sprintf("running (%d process(es))", m.Workers)
 		}
 		fmt.Fprintf(w, "\nMIRROR %s: %s, lag %d records, oldest pending %.1fs\n", m.Link, state, m.LagRecords, m.LagSeconds)
+	} else if st.MirrorNotRead != "" {
+		fmt.Fprintf(w, "\nMIRROR %s\n", st.MirrorNotRead)
 	}
 	section(w, "TOPICS")
 	t = newTable(w, "topic", "active partitions", "standby partitions", "parity", "config drift")
@@ -157,6 +163,9 @@ func statusTables(w io.Writer, st *inspect.Status) error {
 }
 
 func partitions(s inspect.TopicSide) string {
+	if s.Unknown {
+		return inspect.RoleUnknown
+	}
 	if !s.Exists {
 		return "missing"
 	}
@@ -164,6 +173,9 @@ func partitions(s inspect.TopicSide) string {
 }
 
 func groupState(s inspect.GroupSide) string {
+	if s.Unknown {
+		return inspect.RoleUnknown
+	}
 	if !s.Exists {
 		return "absent"
 	}

@@ -1,98 +1,118 @@
-package tui
+package inspect
 
 import (
 	"fmt"
 	"strings"
 )
 
-// Readiness is the "ready to fail over?" verdict of the overview. Its
+// Readiness is the "ready to fail over?" verdict of a status snapshot: what
+// `drctl status`, the TUI's overview and the drills' preflight all say. Its
 // vocabulary is short and stable; reasons say why in plain words.
 type Readiness string
 
 const (
-	Ready         Readiness = "READY"          // a planned failover (f) can run now
+	Ready         Readiness = "READY"          // a planned failover can run now
 	ReadyWarn     Readiness = "READY, CAVEATS" // it can run, read the reasons first
 	NotReady      Readiness = "NOT READY"      // a planned failover would be refused or unsafe
-	UnplannedOnly Readiness = "UNPLANNED ONLY" // the active is down: only F
-	Unknown       Readiness = "UNKNOWN"        // no snapshot yet
+	UnplannedOnly Readiness = "UNPLANNED ONLY" // the active is down: only an unplanned failover
+	Unknown       Readiness = "UNKNOWN"        // what a verdict needs was not seen
 )
 
+// readinessRank orders the levels: the verdict is the worst any rule gave.
 var readinessRank = map[Readiness]int{Ready: 0, ReadyWarn: 1, UnplannedOnly: 2, NotReady: 3, Unknown: 4}
 
-// lagWarnSeconds is the mirror lag past which the verdict warns: below it
-// a live producer's few in-flight records are normal and the drain copies
+// LagWarnSeconds is the mirror lag past which the verdict warns: below it a
+// live producer's few in-flight records are normal and the drain copies
 // them in moments.
-const lagWarnSeconds = 10
+const LagWarnSeconds = 10
 
 // Verdict is a Readiness and its reasons, worst first.
 type Verdict struct {
-	Level   Readiness
-	Reasons []string
+	Level   Readiness `json:"level" yaml:"level"`
+	Reasons []string  `json:"reasons" yaml:"reasons"`
 }
 
+// readinessRule looks at one thing and may add a reason at a level.
+type readinessRule func(s *Status, add func(Readiness, string))
+
 // readinessRules are evaluated in order; each may add a reason at a level.
-// The verdict is the worst level any rule gave. Numbered so that tests and
-// docs can name them.
-var readinessRules = []func(s *Snapshot, add func(Readiness, string)){
+// Numbered so that tests and docs (docs/status.md) can name them. READY is
+// what is left when no rule fires, so a rule must fire for everything a
+// verdict could not see.
+var readinessRules = []readinessRule{
+	// 0. Roles nobody could read: nothing else can be judged.
+	func(s *Status, add func(Readiness, string)) {
+		if s.Roles.Active == RoleUnknown || s.Roles.Standby == RoleUnknown || s.Roles.Active == "" {
+			add(Unknown, "the live roles are unknown: no cluster answered, so neither a failover's source nor its target is known")
+		}
+	},
 	// 1. A run in progress must finish (or be resumed) first.
-	func(s *Snapshot, add func(Readiness, string)) {
-		if r := s.Status.Roles.Run; r != nil {
-			add(NotReady, fmt.Sprintf("run %s (%s) is in progress at step %d: resume it (R) or let it finish", r.ID, r.Kind, r.Step+1))
+	func(s *Status, add func(Readiness, string)) {
+		if r := s.Roles.Run; r != nil {
+			add(NotReady, fmt.Sprintf("run %s (%s) is in progress at step %d: resume it (drctl resume %s) or let it finish", r.ID, r.Kind, r.Step+1, r.ID))
 		}
 	},
 	// 2. The standby must answer and hold current role state.
-	func(s *Snapshot, add func(Readiness, string)) {
-		for _, c := range s.Status.Clusters {
+	func(s *Status, add func(Readiness, string)) {
+		for _, c := range s.Clusters {
 			if c.Role != "standby" {
 				continue
 			}
 			if !c.Reachable {
-				add(NotReady, "standby "+c.Name+" is unreachable")
+				add(NotReady, "standby "+c.Name+" is unreachable: a failover has no target")
 			} else if c.Stale {
 				add(NotReady, "standby "+c.Name+" is stale: it must be reseeded first")
 			}
 		}
 	},
 	// 3. An active that does not answer leaves only an unplanned failover.
-	func(s *Snapshot, add func(Readiness, string)) {
-		for _, c := range s.Status.Clusters {
+	func(s *Status, add func(Readiness, string)) {
+		for _, c := range s.Clusters {
 			if c.Role == "active" && !c.Reachable {
-				add(UnplannedOnly, "active "+c.Name+" is unreachable: only an unplanned failover (F) can run; what it did not mirror stays behind until a reseed salvages it")
+				add(UnplannedOnly, "active "+c.Name+" is unreachable: only an unplanned failover can run; what it did not mirror stays behind until a reseed salvages it")
 			}
 		}
 	},
 	// 4. Consumers on the standby would be moved under their feet.
-	func(s *Snapshot, add func(Readiness, string)) {
-		for _, g := range s.Status.Groups {
+	func(s *Status, add func(Readiness, string)) {
+		for _, g := range s.Groups {
 			if g.Standby.Members > 0 {
 				add(NotReady, fmt.Sprintf("group %s has %d member(s) on the standby: stop them first", g.Name, g.Standby.Members))
 			}
 		}
 	},
-	// 5. The drain needs a mirror that runs and measures.
-	func(s *Snapshot, add func(Readiness, string)) {
-		m := s.Status.Mirror
+	// 5. The drain needs a mirror that runs and measures; a link whose
+	// state was not read is not assumed caught up.
+	func(s *Status, add func(Readiness, string)) {
+		m := s.Mirror
 		switch {
 		case m == nil:
+			if s.bothRolesReachable() {
+				why := s.MirrorNotRead
+				if why == "" {
+					why = "its state could not be read"
+				}
+				add(Unknown, "mirror lag not measured: "+why)
+			}
+			return
 		case m.Error != "":
 			add(NotReady, "mirror "+m.Link+": "+m.Error)
 		case !m.Running:
 			add(ReadyWarn, "no mirror process runs for "+m.Link+": the drain cannot copy what is left")
-		case m.LagSeconds > lagWarnSeconds:
+		case m.LagSeconds > LagWarnSeconds:
 			add(ReadyWarn, fmt.Sprintf("mirror lag %d records (%.1fs): the drain waits for them", m.LagRecords, m.LagSeconds))
-		}
-		if m != nil && m.Error == "" && m.Running && m.LagRecords > 0 && m.LagSeconds <= lagWarnSeconds {
+		case m.LagRecords > 0:
 			add(Ready, fmt.Sprintf("mirror lag %d records (%.1fs): the drain copies them", m.LagRecords, m.LagSeconds))
 		}
-		if m != nil && m.LostRecords > 0 {
+		if m.LostRecords > 0 {
 			add(ReadyWarn, fmt.Sprintf("%d records were lost to retention before they were mirrored", m.LostRecords))
 		}
 	},
 	// 6. Translation coverage: groups the standby does not hold in sync are
 	// translated by the failover itself, but say so.
-	func(s *Snapshot, add func(Readiness, string)) {
+	func(s *Status, add func(Readiness, string)) {
 		var behind []string
-		for _, g := range s.Status.Groups {
+		for _, g := range s.Groups {
 			if g.Sync != nil && !g.Sync.InSync {
 				behind = append(behind, g.Name)
 			}
@@ -104,8 +124,8 @@ var readinessRules = []func(s *Snapshot, add func(Readiness, string)){
 	// 7. With fence: acl, the failover fences the active by adding ACLs:
 	// drctl's principal needs Alter on it (what validate --online checks);
 	// the standby needs it to lift a fence there and for the failback.
-	func(s *Snapshot, add func(Readiness, string)) {
-		for _, c := range s.Status.Clusters {
+	func(s *Status, add func(Readiness, string)) {
+		for _, c := range s.Clusters {
 			if c.FencePermitted == nil || *c.FencePermitted {
 				continue
 			}
@@ -119,10 +139,24 @@ var readinessRules = []func(s *Snapshot, add func(Readiness, string)){
 	},
 }
 
-// Assess gives the verdict for a snapshot.
-func Assess(s *Snapshot) Verdict {
-	if s == nil || s.Status == nil {
-		return Verdict{Level: Unknown, Reasons: []string{"waiting for the first refresh"}}
+// bothRolesReachable reports whether the active and the standby both
+// answered.
+func (s *Status) bothRolesReachable() bool {
+	n := 0
+	for _, c := range s.Clusters {
+		if (c.Role == "active" || c.Role == "standby") && c.Reachable {
+			n++
+		}
+	}
+	return n == 2
+}
+
+// Assess gives the verdict for a snapshot; nil (no snapshot yet) is
+// Unknown. It is the one readiness function: status, the TUI and the drills
+// all call it.
+func Assess(s *Status) Verdict {
+	if s == nil {
+		return Verdict{Level: Unknown, Reasons: []string{"no status read yet"}}
 	}
 	v := Verdict{Level: Ready}
 	type reason struct {
@@ -138,7 +172,7 @@ func Assess(s *Snapshot) Verdict {
 			}
 		})
 	}
-	for rank := 4; rank >= 0; rank-- {
+	for rank := readinessRank[Unknown]; rank >= 0; rank-- {
 		for _, r := range rs {
 			if readinessRank[r.level] == rank {
 				v.Reasons = append(v.Reasons, r.text)
