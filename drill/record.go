@@ -214,8 +214,11 @@ type Summary struct {
 	Verdict   Verdict   `json:"verdict" yaml:"verdict"`
 	Reasons   []string  `json:"reasons" yaml:"reasons"`
 	// Measurements, absent when the drill did not take them.
-	RPOSeconds   *float64 `json:"rpo_seconds,omitempty" yaml:"rpo_seconds,omitempty"`
-	RTOSeconds   *float64 `json:"rto_seconds,omitempty" yaml:"rto_seconds,omitempty"`
+	RPOSeconds *float64 `json:"rpo_seconds,omitempty" yaml:"rpo_seconds,omitempty"`
+	RTOSeconds *float64 `json:"rto_seconds,omitempty" yaml:"rto_seconds,omitempty"`
+	// RTOEstimated marks an RTOSeconds this drill did not measure: a
+	// canary's estimate from the last drill that did.
+	RTOEstimated bool     `json:"rto_estimated,omitempty" yaml:"rto_estimated,omitempty"`
 	LatencyP99MS *float64 `json:"latency_p99_ms,omitempty" yaml:"latency_p99_ms,omitempty"`
 }
 
@@ -231,7 +234,7 @@ func (r *Record) Summary() Summary {
 		s.RTOSeconds = &rto
 	} else if r.RTO != nil && r.RTO.From != "" {
 		v := r.RTO.Seconds
-		s.RTOSeconds = &v
+		s.RTOSeconds, s.RTOEstimated = &v, r.RTO.Estimated
 	}
 	if r.Canary != nil && r.Canary.Received > 0 {
 		v := r.Canary.LatencyP99MS

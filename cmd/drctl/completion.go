@@ -99,7 +99,7 @@ func fishFiles(app *cli.App) string {
 	var b strings.Builder
 	b.WriteString("\n# Files only where drctl takes one (added by drctl completion fish).\n")
 	b.WriteString("complete -c drctl -f\n")
-	fmt.Fprintf(&b, "complete -c drctl -l %s -s o -x -a 'table json yaml'\n", outputFlag.Name)
+	fmt.Fprintf(&b, "complete -c drctl -l %s -s o -x -a 'table wide json yaml'\n", outputFlag.Name)
 	var walk func(cond string, flags []cli.Flag, args string, subs []*cli.Command)
 	walk = func(cond string, flags []cli.Flag, args string, subs []*cli.Command) {
 		for _, f := range flags {

@@ -57,7 +57,7 @@ func writeReference(w *bytes.Buffer, app *cli.App, man bool) {
 		fmt.Fprintf(w, "%s\n\n", app.Usage)
 	}
 	h(2, "SYNOPSIS")
-	fmt.Fprintf(w, "`drctl [-c FILE] [-o table|json|yaml] COMMAND [FLAGS] [ARGUMENTS]`\n\n")
+	fmt.Fprintf(w, "`drctl [-c FILE] [-o table|wide|json|yaml] COMMAND [FLAGS] [ARGUMENTS]`\n\n")
 	fmt.Fprintf(w, "Flags may come before or after the command and its arguments; `--` ends the flags.\n\n")
 	h(2, "GLOBAL FLAGS")
 	writeFlags(w, app.Flags, man)

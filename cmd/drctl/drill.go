@@ -72,7 +72,7 @@ func drillRunCommand() *cli.Command {
 			defer stop()
 			cf := confirmOf(c)
 			o := drill.Options{Interrupts: in, Yes: cf.Given()}
-			if outputFormat(c) == "table" {
+			if humanOutput(c) {
 				o.Out = c.App.Writer
 			}
 			if cf.CanAsk() {
@@ -167,20 +167,7 @@ func drillHistoryCommand() *cli.Command {
 			for i := range hist {
 				summaries[i] = hist[i].Summary()
 			}
-			err = render(c, summaries, func(w io.Writer) error {
-				t := newTable(w, "id", "drill", "kind", "started", "took", "verdict", "rpo", "latency p99", "reasons")
-				for _, s := range summaries {
-					rpo, lat := "-", "-"
-					if s.RPOSeconds != nil {
-						rpo = fmt.Sprintf("%.1fs", *s.RPOSeconds)
-					}
-					if s.LatencyP99MS != nil {
-						lat = fmt.Sprintf("%.0fms", *s.LatencyP99MS)
-					}
-					_ = t.Append(s.ID, s.Drill, s.Kind, s.StartedAt.Format(time.RFC3339), s.Duration, string(s.Verdict), rpo, lat, strings.Join(s.Reasons, "; "))
-				}
-				return t.Render()
-			})
+			err = render(c, summaries, func(w io.Writer) error { return historyTable(w, summaries) })
 			if err != nil {
 				return err
 			}
@@ -228,4 +215,38 @@ func drillReportCommand() *cli.Command {
 			return report.Write(c.App.Writer, rec, c.String("format"))
 		},
 	}
+}
+
+// historyTable lists drills as history returns them (newest first). The id
+// is never cut (drctl drill report takes it); to fit a terminal the kind
+// (the id holds it), the latency, the start (the id holds it too), the
+// drill's name and its duration go first, and the reasons are shortened.
+func historyTable(w io.Writer, summaries []drill.Summary) error {
+	t := newTable(w, col("id"), column{Name: "drill", Drop: 4}, column{Name: "kind", Drop: 1}, column{Name: "started", Drop: 3},
+		column{Name: "took", Drop: 5}, col("verdict"), col("rpo"), col("rto"), column{Name: "latency p99", Drop: 2},
+		column{Name: "reasons", Fit: fitShorten})
+	estimated := false
+	for _, s := range summaries {
+		rpo, rto, lat := "-", "-", "-"
+		if s.RPOSeconds != nil {
+			rpo = fmt.Sprintf("%.1fs", *s.RPOSeconds)
+		}
+		if s.RTOSeconds != nil {
+			rto = fmt.Sprintf("%.1fs", *s.RTOSeconds)
+			if s.RTOEstimated {
+				rto, estimated = "~"+rto, true
+			}
+		}
+		if s.LatencyP99MS != nil {
+			lat = fmt.Sprintf("%.0fms", *s.LatencyP99MS)
+		}
+		t.Append(s.ID, s.Drill, s.Kind, s.StartedAt.UTC().Format(time.RFC3339), s.Duration, string(s.Verdict), rpo, rto, lat, orDash(strings.Join(s.Reasons, "; ")))
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	if estimated {
+		return writeWrapped(w, "  ", "~: an RTO estimated from the last drill that measured one, not measured by that drill")
+	}
+	return nil
 }

@@ -278,7 +278,7 @@ func planAndRun(c *cli.Context, build func(context.Context, *topology.Topology) 
 	if err != nil {
 		return planError(err)
 	}
-	if outputFormat(c) == "table" {
+	if humanOutput(c) {
 		if err := p.WriteText(c.App.Writer); err != nil {
 			return err
 		}

@@ -100,7 +100,7 @@ func TestValidateOfflineGood(t *testing.T) {
 
 func TestBadOutputFormat(t *testing.T) {
 	_, stderr, code := drctl(t, "-o", "xml", "validate")
-	if code != exitBadInput || !strings.Contains(stderr, "use table, json or yaml") {
+	if code != exitBadInput || !strings.Contains(stderr, "use table, wide, json or yaml") {
 		t.Errorf("exit %d, stderr %q", code, stderr)
 	}
 }

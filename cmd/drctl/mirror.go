@@ -142,15 +142,14 @@ func mirrorLag(c *cli.Context) error {
 	}
 	return render(c, rep, func(w io.Writer) error {
 		fmt.Fprintf(w, "link %s: %d records behind, oldest pending record %.1fs old\n", rep.Link, rep.TotalRecords, rep.MaxSeconds)
-		t := newTable(w, "topic", "partition", "source end", "mirrored", "records", "seconds", "lost", "error")
+		t := newTable(w, col("topic"), col("partition"), column{Name: "source end", Drop: 2}, column{Name: "mirrored", Drop: 1},
+			col("records"), col("seconds"), col("lost"), column{Name: "error", Fit: fitWrap})
 		for _, p := range rep.Partitions {
 			mirrored := fmt.Sprint(p.Mirrored)
 			if p.Mirrored < 0 {
 				mirrored = "never"
 			}
-			if err := t.Append(p.Topic, fmt.Sprint(p.Partition), fmt.Sprint(p.SourceEnd), mirrored, fmt.Sprint(p.Records), fmt.Sprintf("%.1f", p.Seconds), fmt.Sprint(p.Lost), orDash(p.Error)); err != nil {
-				return err
-			}
+			t.Append(p.Topic, fmt.Sprint(p.Partition), fmt.Sprint(p.SourceEnd), mirrored, fmt.Sprint(p.Records), fmt.Sprintf("%.1f", p.Seconds), fmt.Sprint(p.Lost), orDash(p.Error))
 		}
 		if err := t.Render(); err != nil {
 			return err

@@ -13,6 +13,7 @@ import (
 
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/mirror/groupsync"
+	"github.com/drctl/drctl/offsettranslate"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -123,12 +124,14 @@ func translationTables(w io.Writer, rep *groupsync.TranslationReport) error {
 	if len(rep.Groups) == 0 {
 		fmt.Fprintf(w, "no selected group has committed offsets on %s\n", rep.Source)
 	}
+	statuses := map[offsettranslate.Status]bool{}
 	for _, g := range rep.Groups {
 		from := "read from " + rep.Source
 		if g.FromSnapshot {
 			from = "from the snapshot on " + rep.Target
 		}
-		section(w, fmt.Sprintf("GROUP %s (positions %s at %s; on %s: %s)", g.Group, from, g.ObservedAt.Format(time.RFC3339), rep.Target, standbyState(g.Standby)))
+		fmt.Fprintln(w)
+		_ = writeWrapped(w, "  ", fmt.Sprintf("GROUP %s (positions %s at %s; on %s: %s)", g.Group, from, g.ObservedAt.Format(time.RFC3339), rep.Target, standbyState(g.Standby)))
 		if g.Error != "" {
 			fmt.Fprintf(w, "error: %s\n", g.Error)
 			continue
@@ -136,12 +139,12 @@ func translationTables(w io.Writer, rep *groupsync.TranslationReport) error {
 		if len(g.Partitions) == 0 {
 			fmt.Fprintf(w, "no committed offsets on mirrored topics\n")
 		} else {
-			t := newTable(w, "topic", "partition", "source committed", "target", "target end", "standby committed", "status", "exact")
+			t := newTable(w, col("topic"), col("partition"), col("source"), col("target"), column{Name: "target end", Drop: 1},
+				column{Name: "standby committed", Drop: 2}, col("status"), column{Name: "exact", Drop: 3})
 			for _, p := range g.Partitions {
-				if err := t.Append(p.Topic, fmt.Sprint(p.Partition), fmt.Sprint(p.SourceCommitted), offset(p.Target), offset(p.TargetEnd),
-					offset(p.StandbyCommitted), p.Status.String(), yesNo(p.Exact)); err != nil {
-					return err
-				}
+				statuses[p.Status] = true
+				t.Append(p.Topic, fmt.Sprint(p.Partition), fmt.Sprint(p.SourceCommitted), offset(p.Target), offset(p.TargetEnd),
+					offset(p.StandbyCommitted), p.Status.String(), yesNo(p.Exact))
 			}
 			if err := t.Render(); err != nil {
 				return err
@@ -151,13 +154,41 @@ func translationTables(w io.Writer, rep *groupsync.TranslationReport) error {
 			fmt.Fprintf(w, "not mirrored, not translated: %s\n", strings.Join(g.Unmirrored, ", "))
 		}
 	}
+	if len(statuses) > 0 {
+		fmt.Fprintln(w)
+		for _, line := range translationFooter(rep.Source, rep.Target, statuses) {
+			_ = writeWrapped(w, "  ", line)
+		}
+	}
 	if len(rep.Problems) > 0 {
 		section(w, "PROBLEMS")
 		for _, p := range rep.Problems {
-			fmt.Fprintf(w, "- %s\n", p)
+			_ = writeWrapped(w, "  ", "- "+p)
 		}
 	}
 	return nil
+}
+
+// translationFooter explains the translation table's columns, and each
+// status that appears in it.
+func translationFooter(source, target string, statuses map[offsettranslate.Status]bool) []string {
+	lines := []string{
+		fmt.Sprintf("SOURCE: the group's committed offset on %s, the next record it reads there.", source),
+		fmt.Sprintf("TARGET: where that record is on %s: the position a failover gives the group (drctl offsets sync commits it now). TARGET END: the end of the partition on %s.", target, target),
+		fmt.Sprintf("STANDBY COMMITTED: the group's committed offset on %s now (-: none).", target),
+	}
+	why := map[offsettranslate.Status]string{
+		offsettranslate.Exact:        "exact: TARGET is the copy of the record at SOURCE.",
+		offsettranslate.ClampedToEnd: fmt.Sprintf("clamped-to-end: the group has read everything mirrored so far; TARGET is the end of what %s holds, and still exact (EXACT yes) unless the group is ahead of the mirror.", target),
+		offsettranslate.BeforeStart:  "before-start: SOURCE is before the first record the offset map covers (mirrored later, or removed by retention); TARGET is the first record it covers.",
+		offsettranslate.Unmapped:     "unmapped: nothing of the partition was mirrored yet, so there is no TARGET.",
+	}
+	for _, s := range []offsettranslate.Status{offsettranslate.Exact, offsettranslate.ClampedToEnd, offsettranslate.BeforeStart, offsettranslate.Unmapped} {
+		if statuses[s] {
+			lines = append(lines, why[s])
+		}
+	}
+	return lines
 }
 
 func plural(n int, what string) string {
@@ -202,7 +233,7 @@ func offsetsSync(c *cli.Context) error {
 	plan := groupsync.PlanSync(rep)
 	if n := plan.Changes(); n > 0 && !cf.Given() {
 		out := c.App.Writer
-		if outputFormat(c) != "table" {
+		if !humanOutput(c) {
 			out = c.App.ErrWriter // keep stdout for the JSON or YAML result
 		}
 		if err := syncTable(out, plan, false); err != nil {
@@ -250,7 +281,7 @@ func syncTable(w io.Writer, p *groupsync.Plan, done bool) error {
 		fmt.Fprintf(w, "no selected group has committed offsets on %s\n", p.Source)
 		return nil
 	}
-	t := newTable(w, "group", "action", "topic", "partition", "before", "after", "status")
+	t := newTable(w, col("group"), col("action"), col("topic"), col("partition"), col("before"), col("after"), column{Name: "status", Fit: fitWrap})
 	for _, g := range p.Groups {
 		action := string(g.Action)
 		if g.Action == groupsync.SyncCommit {
@@ -271,9 +302,7 @@ func syncTable(w io.Writer, p *groupsync.Plan, done bool) error {
 			case groupsync.SyncInSync:
 				note = fmt.Sprintf("%d partitions already there", g.Unchanged)
 			}
-			if err := t.Append(g.Group, action, "-", "-", "-", "-", note); err != nil {
-				return err
-			}
+			t.Append(g.Group, action, "-", "-", "-", "-", note)
 			continue
 		}
 		for _, ch := range g.Changes {
@@ -281,9 +310,7 @@ func syncTable(w io.Writer, p *groupsync.Plan, done bool) error {
 			if !ch.Exact {
 				status += " (not exact)"
 			}
-			if err := t.Append(g.Group, action, ch.Topic, fmt.Sprint(ch.Partition), offset(ch.Before), fmt.Sprint(ch.After), status); err != nil {
-				return err
-			}
+			t.Append(g.Group, action, ch.Topic, fmt.Sprint(ch.Partition), offset(ch.Before), fmt.Sprint(ch.After), status)
 		}
 	}
 	return t.Render()

@@ -4,22 +4,19 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/tw"
 	"github.com/urfave/cli/v2"
-	"golang.org/x/term"
 )
 
 // render writes v as JSON or YAML when -o asks for it, and otherwise calls
-// table to print the human form.
+// table to print the human form: fitted to the terminal, or with every
+// column under -o wide.
 func render(c *cli.Context, v any, table func(io.Writer) error) error {
 	w := c.App.Writer
-	switch outputFormat(c) {
+	f := outputFormat(c)
+	switch f {
 	case "json":
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
@@ -27,11 +24,11 @@ func render(c *cli.Context, v any, table func(io.Writer) error) error {
 	case "yaml":
 		return writeYAML(w, v)
 	}
-	return table(w)
+	return table(&tableOut{Writer: w, width: terminalWidth(w), wide: f == "wide"})
 }
 
 // outputFlag lets -o follow the command as well as precede it.
-var outputFlag = &cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "output format: table, json or yaml"}
+var outputFlag = &cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "output format: table, wide (every column), json or yaml"}
 
 // outputFormat is the innermost -o given, or "table".
 func outputFormat(c *cli.Context) string {
@@ -54,14 +51,21 @@ var textOnly = map[string]string{
 	"tui":            "it is an interactive screen",
 }
 
+// humanOutput is whether -o asks for text for people (table or wide) rather
+// than a document.
+func humanOutput(c *cli.Context) bool {
+	f := outputFormat(c)
+	return f == "table" || f == "wide"
+}
+
 func checkOutputFormat(c *cli.Context) error {
 	f := outputFormat(c)
 	switch f {
-	case "table", "json", "yaml":
+	case "table", "wide", "json", "yaml":
 	default:
-		return withCode(exitBadInput, fmt.Errorf("-o %q is not a format; use table, json or yaml", f))
+		return withCode(exitBadInput, fmt.Errorf("-o %q is not a format; use table, wide, json or yaml", f))
 	}
-	if why, ok := textOnly[commandPath(c)]; ok && f != "table" {
+	if why, ok := textOnly[commandPath(c)]; ok && f != "table" && f != "wide" {
 		return withCode(exitBadInput, fmt.Errorf("%s has no -o %s: %s", commandPath(c), f, why))
 	}
 	return nil
@@ -108,32 +112,6 @@ func badUsage(c *cli.Context, err error, _ bool) error {
 		err = fmt.Errorf("%s: %w", p, err)
 	}
 	return withCode(exitBadInput, fmt.Errorf("%w (see %s)", err, help))
-}
-
-// newTable starts a table with the given header, as wide as the terminal
-// at most (long cells wrap within their column).
-func newTable(w io.Writer, header ...any) *tablewriter.Table {
-	var opts []tablewriter.Option
-	if width := terminalWidth(w); width > 0 {
-		opts = append(opts, tablewriter.WithMaxWidth(width), tablewriter.WithRowAutoWrap(tw.WrapBreak))
-	}
-	t := tablewriter.NewTable(w, opts...)
-	t.Header(header...)
-	return t
-}
-
-// terminalWidth is the width of the terminal w writes to, else $COLUMNS
-// (set by shells, and by tests), else 0: no limit, as for a pipe.
-func terminalWidth(w io.Writer) int {
-	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		if width, _, err := term.GetSize(int(f.Fd())); err == nil && width > 0 {
-			return width
-		}
-	}
-	if n, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && n > 0 {
-		return n
-	}
-	return 0
 }
 
 func yesNo(b bool) string {

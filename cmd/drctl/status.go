@@ -61,19 +61,20 @@ func statusTables(w io.Writer, st *inspect.Status) error {
 	if r.Epoch < 0 {
 		epoch = inspect.RoleUnknown // no cluster answered; the JSON says -1
 	}
-	fmt.Fprintf(w, "topology %s: active %s, standby %s, epoch %s, phase %s (from %s)\n", st.Topology, r.Active, r.Standby, epoch, r.Phase, r.Source)
+	_ = writeWrapped(w, "  ", fmt.Sprintf("topology %s: active %s, standby %s, epoch %s, phase %s (from %s)", st.Topology, r.Active, r.Standby, epoch, r.Phase, r.Source))
 	fmt.Fprintf(w, "ready to fail over? %s\n", st.Readiness.Level)
 	for _, reason := range st.Readiness.Reasons {
-		fmt.Fprintf(w, "  - %s\n", reason)
+		_ = writeWrapped(w, "    ", "  - "+reason)
 	}
 	if r.Run != nil {
-		fmt.Fprintf(w, "run in progress: %s %s (at step %d, by %s since %s)\n", r.Run.Kind, r.Run.ID, r.Run.Step+1, r.Run.By, r.Run.StartedAt.Format(time.RFC3339))
+		_ = writeWrapped(w, "  ", fmt.Sprintf("run in progress: %s %s (at step %d, by %s since %s)", r.Run.Kind, r.Run.ID, r.Run.Step+1, r.Run.By, r.Run.StartedAt.Format(time.RFC3339)))
 	}
 	if d := st.LastDrill; d != nil && d.ID != "" {
-		fmt.Fprintf(w, "last drill: %s (%s, kind %s) %s at %s\n", d.ID, d.Drill, d.Kind, strings.ToUpper(d.Verdict), d.FinishedAt.UTC().Format(time.RFC3339))
+		_ = writeWrapped(w, "  ", fmt.Sprintf("last drill: %s (%s, kind %s) %s at %s", d.ID, d.Drill, d.Kind, strings.ToUpper(d.Verdict), d.FinishedAt.UTC().Format(time.RFC3339)))
 	}
 	section(w, "CLUSTERS")
-	t := newTable(w, "cluster", "role", "reachable", "cluster id", "brokers", "controller", "kafka", "state epoch", "fence")
+	t := newTable(w, col("cluster"), col("role"), col("reachable"), col("cluster id"), column{Name: "brokers", Drop: 2},
+		column{Name: "controller", Drop: 1}, column{Name: "kafka", Drop: 3, Fit: fitShorten}, column{Name: "state epoch", Drop: 4}, column{Name: "fence", Drop: 5, Fit: fitWrap})
 	for _, c := range st.Clusters {
 		reach, epoch := yesNo(c.Reachable), "-"
 		if !c.Reachable {
@@ -89,9 +90,7 @@ func statusTables(w io.Writer, st *inspect.Status) error {
 		if c.Reachable {
 			ctrl = fmt.Sprint(c.Controller)
 		}
-		if err := t.Append(c.Name, c.Role, reach, orDash(c.ClusterID), fmt.Sprint(len(c.Brokers)), ctrl, orDash(c.KafkaVersion), epoch, fenceCell(c.Fenced, c.FencePermitted)); err != nil {
-			return err
-		}
+		t.Append(c.Name, c.Role, reach, orDash(c.ClusterID), fmt.Sprint(len(c.Brokers)), ctrl, orDash(c.KafkaVersion), epoch, fenceCell(c.Fenced, c.FencePermitted))
 	}
 	if err := t.Render(); err != nil {
 		return err
@@ -101,26 +100,26 @@ func statusTables(w io.Writer, st *inspect.Status) error {
 		if m.Running {
 			state = fmt.Sprintf("running (%d process(es))", m.Workers)
 		}
-		fmt.Fprintf(w, "\nMIRROR %s: %s, lag %d records, oldest pending %.1fs\n", m.Link, state, m.LagRecords, m.LagSeconds)
+		fmt.Fprintln(w)
+		_ = writeWrapped(w, "  ", fmt.Sprintf("MIRROR %s: %s, lag %d records, oldest pending %.1fs", m.Link, state, m.LagRecords, m.LagSeconds))
 	} else if st.MirrorNotRead != "" {
-		fmt.Fprintf(w, "\nMIRROR %s\n", st.MirrorNotRead)
+		fmt.Fprintln(w)
+		_ = writeWrapped(w, "  ", "MIRROR "+st.MirrorNotRead)
 	}
 	section(w, "TOPICS")
-	t = newTable(w, "topic", "active partitions", "standby partitions", "parity", "config drift")
+	t = newTable(w, col("topic"), col("active partitions"), col("standby partitions"), column{Name: "parity", Drop: 1}, column{Name: "config drift", Drop: 2, Fit: fitWrap})
 	for _, tp := range st.Topics {
 		var drift []string
 		for _, d := range tp.ConfigDrift {
 			drift = append(drift, fmt.Sprintf("%s: %s / %s", d.Key, orDash(d.Active), orDash(d.Standby)))
 		}
-		if err := t.Append(tp.Name, partitions(tp.Active), partitions(tp.Standby), yesNo(tp.InParity), orDash(strings.Join(drift, "; "))); err != nil {
-			return err
-		}
+		t.Append(tp.Name, partitions(tp.Active), partitions(tp.Standby), yesNo(tp.InParity), orDash(strings.Join(drift, "; ")))
 	}
 	if err := t.Render(); err != nil {
 		return err
 	}
 	section(w, "GROUPS")
-	t = newTable(w, "group", "active state", "active members", "standby state", "standby members", "standby position")
+	t = newTable(w, col("group"), col("on the active"), col("on the standby"), column{Name: "sync", Fit: fitShorten})
 	for _, g := range st.Groups {
 		sync := "-"
 		switch {
@@ -130,9 +129,7 @@ func statusTables(w io.Writer, st *inspect.Status) error {
 		default:
 			sync = "NOT in sync"
 		}
-		if err := t.Append(g.Name, groupState(g.Active), fmt.Sprint(g.Active.Members), groupState(g.Standby), fmt.Sprint(g.Standby.Members), sync); err != nil {
-			return err
-		}
+		t.Append(g.Name, groupCell(g.Active), groupCell(g.Standby), sync)
 	}
 	if err := t.Render(); err != nil {
 		return err
@@ -143,11 +140,9 @@ func statusTables(w io.Writer, st *inspect.Status) error {
 			sync = "not synced: mirror.acls.enabled is false"
 		}
 		section(w, fmt.Sprintf("ACLS (standby %s against active %s, %s)", a.Standby, a.Active, sync))
-		t = newTable(w, "principal", "as on the active", "missing on the standby", "extra on the standby")
+		t = newTable(w, col("principal"), col("as on the active"), col("missing on the standby"), column{Name: "extra on the standby", Drop: 1})
 		for _, pp := range a.Principals {
-			if err := t.Append(pp.Principal, fmt.Sprint(pp.InSync), fmt.Sprint(len(pp.Missing)), fmt.Sprint(len(pp.Extra))); err != nil {
-				return err
-			}
+			t.Append(pp.Principal, fmt.Sprint(pp.InSync), fmt.Sprint(len(pp.Missing)), fmt.Sprint(len(pp.Extra)))
 		}
 		if err := t.Render(); err != nil {
 			return err
@@ -156,7 +151,7 @@ func statusTables(w io.Writer, st *inspect.Status) error {
 	if len(st.Problems) > 0 {
 		section(w, "PROBLEMS")
 		for _, p := range st.Problems {
-			fmt.Fprintf(w, "- %s\n", p)
+			_ = writeWrapped(w, "  ", "- "+p)
 		}
 	}
 	return nil
@@ -170,6 +165,19 @@ func partitions(s inspect.TopicSide) string {
 		return "missing"
 	}
 	return fmt.Sprint(s.Partitions)
+}
+
+// groupCell is a group's state on one side with its members ("Stable, 2
+// members").
+func groupCell(s inspect.GroupSide) string {
+	state := groupState(s)
+	if !s.Exists {
+		return state
+	}
+	if s.Members == 1 {
+		return state + ", 1 member"
+	}
+	return fmt.Sprintf("%s, %d members", state, s.Members)
 }
 
 func groupState(s inspect.GroupSide) string {

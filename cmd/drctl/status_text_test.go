@@ -34,7 +34,7 @@ func TestStatusTextFenceAndStep(t *testing.T) {
 	for name, want := range map[string]string{"east": "IN PLACE", "west": "none (drctl may not Alter ACLs", "north": "-"} {
 		var row string
 		for line := range strings.SplitSeq(out, "\n") {
-			if strings.Contains(line, " "+name+" ") {
+			if f := strings.Fields(line); len(f) > 0 && f[0] == name {
 				row = line
 				break
 			}

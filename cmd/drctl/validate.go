@@ -50,11 +50,9 @@ func validateCommand() *cli.Command {
 }
 
 func validationTable(w io.Writer, v *inspect.Validation) error {
-	t := newTable(w, "cluster", "check", "result", "detail")
+	t := newTable(w, col("cluster"), col("check"), col("result"), column{Name: "detail", Fit: fitWrap})
 	for _, c := range v.Checks {
-		if err := t.Append(orDash(c.Cluster), c.Name, string(c.Result), c.Detail); err != nil {
-			return err
-		}
+		t.Append(orDash(c.Cluster), c.Name, string(c.Result), c.Detail)
 	}
 	if err := t.Render(); err != nil {
 		return err
@@ -64,7 +62,7 @@ func validationTable(w io.Writer, v *inspect.Validation) error {
 		if v.Online {
 			mode = "online"
 		}
-		fmt.Fprintf(w, "%s: topology %s is valid (%s checks)\n", v.File, v.Topology, mode)
+		return writeWrapped(w, "  ", fmt.Sprintf("%s: topology %s is valid (%s checks)", v.File, v.Topology, mode))
 	}
 	return nil
 }
