@@ -84,7 +84,7 @@ func (d *dialog) close(m *Model, yes bool) tea.Cmd {
 
 func (d *dialog) view(width, height int, st styles) string {
 	lines := []string{st.title.Render(d.title)}
-	room := height - 3
+	room := max(1, height-3)
 	body := d.body[min(d.scroll, len(d.body)):]
 	if len(body) > room {
 		body = append(body[:room-1:room-1], st.dim.Render("… ↑/↓ pgup/pgdn scroll the plan"))

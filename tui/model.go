@@ -598,11 +598,18 @@ func (m *Model) runEnded(err error) tea.Cmd {
 }
 
 // View renders the console: header, tabs, the active view, the footer.
+// A terminal too small for all four gets what fits, in that order of
+// importance: the header, the footer (where questions and errors are
+// said), the tabs, then the view; down to nothing at 0 rows.
 func (m *Model) View() string {
-	w, h := m.width, m.height
-	body := h - 3
+	w, h := max(0, m.width), max(0, m.height)
+	if h == 0 {
+		return ""
+	}
+	body := max(0, h-3)
 	var content string
 	switch {
+	case body == 0:
 	case m.dialog != nil && m.dialog.under:
 		top := m.dialog.view(w, body, m.st)
 		n := strings.Count(top, "\n") + 1
@@ -614,7 +621,17 @@ func (m *Model) View() string {
 	default:
 		content = m.viewBody(w, body)
 	}
-	return m.header(w) + "\n" + m.tabs(w) + "\n" + fit(content, w, body) + "\n" + m.footer(w)
+	lines := []string{m.header(w)}
+	switch h {
+	case 1:
+	case 2:
+		lines = append(lines, m.footer(w))
+	case 3:
+		lines = append(lines, m.tabs(w), m.footer(w))
+	default:
+		lines = append(lines, m.tabs(w), fit(content, w, body), m.footer(w))
+	}
+	return strings.Join(lines, "\n")
 }
 
 func (m *Model) viewBody(w, h int) string {

@@ -31,4 +31,10 @@ func newStyles() styles {
 	}
 }
 
-func truncateANSI(s string, width int) string { return ansi.Truncate(s, width, "…") }
+// truncateANSI cuts s to width cells, keeping its escapes; nothing at 0.
+func truncateANSI(s string, width int) string {
+	if width <= 0 {
+		return ""
+	}
+	return ansi.Truncate(s, width, "…")
+}

@@ -272,8 +272,12 @@ func (t *table) line(widths []int, cell func(int) string, lead string) string {
 }
 
 // fit cuts every line of s to width cells and pads or cuts it to height
-// lines, so that a view never spills over the footer.
+// lines, so that a view never spills over the footer. It draws nothing at
+// 0 lines and empty lines at 0 columns.
 func fit(s string, width, height int) string {
+	if height <= 0 {
+		return ""
+	}
 	lines := strings.Split(s, "\n")
 	if len(lines) > height {
 		lines = lines[:height]
