@@ -31,7 +31,8 @@ func TestMain(m *testing.M) {
 var t0 = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 
 func fixtureTopology() *topology.Topology {
-	return &topology.Topology{Name: "payments", Path: "drctl.yaml", Active: "east", Standby: "west"}
+	return &topology.Topology{Name: "payments", Path: "drctl.yaml", Active: "east", Standby: "west",
+		Clusters: map[string]*topology.Cluster{"east": {Bootstrap: []string{"east-1:9092"}}, "west": {Bootstrap: []string{"west-1:9092"}}}}
 }
 
 // fixtureModel is a console on the fixture topology with the fixed clock
@@ -122,9 +123,13 @@ func scenarioClusterDown() *Snapshot {
 	east.Error = "cluster east (east-1:9092): cannot connect: dial tcp 10.0.0.1:9092: connect: connection refused; check that the brokers run and the bootstrap addresses are right"
 	st.Roles.Source = "cluster west"
 	st.Mirror = nil
+	st.MirrorNotRead = "not read: the link's state needs both clusters, and east (active) did not answer"
 	for i := range st.Topics {
-		st.Topics[i].Active = inspect.TopicSide{}
+		st.Topics[i].Active = inspect.TopicSide{Unknown: true}
 		st.Topics[i].InParity = false
+	}
+	for i := range st.Groups {
+		st.Groups[i].Active, st.Groups[i].Sync = inspect.GroupSide{Unknown: true}, nil
 	}
 	st.Problems = []string{"cluster east (active) is unreachable: " + east.Error}
 	return snapshotOf(st, nil)
@@ -140,6 +145,7 @@ func scenarioBothDown() *Snapshot {
 		c.Error = "cluster " + c.Name + " (" + c.Name + "-1:9092): cannot connect: connection refused"
 	}
 	st.Mirror, st.Topics, st.Groups = nil, []inspect.TopicStatus{}, []inspect.GroupStatus{}
+	st.MirrorNotRead = "not read: the link's state needs both clusters, and east (unknown) and west (unknown) did not answer"
 	st.Problems = []string{"no cluster answers: the live roles are unknown"}
 	return snapshotOf(st, nil)
 }

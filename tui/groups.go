@@ -3,6 +3,7 @@ package tui
 import (
 	"fmt"
 
+	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/mirror/groupsync"
 )
 
@@ -53,7 +54,11 @@ func (v *groupsView) SetSnapshot(s *Snapshot) {
 	rows := make([][]string, 0, len(s.Status.Groups))
 	for _, g := range s.Status.Groups {
 		sync, age, reason := "-", "-", ""
-		if g.Sync != nil {
+		switch {
+		case s.Status.Mirror == nil:
+			// The link was not read: nothing is known of the sync.
+			sync = "unknown"
+		case g.Sync != nil:
 			sync = "in sync"
 			if !g.Sync.InSync {
 				sync, reason = "BEHIND", g.Sync.Reason
@@ -61,20 +66,34 @@ func (v *groupsView) SetSnapshot(s *Snapshot) {
 			if g.Sync.BehindSeconds >= 0 {
 				age = fmt.Sprintf("%.1f", g.Sync.BehindSeconds)
 			}
-		} else if g.Active.Exists {
+		case g.Active.Exists:
 			sync = "never"
 		}
-		rows = append(rows, []string{g.Name, groupSide(g.Active.Exists, g.Active.State), fmt.Sprint(g.Active.Members),
-			groupSide(g.Standby.Exists, g.Standby.State), fmt.Sprint(g.Standby.Members), sync, age, orDash(reason)})
+		rows = append(rows, []string{g.Name, groupSide(g.Active), groupMembers(g.Active),
+			groupSide(g.Standby), groupMembers(g.Standby), sync, age, orDash(reason)})
 	}
 	v.list.SetRows(rows)
 }
 
-func groupSide(exists bool, state string) string {
-	if !exists {
+// groupSide is a group's state on one side: "absent" when the cluster
+// answered without it, "unknown" when the cluster did not answer.
+func groupSide(s inspect.GroupSide) string {
+	switch {
+	case s.Unknown:
+		return "unknown"
+	case !s.Exists:
 		return "absent"
 	}
-	return state
+	return s.State
+}
+
+// groupMembers counts a side's members; "-" when its cluster did not
+// answer (no count was seen).
+func groupMembers(s inspect.GroupSide) string {
+	if s.Unknown {
+		return "-"
+	}
+	return fmt.Sprint(s.Members)
 }
 
 func (v *groupsView) current() *table {
@@ -160,6 +179,9 @@ func (v *groupsView) View(width, height int, st styles) string {
 			return head + "\n" + st.bad.Render("error: "+v.trErr)
 		}
 		return head + "\n" + v.parts.View(width, height-1, st)
+	}
+	if noneAnswered(v.snap.Status) {
+		return st.title.Render("GROUPS") + "  " + st.warn.Render("unknown: no cluster answered the last refresh")
 	}
 	head := st.title.Render(fmt.Sprintf("GROUPS (%d)", len(v.snap.Status.Groups))) + fmt.Sprintf("  members and sync on both sides  sort %s", v.list.SortLabel())
 	if v.list.filter != "" {

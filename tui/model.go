@@ -51,6 +51,10 @@ type Model struct {
 	dialog    *dialog
 	flash     string
 	flashBad  bool
+	// flashOn is the clusters' state (clusterState) a refusal or error
+	// was about; a refresh that shows another state clears it ("" for a
+	// message that is not about the clusters).
+	flashOn string
 
 	overview *overview
 	topics   *topicsView
@@ -152,6 +156,9 @@ func (m *Model) setSnapshot(s *Snapshot) tea.Cmd {
 			m.history.add(s.Status.Mirror.LagRecords)
 		}
 	}
+	if m.flashOn != "" && clusterState(s) != m.flashOn {
+		m.flash, m.flashOn = "", ""
+	}
 	m.overview.snap = s
 	m.overview.rates = measureRates(m.prev, s)
 	m.topics.SetSnapshot(m.prev, s)
@@ -178,7 +185,48 @@ func (m *Model) refreshNow() tea.Cmd {
 }
 
 func (m *Model) say(bad bool, f string, a ...any) {
-	m.flash, m.flashBad = fmt.Sprintf(f, a...), bad
+	m.flash, m.flashBad, m.flashOn = fmt.Sprintf(f, a...), bad, ""
+}
+
+// sayAbout says a refusal or an error that holds for the clusters as the
+// last refresh saw them: it leaves the status line when a refresh shows
+// them otherwise (a cluster back, the roles moved).
+func (m *Model) sayAbout(f string, a ...any) {
+	m.say(true, f, a...)
+	m.flashOn = clusterState(m.snap)
+}
+
+// clusterState is what a refusal depends on: the live roles and which
+// clusters answered.
+func clusterState(s *Snapshot) string {
+	if s == nil || s.Status == nil {
+		return "none"
+	}
+	r := s.Status.Roles
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s/%s/%d/%s", r.Active, r.Standby, r.Epoch, r.Phase)
+	for _, c := range s.Status.Clusters {
+		fmt.Fprintf(&b, " %s=%v", c.Name, c.Reachable)
+	}
+	return b.String()
+}
+
+// rolesKnown reports whether the last refresh read the live roles: both
+// name clusters of the topology. Nothing is planned or translated on
+// roles nobody could read ("unknown" is never a cluster name).
+func (m *Model) rolesKnown() bool {
+	if m.snap == nil || m.snap.Status == nil {
+		return false
+	}
+	r := m.snap.Status.Roles
+	_, a := m.opts.Topology.Clusters[r.Active]
+	_, b := m.opts.Topology.Clusters[r.Standby]
+	return a && b && r.Active != r.Standby
+}
+
+// rolesUnknownSay refuses an action while the roles are unknown.
+func (m *Model) rolesUnknownSay(what string) {
+	m.sayAbout("%s: the live roles are unknown (no cluster answered the last refresh); nothing is planned until a cluster answers (r refreshes now)", what)
 }
 
 func (m *Model) nextRunMsg() tea.Cmd {
@@ -378,7 +426,9 @@ func (m *Model) viewKey(k tea.KeyMsg) tea.Cmd {
 			m.topics.Enter()
 		case viewGroups:
 			if g := m.groups.Enter(); g != "" {
-				if m.snap == nil || m.snap.Status == nil {
+				if !m.rolesKnown() {
+					m.groups.Back()
+					m.rolesUnknownSay("translate " + g)
 					return nil
 				}
 				return m.translateCmd(g)
@@ -410,19 +460,23 @@ func (m *Model) action(key string) tea.Cmd {
 		m.say(true, "waiting for the first refresh")
 		return nil
 	}
+	if !m.rolesKnown() {
+		m.rolesUnknownSay(actionNames[key])
+		return nil
+	}
 	r := m.snap.Status.Roles
 	activeUp := m.snap.Reachable(r.Active)
 	switch key {
 	case "f":
 		if !activeUp {
-			m.say(true, "the active %s is unreachable: a planned failover cannot drain or fence it; F plans an unplanned failover", r.Active)
+			m.sayAbout("the active %s is unreachable: a planned failover cannot drain or fence it; F plans an unplanned failover", r.Active)
 			return nil
 		}
 		m.say(false, "planning a failover to %s ...", r.Standby)
 		return m.planCmd("failover", failover.FailoverRequest{To: r.Standby})
 	case "F":
 		if activeUp {
-			m.say(true, "F (unplanned failover) is offered only while the active %s is unreachable; f plans a planned failover", r.Active)
+			m.sayAbout("F (unplanned failover) is offered only while the active %s is unreachable; f plans a planned failover", r.Active)
 			return nil
 		}
 		m.say(false, "planning an unplanned failover to %s ...", r.Standby)
@@ -462,9 +516,12 @@ func (m *Model) action(key string) tea.Cmd {
 	return nil
 }
 
+// actionNames name the actions in refusals.
+var actionNames = map[string]string{"f": "failover", "F": "unplanned failover", "b": "failback", "R": "resume", "s": "offsets sync", "d": "canary drill"}
+
 func (m *Model) planReady(msg planMsg) tea.Cmd {
 	if msg.err != nil {
-		m.say(true, "%s: %v", msg.what, msg.err)
+		m.sayAbout("%s: %v", msg.what, msg.err)
 		return nil
 	}
 	m.flash = ""
@@ -487,7 +544,7 @@ func (m *Model) planReady(msg planMsg) tea.Cmd {
 
 func (m *Model) resumeReady(msg resumeIDMsg) tea.Cmd {
 	if msg.err != nil {
-		m.say(true, "resume: %v", msg.err)
+		m.sayAbout("resume: %v", msg.err)
 		return nil
 	}
 	m.flash = ""
@@ -500,7 +557,7 @@ func (m *Model) resumeReady(msg resumeIDMsg) tea.Cmd {
 
 func (m *Model) syncReady(msg syncPlanMsg) tea.Cmd {
 	if msg.err != nil {
-		m.say(true, "offsets sync %s: %v", msg.group, msg.err)
+		m.sayAbout("offsets sync %s: %v", msg.group, msg.err)
 		return nil
 	}
 	n := msg.plan.Changes()
@@ -668,7 +725,11 @@ func (m *Model) header(w int) string {
 	left := "drctl " + topo.Name
 	if m.snap != nil && m.snap.Status != nil {
 		r := m.snap.Status.Roles
-		left += fmt.Sprintf("  active %s  standby %s  epoch %d  %s", r.Active, r.Standby, r.Epoch, r.Phase)
+		if r.Active == inspect.RoleUnknown {
+			left += "  roles UNKNOWN: no cluster answers"
+		} else {
+			left += fmt.Sprintf("  active %s  standby %s  epoch %d  %s", r.Active, r.Standby, r.Epoch, r.Phase)
+		}
 	}
 	var right []string
 	if m.opts.ReadOnly {

@@ -174,7 +174,10 @@ func clusterCard(c inspect.ClusterStatus, width int, st styles) string {
 		lines = append(lines, "kafka "+orDash(c.KafkaVersion))
 	}
 	epoch := "no role state stored"
-	if c.StateEpoch >= 0 {
+	switch {
+	case !c.Reachable:
+		epoch = "role state not read"
+	case c.StateEpoch >= 0:
 		epoch = fmt.Sprintf("state epoch %d", c.StateEpoch)
 	}
 	if c.Stale {
@@ -204,7 +207,7 @@ func clusterCard(c inspect.ClusterStatus, width int, st styles) string {
 func (o *overview) mirrorBlock(width int, st styles) []string {
 	m := o.snap.Status.Mirror
 	if m == nil {
-		return []string{st.title.Render("MIRROR") + " " + st.warn.Render("unknown: a cluster is unreachable"), ""}
+		return wrapIndent(st.title.Render("MIRROR")+"  ", st.warn.Render(notRead(o.snap.Status)), width)
 	}
 	state := st.bad.Render("not running")
 	if m.Running {
@@ -275,8 +278,37 @@ func aclLine(s *inspect.Status, st styles) string {
 	return line
 }
 
+// notRead says why the link's state (lag, group sync) is absent from s.
+func notRead(s *inspect.Status) string {
+	if s.MirrorNotRead != "" {
+		return s.MirrorNotRead
+	}
+	if s.Roles.Active == inspect.RoleUnknown {
+		return "not read: no cluster answered, so the link between them is not known"
+	}
+	return "not read: the link's state could not be read"
+}
+
+// noneAnswered reports whether no cluster answered: the topics and groups
+// lists are then unknown, not empty.
+func noneAnswered(s *inspect.Status) bool {
+	for _, c := range s.Clusters {
+		if c.Reachable {
+			return false
+		}
+	}
+	return true
+}
+
 // groupSyncLine summarises group translation on the standby.
 func groupSyncLine(s *inspect.Status, st styles) string {
+	head := st.title.Render(fmt.Sprintf("GROUPS (%d)", len(s.Groups)))
+	switch {
+	case noneAnswered(s):
+		return st.title.Render("GROUPS") + "  " + st.warn.Render("unknown: no cluster answered")
+	case s.Mirror == nil:
+		return head + "  " + st.warn.Render("sync unknown: the link was not read")
+	}
 	var inSync, behind, unmapped int
 	oldest := -1.0
 	for _, g := range s.Groups {
@@ -299,7 +331,7 @@ func groupSyncLine(s *inspect.Status, st styles) string {
 	if behind > 0 {
 		line = st.warn.Render(line)
 	}
-	return st.title.Render(fmt.Sprintf("GROUPS (%d)", len(s.Groups))) + "  " + line
+	return head + "  " + line
 }
 
 func orDash(s string) string {
@@ -339,16 +371,24 @@ func wrap(s string, width int) []string {
 // topicsLine summarises the topics: parity and where the lag is.
 func topicsLine(snap *Snapshot, width int, st styles) string {
 	s := snap.Status
-	parity, missing := 0, 0
+	if noneAnswered(s) {
+		return truncateANSI(st.title.Render("TOPICS")+"  "+st.warn.Render("unknown: no cluster answered"), width)
+	}
+	parity, missing, unknown := 0, 0, 0
 	for _, t := range s.Topics {
-		if t.InParity {
+		switch {
+		case t.Active.Unknown || t.Standby.Unknown:
+			unknown++
+		case t.InParity:
 			parity++
-		}
-		if !t.Standby.Exists {
+		case !t.Standby.Exists:
 			missing++
 		}
 	}
 	line := fmt.Sprintf("%d in parity", parity)
+	if unknown > 0 {
+		line = fmt.Sprintf("%d of %d in parity", parity, len(s.Topics)) + st.warn.Render(fmt.Sprintf(", %d unknown (a cluster did not answer)", unknown))
+	}
 	if missing > 0 {
 		line += st.warn.Render(fmt.Sprintf(", %d missing on the standby", missing))
 	}

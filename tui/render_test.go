@@ -52,6 +52,7 @@ var scenarios = []struct {
 	{"steady", scenarioSteady, false},
 	{"lagging", scenarioLagging, false},
 	{"cluster-down", scenarioClusterDown, false},
+	{"both-down", scenarioBothDown, false},
 	{"failing-over", scenarioFailingOver, true},
 	{"stale", scenarioStale, false},
 }

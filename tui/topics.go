@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/mirror"
 )
 
@@ -22,7 +23,7 @@ func newTopicsView() *topicsView {
 		list: newTable(
 			column{Title: "topic", Width: 12, Flex: true},
 			column{Title: "partitions", Width: 10, Right: true},
-			column{Title: "parity", Width: 6},
+			column{Title: "parity", Width: 7},
 			column{Title: "lag", Width: 7, Right: true},
 			column{Title: "lag s", Width: 6, Right: true},
 			column{Title: "rate/s", Width: 7, Right: true},
@@ -73,9 +74,12 @@ func (v *topicsView) SetSnapshot(prev, s *Snapshot) {
 	}
 	rows := make([][]string, 0, len(s.Status.Topics))
 	for _, t := range s.Status.Topics {
-		parts := fmt.Sprintf("%s/%s", sidePartitions(t.Active.Exists, t.Active.Partitions), sidePartitions(t.Standby.Exists, t.Standby.Partitions))
+		parts := sidePartitions(t.Active) + "/" + sidePartitions(t.Standby)
 		parity := "yes"
-		if !t.InParity {
+		switch {
+		case t.Active.Unknown || t.Standby.Unknown:
+			parity = "unknown"
+		case !t.InParity:
 			parity = "NO"
 		}
 		var drift []string
@@ -95,11 +99,16 @@ func (v *topicsView) SetSnapshot(prev, s *Snapshot) {
 	v.fillParts()
 }
 
-func sidePartitions(exists bool, n int32) string {
-	if !exists {
+// sidePartitions is a topic's partition count on one side: "-" when the
+// cluster answered without it, "unknown" when the cluster did not answer.
+func sidePartitions(s inspect.TopicSide) string {
+	switch {
+	case s.Unknown:
+		return "unknown"
+	case !s.Exists:
 		return "-"
 	}
-	return fmt.Sprint(n)
+	return fmt.Sprint(s.Partitions)
 }
 
 func (v *topicsView) fillParts() {
@@ -161,12 +170,21 @@ func (v *topicsView) View(width, height int, st styles) string {
 		}
 		return head + "\n" + v.parts.View(width, height-1, st)
 	}
+	if noneAnswered(v.snap.Status) {
+		return st.title.Render("TOPICS") + "  " + st.warn.Render("unknown: no cluster answered the last refresh")
+	}
 	head := st.title.Render(fmt.Sprintf("TOPICS (%d)", len(v.snap.Status.Topics))) + fmt.Sprintf("  partitions active/standby  sort %s", v.list.SortLabel())
 	if v.list.filter != "" {
 		head += fmt.Sprintf("  filter %q: %d", v.list.filter, v.list.Len())
 	}
-	if v.snap.LagError != "" {
-		head += "  " + st.bad.Render("lag: "+v.snap.LagError)
+	lines := []string{head}
+	switch m := v.snap.Status.Mirror; {
+	case v.snap.LagError != "":
+		lines = append(lines, wrapIndent("", st.bad.Render("lag: "+v.snap.LagError), width)...)
+	case v.snap.Lag == nil && m != nil && m.Error != "":
+		lines = append(lines, wrapIndent("", st.bad.Render("lag: "+m.Error), width)...)
+	case v.snap.Lag == nil:
+		lines = append(lines, wrapIndent("", st.warn.Render("lag "+notRead(v.snap.Status)), width)...)
 	}
-	return head + "\n" + v.list.View(width, height-1, st)
+	return strings.Join(lines, "\n") + "\n" + v.list.View(width, height-len(lines), st)
 }
