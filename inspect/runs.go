@@ -72,8 +72,25 @@ func PointOfNoReturn(p *plans.Plan) int {
 	return 0
 }
 
+// PlanTopology is the name of the topology a plan was built for: the
+// "topology" of its inputs, which every drctl plan records (failover,
+// failback, reseed, drills). "" when the inputs do not say.
+func PlanTopology(p *plans.Plan) string {
+	if p == nil {
+		return ""
+	}
+	var in struct {
+		Topology string `json:"topology"`
+	}
+	if json.Unmarshal(p.Inputs, &in) != nil {
+		return ""
+	}
+	return in.Topology
+}
+
 // LoadRun reads a run's progress from the clusters (the most advanced
-// record wins); nil when no cluster knows it.
+// record wins); nil when no cluster knows it as a run of topo (the runs
+// topic is shared by every topology whose clusters these are).
 func LoadRun(ctx context.Context, topo *topology.Topology, id string) (*RunRecord, error) {
 	clusters := kafkaconn.Open(ctx, topo)
 	defer clusters.Close()
@@ -84,7 +101,7 @@ func LoadRun(ctx context.Context, topo *topology.Topology, id string) (*RunRecor
 			continue
 		}
 		rec, err := DecodeRunRecord(raw)
-		if err != nil {
+		if err != nil || PlanTopology(rec.Plan) != topo.Name {
 			continue
 		}
 		if best == nil || rec.Start().From > best.Start().From {
@@ -94,8 +111,10 @@ func LoadRun(ctx context.Context, topo *topology.Topology, id string) (*RunRecor
 	return best, nil
 }
 
-// ListRuns reads every run the clusters recorded in topology.RunsTopic; for a run
-// both hold, the most advanced record wins. It only reads. It fails only
+// ListRuns reads every run of topo the clusters recorded in
+// topology.RunsTopic (a topic that every topology sharing the clusters
+// writes: the runs of another topology are left out); for a run both
+// hold, the most advanced record wins. It only reads. It fails only
 // when no cluster could be read; unreadable records are skipped.
 func ListRuns(ctx context.Context, topo *topology.Topology) ([]*RunRecord, error) {
 	clusters := kafkaconn.Open(ctx, topo)
@@ -107,6 +126,7 @@ func ListRuns(ctx context.Context, topo *topology.Topology) ([]*RunRecord, error
 // session has not dialled yet is dialled once).
 func ListRunsIn(ctx context.Context, clusters *kafkaconn.Clusters) ([]*RunRecord, error) {
 	clusters.Connect(ctx)
+	topoName := clusters.Topology().Name
 	best := map[string]*RunRecord{}
 	var errs []error
 	read := 0
@@ -119,7 +139,7 @@ func ListRunsIn(ctx context.Context, clusters *kafkaconn.Clusters) ([]*RunRecord
 		read++
 		for id, raw := range all {
 			rec, err := DecodeRunRecord(raw)
-			if err != nil || rec.Plan == nil {
+			if err != nil || rec.Plan == nil || PlanTopology(rec.Plan) != topoName {
 				continue
 			}
 			if b := best[id]; b == nil || rec.Start().From > b.Start().From || (rec.Finished && !b.Finished) {

@@ -93,8 +93,10 @@ type PastRun struct {
 	Error           string
 }
 
-// readJournals reads the newest local journals (at most n).
-func readJournals(dir string, n int) ([]PastRun, error) {
+// readJournals reads the newest local journals of topology topoName (at
+// most n). The journal directory is shared by every topology run from this
+// machine: another topology's runs are left out.
+func readJournals(dir, topoName string, n int) ([]PastRun, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		if os.IsNotExist(err) {
@@ -117,9 +119,12 @@ func readJournals(dir string, n int) ([]PastRun, error) {
 	}
 	slices.SortFunc(files, func(a, b file) int { return b.mod.Compare(a.mod) })
 	var out []PastRun
-	for _, f := range files[:min(n, len(files))] {
+	for _, f := range files {
+		if len(out) == n {
+			break
+		}
 		st, err := plans.ReadJournal(f.path)
-		if err != nil || st.Plan == nil {
+		if err != nil || st.Plan == nil || inspect.PlanTopology(st.Plan) != topoName {
 			continue
 		}
 		done := 0

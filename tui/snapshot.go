@@ -52,7 +52,7 @@ func collect(ctx context.Context, topo *topology.Topology, journalDir string, ti
 	if s.Lag != nil {
 		s.Bytes, _ = measureLogBytes(ctx, clusters, s.Lag, s.Status.Roles.Active, s.Status.Roles.Standby)
 	}
-	runs, err := readJournals(journalDir, 50)
+	runs, err := readJournals(journalDir, topo.Name, 50)
 	if err != nil {
 		s.RunsError = err.Error()
 	}
