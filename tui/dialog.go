@@ -9,7 +9,9 @@ import (
 
 // dialog asks before anything changes: it shows what will happen (a plan
 // as `drctl plan failover` prints it, the offsets a sync commits) and
-// waits for the expected answer. expect "" is a y/N question.
+// waits for the expected answer. expect "" is a y/N question, answered on
+// the single key: y is yes; n and esc are no; any other key (enter too)
+// answers nothing, so a stray key never decides.
 type dialog struct {
 	title  string
 	body   []string
@@ -29,13 +31,16 @@ func newDialog(title, body, prompt, expect string, ok func(*Model) tea.Cmd) *dia
 	ti.Prompt = prompt
 	ti.CharLimit = 200
 	if expect == "" {
-		ti.CharLimit = 3
+		ti.CharLimit = 0 // nothing is typed: the answer is one key
 	}
 	ti.Focus()
 	return &dialog{title: title, body: strings.Split(body, "\n"), expect: expect, input: ti, ok: ok}
 }
 
 func (d *dialog) key(m *Model, k tea.KeyMsg) tea.Cmd {
+	if d.expect == "" {
+		return d.yesNo(m, k)
+	}
 	switch k.String() {
 	case "esc":
 		return d.close(m, false)
@@ -53,10 +58,6 @@ func (d *dialog) key(m *Model, k tea.KeyMsg) tea.Cmd {
 		return nil
 	case "enter":
 		answer := strings.TrimSpace(d.input.Value())
-		if d.expect == "" {
-			a := strings.ToLower(answer)
-			return d.close(m, a == "y" || a == "yes")
-		}
 		if answer == d.expect {
 			return d.close(m, true)
 		}
@@ -68,6 +69,28 @@ func (d *dialog) key(m *Model, k tea.KeyMsg) tea.Cmd {
 	var cmd tea.Cmd
 	d.input, cmd = d.input.Update(k)
 	return cmd
+}
+
+// yesNo answers a y/N question on one key; the arrows scroll what it
+// shows.
+func (d *dialog) yesNo(m *Model, k tea.KeyMsg) tea.Cmd {
+	switch k.String() {
+	case "y", "Y":
+		return d.close(m, true)
+	case "n", "N", "esc":
+		return d.close(m, false)
+	case "up":
+		d.scroll = max(0, d.scroll-1)
+	case "down":
+		d.scroll = min(max(0, len(d.body)-1), d.scroll+1)
+	case "pgup":
+		d.scroll = max(0, d.scroll-10)
+	case "pgdown":
+		d.scroll = min(max(0, len(d.body)-1), d.scroll+10)
+	default:
+		d.wrong = "press y for yes, n or esc for no"
+	}
+	return nil
 }
 
 func (d *dialog) close(m *Model, yes bool) tea.Cmd {

@@ -31,7 +31,6 @@ func TestCanaryDrillThroughKeys(t *testing.T) {
 	tm.Send(key("d"))
 	waitScreen(t, tm, "Run the canary drill now? [y/N]", 10*time.Second)
 	tm.Send(key("y"))
-	tm.Send(key("enter"))
 	tm.Send(key("6"))
 	waitScreen(t, tm, ") pass", 120*time.Second) // "drill canary (ID) pass"
 	tm.Send(key("5"))

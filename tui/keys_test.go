@@ -191,3 +191,50 @@ func TestDrillKeyAsksFirst(t *testing.T) {
 		t.Fatal("esc started the drill")
 	}
 }
+
+// TestYesNoOnOneKey: a y/N question is answered by the single key, as k9s
+// does: y runs, n and esc do not; enter and other keys answer nothing.
+func TestYesNoOnOneKey(t *testing.T) {
+	m := fixtureModel(80, 24, false)
+	m.Update(snapshotMsg{scenarioSteady()})
+	ran := 0
+	ask := func() {
+		m.dialog = newDialog("Offsets sync billing on west", "billing orders/0: 3 -> 7", "Commit 1 offset(s) on west? [y/N] ", "", func(*Model) tea.Cmd { ran++; return nil })
+	}
+	ask()
+	for _, k := range []string{"enter", "x", "e"} {
+		m.Update(key(k))
+		if m.dialog == nil || ran != 0 {
+			t.Fatalf("%q answered the question (ran %d)", k, ran)
+		}
+	}
+	if !strings.Contains(m.View(), "press y for yes, n or esc for no") {
+		t.Fatalf("a stray key does not say how to answer:\n%s", m.View())
+	}
+	m.Update(key("y"))
+	if ran != 1 || m.dialog != nil {
+		t.Fatalf("y alone: ran %d, dialog open %v", ran, m.dialog != nil)
+	}
+	for _, k := range []string{"n", "esc"} {
+		ask()
+		m.Update(key(k))
+		if ran != 1 || m.dialog != nil || !strings.Contains(m.flash, "nothing was changed") {
+			t.Fatalf("%s: ran %d, dialog open %v, flash %q", k, ran, m.dialog != nil, m.flash)
+		}
+	}
+
+	// A run's question too: y alone answers it.
+	m.run = &liveRun{id: "r1"}
+	m.runs.run = m.run
+	reply := make(chan error, 1)
+	m.Update(stepQuestionMsg{question: "fence none: stop every producer writing to east now. Have they stopped?", reply: reply})
+	m.Update(key("y"))
+	select {
+	case err := <-reply:
+		if err != nil {
+			t.Fatalf("y answered %v", err)
+		}
+	default:
+		t.Fatal("y alone did not answer the run's question")
+	}
+}
