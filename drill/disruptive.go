@@ -58,13 +58,33 @@ type failoverDrill struct {
 	// salvaged are the canary records the unplanned failover's salvage
 	// holds: not lost.
 	salvaged map[int]bool
+	// failed are the directions whose step failed, with what they measured
+	// before (a failed step has no outputs).
+	failed []Direction
+}
+
+// keepFailed records what a failed direction measured, for the drill's
+// record.
+func (x *failoverDrill) keepFailed(dir *Direction, err error) {
+	dir.RunError = err.Error()
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.failed = append(x.failed, *dir)
+}
+
+// Failed returns the directions whose step failed, with what they measured.
+func (x *failoverDrill) Failed() []Direction {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return append([]Direction(nil), x.failed...)
 }
 
 // failoverPlan builds the failover drill: a real planned failover from
 // active to standby with the canary application writing and reading
-// through it, a hold, a failback, and the tally of the canary.
-func failoverPlan(topo *topology.Topology, d *topology.NamedDrill, id, active, standby string, o Options, noteRun func(runID string) error) (*plans.Plan, *plans.Registry, func()) {
-	p := plans.New(id, "drill-failover")
+// through it, a hold, a failback, and the tally of the canary. failed
+// returns, after the run, the directions whose step failed.
+func failoverPlan(topo *topology.Topology, d *topology.NamedDrill, id, active, standby string, o Options, noteRun func(runID string) error) (p *plans.Plan, r *plans.Registry, cleanup func(), failed func() []Direction) {
+	p = plans.New(id, "drill-failover")
 	_ = p.SetInputs(map[string]any{"topology": topo.Name, "topology_digest": topo.Digest, "drill": d.Name, "active": active, "standby": standby})
 	cp := canaryParams{Drill: id, Active: active, Standby: standby, Records: d.Params.Records, Rate: d.Params.Rate}
 	steps := []plans.StepSpec{
@@ -91,7 +111,7 @@ func failoverPlan(topo *topology.Topology, d *topology.NamedDrill, id, active, s
 		}
 	}
 	x := &failoverDrill{topo: topo, id: id, journal: o.journalDir(), interrupts: o.Interrupts, noteRun: noteRun, app: newFollower(topo, id, d.Params.Rate)}
-	r := plans.NewRegistry()
+	r = plans.NewRegistry()
 	_ = plans.NewStepType[canaryParams](StepCanaryTopic).Register(r, func(ctx context.Context, cp canaryParams, _ *plans.RunContext) (plans.Result, error) {
 		res, err := canaryTopicStep(ctx, topo, cp)
 		if err != nil {
@@ -132,7 +152,7 @@ func failoverPlan(topo *topology.Topology, d *topology.NamedDrill, id, active, s
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		_ = x.releasePause(ctx)
-	}
+	}, x.Failed
 }
 
 // start begins the canary application on cluster.
@@ -160,8 +180,13 @@ func (x *failoverDrill) close() {
 // writes to the new active once the roles flip; its group stops reading
 // when the drain starts (its position is what gets translated) and reads
 // on the new active once the groups are translated.
-func (x *failoverDrill) move(ctx context.Context, mp moveParams) (*Direction, error) {
+func (x *failoverDrill) move(ctx context.Context, mp moveParams) (_ *Direction, err error) {
 	dir := &Direction{From: mp.From, To: mp.To}
+	defer func() {
+		if err != nil {
+			x.keepFailed(dir, err)
+		}
+	}()
 	x.start(mp.From)
 	x.mu.Lock()
 	x.starts = append(x.starts, x.app.nextSeq())
@@ -186,7 +211,10 @@ func (x *failoverDrill) move(ctx context.Context, mp moveParams) (*Direction, er
 	start := time.Now()
 	var fenceErr error
 	probed := false
+	steps := &runSteps{}
+	defer func() { dir.RunSteps = steps.steps }()
 	watch := &eventWatcher{on: func(e plans.Event) {
+		steps.handle(e)
 		switch {
 		case e.Type == plans.EventStepStarted && e.Name == failover.StepFenceActive:
 			x.app.stopWrites()
@@ -203,6 +231,11 @@ func (x *failoverDrill) move(ctx context.Context, mp moveParams) (*Direction, er
 	err = failover.Execute(ctx, x.topo, p, failover.RunOptions{JSON: watch, JournalDir: x.journal, Interrupts: x.interrupts,
 		Confirm: func(string) error { x.app.stopWrites(); return nil }})
 	if err != nil {
+		if probed {
+			x.verifyFence(dir, before, probed, fenceErr)
+		} else {
+			dir.FenceSkip = "the run stopped before it fenced " + mp.From
+		}
 		if next, ok := plans.NextStep(err); ok && next > 0 {
 			return nil, fmt.Errorf("failover run %s to %s: %w (drctl resume %s finishes it)", p.ID, mp.To, err, p.ID)
 		}
@@ -268,12 +301,15 @@ func (x *failoverDrill) awaitRTO(ctx context.Context, to string, start time.Time
 // fenceErr).
 func (x *failoverDrill) verifyFence(dir *Direction, before error, probed bool, fenceErr error) {
 	switch {
+	case x.topo.Failover.Fence == topology.FenceNone:
+		dir.FenceSkip = "fence: none: the run does not fence " + dir.From
 	case x.topo.Drills.CanaryUser == nil:
 		// No principal to probe with: nothing to verify, nothing claimed.
+		dir.FenceSkip = "no drills.canary_user to write to " + dir.From + " as while it is fenced"
 	case before != nil:
 		dir.FenceNote = fmt.Sprintf("the canary user could not write to %s even before the fence (%v): grant it WRITE on %s", dir.From, before, x.topo.CanaryTopic())
 	case !probed:
-		dir.FenceNote = "the run did not fence " + dir.From + " (fence: none)"
+		dir.FenceNote = "the run did not fence " + dir.From
 	case fenceErr == nil:
 		dir.FenceNote = "the canary user's write to " + dir.From + " was accepted while it was fenced"
 	case isRefused(fenceErr):
@@ -340,6 +376,7 @@ func (x *failoverDrill) settle(ctx context.Context, rc *plans.RunContext) []Dire
 		if i > 0 {
 			lo = starts[i]
 		}
+		dirs[i].Records, dirs[i].Tallied = x.app.ackedIn(lo, hi), true
 		if dirs[i].Unplanned {
 			// What never left the old active is in quarantine, not lost;
 			// the run reported it (RPORecords).
@@ -372,12 +409,40 @@ func settleSummary(dirs []Direction) string {
 		if i > 0 {
 			b.WriteString("; ")
 		}
-		fmt.Fprintf(&b, "%s->%s: %d lost, %d duplicated, %d re-read", d.From, d.To, d.Lost, d.Duplicated, d.ReRead)
+		fmt.Fprintf(&b, "%s->%s: %d lost, %d duplicated, %d re-read of %d canary records", d.From, d.To, d.Lost, d.Duplicated, d.ReRead, d.Records)
 	}
 	if len(dirs) == 0 {
 		return "no direction completed"
 	}
 	return b.String()
+}
+
+// runSteps keeps a failover run's steps as they run, for the drill's record.
+type runSteps struct{ steps []Step }
+
+func (r *runSteps) handle(e plans.Event) {
+	switch e.Type {
+	case plans.EventRunStarted:
+		if e.Plan != nil && r.steps == nil {
+			for _, s := range e.Plan.Steps {
+				r.steps = append(r.steps, Step{Name: s.Name, Title: s.Title, Status: "skipped"})
+			}
+		}
+	case plans.EventStepStarted:
+		if e.Index < len(r.steps) {
+			r.steps[e.Index].StartedAt = e.Time.UTC()
+		}
+	case plans.EventStepDone:
+		if e.Index < len(r.steps) {
+			s := &r.steps[e.Index]
+			s.Status, s.ElapsedMS, s.Summary = "done", e.ElapsedMS, e.Summary
+		}
+	case plans.EventStepFailed:
+		if e.Index < len(r.steps) {
+			s := &r.steps[e.Index]
+			s.Status, s.ElapsedMS, s.Error = "failed", e.ElapsedMS, e.Error
+		}
+	}
 }
 
 // eventWatcher is the failover run's JSON stream, read as it is written:

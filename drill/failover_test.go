@@ -35,6 +35,16 @@ func TestFailoverDrill(t *testing.T) {
 		if dir.RTOWriteSeconds <= 0 || dir.RTOConsumeSeconds <= 0 || dir.Lost != 0 || dir.Duplicated != 0 || dir.ReRead != 0 || dir.RunID == "" {
 			t.Errorf("direction %+v", dir)
 		}
+		// Counted of how many; fence: none is nothing verified; the run's
+		// steps as evidence.
+		if !dir.Tallied || dir.Records <= 0 || dir.FenceVerified || dir.FenceSkip == "" || dir.FenceNote != "" || len(dir.RunSteps) == 0 {
+			t.Errorf("direction %+v", dir)
+		}
+		for _, s := range dir.RunSteps {
+			if s.Status != "done" || s.StartedAt.IsZero() {
+				t.Errorf("run %s step %+v", dir.RunID, s)
+			}
+		}
 	}
 	roles, err := inspect.CollectRoles(ctx, topo)
 	if err != nil || roles.Active != "east" || roles.Phase != "steady" || roles.Run != nil || roles.Epoch < 4 {
@@ -48,6 +58,9 @@ func TestFailoverDrill(t *testing.T) {
 	c := runDrill(t, topo, smallCanary(), t.TempDir())
 	if c.Verdict != Pass || c.RTO == nil || c.RTO.From != rec.ID || c.RTO.Seconds != max(rec.Directions[0].RTOWriteSeconds, rec.Directions[1].RTOWriteSeconds) {
 		t.Errorf("canary after the failover drill: %s %v, RTO %+v", c.Verdict, c.Reasons, c.RTO)
+	}
+	if s := c.Summary(); s.RTOSeconds == nil || !s.RTOEstimated {
+		t.Errorf("the canary's summary does not mark its RTO as estimated: %+v", s)
 	}
 }
 

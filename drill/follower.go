@@ -305,4 +305,30 @@ func (f *follower) tally(lo, hi int, kept map[int]bool) (lost, duplicated, rerea
 	return lost, duplicated, reread
 }
 
+// ackedIn counts the records of [lo, hi) a cluster acknowledged.
+func (f *follower) ackedIn(lo, hi int) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for seq := lo; seq < hi; seq++ {
+		if _, ok := f.acked[seq]; ok {
+			n++
+		}
+	}
+	return n
+}
+
+// ackedBy counts the records cluster acknowledged.
+func (f *follower) ackedBy(cluster string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, a := range f.acked {
+		if a.Cluster == cluster {
+			n++
+		}
+	}
+	return n
+}
+
 func (f *follower) nextSeq() int { f.mu.Lock(); defer f.mu.Unlock(); return f.seq }

@@ -26,10 +26,10 @@ func Judge(r *Record) {
 			add("%d of %d canary records not replicated to %s within %s", c.Missing, c.Sent, c.Target, time.Duration(c.WaitedMS)*time.Millisecond)
 		}
 		if c.Duplicates > 0 {
-			add("%d duplicate canary records on %s (want 0)", c.Duplicates, c.Target)
+			add("%d duplicate canary records among the %d read on %s (want 0)", c.Duplicates, c.Received, c.Target)
 		}
 		if c.OutOfOrder > 0 {
-			add("%d canary records out of order on %s (want 0)", c.OutOfOrder, c.Target)
+			add("%d of %d canary records out of order on %s (want 0)", c.OutOfOrder, c.Received, c.Target)
 		}
 		if o := r.Objectives.MaxCanaryLatencyMS; o > 0 && c.Received > 0 && c.LatencyMaxMS > o {
 			add("canary latency max %.0f ms exceeds the objective %.0f ms (p99 %.0f ms)", c.LatencyMaxMS, o, c.LatencyP99MS)
@@ -64,13 +64,13 @@ func Judge(r *Record) {
 			add("%s -> %s: %s", d.From, d.To, d.Error)
 		}
 		if d.Lost > 0 {
-			add("%s -> %s: %d canary records lost", d.From, d.To, d.Lost)
+			add("%s -> %s: %d of %d canary records lost", d.From, d.To, d.Lost, d.Records)
 		}
 		if d.Duplicated > 0 {
-			add("%s -> %s: %d canary records duplicated", d.From, d.To, d.Duplicated)
+			add("%s -> %s: %d of %d canary records duplicated", d.From, d.To, d.Duplicated, d.Records)
 		}
 		if d.ReRead > 0 {
-			add("%s -> %s: the canary group re-read %d records", d.From, d.To, d.ReRead)
+			add("%s -> %s: the canary group re-read %d of %d records", d.From, d.To, d.ReRead, d.Records)
 		}
 		if d.FenceNote != "" && !d.FenceVerified {
 			add("%s -> %s: fence not verified: %s", d.From, d.To, d.FenceNote)
@@ -79,9 +79,11 @@ func Judge(r *Record) {
 			add("%s -> %s: RTO %.1f s exceeds the objective %.0f s", d.From, d.To, d.RTOWriteSeconds, o)
 		}
 		if d.RPORecords > 0 && !d.Unplanned && r.Kind != string(topology.DrillCanary) {
-			add("%s -> %s: the planned failover left %d canary records behind on %s (its RPO must be 0)", d.From, d.To, d.RPORecords, d.From)
+			add("%s -> %s: the planned failover left %d of %d canary records behind on %s (its RPO must be 0)", d.From, d.To, d.RPORecords, d.Records, d.From)
 		}
-		if d.Unplanned && d.Error == "" {
+		// A direction whose run failed has its step's failure as the
+		// reason; what it would have measured after is not judged.
+		if d.Unplanned && d.Error == "" && d.RunError == "" {
 			switch {
 			case d.Unmirrored == 0:
 				add("%s -> %s: no canary record was left behind on %s: the mirror's pause did not hold, nothing was rehearsed", d.From, d.To, d.From)

@@ -24,20 +24,22 @@ func TestJudge(t *testing.T) {
 		{"step failed", func(r *Record) { r.Steps[0].Status, r.Steps[0].Error = "failed", "boom" }, "step canary failed: boom"},
 		{"step skipped", func(r *Record) { r.Steps[0].Status = "skipped" }, "step canary did not run"},
 		{"missing", func(r *Record) { r.Canary.Missing, r.Canary.WaitedMS = 3, 2000 }, "3 of 10 canary records not replicated to west within 2s"},
-		{"duplicates", func(r *Record) { r.Canary.Duplicates = 2 }, "2 duplicate canary records on west"},
-		{"order", func(r *Record) { r.Canary.OutOfOrder = 1 }, "1 canary records out of order"},
+		{"duplicates", func(r *Record) { r.Canary.Duplicates = 2 }, "2 duplicate canary records among the 10 read on west"},
+		{"order", func(r *Record) { r.Canary.OutOfOrder = 1 }, "1 of 10 canary records out of order"},
 		{"latency", func(r *Record) { r.Canary.LatencyMaxMS = 900 }, "canary latency max 900 ms exceeds the objective 500 ms"},
 		{"group none", func(r *Record) { r.GroupSync.Exact, r.GroupSync.StandbyOffset = false, -1 }, "group g has no position on the standby"},
 		{"group inexact", func(r *Record) { r.GroupSync.Exact, r.GroupSync.StandbyOffset, r.GroupSync.ReRead = false, 3, 2 }, "group g on the standby is at offset 3, the exact position is 5 (2 re-read, 0 skipped)"},
 		{"preflight", func(r *Record) { r.Preflight.Ready, r.Preflight.Problems = false, []string{"no mirror"} }, "failover preflight to west: no mirror"},
 		{"rpo", func(r *Record) { r.RPO.Seconds, r.RPO.Records = 45, 7 }, "RPO 45.0 s (7 records behind on east->west) exceeds the objective 30 s"},
 		{"rto", func(r *Record) { r.RTO.Seconds = 90 }, "RTO estimated at 90.0 s exceeds the objective 60 s"},
-		{"lost", func(r *Record) { r.Directions = []Direction{{From: "east", To: "west", Lost: 1}} }, "east -> west: 1 canary records lost"},
+		{"lost", func(r *Record) {
+			r.Directions = []Direction{{From: "east", To: "west", Records: 40, Tallied: true, Lost: 1}}
+		}, "east -> west: 1 of 40 canary records lost"},
 		{"fence", func(r *Record) { r.Directions = []Direction{{From: "east", To: "west", FenceNote: "accepted"}} }, "fence not verified: accepted"},
 		{"planned rpo", func(r *Record) {
 			r.Kind = "failover"
-			r.Directions = []Direction{{From: "east", To: "west", RPORecords: 2}}
-		}, "left 2 canary records behind on east"},
+			r.Directions = []Direction{{From: "east", To: "west", Records: 40, RPORecords: 2}}
+		}, "left 2 of 40 canary records behind on east"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := good()
@@ -51,5 +53,20 @@ func TestJudge(t *testing.T) {
 				t.Errorf("got %s %q, want one reason containing %q", r.Verdict, r.Reasons, tc.want)
 			}
 		})
+	}
+}
+
+// TestFailedDirectionKeepsItsMeasurements: a role change whose run failed
+// is kept with what it measured (an unplanned run's RPO becomes the
+// record's), and is judged once, by its failed step.
+func TestFailedDirectionKeepsItsMeasurements(t *testing.T) {
+	rec := &Record{Kind: "unplanned", Steps: []Step{{Name: StepUnplannedFailover, Status: "failed", Error: "wipe east: members"}}}
+	keepFailed(rec, []Direction{{From: "east", To: "west", Unplanned: true, RunError: "wipe east: members", RPOReported: true, RPORecords: 31, RPOAllRecords: 33, RPOSeconds: 2.4}})
+	if len(rec.Directions) != 1 || rec.RPO == nil || rec.RPO.Records != 33 || rec.RPO.Seconds != 2.4 || rec.RPO.Link != "east->west" {
+		t.Fatalf("record %+v, RPO %+v", rec, rec.RPO)
+	}
+	Judge(rec)
+	if rec.Verdict != Fail || len(rec.Reasons) != 1 || !strings.Contains(rec.Reasons[0], "step drill-unplanned-failover failed") {
+		t.Errorf("reasons %q", rec.Reasons)
 	}
 }

@@ -170,14 +170,28 @@ type Direction struct {
 	RTOWriteSeconds   float64 `json:"rto_write_seconds" yaml:"rto_write_seconds"`
 	RTOConsumeSeconds float64 `json:"rto_consume_seconds" yaml:"rto_consume_seconds"`
 	RPORecords        int64   `json:"rpo_records" yaml:"rpo_records"`
-	Lost              int     `json:"lost" yaml:"lost"`
-	Duplicated        int     `json:"duplicated" yaml:"duplicated"`
-	ReRead            int     `json:"re_read" yaml:"re_read"`
+	// Records counts the canary records acknowledged in this direction's
+	// span: what Lost, Duplicated and ReRead are counted of (0 when the
+	// drill stopped before its tally; Tallied says whether it ran).
+	Records    int  `json:"records" yaml:"records"`
+	Tallied    bool `json:"tallied,omitempty" yaml:"tallied,omitempty"`
+	Lost       int  `json:"lost" yaml:"lost"`
+	Duplicated int  `json:"duplicated" yaml:"duplicated"`
+	ReRead     int  `json:"re_read" yaml:"re_read"`
 	// FenceVerified is true when the canary's writes to the old active
-	// were refused while it was fenced (false with fence none).
+	// were refused while it was fenced; FenceNote says how the check
+	// failed, FenceSkip why there was nothing to check (fence: none, no
+	// canary user, or the run stopped before it fenced).
 	FenceVerified bool   `json:"fence_verified" yaml:"fence_verified"`
 	FenceNote     string `json:"fence_note,omitempty" yaml:"fence_note,omitempty"`
+	FenceSkip     string `json:"fence_skip,omitempty" yaml:"fence_skip,omitempty"`
 	Error         string `json:"error,omitempty" yaml:"error,omitempty"`
+	// RunError is set when the role change (or what the drill measured
+	// right after it) failed: the direction holds what was measured
+	// before, and the drill's failed step says why. RunSteps are the run's
+	// steps as they ran.
+	RunError string `json:"run_error,omitempty" yaml:"run_error,omitempty"`
+	RunSteps []Step `json:"run_steps,omitempty" yaml:"run_steps,omitempty"`
 
 	// Unplanned marks the unplanned failover of an unplanned drill. Its
 	// RPORecords is what the run reported for the canary topic,
@@ -188,7 +202,15 @@ type Direction struct {
 	// Unmirrored this drill's among them, and Salvaged the records the
 	// run's salvage put in quarantine (exactly the unmirrored ones, record
 	// by record; SalvageMismatch says how not).
-	Unplanned       bool    `json:"unplanned,omitempty" yaml:"unplanned,omitempty"`
+	Unplanned bool `json:"unplanned,omitempty" yaml:"unplanned,omitempty"`
+	// RPOReported says the unplanned run reported its RPO (RPORecords,
+	// RPOAllRecords, RPOSeconds); Held counts the records the old active's
+	// canary partition held before the failover (what UnmirroredAll is
+	// counted of) and Written this drill's records it acknowledged (what
+	// Unmirrored is counted of).
+	RPOReported     bool    `json:"rpo_reported,omitempty" yaml:"rpo_reported,omitempty"`
+	Held            int     `json:"held,omitempty" yaml:"held,omitempty"`
+	Written         int     `json:"written,omitempty" yaml:"written,omitempty"`
 	RPOAllRecords   int64   `json:"rpo_all_records,omitempty" yaml:"rpo_all_records,omitempty"`
 	RPOSeconds      float64 `json:"rpo_seconds,omitempty" yaml:"rpo_seconds,omitempty"`
 	UnmirroredAll   int     `json:"unmirrored_all,omitempty" yaml:"unmirrored_all,omitempty"`

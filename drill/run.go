@@ -171,6 +171,7 @@ func Run(ctx context.Context, topo *topology.Topology, d *topology.NamedDrill, o
 	var p *plans.Plan
 	var reg *plans.Registry
 	cleanup := func() {}
+	failed := func() []Direction { return nil }
 	switch d.Kind {
 	case topology.DrillCanary:
 		p, reg = canaryPlan(topo, d, id, roles.Active, roles.Standby, o.journalDir())
@@ -190,10 +191,11 @@ func Run(ctx context.Context, topo *topology.Topology, d *topology.NamedDrill, o
 			rec.RunIDs = started.RunIDs
 			return Store(ctx, topo, &started, o.journalDir())
 		}
-		p, reg, cleanup = failoverPlan(topo, d, id, roles.Active, roles.Standby, o, noteRun)
+		p, reg, cleanup, failed = failoverPlan(topo, d, id, roles.Active, roles.Standby, o, noteRun)
 	}
 	runErr := execute(ctx, p, reg, rec, o)
 	cleanup()
+	keepFailed(rec, failed())
 	if d.Kind == topology.DrillCanary {
 		// A canary never moves the roles: if they moved, another run did,
 		// and the canary's checks (replication to the standby, the
@@ -339,13 +341,25 @@ func (r *recorder) absorb(step string, raw json.RawMessage) {
 	case StepFailover, StepFailback, StepUnplannedFailover:
 		if d := decode[Direction](raw); d != nil {
 			r.rec.Directions = append(r.rec.Directions, *d)
-			if d.Unplanned {
+			if d.Unplanned && d.RPOReported {
 				r.rec.RPO = &RPO{Records: d.RPOAllRecords, Seconds: d.RPOSeconds, Link: d.From + "->" + d.To}
 			}
 		}
 	case StepSettle:
 		if ds := decode[[]Direction](raw); ds != nil {
 			r.rec.Directions = *ds
+		}
+	}
+}
+
+// keepFailed adds to rec the directions whose step failed, with what they
+// measured (the RPO an unplanned run reported before it stopped): a failed
+// drill's evidence is what it saw, not nothing.
+func keepFailed(rec *Record, failed []Direction) {
+	for _, d := range failed {
+		rec.Directions = append(rec.Directions, d)
+		if d.Unplanned && d.RPOReported {
+			rec.RPO = &RPO{Records: d.RPOAllRecords, Seconds: d.RPOSeconds, Link: d.From + "->" + d.To}
 		}
 	}
 }

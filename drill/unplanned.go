@@ -154,8 +154,13 @@ func (x *failoverDrill) pauseMirror(ctx context.Context, pp pauseParams) (*Pause
 // unplanned failover to mp.To, forced since mp.From answers (it is fenced
 // first), and measures it: the RPO it reported against the canary records
 // that never reached mp.To, and its salvage against those records.
-func (x *failoverDrill) unplanned(ctx context.Context, mp moveParams) (*Direction, error) {
+func (x *failoverDrill) unplanned(ctx context.Context, mp moveParams) (_ *Direction, err error) {
 	dir := &Direction{From: mp.From, To: mp.To, Unplanned: true}
+	defer func() {
+		if err != nil {
+			x.keepFailed(dir, err)
+		}
+	}()
 	x.app.stopWrites()
 	x.app.pointRead("") // the application is lost with the active
 	x.mu.Lock()
@@ -179,13 +184,17 @@ func (x *failoverDrill) unplanned(ctx context.Context, mp moveParams) (*Directio
 		return nil, err
 	}
 	dir.RunID = p.ID
+	dir.Held = len(held)
 	start := time.Now()
 	var (
 		fenceErr error
 		probed   bool
 		rpo      *inspect.RPOReport
 	)
+	steps := &runSteps{}
+	defer func() { dir.RunSteps = steps.steps }()
 	watch := &eventWatcher{on: func(e plans.Event) {
+		steps.handle(e)
 		switch {
 		case e.Type == plans.EventStepDone && e.Name == failover.StepFenceActive:
 			probed, fenceErr = true, x.probe(ctx, mp.From)
@@ -201,7 +210,22 @@ func (x *failoverDrill) unplanned(ctx context.Context, mp moveParams) (*Directio
 		Confirm: func(string) error { return nil }})
 	// The roles moved (or the run stopped): the pause has done its work.
 	_ = x.releasePause(context.WithoutCancel(ctx))
+	// What the run reported is evidence even when a later step of it failed.
+	if rpo != nil {
+		dir.RPOReported, dir.RPOAllRecords, dir.RPOSeconds = true, rpo.Records, round1(rpo.MaxSeconds)
+		for _, pr := range rpo.Partitions {
+			if pr.Topic == x.topo.CanaryTopic() {
+				dir.RPORecords += pr.Records
+			}
+		}
+	}
+	dir.Written = x.app.ackedBy(mp.From)
 	if err != nil {
+		if probed {
+			x.verifyFence(dir, x.before, probed, fenceErr)
+		} else {
+			dir.FenceSkip = "the run stopped before it fenced " + mp.From
+		}
 		if next, ok := plans.NextStep(err); ok && next > 0 {
 			return nil, fmt.Errorf("unplanned failover run %s to %s: %w (drctl resume %s finishes it)", p.ID, mp.To, err, p.ID)
 		}
@@ -214,12 +238,6 @@ func (x *failoverDrill) unplanned(ctx context.Context, mp moveParams) (*Directio
 	x.verifyFence(dir, x.before, probed, fenceErr)
 	if rpo == nil {
 		return nil, fmt.Errorf("run %s reported no RPO", p.ID)
-	}
-	dir.RPOAllRecords, dir.RPOSeconds = rpo.Records, round1(rpo.MaxSeconds)
-	for _, pr := range rpo.Partitions {
-		if pr.Topic == x.topo.CanaryTopic() {
-			dir.RPORecords += pr.Records
-		}
 	}
 	if err := x.checkSalvage(ctx, dir, held, quarantineFrom); err != nil {
 		return nil, err

@@ -63,6 +63,11 @@ func TestUnplannedDrill(t *testing.T) {
 	if u.Lost != 0 || u.Duplicated != 0 || u.ReRead != 0 || u.RTOWriteSeconds <= 0 || u.RTOConsumeSeconds <= 0 {
 		t.Errorf("unplanned direction %+v", u)
 	}
+	// The denominators: what the old active held, what this drill wrote
+	// there, what was tallied; and the run's steps.
+	if !u.RPOReported || u.Held < u.UnmirroredAll || u.Written < u.Unmirrored || !u.Tallied || u.Records < u.Written || len(u.RunSteps) == 0 {
+		t.Errorf("unplanned direction %+v", u)
+	}
 	if back.Unplanned || back.To != "east" || back.Lost != 0 || back.Duplicated != 0 || back.ReRead != 0 || back.RPORecords != 0 || back.RTOWriteSeconds <= 0 {
 		t.Errorf("failback direction %+v", back)
 	}

@@ -11,12 +11,15 @@ import (
 )
 
 // JUnit XML, as CI systems read it: one suite per drill, one test case per
-// step and per judged measurement.
+// step, per check (with its figures as properties; a check not measured or
+// not applicable is skipped, never passed) and per step of each role change
+// the drill ran.
 type junitSuites struct {
 	XMLName xml.Name     `xml:"testsuites"`
 	Name    string       `xml:"name,attr"`
 	Tests   int          `xml:"tests,attr"`
 	Fails   int          `xml:"failures,attr"`
+	Skipped int          `xml:"skipped,attr"`
 	Time    string       `xml:"time,attr"`
 	Suites  []junitSuite `xml:"testsuite"`
 }
@@ -25,6 +28,7 @@ type junitSuite struct {
 	Name      string          `xml:"name,attr"`
 	Tests     int             `xml:"tests,attr"`
 	Fails     int             `xml:"failures,attr"`
+	Skipped   int             `xml:"skipped,attr"`
 	Time      string          `xml:"time,attr"`
 	Timestamp string          `xml:"timestamp,attr"`
 	Hostname  string          `xml:"hostname,attr,omitempty"`
@@ -37,12 +41,19 @@ type junitProperty struct {
 	Value string `xml:"value,attr"`
 }
 
+// junitCase is one test case; Props carry a check's measured figures, so a
+// passing case shows what was measured too.
 type junitCase struct {
-	Name      string        `xml:"name,attr"`
-	Classname string        `xml:"classname,attr"`
-	Time      string        `xml:"time,attr"`
-	Failure   *junitFailure `xml:"failure,omitempty"`
-	Skipped   *struct{}     `xml:"skipped,omitempty"`
+	Name      string          `xml:"name,attr"`
+	Classname string          `xml:"classname,attr"`
+	Time      string          `xml:"time,attr"`
+	Props     []junitProperty `xml:"properties>property,omitempty"`
+	Failure   *junitFailure   `xml:"failure,omitempty"`
+	Skipped   *junitSkipped   `xml:"skipped,omitempty"`
+}
+
+type junitSkipped struct {
+	Message string `xml:"message,attr,omitempty"`
 }
 
 type junitFailure struct {
@@ -58,21 +69,31 @@ func JUnit(w io.Writer, r *drill.Record) error {
 			{"by", r.By}, {"active", r.Active}, {"standby", r.Standby}, {"verdict", string(r.Verdict)}}}
 	for _, st := range r.Steps {
 		c := junitCase{Name: "step " + st.Name + ": " + st.Title, Classname: cls, Time: secs(time.Duration(st.ElapsedMS) * time.Millisecond)}
-		switch st.Status {
-		case "failed":
-			c.Failure = &junitFailure{Message: st.Error, Text: st.Error}
-		case "skipped":
-			c.Skipped = &struct{}{}
-		}
+		stepOutcome(&c, st)
 		s.Cases = append(s.Cases, c)
 	}
 	for _, ch := range checks(r) {
-		c := junitCase{Name: ch.Name, Classname: cls, Time: "0"}
-		if !ch.OK {
+		c := junitCase{Name: ch.Name, Classname: cls, Time: "0",
+			Props: []junitProperty{{"measured", ch.Measured}, {"objective", ch.Objective}, {"result", string(ch.Result)}}}
+		for _, v := range ch.Values {
+			c.Props = append(c.Props, junitProperty(v))
+		}
+		switch {
+		case !ch.Result.Measured():
+			c.Skipped = &junitSkipped{Message: string(ch.Result) + ": " + ch.Measured}
+		case !ch.Result.passed():
 			msg := fmt.Sprintf("measured %s, objective %s", ch.Measured, ch.Objective)
 			c.Failure = &junitFailure{Message: msg, Text: msg}
 		}
 		s.Cases = append(s.Cases, c)
+	}
+	for _, d := range r.Directions {
+		for _, st := range d.RunSteps {
+			c := junitCase{Name: fmt.Sprintf("%s, run %s, step %s: %s", directionTitle(d), d.RunID, st.Name, st.Title), Classname: cls + ".run",
+				Time: secs(time.Duration(st.ElapsedMS) * time.Millisecond)}
+			stepOutcome(&c, st)
+			s.Cases = append(s.Cases, c)
+		}
 	}
 	verdict := junitCase{Name: "verdict", Classname: cls, Time: "0"}
 	if !r.Passed() {
@@ -84,8 +105,11 @@ func JUnit(w io.Writer, r *drill.Record) error {
 		if c.Failure != nil {
 			s.Fails++
 		}
+		if c.Skipped != nil {
+			s.Skipped++
+		}
 	}
-	doc := junitSuites{Name: "drctl drills", Tests: s.Tests, Fails: s.Fails, Time: s.Time, Suites: []junitSuite{s}}
+	doc := junitSuites{Name: "drctl drills", Tests: s.Tests, Fails: s.Fails, Skipped: s.Skipped, Time: s.Time, Suites: []junitSuite{s}}
 	if _, err := io.WriteString(w, xml.Header); err != nil {
 		return err
 	}
@@ -96,6 +120,15 @@ func JUnit(w io.Writer, r *drill.Record) error {
 	}
 	_, err := io.WriteString(w, "\n")
 	return err
+}
+
+func stepOutcome(c *junitCase, st drill.Step) {
+	switch st.Status {
+	case "failed":
+		c.Failure = &junitFailure{Message: st.Error, Text: st.Error}
+	case "skipped":
+		c.Skipped = &junitSkipped{Message: "did not run"}
+	}
 }
 
 func secs(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()) }

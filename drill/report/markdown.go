@@ -10,7 +10,9 @@ import (
 )
 
 // Markdown writes the record as a Markdown document: header, verdict with
-// reasons, measurements against objectives, and the steps with timings.
+// reasons, measurements against objectives (those not measured last, apart
+// from the passes), the steps with timings, and the steps of each role
+// change a disruptive drill ran.
 func Markdown(w io.Writer, r *drill.Record) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Drill %s: %s\n\n", r.ID, strings.ToUpper(string(r.Verdict)))
@@ -25,9 +27,10 @@ func Markdown(w io.Writer, r *drill.Record) error {
 	} {
 		fmt.Fprintf(&b, "| %s | %s |\n", kv[0], mdEscape(kv[1]))
 	}
+	cs := checks(r)
 	b.WriteString("\n## Verdict\n\n")
 	if len(r.Reasons) == 0 {
-		b.WriteString("**pass**: every check met its objective.\n")
+		b.WriteString("**pass**: " + passText(cs) + "\n")
 	} else {
 		fmt.Fprintf(&b, "**%s**:\n\n", r.Verdict)
 		for _, s := range r.Reasons {
@@ -35,8 +38,8 @@ func Markdown(w io.Writer, r *drill.Record) error {
 		}
 	}
 	b.WriteString("\n## Measurements\n\n| Check | Measured | Objective | Result |\n|---|---|---|---|\n")
-	for _, c := range checks(r) {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", mdEscape(c.Name), mdEscape(c.Measured), mdEscape(c.Objective), okText(c.OK))
+	for _, c := range cs {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", mdEscape(c.Name), mdEscape(c.Measured), mdEscape(c.Objective), resultText(c.Result))
 	}
 	if p := r.Preflight; p != nil && len(p.Problems) > 0 {
 		b.WriteString("\nFailover preflight problems:\n\n")
@@ -44,8 +47,22 @@ func Markdown(w io.Writer, r *drill.Record) error {
 			fmt.Fprintf(&b, "- %s\n", pr)
 		}
 	}
-	b.WriteString("\n## Steps\n\n| # | Step | Started | Took | Status | Result |\n|---|---|---|---|---|---|\n")
-	for i, s := range r.Steps {
+	b.WriteString("\n## Steps\n\n")
+	mdSteps(&b, r.Steps)
+	for _, d := range r.Directions {
+		if len(d.RunSteps) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "\n### %s: run %s\n\n", mdEscape(directionTitle(d)), d.RunID)
+		mdSteps(&b, d.RunSteps)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func mdSteps(b *strings.Builder, steps []drill.Step) {
+	b.WriteString("| # | Step | Started | Took | Status | Result |\n|---|---|---|---|---|---|\n")
+	for i, s := range steps {
 		res := s.Summary
 		if s.Error != "" {
 			res = s.Error
@@ -54,17 +71,18 @@ func Markdown(w io.Writer, r *drill.Record) error {
 		if !s.StartedAt.IsZero() {
 			started = s.StartedAt.UTC().Format("15:04:05.000")
 		}
-		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s |\n", i+1, mdEscape(s.Title), started, dur(s.ElapsedMS), s.Status, mdEscape(res))
+		fmt.Fprintf(b, "| %d | %s | %s | %s | %s | %s |\n", i+1, mdEscape(s.Title), started, dur(s.ElapsedMS), s.Status, mdEscape(res))
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
 }
 
-func okText(ok bool) string {
-	if ok {
-		return "ok"
+func resultText(r result) string {
+	switch r {
+	case resultFail:
+		return "**FAIL**"
+	case resultNA, resultNotMeasured:
+		return "_" + string(r) + "_"
 	}
-	return "**FAIL**"
+	return string(r)
 }
 
 func mdEscape(s string) string {

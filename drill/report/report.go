@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/drctl/drctl/drill"
@@ -35,72 +38,235 @@ func JSON(w io.Writer, r *drill.Record) error {
 	return enc.Encode(r)
 }
 
-// check is one judged line of a report: what was measured, against what,
-// and whether it passed.
-type check struct {
-	Name, Measured, Objective string
-	OK                        bool
+// result is how a check came out. A check that did not happen is never
+// "ok": it is n/a (there is nothing to check in this setup, as with
+// fence: none) or not measured (the drill did not get to it); a figure
+// measured against no objective says so.
+type result string
+
+const (
+	resultOK          result = "ok"
+	resultFail        result = "FAIL"
+	resultNoObjective result = "no objective"
+	resultNA          result = "n/a"
+	resultNotMeasured result = "not measured"
+)
+
+// Measured is whether the check has a measurement (it passed, failed, or
+// was measured against no objective).
+func (r result) Measured() bool { return r != resultNA && r != resultNotMeasured }
+
+// passed is whether the check is no failure.
+func (r result) passed() bool { return r != resultFail }
+
+func judged(ok bool) result {
+	if ok {
+		return resultOK
+	}
+	return resultFail
 }
 
-// checks lists the record's measurements as judged lines, in report order.
+// check is one line of a report: what was measured, against what, and how
+// it came out; Values are its figures by name (JUnit properties).
+type check struct {
+	Name, Measured, Objective string
+	Result                    result
+	Values                    []value
+}
+
+type value struct{ Name, Value string }
+
+func vals(kv ...any) []value {
+	var out []value
+	for i := 0; i+1 < len(kv); i += 2 {
+		out = append(out, value{fmt.Sprint(kv[i]), fmt.Sprint(kv[i+1])})
+	}
+	return out
+}
+
+// notMeasured is a check the drill should have made and did not.
+func notMeasured(name, why string) check {
+	return check{Name: name, Measured: why, Objective: "-", Result: resultNotMeasured}
+}
+
+// stopped says why a measurement of a later step is missing.
+const stopped = "the drill stopped before it (see the steps)"
+
+// checks lists the record's measurements as judged lines, in report order:
+// the measured ones first, then those n/a or not measured, apart.
 func checks(r *drill.Record) []check {
 	var out []check
+	disruptive := r.Kind == "failover" || r.Kind == "unplanned"
 	if c := r.Canary; c != nil {
 		out = append(out,
-			check{"canary records replicated", fmt.Sprintf("%d of %d", c.Received, c.Sent), "all", c.Missing == 0},
-			check{"canary duplicates", fmt.Sprint(c.Duplicates), "0", c.Duplicates == 0},
-			check{"canary order", fmt.Sprintf("%d out of order", c.OutOfOrder), "0", c.OutOfOrder == 0})
-		lat := check{"canary latency (p50 / p99 / max)", fmt.Sprintf("%s / %s / %s", ms(c.LatencyP50MS), ms(c.LatencyP99MS), ms(c.LatencyMaxMS)), "-", true}
-		if o := r.Objectives.MaxCanaryLatencyMS; o > 0 {
-			lat.Objective, lat.OK = "max ≤ "+ms(o), c.Missing == 0 && c.LatencyMaxMS <= o
+			check{"canary records replicated", fmt.Sprintf("%s of %s read on %s", n(c.Received), n(c.Sent), c.Target), "all", judged(c.Missing == 0),
+				vals("sent", c.Sent, "received", c.Received, "missing", c.Missing, "waited_ms", c.WaitedMS)},
+			check{"canary duplicates", fmt.Sprintf("%s among the %s read", n(c.Duplicates), n(c.Received)), "0", judged(c.Duplicates == 0),
+				vals("duplicates", c.Duplicates, "received", c.Received)},
+			check{"canary order", fmt.Sprintf("%s of %s read out of order", n(c.OutOfOrder), n(c.Received)), "0", judged(c.OutOfOrder == 0),
+				vals("out_of_order", c.OutOfOrder, "received", c.Received)})
+		const latName = "canary latency (p50 / p99 / max)"
+		if c.Received == 0 {
+			out = append(out, notMeasured(latName, "no canary record was read on "+c.Target))
+		} else {
+			lat := check{latName, fmt.Sprintf("%s / %s / %s", ms(c.LatencyP50MS), ms(c.LatencyP99MS), ms(c.LatencyMaxMS)), "-", resultNoObjective,
+				vals("latency_p50_ms", c.LatencyP50MS, "latency_p99_ms", c.LatencyP99MS, "latency_max_ms", c.LatencyMaxMS)}
+			if o := r.Objectives.MaxCanaryLatencyMS; o > 0 {
+				lat.Objective, lat.Result = "max ≤ "+ms(o), judged(c.Missing == 0 && c.LatencyMaxMS <= o)
+			}
+			out = append(out, lat)
 		}
-		out = append(out, lat)
+	} else if !disruptive {
+		out = append(out, notMeasured("canary records replicated", stopped))
 	}
 	if g := r.GroupSync; g != nil {
+		name := "group sync (" + g.Group + ")"
 		if g.Skip != "" {
-			out = append(out, check{"group sync (" + g.Group + ")", "not checked: " + g.Skip, "exact", true})
+			out = append(out, notMeasured(name, g.Skip))
 		} else {
-			out = append(out, check{"group sync (" + g.Group + ")", fmt.Sprintf("offset %d, exact %d (%d re-read, %d skipped) in %s", g.StandbyOffset, g.ExpectedOffset, g.ReRead, g.Skipped, dur(g.TookMS)),
-				"exact within " + dur(g.Interval) + " sync interval", g.Exact})
+			of := ""
+			if r.Canary != nil {
+				of = " of " + n(r.Canary.Sent) + " canary records"
+			}
+			out = append(out, check{name, fmt.Sprintf("offset %d, exact %d (%s re-read, %s skipped%s) in %s", g.StandbyOffset, g.ExpectedOffset, n(g.ReRead), n(g.Skipped), of, dur(g.TookMS)),
+				"exact within " + dur(g.Interval) + " sync interval", judged(g.Exact),
+				vals("standby_offset", g.StandbyOffset, "expected_offset", g.ExpectedOffset, "re_read", g.ReRead, "skipped", g.Skipped, "took_ms", g.TookMS)})
 		}
+	} else if !disruptive {
+		out = append(out, notMeasured("group sync", stopped))
 	}
 	if p := r.Preflight; p != nil {
 		m := "ready"
 		if !p.Ready {
 			m = fmt.Sprintf("%d problem(s)", len(p.Problems))
 		}
-		out = append(out, check{"failover preflight to " + p.To, m, "ready", p.Ready})
+		out = append(out, check{"failover preflight to " + p.To, m, "ready", judged(p.Ready), vals("problems", len(p.Problems))})
+	} else if !disruptive {
+		out = append(out, notMeasured("failover preflight", stopped))
 	}
 	if p := r.RPO; p != nil {
-		c := check{"RPO (" + p.Link + ")", fmt.Sprintf("%.1f s, %d records", p.Seconds, p.Records), "-", true}
+		c := check{"RPO (" + p.Link + ")", fmt.Sprintf("%.1f s, %s records behind", p.Seconds, n64(p.Records)), "-", resultNoObjective,
+			vals("rpo_seconds", p.Seconds, "rpo_records", p.Records)}
 		if o := r.Objectives.RPOSeconds; o > 0 {
-			c.Objective, c.OK = fmt.Sprintf("≤ %.0f s", o), p.Seconds <= o
+			c.Objective, c.Result = fmt.Sprintf("≤ %.0f s", o), judged(p.Seconds <= o)
 		}
 		out = append(out, c)
+	} else if r.Kind != "failover" {
+		out = append(out, notMeasured("RPO", stopped))
 	}
 	if p := r.RTO; p != nil {
-		m := "no measurement yet"
-		if p.From != "" {
-			m = fmt.Sprintf("%.1f s (from %s)", p.Seconds, p.From)
+		if p.From == "" {
+			out = append(out, notMeasured("RTO estimate", "no disruptive drill has measured an RTO yet"))
+		} else {
+			c := check{"RTO estimate", fmt.Sprintf("%.1f s (measured by %s)", p.Seconds, p.From), "-", resultNoObjective, vals("rto_seconds", p.Seconds, "from", p.From)}
+			if o := r.Objectives.RTOSeconds; o > 0 {
+				c.Objective, c.Result = fmt.Sprintf("≤ %.0f s", o), judged(p.Seconds <= o)
+			}
+			out = append(out, c)
 		}
-		c := check{"RTO estimate", m, "-", true}
-		if o := r.Objectives.RTOSeconds; o > 0 {
-			c.Objective, c.OK = fmt.Sprintf("≤ %.0f s", o), p.Seconds <= o
-		}
-		out = append(out, c)
+	} else if !disruptive {
+		out = append(out, notMeasured("RTO estimate", stopped))
 	}
 	for _, d := range r.Directions {
-		name := d.From + " → " + d.To
-		rto := check{name + ": RTO (writes / consuming)", fmt.Sprintf("%.1f s / %.1f s", d.RTOWriteSeconds, d.RTOConsumeSeconds), "-", d.Error == ""}
-		if o := r.Objectives.RTOSeconds; o > 0 {
-			rto.Objective, rto.OK = fmt.Sprintf("≤ %.0f s", o), d.Error == "" && d.RTOWriteSeconds <= o
+		out = append(out, directionChecks(r, d)...)
+	}
+	if disruptive && len(r.Directions) == 0 {
+		out = append(out, notMeasured("role change to "+r.Standby, stopped))
+	}
+	slices.SortStableFunc(out, func(a, b check) int {
+		switch {
+		case a.Result.Measured() == b.Result.Measured():
+			return 0
+		case a.Result.Measured():
+			return -1
 		}
-		out = append(out, rto,
-			check{name + ": RPO", fmt.Sprintf("%d records", d.RPORecords), rpoObjective(r), r.Kind != "failover" || d.RPORecords == 0},
-			check{name + ": canary lost / duplicated / re-read", fmt.Sprintf("%d / %d / %d", d.Lost, d.Duplicated, d.ReRead), "0 / 0 / 0", d.Lost == 0 && d.Duplicated == 0 && d.ReRead == 0},
-			check{name + ": fence verified", fenceText(d), "refused writes", d.FenceVerified || d.FenceNote == ""})
+		return 1
+	})
+	return out
+}
+
+// directionChecks are the checks of one role change of a disruptive drill.
+func directionChecks(r *drill.Record, d drill.Direction) []check {
+	name := d.From + " → " + d.To
+	if d.Unplanned {
+		name += " (unplanned)"
+	}
+	var out []check
+	if d.RunError != "" {
+		out = append(out, check{name + ": role change", "failed: " + d.RunError, "done", resultFail, vals("run_id", d.RunID)})
+	}
+	const tallyStopped = "the drill stopped before the canary's tally"
+	switch {
+	case d.RunError != "":
+		out = append(out, notMeasured(name+": RTO", "the run did not finish"))
+	case d.Error != "":
+		out = append(out, check{name + ": RTO (writes / consuming)", d.Error, rtoObjective(r), resultFail, nil})
+	default:
+		rto := check{name + ": RTO (writes / consuming)", fmt.Sprintf("%.1f s / %.1f s", d.RTOWriteSeconds, d.RTOConsumeSeconds), "-", resultNoObjective,
+			vals("rto_write_seconds", d.RTOWriteSeconds, "rto_consume_seconds", d.RTOConsumeSeconds, "run_id", d.RunID)}
+		if o := r.Objectives.RTOSeconds; o > 0 {
+			rto.Objective, rto.Result = rtoObjective(r), judged(d.RTOWriteSeconds <= o)
+		}
+		out = append(out, rto)
+	}
+	switch {
+	case d.Unplanned && d.RPOReported:
+		c := check{name + ": RPO the run reported", fmt.Sprintf("%s canary records (%s over all topics, %.1f s)", n64(d.RPORecords), n64(d.RPOAllRecords), d.RPOSeconds),
+			"-", resultNoObjective, vals("rpo_records", d.RPORecords, "rpo_all_records", d.RPOAllRecords, "rpo_seconds", d.RPOSeconds)}
+		if d.RunError == "" {
+			c.Objective = fmt.Sprintf("= the %s records that never reached %s", n(d.UnmirroredAll), d.To)
+			c.Result = judged(d.RPORecords == int64(d.UnmirroredAll) && d.Unmirrored > 0)
+		}
+		out = append(out, c)
+		if d.RunError != "" {
+			out = append(out, notMeasured(name+": salvage", "the run did not finish"))
+		} else {
+			out = append(out, check{name + ": salvage",
+				fmt.Sprintf("%s of the %s records %s held never reached %s (%s of the %s this drill wrote there); %s salvaged", n(d.UnmirroredAll), n(d.Held), d.From, d.To, n(d.Unmirrored), n(d.Written), n(d.Salvaged)),
+				"exactly those salvaged", judged(d.SalvageMismatch == "" && d.Unmirrored > 0),
+				vals("unmirrored_all", d.UnmirroredAll, "held", d.Held, "unmirrored", d.Unmirrored, "written", d.Written, "salvaged", d.Salvaged)})
+		}
+	case d.Unplanned:
+		out = append(out, notMeasured(name+": RPO the run reported", "the run stopped before it reported its RPO"))
+	case d.Tallied:
+		out = append(out, check{name + ": RPO", fmt.Sprintf("%s of %s canary records left behind on %s", n64(d.RPORecords), n(d.Records), d.From), rpoObjective(r),
+			judged(r.Kind != "failover" || d.RPORecords == 0), vals("rpo_records", d.RPORecords, "records", d.Records)})
+	default:
+		out = append(out, notMeasured(name+": RPO", tallyStopped))
+	}
+	if d.Tallied {
+		out = append(out, check{name + ": canary lost / duplicated / re-read",
+			fmt.Sprintf("%s / %s / %s of %s canary records", n(d.Lost), n(d.Duplicated), n(d.ReRead), n(d.Records)), "0 / 0 / 0",
+			judged(d.Lost == 0 && d.Duplicated == 0 && d.ReRead == 0), vals("lost", d.Lost, "duplicated", d.Duplicated, "re_read", d.ReRead, "records", d.Records)})
+	} else {
+		out = append(out, notMeasured(name+": canary lost / duplicated / re-read", tallyStopped))
+	}
+	fence := name + ": fence verified"
+	switch {
+	case d.FenceVerified:
+		out = append(out, check{fence, "the canary user's write to " + d.From + " was refused", "refused writes", resultOK, nil})
+	case d.FenceNote != "":
+		out = append(out, check{fence, d.FenceNote, "refused writes", resultFail, nil})
+	case d.RunError != "":
+		out = append(out, notMeasured(fence, orText(d.FenceSkip, "the run did not finish")))
+	default:
+		out = append(out, check{fence, orText(d.FenceSkip, "not checked (fence: none, or no drills.canary_user)"), "-", resultNA, nil})
 	}
 	return out
+}
+
+func orText(s, dflt string) string {
+	if s == "" {
+		return dflt
+	}
+	return s
+}
+
+func rtoObjective(r *drill.Record) string {
+	if o := r.Objectives.RTOSeconds; o > 0 {
+		return fmt.Sprintf("≤ %.0f s", o)
+	}
+	return "-"
 }
 
 func rpoObjective(r *drill.Record) string {
@@ -110,14 +276,24 @@ func rpoObjective(r *drill.Record) string {
 	return "-"
 }
 
-func fenceText(d drill.Direction) string {
-	switch {
-	case d.FenceVerified:
-		return "writes refused"
-	case d.FenceNote != "":
-		return d.FenceNote
+// n writes a count with thousands separators (1,240).
+func n(v int) string { return n64(int64(v)) }
+
+func n64(v int64) string {
+	s := strconv.FormatInt(v, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
 	}
-	return "no fence (fence: none)"
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
 }
 
 func ms(v float64) string {
@@ -128,3 +304,27 @@ func ms(v float64) string {
 }
 
 func dur(msec int64) string { return (time.Duration(msec) * time.Millisecond).String() }
+
+// passText is the verdict of a passed drill: every check that ran met its
+// objective, and how many did not run.
+func passText(cs []check) string {
+	missing := 0
+	for _, c := range cs {
+		if !c.Result.Measured() {
+			missing++
+		}
+	}
+	if missing == 0 {
+		return "every check met its objective."
+	}
+	return fmt.Sprintf("every check that was measured met its objective; %d not measured or not applicable (listed last).", missing)
+}
+
+// directionTitle names a role change of a disruptive drill.
+func directionTitle(d drill.Direction) string {
+	t := d.From + " → " + d.To
+	if d.Unplanned {
+		return "Unplanned failover " + t
+	}
+	return "Role change " + t
+}

@@ -111,7 +111,7 @@ func TestMarkdownAndJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"# Drill drill-canary-20261201T030000-abc123: FAIL", "| Run by | ops@host-1 |",
-		"- 1 of 3 canary records not replicated to west within 3s", "| canary records replicated | 2 of 3 | all | **FAIL** |",
+		"- 1 of 3 canary records not replicated to west within 3s", "| canary records replicated | 2 of 3 read on west | all | **FAIL** |",
 		"| 3 | Check the group | 03:00:03.100 | 800ms | failed | boom & bust |"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md.String())
@@ -128,4 +128,227 @@ func TestMarkdownAndJSON(t *testing.T) {
 	if err := Write(&js, r, "pdf"); err == nil || !strings.Contains(err.Error(), "use md, json, junit or html") {
 		t.Errorf("unknown format: %v", err)
 	}
+}
+
+// planned is a passed failover drill of a topology with fence: none, in
+// one direction of 1,240 canary records.
+func planned() *drill.Record {
+	t0 := time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC)
+	r := &drill.Record{ID: "drill-failover-20261201T030000-abc123", Drill: "failover", Kind: "failover", Topology: "payments",
+		By: "ops@host-1", StartedAt: t0, FinishedAt: t0.Add(time.Minute), Active: "east", Standby: "west",
+		Steps: []drill.Step{{Name: "drill-failover", Title: "Fail over to west", StartedAt: t0, ElapsedMS: 9000, Status: "done"}},
+		Directions: []drill.Direction{{From: "east", To: "west", RunID: "failover-1", RTOWriteSeconds: 4.2, RTOConsumeSeconds: 5.1,
+			Records: 1240, Tallied: true, FenceSkip: "fence: none: the run does not fence east",
+			RunSteps: []drill.Step{{Name: "drain", Title: "Drain the mirror", StartedAt: t0, ElapsedMS: 1200, Status: "done", Summary: "drained"}}}},
+	}
+	drill.Judge(r)
+	return r
+}
+
+// TestReportsNeverCallUncheckedOK: a check that did not happen (the fence
+// with fence: none, an RTO estimate without any measurement) is n/a or not
+// measured in every format, listed after the measured checks, never "ok";
+// a JUnit test case for it is skipped, not passed.
+func TestReportsNeverCallUncheckedOK(t *testing.T) {
+	canary := sample()
+	canary.RTO = &drill.RTO{Estimated: true} // no disruptive drill measured one yet
+	for _, tc := range []struct {
+		r          *drill.Record
+		check, res string
+	}{
+		{planned(), "east → west: fence verified", "n/a"},
+		{canary, "RTO estimate", "not measured"},
+	} {
+		var md bytes.Buffer
+		if err := Markdown(&md, tc.r); err != nil {
+			t.Fatal(err)
+		}
+		row := rowOf(md.String(), "| "+tc.check+" |")
+		if !strings.HasSuffix(row, "| _"+tc.res+"_ |") || strings.Contains(row, "| ok |") {
+			t.Errorf("markdown row %q, want %s:\n%s", row, tc.res, md.String())
+		}
+		// Apart from the passes: after every measured check.
+		if i, j := strings.Index(md.String(), row), strings.LastIndex(md.String(), "| ok |"); j > i {
+			t.Errorf("an unmeasured check is listed before a measured one:\n%s", md.String())
+		}
+		var h bytes.Buffer
+		if err := HTML(&h, tc.r); err != nil {
+			t.Fatal(err)
+		}
+		hrow := rowOf(h.String(), "<td>"+tc.check+"</td>")
+		if !strings.Contains(hrow, `class="unmeasured"`) || !strings.Contains(hrow, `<span class="na">`+tc.res+`</span>`) {
+			t.Errorf("HTML row %q, want %s apart", hrow, tc.res)
+		}
+		c := junitCaseOf(t, tc.r, tc.check)
+		if c.Skipped == nil || c.Failure != nil || !strings.HasPrefix(c.Skipped.Message, tc.res+": ") {
+			t.Errorf("JUnit case %q: %+v, want skipped as %s", tc.check, c, tc.res)
+		}
+	}
+	var md bytes.Buffer
+	_ = Markdown(&md, planned())
+	if !strings.Contains(md.String(), "every check that was measured met its objective; 1 not measured or not applicable") {
+		t.Errorf("a pass claims every check:\n%s", md.String())
+	}
+}
+
+// TestReportsCountWithDenominators: each loss, duplicate and re-read
+// figure says of how many.
+func TestReportsCountWithDenominators(t *testing.T) {
+	var md bytes.Buffer
+	if err := Markdown(&md, planned()); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| east → west: canary lost / duplicated / re-read | 0 / 0 / 0 of 1,240 canary records | 0 / 0 / 0 | ok |",
+		"| east → west: RPO | 0 of 1,240 canary records left behind on east | 0 (planned) | ok |"} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md.String())
+		}
+	}
+	md.Reset()
+	_ = Markdown(&md, sample())
+	for _, want := range []string{"| canary duplicates | 0 among the 2 read |", "| canary order | 0 of 2 read out of order |"} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md.String())
+		}
+	}
+}
+
+// TestJUnitPassesCarryTheirValues: a passing test case carries what was
+// measured, against what, as properties.
+func TestJUnitPassesCarryTheirValues(t *testing.T) {
+	c := junitCaseOf(t, planned(), "east → west: canary lost / duplicated / re-read")
+	if c.Failure != nil || c.Skipped != nil {
+		t.Fatalf("case %+v", c)
+	}
+	props := map[string]string{}
+	for _, p := range c.Props {
+		props[p.Name] = p.Value
+	}
+	for k, v := range map[string]string{"lost": "0", "duplicated": "0", "re_read": "0", "records": "1240", "result": "ok",
+		"measured": "0 / 0 / 0 of 1,240 canary records", "objective": "0 / 0 / 0"} {
+		if props[k] != v {
+			t.Errorf("property %s = %q, want %q (all: %v)", k, props[k], v, props)
+		}
+	}
+	rto := junitCaseOf(t, planned(), "east → west: RTO (writes / consuming)")
+	if len(rto.Props) == 0 || rto.Failure != nil {
+		t.Errorf("RTO case %+v", rto)
+	}
+}
+
+// TestFailedUnplannedDrillReport: an unplanned drill whose failover run
+// failed at its wipe still reports the RPO the run measured and the run's
+// steps; its Measurements table is not empty, and what it could not
+// measure says so.
+func TestFailedUnplannedDrillReport(t *testing.T) {
+	t0 := time.Date(2026, 12, 7, 15, 20, 37, 0, time.UTC)
+	wipe := "wipe east: group analytics has 1 member(s) there"
+	r := &drill.Record{ID: "drill-unplanned-20261207T152037-f0690a", Drill: "unplanned", Kind: "unplanned", Topology: "sandbox",
+		StartedAt: t0, FinishedAt: t0.Add(5 * time.Second), Active: "east", Standby: "west",
+		Steps: []drill.Step{
+			{Name: "canary-topic", Title: "Ensure the canary topic", StartedAt: t0, ElapsedMS: 40, Status: "done"},
+			{Name: "pause-mirror", Title: "Pause the mirror", StartedAt: t0, ElapsedMS: 2000, Status: "done"},
+			{Name: "drill-unplanned-failover", Title: "Fail over to west as if east were lost", StartedAt: t0.Add(2 * time.Second), ElapsedMS: 2500, Status: "failed",
+				Error: "unplanned failover run failover-9 to west: step 10/13 (wipe) failed: " + wipe},
+			{Name: "hold", Title: "Hold", Status: "skipped"},
+		},
+		Directions: []drill.Direction{{From: "east", To: "west", RunID: "failover-9", Unplanned: true, RunError: "unplanned failover run failover-9 to west: " + wipe,
+			RPOReported: true, RPORecords: 31, RPOAllRecords: 33, RPOSeconds: 2.4, Held: 120, Written: 62, FenceSkip: "fence: none: the run does not fence east",
+			RunSteps: []drill.Step{
+				{Name: "rpo", Title: "Measure what is not mirrored", StartedAt: t0.Add(3 * time.Second), ElapsedMS: 300, Status: "done", Summary: "31 records"},
+				{Name: "wipe", Title: "Wipe east", StartedAt: t0.Add(4 * time.Second), ElapsedMS: 200, Status: "failed", Error: wipe},
+				{Name: "reseed", Title: "Re-seed east", Status: "skipped"},
+			}}},
+		RPO: &drill.RPO{Records: 33, Seconds: 2.4, Link: "east->west"},
+	}
+	drill.Judge(r)
+	if r.Verdict != drill.Fail || len(r.Reasons) != 2 { // the failed step, and the step it skipped
+		t.Errorf("verdict %s %q", r.Verdict, r.Reasons)
+	}
+	var md bytes.Buffer
+	if err := Markdown(&md, r); err != nil {
+		t.Fatal(err)
+	}
+	out := md.String()
+	for _, want := range []string{
+		"| RPO (east->west) | 2.4 s, 33 records behind | - | no objective |",
+		"| east → west (unplanned): RPO the run reported | 31 canary records (33 over all topics, 2.4 s) | - | no objective |",
+		"| east → west (unplanned): role change | failed: unplanned failover run failover-9 to west: " + wipe,
+		"| east → west (unplanned): RTO | the run did not finish | - | _not measured_ |",
+		"| east → west (unplanned): canary lost / duplicated / re-read | the drill stopped before the canary's tally | - | _not measured_ |",
+		"### Unplanned failover east → west: run failover-9",
+		"| 2 | Wipe east | 15:20:41.000 | 200ms | failed | " + wipe + " |",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, out)
+		}
+	}
+	var h bytes.Buffer
+	if err := HTML(&h, r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(h.String(), "<td>31 canary records (33 over all topics, 2.4 s)</td>") || !strings.Contains(h.String(), "run <code>failover-9</code>") {
+		t.Errorf("HTML lacks the run's RPO or its steps")
+	}
+	c := junitCaseOf(t, r, "Unplanned failover east → west, run failover-9, step wipe: Wipe east")
+	if c.Failure == nil || c.Failure.Message != wipe {
+		t.Errorf("the run's failed step in JUnit: %+v", c)
+	}
+}
+
+// TestNoMeasurementsIsNotEmpty: a disruptive drill that stopped before its
+// first role change lists what it did not measure.
+func TestNoMeasurementsIsNotEmpty(t *testing.T) {
+	r := &drill.Record{ID: "drill-failover-1", Kind: "failover", Standby: "west", Steps: []drill.Step{{Name: "canary-topic", Status: "failed", Error: "boom"}}}
+	drill.Judge(r)
+	cs := checks(r)
+	if len(cs) == 0 || cs[0].Result != resultNotMeasured {
+		t.Errorf("checks %+v", cs)
+	}
+}
+
+func rowOf(s, cell string) string {
+	for line := range strings.SplitSeq(s, "\n") {
+		if strings.Contains(line, cell) {
+			return line
+		}
+	}
+	return ""
+}
+
+type parsedCase struct {
+	Name  string `xml:"name,attr"`
+	Props []struct {
+		Name  string `xml:"name,attr"`
+		Value string `xml:"value,attr"`
+	} `xml:"properties>property"`
+	Failure *struct {
+		Message string `xml:"message,attr"`
+	} `xml:"failure"`
+	Skipped *struct {
+		Message string `xml:"message,attr"`
+	} `xml:"skipped"`
+}
+
+func junitCaseOf(t *testing.T, r *drill.Record, name string) parsedCase {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := JUnit(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Suites []struct {
+			Cases []parsedCase `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+	if err := xml.Unmarshal(buf.Bytes(), &doc); err != nil {
+		t.Fatalf("JUnit does not parse: %v", err)
+	}
+	for _, c := range doc.Suites[0].Cases {
+		if c.Name == name {
+			return c
+		}
+	}
+	t.Fatalf("no JUnit case %q in\n%s", name, buf.String())
+	return parsedCase{}
 }
