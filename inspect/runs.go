@@ -35,6 +35,9 @@ type RunRecord struct {
 	Error    string        `json:"error,omitempty"`
 	// Aborted is set when drctl abort undid the run; it is never resumed.
 	Aborted *Aborted `json:"aborted,omitempty"`
+	// WrittenAt is when the clusters last recorded the run (LoadRun sets
+	// it from the record's timestamp): for a finished run, when it ended.
+	WrittenAt time.Time `json:"-"`
 }
 
 // Start returns where a resume begins: the first step not done, with the
@@ -96,7 +99,7 @@ func LoadRun(ctx context.Context, topo *topology.Topology, id string) (*RunRecor
 	defer clusters.Close()
 	var best *RunRecord
 	for _, c := range clusters.Clients() {
-		raw, found, err := kvstore.Get(ctx, c, topology.RunsTopic, id)
+		raw, at, found, err := kvstore.GetAt(ctx, c, topology.RunsTopic, id)
 		if err != nil || !found {
 			continue
 		}
@@ -104,6 +107,7 @@ func LoadRun(ctx context.Context, topo *topology.Topology, id string) (*RunRecor
 		if err != nil || PlanTopology(rec.Plan) != topo.Name {
 			continue
 		}
+		rec.WrittenAt = at
 		if best == nil || rec.Start().From > best.Start().From {
 			best = rec
 		}

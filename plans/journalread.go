@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 )
 
 // JournalState is a run as its journal tells it.
@@ -31,8 +32,10 @@ type JournalState struct {
 	Outcome Outcome
 	// LastError is the error of the last failed step or stopped run.
 	LastError string
-	// Finished says the run completed every step.
+	// Finished says the run completed every step; EndedAt is when its last
+	// run ended (the last run-done; zero when none wrote one).
 	Finished bool
+	EndedAt  time.Time
 	// Actor is who ran the plan last.
 	Actor string
 	// Warnings are problems that were tolerated: a torn last line.
@@ -169,7 +172,7 @@ func (s *JournalState) apply(ev Event) error {
 	case EventStepFailed:
 		s.LastError = ev.Error
 	case EventRunDone:
-		s.Outcome = ev.Outcome
+		s.Outcome, s.EndedAt = ev.Outcome, ev.Time
 		if ev.Error != "" {
 			s.LastError = ev.Error
 		}

@@ -212,6 +212,12 @@ func resumeCommand() *cli.Command {
 				}
 				return err
 			}
+			ctx, cancel = context.WithTimeout(c.Context, 30*time.Second)
+			ended := finishedRun(ctx, topo, failover.JournalDir(), id)
+			cancel()
+			if ended != "" {
+				return withCode(exitFailure, errors.New(ended))
+			}
 			err = execute(c, topo, func(runCtx context.Context, o failover.RunOptions) error {
 				return failover.Resume(runCtx, topo, id, o)
 			}, id)

@@ -50,23 +50,30 @@ func Put(ctx context.Context, client sarama.Client, topic, key string, value []b
 // Get returns the latest value of key in topic; found is false when the
 // topic or the key does not exist.
 func Get(ctx context.Context, client sarama.Client, topic, key string) (value []byte, found bool, err error) {
+	value, _, found, err = GetAt(ctx, client, topic, key)
+	return value, found, err
+}
+
+// GetAt is Get with the time the value was written (its record's
+// timestamp).
+func GetAt(ctx context.Context, client sarama.Client, topic, key string) (value []byte, at time.Time, found bool, err error) {
 	info, err := kafkaread.Topic(ctx, client, topic)
 	if err != nil {
-		return nil, false, fmt.Errorf("read %s: %w", topic, err)
+		return nil, time.Time{}, false, fmt.Errorf("read %s: %w", topic, err)
 	}
 	if !info.Exists {
-		return nil, false, nil
+		return nil, time.Time{}, false, nil
 	}
 	_, err = kafkaread.ReadCommitted(ctx, client, topic, 0, 0, func(r kafkaread.Record) error {
 		if string(r.Key) == key {
-			value, found = r.Value, true
+			value, at, found = r.Value, r.Timestamp, true
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, false, fmt.Errorf("read %s: %w", topic, err)
+		return nil, time.Time{}, false, fmt.Errorf("read %s: %w", topic, err)
 	}
-	return value, found, nil
+	return value, at, found, nil
 }
 
 func ensure(ctx context.Context, client sarama.Client, topic string) error {
