@@ -19,6 +19,8 @@ type JournalState struct {
 	Done []bool
 	// Outputs of completed steps, by index.
 	Outputs map[int]json.RawMessage
+	// Summaries of completed steps (their step-done line), by index.
+	Summaries map[int]string
 	// LastCompleted is the highest completed step, -1 if none.
 	LastCompleted int
 	// Next is the first step not done: where a resume starts. len(Plan.Steps)
@@ -70,7 +72,7 @@ func ReadJournal(path string) (*JournalState, error) {
 }
 
 func parseJournal(name string, data []byte) (*JournalState, error) {
-	st := &JournalState{Path: name, Outputs: map[int]json.RawMessage{}, LastCompleted: -1}
+	st := &JournalState{Path: name, Outputs: map[int]json.RawMessage{}, Summaries: map[int]string{}, LastCompleted: -1}
 	off, line := 0, 0
 	for off < len(data) {
 		line++
@@ -163,11 +165,15 @@ func (s *JournalState) apply(ev Event) error {
 		s.started[ev.Index] = true
 		s.Done[ev.Index] = false
 		delete(s.Outputs, ev.Index)
+		delete(s.Summaries, ev.Index)
 	case EventStepDone:
 		s.Done[ev.Index] = true
 		s.started[ev.Index] = false
 		if nonNull(ev.Outputs) != nil {
 			s.Outputs[ev.Index] = ev.Outputs
+		}
+		if ev.Summary != "" {
+			s.Summaries[ev.Index] = ev.Summary
 		}
 	case EventStepFailed:
 		s.LastError = ev.Error

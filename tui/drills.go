@@ -9,6 +9,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/drctl/drctl/drill"
+	"github.com/drctl/drctl/drill/report"
 )
 
 // drillsMsg carries the drill history, as `drctl drill history` reads it.
@@ -37,19 +38,21 @@ type drillsView struct {
 	loaded bool
 	hist   []drill.Record
 	err    string
+	detail *pane
 }
 
 func newDrillsView() *drillsView {
 	return &drillsView{list: newTable(
-		column{Title: "drill", Width: 12, Flex: true},
+		column{Title: "drill", Width: 8, Flex: true},
 		column{Title: "kind", Width: 9},
 		column{Title: "started", Width: 11},
-		column{Title: "took", Width: 7, Right: true},
-		column{Title: "verdict", Width: 7},
+		column{Title: "took", Width: 6, Right: true},
+		column{Title: "verdict", Width: 10},
 		column{Title: "rpo s", Width: 6, Right: true},
 		column{Title: "rto s", Width: 6, Right: true},
 		column{Title: "p99 ms", Width: 6, Right: true},
-	)}
+		column{Title: "id", Hidden: true},
+	).inGivenOrder("newest first")}
 }
 
 func (v *drillsView) Set(msg drillsMsg) {
@@ -64,9 +67,19 @@ func (v *drillsView) Set(msg drillsMsg) {
 		if s.Verdict == drill.Fail {
 			verdict = "FAIL"
 		}
-		d, _ := time.ParseDuration(s.Duration)
-		rows = append(rows, []string{s.Drill, s.Kind, s.StartedAt.UTC().Format("01-02 15:04"), d.Round(time.Second).String(), verdict,
-			floatCell(s.RPOSeconds, "%.1f"), floatCell(s.RTOSeconds, "%.1f"), floatCell(s.LatencyP99MS, "%.0f")})
+		took := "-"
+		if d, err := time.ParseDuration(s.Duration); err == nil && !r.Unfinished && !r.FinishedAt.IsZero() {
+			took = d.Round(time.Second).String()
+		}
+		if r.Unfinished {
+			verdict = "unfinished"
+		}
+		rto := floatCell(s.RTOSeconds, "%.1f")
+		if s.RTOEstimated {
+			rto = "~" + rto // an estimate from an earlier drill, not measured by this one
+		}
+		rows = append(rows, []string{s.Drill, s.Kind, s.StartedAt.UTC().Format("01-02 15:04"), took, verdict,
+			floatCell(s.RPOSeconds, "%.1f"), rto, floatCell(s.LatencyP99MS, "%.0f"), r.ID})
 	}
 	v.list.SetRows(rows)
 }
@@ -78,8 +91,32 @@ func floatCell(f *float64, format string) string {
 	return fmt.Sprintf(format, *f)
 }
 
+// Enter opens the selected drill's report: its verdict, measurements and
+// steps, as drctl drill report prints it.
+func (v *drillsView) Enter() {
+	row := v.list.Selected()
+	if row == nil {
+		return
+	}
+	id := row[len(row)-1]
+	for i := range v.hist {
+		if v.hist[i].ID == id {
+			var b strings.Builder
+			if err := report.Markdown(&b, &v.hist[i]); err != nil {
+				v.detail = newPane("DRILL "+id, []string{"error: " + err.Error()})
+				return
+			}
+			v.detail = newPane("DRILL "+id+"  (as drctl drill report; esc: back, up/down scroll)", strings.Split(strings.TrimRight(b.String(), "\n"), "\n"))
+			return
+		}
+	}
+}
+
 func (v *drillsView) View(width, height int, st styles) string {
-	head := st.title.Render("DRILLS") + "  history and verdicts (as drctl drill history)"
+	if v.detail != nil {
+		return v.detail.View(width, height, st)
+	}
+	head := st.title.Render("DRILLS") + "  history and verdicts (as drctl drill history), newest first; enter: report"
 	switch {
 	case !v.loaded:
 		return head + "\n" + st.dim.Render("reading the drill history ...")
@@ -93,9 +130,12 @@ func (v *drillsView) View(width, height int, st styles) string {
 		lines = append(lines, st.bad.Render("partial: "+v.err))
 	}
 	last := v.hist[0]
-	verdict := st.ok.Render("PASS")
-	if last.Verdict == drill.Fail {
-		verdict = st.bad.Render("FAIL")
+	verdict := st.bad.Render("FAIL")
+	switch {
+	case last.Unfinished:
+		verdict = st.warn.Render("UNFINISHED")
+	case last.Verdict == drill.Pass:
+		verdict = st.ok.Render("PASS")
 	}
 	lines = append(lines, "last: "+last.Drill+" "+verdict+"  ("+last.ID+")")
 	for _, r := range last.Reasons[:min(3, len(last.Reasons))] {

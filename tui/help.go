@@ -7,7 +7,7 @@ import "strings"
 var keyMap = [][2]string{
 	{"1-6, tab", "switch view (shift+tab: back)"},
 	{"j/k, up/down", "move; pgup/pgdn page, g/G first/last"},
-	{"enter / esc", "open topic (partition lag) or group (translation) / back"},
+	{"enter / esc", "open topic, group, past run or drill / back"},
 	{"/", "filter the table (enter keeps, esc clears)"},
 	{"o", "sort by the next column"},
 	{"r", "refresh now"},

@@ -386,8 +386,43 @@ func (m *Model) filterKey(k tea.KeyMsg) tea.Cmd {
 	return cmd
 }
 
+// openPane is the details page open in the current view (a past run's, a
+// drill's); nil when none is.
+func (m *Model) openPane() **pane {
+	switch m.active {
+	case viewRuns:
+		return &m.runs.detail
+	case viewDrills:
+		return &m.drills.detail
+	}
+	return nil
+}
+
+// paneKey scrolls an open details page; esc closes it.
+func (m *Model) paneKey(pp **pane, k tea.KeyMsg) {
+	page := max(1, m.height-6)
+	switch k.String() {
+	case "esc":
+		*pp = nil
+	case "j", "down":
+		(*pp).Scroll(1)
+	case "k", "up":
+		(*pp).Scroll(-1)
+	case "pgdown", "ctrl+f", " ":
+		(*pp).Scroll(page)
+	case "pgup", "ctrl+b":
+		(*pp).Scroll(-page)
+	case "g", "home":
+		(*pp).scroll = 0
+	}
+}
+
 // viewKey handles movement and enter/esc in the current view.
 func (m *Model) viewKey(k tea.KeyMsg) tea.Cmd {
+	if pp := m.openPane(); pp != nil && *pp != nil {
+		m.paneKey(pp, k)
+		return nil
+	}
 	t := m.currentTable()
 	page := max(1, m.height-6)
 	switch k.String() {
@@ -424,6 +459,10 @@ func (m *Model) viewKey(k tea.KeyMsg) tea.Cmd {
 		switch m.active {
 		case viewTopics:
 			m.topics.Enter()
+		case viewRuns:
+			m.runs.Enter()
+		case viewDrills:
+			m.drills.Enter()
 		case viewGroups:
 			if g := m.groups.Enter(); g != "" {
 				if !m.rolesKnown() {
@@ -534,12 +573,33 @@ func (m *Model) planReady(msg planMsg) tea.Cmd {
 	}
 	m.dialog = newDialog(
 		strings.ToUpper(msg.what[:1])+msg.what[1:]+" plan "+p.ID,
-		p.Text(),
+		planSummary(p)+"\n\nTHE FULL PLAN (as drctl plan failover prints it; ↓/pgdn)\n"+p.Text(),
 		fmt.Sprintf("Type the name of the cluster %q to run this plan (esc cancels): ", target),
 		target,
 		func(m *Model) tea.Cmd { return m.failoverRun(p) },
 	)
 	return m.dialog.input.Focus()
+}
+
+// planSummary is the compact first page of a plan: one line per step,
+// destructive steps marked, so that on 80x24 everything the plan destroys
+// is on screen before anyone types a name; the full plan follows it.
+func planSummary(p *plans.Plan) string {
+	destructive := 0
+	for _, st := range p.Steps {
+		if st.Destructive {
+			destructive++
+		}
+	}
+	lines := []string{fmt.Sprintf("%s, %d steps, %d destructive (marked !):", p.Kind, len(p.Steps), destructive)}
+	for _, st := range p.Steps {
+		mark := "  "
+		if st.Destructive {
+			mark = "! "
+		}
+		lines = append(lines, fmt.Sprintf("%s%2d %s", mark, st.Index+1, st.Title))
+	}
+	return strings.Join(lines, "\n")
 }
 
 func (m *Model) resumeReady(msg resumeIDMsg) tea.Cmd {

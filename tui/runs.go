@@ -2,6 +2,7 @@ package tui
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/drctl/drctl/drill"
 	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/plans"
 )
@@ -84,13 +86,56 @@ func (r *liveRun) unfinished() bool {
 	return r != nil && r.id != "" && (!r.ended || r.outcome != plans.OutcomeSucceeded)
 }
 
-// PastRun is a run read back from the local journal.
+// PastRun is a run read back from the local journal or the clusters' run
+// records.
 type PastRun struct {
-	ID, Kind, Actor string
-	Outcome         plans.Outcome
-	Done, Total     int
-	At              time.Time
-	Error           string
+	ID, Actor string
+	// Kind is the plan's kind as the operator knows it: an unplanned
+	// failover and an unplanned drill say so (runKind).
+	Kind        string
+	Outcome     plans.Outcome
+	Done, Total int
+	At          time.Time
+	Error       string
+	// Steps are the plan's steps as the run left them, for its details.
+	Steps []PastStep
+	// Aborted says who undid the run, when and why ("" when nobody did).
+	Aborted string
+}
+
+// PastStep is one step of a past run.
+type PastStep struct {
+	Title       string
+	Done        bool
+	Destructive bool
+	// Summary is the step's result line (the local journal keeps it).
+	Summary string
+}
+
+// runKind names a plan's kind as the operator knows it. An unplanned
+// drill runs a plan of kind drill-failover whose failover is unplanned;
+// an unplanned failover is a failover plan whose inputs say unplanned.
+func runKind(p *plans.Plan) string {
+	for _, s := range p.Steps {
+		if s.Name == drill.StepUnplannedFailover {
+			return "drill-unplanned"
+		}
+	}
+	var in struct {
+		Unplanned bool `json:"unplanned"`
+	}
+	if json.Unmarshal(p.Inputs, &in) == nil && in.Unplanned {
+		return "unplanned-" + p.Kind
+	}
+	return p.Kind
+}
+
+func pastSteps(p *plans.Plan, done []bool, summaries map[int]string) []PastStep {
+	out := make([]PastStep, len(p.Steps))
+	for i, s := range p.Steps {
+		out[i] = PastStep{Title: s.Title, Destructive: s.Destructive, Done: i < len(done) && done[i], Summary: summaries[i]}
+	}
+	return out
 }
 
 // readJournals reads the newest local journals of topology topoName (at
@@ -133,7 +178,8 @@ func readJournals(dir, topoName string, n int) ([]PastRun, error) {
 				done++
 			}
 		}
-		out = append(out, PastRun{ID: st.Plan.ID, Kind: st.Plan.Kind, Actor: st.Actor, Outcome: st.Outcome, Done: done, Total: len(st.Plan.Steps), At: f.mod, Error: st.LastError})
+		out = append(out, PastRun{ID: st.Plan.ID, Kind: runKind(st.Plan), Actor: st.Actor, Outcome: st.Outcome, Done: done, Total: len(st.Plan.Steps), At: f.mod, Error: st.LastError,
+			Steps: pastSteps(st.Plan, st.Done, st.Summaries)})
 	}
 	return out, nil
 }
@@ -141,7 +187,8 @@ func readJournals(dir, topoName string, n int) ([]PastRun, error) {
 // mergeRuns joins the local journal's runs with the runs the clusters
 // recorded (failover, failback, reseed from any machine), one per run id:
 // the entry with more steps done wins, the journal's when equal (it knows
-// the actor and when it last moved). Newest first.
+// the actor, when it last moved and its steps' results). A run aborted
+// anywhere is aborted. Newest first.
 func mergeRuns(journal []PastRun, recorded []*inspect.RunRecord) []PastRun {
 	byID := map[string]int{}
 	out := slices.Clone(journal)
@@ -155,11 +202,16 @@ func mergeRuns(journal []PastRun, recorded []*inspect.RunRecord) []PastRun {
 				done++
 			}
 		}
-		outcome := rec.Outcome
-		if rec.Aborted != nil {
+		outcome, aborted := rec.Outcome, ""
+		if a := rec.Aborted; a != nil {
 			outcome = plans.OutcomeAborted
+			aborted = fmt.Sprintf("aborted by %s at %s at step %d: %s", a.By, a.At.UTC().Format("2006-01-02 15:04:05"), a.Step+1, a.Reason)
+			if len(a.Undone) > 0 {
+				aborted += "; undone: " + strings.Join(a.Undone, ", ")
+			}
 		}
-		r := PastRun{ID: rec.Plan.ID, Kind: rec.Plan.Kind, Actor: rec.Plan.CreatedBy, Outcome: outcome, Done: done, Total: len(rec.Plan.Steps), At: rec.Plan.CreatedAt, Error: rec.Error}
+		r := PastRun{ID: rec.Plan.ID, Kind: runKind(rec.Plan), Actor: rec.Plan.CreatedBy, Outcome: outcome, Done: done, Total: len(rec.Plan.Steps), At: rec.Plan.CreatedAt, Error: rec.Error,
+			Steps: pastSteps(rec.Plan, rec.Done, nil), Aborted: aborted}
 		i, ok := byID[r.ID]
 		switch {
 		case !ok:
@@ -167,31 +219,38 @@ func mergeRuns(journal []PastRun, recorded []*inspect.RunRecord) []PastRun {
 			out = append(out, r)
 		case r.Done > out[i].Done || (r.Outcome != "" && out[i].Outcome == ""):
 			r.At, r.Actor = out[i].At, cmp.Or(out[i].Actor, r.Actor)
+			for j := range r.Steps {
+				if j < len(out[i].Steps) && r.Steps[j].Done && out[i].Steps[j].Done {
+					r.Steps[j].Summary = out[i].Steps[j].Summary
+				}
+			}
 			out[i] = r
+		case aborted != "":
+			out[i].Outcome, out[i].Aborted = plans.OutcomeAborted, aborted
 		}
 	}
 	slices.SortStableFunc(out, func(a, b PastRun) int { return b.At.Compare(a.At) })
 	return out
 }
 
-// runsView is view 4: the run in progress with its steps, and past runs.
+// runsView is view 4: the run in progress with its steps, and past runs;
+// enter opens a past run's steps and error.
 type runsView struct {
-	past *table
-	snap *Snapshot
-	run  *liveRun
+	past   *table
+	snap   *Snapshot
+	run    *liveRun
+	detail *pane
 }
 
 func newRunsView() *runsView {
-	v := &runsView{past: newTable(
-		column{Title: "run", Width: 14, Flex: true},
+	return &runsView{past: newTable(
+		column{Title: "run", Width: 14, Keep: true},
 		column{Title: "kind", Width: 8},
-		column{Title: "outcome", Width: 11},
+		column{Title: "outcome", Width: 10},
 		column{Title: "steps", Width: 5, Right: true},
-		column{Title: "when", Width: 16},
-		column{Title: "by", Width: 8, Flex: true},
-	)}
-	v.past.sortCol, v.past.sortAsc = 4, false // newest first
-	return v
+		column{Title: "when", Width: 11},
+		column{Title: "by", Width: 8, Flex: true, Optional: true},
+	).inGivenOrder("newest first")}
 }
 
 func (v *runsView) SetSnapshot(s *Snapshot) {
@@ -201,28 +260,89 @@ func (v *runsView) SetSnapshot(s *Snapshot) {
 	}
 	rows := make([][]string, 0, len(s.Runs))
 	for _, r := range s.Runs {
-		outcome := string(r.Outcome)
-		if outcome == "" {
-			outcome = "unfinished"
-		}
-		rows = append(rows, []string{r.ID, r.Kind, outcome, fmt.Sprintf("%d/%d", r.Done, r.Total), r.At.UTC().Format("2006-01-02 15:04"), orDash(r.Actor)})
+		rows = append(rows, []string{r.ID, r.Kind, runOutcome(r), fmt.Sprintf("%d/%d", r.Done, r.Total), r.At.UTC().Format("01-02 15:04"), orDash(r.Actor)})
 	}
 	v.past.SetRows(rows)
 }
 
+func runOutcome(r PastRun) string {
+	if r.Outcome == "" {
+		return "unfinished"
+	}
+	return string(r.Outcome)
+}
+
+// Enter opens the selected past run's details.
+func (v *runsView) Enter() {
+	id := v.past.SelectedKey()
+	if v.snap == nil || id == "" {
+		return
+	}
+	for _, r := range v.snap.Runs {
+		if r.ID == id {
+			v.detail = newPane("RUN "+r.ID+"  (esc: back, up/down scroll)", pastRunLines(r))
+			return
+		}
+	}
+}
+
+// pastRunLines are a past run's details: what it was, how it ended, its
+// steps as it left them, its error and how to finish it.
+func pastRunLines(r PastRun) []string {
+	lines := []string{
+		fmt.Sprintf("%s, %s, %d of %d steps done, by %s, %s", r.Kind, runOutcome(r), r.Done, r.Total, orDash(r.Actor), r.At.UTC().Format("2006-01-02 15:04:05 UTC")),
+	}
+	if r.Aborted != "" {
+		lines = append(lines, r.Aborted)
+	}
+	if r.Error != "" {
+		lines = append(lines, "error: "+r.Error)
+	}
+	lines = append(lines, "")
+	stopped := false
+	for i, s := range r.Steps {
+		mark := "  "
+		switch {
+		case s.Done:
+			mark = "✓ "
+		case !stopped && r.Outcome != plans.OutcomeSucceeded:
+			stopped = true
+			mark = "✗ "
+			if r.Outcome == "" || r.Outcome == plans.OutcomeAborted {
+				mark = "▶ "
+			}
+		}
+		line := fmt.Sprintf("%s%2d %s", mark, i+1, s.Title)
+		if s.Destructive {
+			line += " [destructive]"
+		}
+		if s.Summary != "" {
+			line += ": " + s.Summary
+		}
+		lines = append(lines, line)
+	}
+	if r.Outcome != plans.OutcomeSucceeded && r.Outcome != plans.OutcomeAborted && r.Done < r.Total && !strings.HasPrefix(r.Kind, "drill-") {
+		lines = append(lines, "", "to finish it: drctl resume "+r.ID+"  (or R here)")
+	}
+	return lines
+}
+
 func (v *runsView) View(width, height int, st styles, now time.Time) string {
+	if v.detail != nil {
+		return v.detail.View(width, height, st)
+	}
 	var lines []string
 	if r := v.run; r != nil && r.id != "" {
 		lines = append(lines, v.liveLines(width, st, now)...)
 	} else if v.snap != nil && v.snap.Status != nil && v.snap.Status.Roles.Run != nil {
 		rr := v.snap.Status.Roles.Run
-		lines = append(lines, st.title.Render("RUN IN PROGRESS ")+fmt.Sprintf("%s %s at step %d, by %s since %s", rr.Kind, rr.ID, rr.Step+1, rr.By, rr.StartedAt.UTC().Format(time.RFC3339)),
-			"  not run by this console: R resumes it here (drctl resume "+rr.ID+")")
+		lines = append(lines, wrapIndent(st.title.Render("RUN IN PROGRESS "), fmt.Sprintf("%s %s at step %d, by %s since %s", rr.Kind, rr.ID, rr.Step+1, rr.By, rr.StartedAt.UTC().Format(time.RFC3339)), width)...)
+		lines = append(lines, wrapIndent("  ", "not run by this console: R resumes it here (drctl resume "+rr.ID+")", width)...)
 	} else {
 		lines = append(lines, st.title.Render("RUN")+"  none in progress (f failover, b failback)")
 	}
 	lines = append(lines, "")
-	head := st.title.Render("PAST RUNS") + "  from the local journal and the clusters"
+	head := st.title.Render("PAST RUNS") + "  from the local journal and the clusters; enter: details"
 	if v.snap != nil && v.snap.RunsError != "" {
 		head += "  " + st.bad.Render(v.snap.RunsError)
 	}
@@ -255,7 +375,7 @@ func (v *runsView) liveLines(width int, st styles, now time.Time) []string {
 	if r.ended {
 		end = r.endedAt
 	}
-	lines := []string{st.title.Render("RUN "+r.id) + fmt.Sprintf("  %s, step %d/%d, %s  elapsed %s", r.kind, min(r.current+1, len(r.steps)), len(r.steps), state, end.Sub(r.started).Round(time.Second))}
+	lines := wrapIndent(st.title.Render("RUN "), r.id+fmt.Sprintf("  %s, step %d/%d, %s  elapsed %s", r.kind, min(r.current+1, len(r.steps)), len(r.steps), state, end.Sub(r.started).Round(time.Second)), width)
 	for i, s := range r.steps {
 		mark := "  "
 		switch s.state {
@@ -282,7 +402,8 @@ func (v *runsView) liveLines(width int, st styles, now time.Time) []string {
 		if r.err != "" {
 			lines = append(lines, wrap(st.bad.Render("error: ")+r.err, width)...)
 		}
-		lines = append(lines, st.title.Render("to finish it: ")+r.resume+"  (or R here)")
+		// The command is typed by the operator: wrapped, never cut.
+		lines = append(lines, wrapIndent(st.title.Render("to finish it: "), r.resume+"  (or R here)", width)...)
 	}
 	return lines
 }

@@ -91,8 +91,9 @@ func TestMergeRuns(t *testing.T) {
 		t.Fatalf("merged %d rows, want %d: %+v", len(got), len(want), got)
 	}
 	for _, r := range got {
-		if r != want[r.ID] {
-			t.Errorf("run %s: %+v, want %+v", r.ID, r, want[r.ID])
+		w := want[r.ID]
+		if r.ID != w.ID || r.Kind != w.Kind || r.Actor != w.Actor || r.Outcome != w.Outcome || r.Done != w.Done || r.Total != w.Total || !r.At.Equal(w.At) {
+			t.Errorf("run %s: %+v, want %+v", r.ID, r, w)
 		}
 	}
 	if got[0].ID != "b" || got[2].ID != "c" {

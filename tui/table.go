@@ -10,13 +10,21 @@ import (
 	"github.com/mattn/go-runewidth"
 )
 
-// column is one column of a table. Width is the least width; Flex columns
-// share what is left of the screen.
+// column is one column of a table. Width is the least width. A narrow
+// screen takes room from Flex columns first (names, free text), then from
+// the widest others; never from a Keep column (ids an operator must type,
+// such as run ids), which always shows its cells whole.
 type column struct {
 	Title string
 	Width int
 	Flex  bool
+	Keep  bool
 	Right bool // numbers: right-aligned
+	// Hidden columns are not drawn: a row's id for the code, not the eye.
+	Hidden bool
+	// Optional columns are dropped whole on a screen too narrow for
+	// every column (the rightmost first), before any other column is cut.
+	Optional bool
 }
 
 // table is a virtualised table: it keeps every row but renders only the
@@ -24,37 +32,54 @@ type column struct {
 // filtered (substring of any cell, case-insensitive) and sorted (by one
 // column, numbers as numbers) into view, a list of row indices.
 type table struct {
-	cols    []column
-	rows    [][]string
-	view    []int
-	cursor  int // index into view
-	offset  int // first view row on screen
-	filter  string
-	sortCol int
-	sortAsc bool
-	height  int // rows on screen at the last render
-	// natural is, per column, the widest cell: flex columns grow to it
-	// first, in column order, before the rest is shared.
+	cols   []column
+	rows   [][]string
+	view   []int
+	cursor int // index into view
+	offset int // first view row on screen
+	filter string
+	// sortCol is the column sorted by; -1 keeps the rows in the order
+	// given (givenLabel names it, e.g. "newest first").
+	sortCol    int
+	sortAsc    bool
+	givenLabel string
+	height     int // rows on screen at the last render
+	// natural is, per column, the widest cell: a column cut narrower than
+	// it gets spare width first, in column order.
 	natural []int
+	// follow keeps the cursor on the first row as rows come (a list
+	// newest first follows the newest) until the operator moves it away.
+	follow, moved bool
 }
 
 func newTable(cols ...column) *table { return &table{cols: cols, sortAsc: true} }
+
+// inGivenOrder keeps the rows in the order SetRows gives them, named
+// label, until the operator sorts; the cursor follows the first row until
+// the operator moves it.
+func (t *table) inGivenOrder(label string) *table {
+	t.sortCol, t.givenLabel, t.follow = -1, label, true
+	return t
+}
 
 // SetRows replaces the rows and keeps the cursor on the row with the same
 // first cell, if it is still there.
 func (t *table) SetRows(rows [][]string) {
 	key := t.SelectedKey()
+	if t.follow && !t.moved {
+		key = ""
+	}
 	t.rows = rows
 	t.natural = make([]int, len(t.cols))
 	for _, r := range rows {
 		for i, c := range r {
-			if t.cols[i].Flex {
-				t.natural[i] = max(t.natural[i], runewidth.StringWidth(c))
-			}
+			t.natural[i] = max(t.natural[i], runewidth.StringWidth(c))
 		}
 	}
 	t.reindex()
-	if key != "" {
+	if key == "" {
+		t.cursor, t.offset = 0, 0
+	} else {
 		for i, r := range t.view {
 			if t.rows[r][0] == key {
 				t.cursor = i
@@ -75,7 +100,9 @@ func (t *table) SetFilter(f string) {
 // NextSort sorts by the next column (wrapping around, ascending first;
 // the first column again is descending).
 func (t *table) NextSort() {
-	if t.sortCol == len(t.cols)-1 && t.sortAsc {
+	if t.sortCol < 0 {
+		t.sortCol, t.sortAsc = 0, true
+	} else if t.sortCol == len(t.cols)-1 && t.sortAsc {
 		t.sortAsc = false
 		t.sortCol = 0
 	} else if !t.sortAsc {
@@ -89,6 +116,9 @@ func (t *table) NextSort() {
 
 // SortLabel names the sort for the footer, e.g. "lag ↓".
 func (t *table) SortLabel() string {
+	if t.sortCol < 0 {
+		return t.givenLabel
+	}
 	arrow := "↑"
 	if !t.sortAsc {
 		arrow = "↓"
@@ -105,6 +135,9 @@ func (t *table) reindex() {
 		}
 	}
 	c := t.sortCol
+	if c < 0 {
+		return
+	}
 	slices.SortStableFunc(t.view, func(a, b int) int {
 		x := compareCells(t.rows[a][c], t.rows[b][c])
 		if !t.sortAsc {
@@ -137,11 +170,12 @@ func compareCells(a, b string) int {
 func (t *table) Move(n int) {
 	t.cursor += n
 	t.clamp()
+	t.moved = t.cursor != 0
 }
 
 // Home and End jump to the first and last row.
-func (t *table) Home() { t.cursor = 0; t.clamp() }
-func (t *table) End()  { t.cursor = len(t.view) - 1; t.clamp() }
+func (t *table) Home() { t.cursor = 0; t.clamp(); t.moved = false }
+func (t *table) End()  { t.cursor = len(t.view) - 1; t.clamp(); t.moved = t.cursor != 0 }
 
 func (t *table) clamp() {
 	t.cursor = max(0, min(t.cursor, len(t.view)-1))
@@ -196,55 +230,65 @@ func (t *table) View(width, height int, st styles) string {
 	return b.String()
 }
 
-// widths gives each column its least width, grows flex columns into the
-// rest, and shrinks the widest columns when the screen is too narrow.
+// widths gives each column its least width (a Keep column its widest
+// cell), then spare width to the columns cut narrower than their widest
+// cell, in column order; what is left goes to the last column if it is
+// free text (Flex), never as padding between columns. On a narrow screen flex columns give way
+// first, down to 8 cells, then the widest others down to 3; Keep columns
+// never do. A width of 0 is a column not drawn (Hidden, or Optional and
+// dropped).
 func (t *table) widths(width int) []int {
 	w := make([]int, len(t.cols))
 	total := 2
 	for i, c := range t.cols {
+		if c.Hidden {
+			continue
+		}
 		w[i] = max(c.Width, runewidth.StringWidth(c.Title))
+		if c.Keep && i < len(t.natural) {
+			w[i] = max(w[i], t.natural[i])
+		}
 		total += w[i] + 1
 	}
 	spare := width - total
-	var flex []int
-	for i, c := range t.cols {
-		if c.Flex {
-			flex = append(flex, i)
+	for i := len(t.cols) - 1; i >= 0 && spare < 0; i-- {
+		if t.cols[i].Optional && w[i] > 0 {
+			spare += w[i] + 1
+			w[i] = 0
 		}
 	}
-	for _, i := range flex {
-		if i < len(t.natural) && spare > 0 {
+	for i, c := range t.cols {
+		if !c.Hidden && i < len(t.natural) && spare > 0 {
 			grow := min(spare, max(0, t.natural[i]-w[i]))
 			w[i] += grow
 			spare -= grow
 		}
 	}
-	for spare > 0 && len(flex) > 0 {
-		for _, i := range flex {
-			if spare == 0 {
-				break
-			}
-			w[i]++
-			spare--
+	// The last column, when it is free text, takes the rest: it ends the
+	// line, so its room is never padding between columns.
+	if last := len(t.cols) - 1; spare > 0 && last >= 0 {
+		for last >= 0 && t.cols[last].Hidden {
+			last--
+		}
+		if last >= 0 && t.cols[last].Flex {
+			w[last] += spare
 		}
 	}
 	for spare < 0 {
-		// Flex columns (names, free text) give way first, down to 8 cells.
 		widest := -1
-		for _, i := range flex {
-			if w[i] > 8 && (widest < 0 || w[i] > w[widest]) {
+		for i, c := range t.cols {
+			if c.Flex && !c.Keep && w[i] > 8 && (widest < 0 || w[i] > w[widest]) {
 				widest = i
 			}
 		}
 		if widest < 0 {
-			widest = 0
-			for i := range w {
-				if w[i] > w[widest] {
+			for i, c := range t.cols {
+				if !c.Keep && w[i] > 3 && (widest < 0 || w[i] > w[widest]) {
 					widest = i
 				}
 			}
 		}
-		if w[widest] <= 3 {
+		if widest < 0 {
 			break
 		}
 		w[widest]--
@@ -256,10 +300,15 @@ func (t *table) widths(width int) []int {
 func (t *table) line(widths []int, cell func(int) string, lead string) string {
 	var b strings.Builder
 	b.WriteString(lead)
+	first := true
 	for i, w := range widths {
-		if i > 0 {
+		if w == 0 { // hidden, or dropped on a narrow screen
+			continue
+		}
+		if !first {
 			b.WriteString(" ")
 		}
+		first = false
 		s := runewidth.Truncate(cell(i), w, "…")
 		pad := strings.Repeat(" ", w-runewidth.StringWidth(s))
 		if t.cols[i].Right {
