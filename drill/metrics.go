@@ -16,6 +16,7 @@ type Metrics struct {
 	latency     *prometheus.GaugeVec
 	failures    *prometheus.CounterVec
 	skipped     *prometheus.CounterVec
+	missed      *prometheus.CounterVec
 }
 
 // NewMetrics registers the drill series on reg.
@@ -35,9 +36,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "drctl_drill_failures_total",
 			Help: "Drills that failed, or could not run, since the scheduler started."}, l),
 		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "drctl_drill_busy_total",
-			Help: "Drill slots not run because a failover, failback, reseed or another drill was running."}, l),
+			Help: "Drill slots not run because a failover, failback, reseed or another drill was running until the drill's next slot."}, l),
+		missed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "drctl_drill_slots_missed_total",
+			Help: "Drill slots not run because they came and went while the scheduler ran other drills (the latest of them runs late)."}, l),
 	}
-	reg.MustRegister(m.lastRun, m.lastSuccess, m.rpo, m.rto, m.latency, m.failures, m.skipped)
+	reg.MustRegister(m.lastRun, m.lastSuccess, m.rpo, m.rto, m.latency, m.failures, m.skipped, m.missed)
 	return m
 }
 
@@ -56,6 +59,12 @@ func (m *Metrics) Seed(hist []Record) {
 			m.lastSuccess.WithLabelValues(r.Drill, r.Kind).Set(float64(r.FinishedAt.Unix()))
 		}
 	}
+}
+
+// Missed counts n slots of d that came and went while the scheduler ran
+// other drills.
+func (m *Metrics) Missed(d *topology.NamedDrill, n int) {
+	m.missed.WithLabelValues(d.Name, string(d.Kind)).Add(float64(n))
 }
 
 // Observe records one scheduled run: rec is nil when the drill could not
