@@ -106,7 +106,7 @@ func (v *drillsView) Enter() {
 				v.detail = newPane("DRILL "+id, []string{"error: " + err.Error()})
 				return
 			}
-			v.detail = newPane("DRILL "+id+"  (as drctl drill report; esc: back, up/down scroll)", strings.Split(strings.TrimRight(b.String(), "\n"), "\n"))
+			v.detail = newPane("DRILL "+id+"  esc back, ↑/↓ scroll", strings.Split(strings.TrimRight(b.String(), "\n"), "\n"))
 			return
 		}
 	}
@@ -116,7 +116,7 @@ func (v *drillsView) View(width, height int, st styles) string {
 	if v.detail != nil {
 		return v.detail.View(width, height, st)
 	}
-	head := st.title.Render("DRILLS") + "  history and verdicts (as drctl drill history), newest first; enter: report"
+	head := st.title.Render("DRILLS") + "  newest first (as drctl drill history); enter: report"
 	switch {
 	case !v.loaded:
 		return head + "\n" + st.dim.Render("reading the drill history ...")

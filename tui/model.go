@@ -226,7 +226,7 @@ func (m *Model) rolesKnown() bool {
 
 // rolesUnknownSay refuses an action while the roles are unknown.
 func (m *Model) rolesUnknownSay(what string) {
-	m.sayAbout("%s: the live roles are unknown (no cluster answered the last refresh); nothing is planned until a cluster answers (r refreshes now)", what)
+	m.sayAbout("%s refused: the live roles are unknown (no cluster answers); r refreshes", what)
 }
 
 func (m *Model) nextRunMsg() tea.Cmd {

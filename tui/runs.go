@@ -280,7 +280,7 @@ func (v *runsView) Enter() {
 	}
 	for _, r := range v.snap.Runs {
 		if r.ID == id {
-			v.detail = newPane("RUN "+r.ID+"  (esc: back, up/down scroll)", pastRunLines(r))
+			v.detail = newPane("RUN "+r.ID+"  esc back, ↑/↓ scroll", pastRunLines(r))
 			return
 		}
 	}
