@@ -93,6 +93,9 @@ type HistoryOptions struct {
 	// (0: all).
 	Drill string
 	Limit int
+	// LocalOnly reads the local journal directory alone and contacts no
+	// cluster (shell completion).
+	LocalOnly bool
 }
 
 // History returns the topology's drill records, newest first: the union of
@@ -124,6 +127,9 @@ func History(ctx context.Context, topo *topology.Topology, o HistoryOptions) ([]
 	}
 	var errs []error
 	for _, name := range topo.ClusterNames() {
+		if o.LocalOnly {
+			break
+		}
 		recs, err := clusterHistory(ctx, topo, name)
 		if err != nil {
 			errs = append(errs, err)

@@ -1,13 +1,20 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/drctl/drctl/drill"
+	"github.com/drctl/drctl/plans"
 )
 
 // TestCompletionInShells types into real interactive zsh and fish shells
@@ -39,6 +46,7 @@ func TestCompletionInShells(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(home, "plan-x.json"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	fx := writeCompletionFixtures(t, home)
 	if err := os.WriteFile(filepath.Join(home, ".zshrc"), []byte("PS1='$ '\nautoload -U compinit; compinit -u\nsource <(drctl completion zsh)\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +58,7 @@ func TestCompletionInShells(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := []string{"env", "-i", "HOME=" + home, "ZDOTDIR=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, "config"),
-		"PATH=" + filepath.Dir(bin) + ":/usr/bin:/bin", "TERM=xterm"}
+		"XDG_STATE_HOME=" + fx.state, "PATH=" + filepath.Dir(bin) + ":/usr/bin:/bin", "TERM=xterm"}
 
 	type tab struct {
 		typed string
@@ -62,6 +70,10 @@ func TestCompletionInShells(t *testing.T) {
 		{typed: "drctl mirror ", want: []string{"lag", "reseed-topic", "run"}, not: []string{"plan-x.json"}},
 		{typed: "drctl failover --t", want: []string{"$ drctl failover --to"}},
 		{typed: "drctl apply plan-", want: []string{"$ drctl apply plan-x.json"}},
+		// Values from the topology file and this machine's journal.
+		{typed: "drctl failover --to ", want: []string{"east-dc", "west-dc"}, not: []string{"plan-x.json"}},
+		{typed: "drctl resume ", want: []string{"$ drctl resume " + fx.unfinished}, not: []string{fx.finished}},
+		{typed: "drctl drill report ", want: []string{fx.drill}},
 	}
 	shells := map[string][]tab{
 		"zsh":  common,
@@ -117,5 +129,98 @@ func TestCompletionInShells(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// completionFixtures are a topology (drctl.yaml in home, clusters east-dc
+// and west-dc, never contacted) and a journal directory with an unfinished
+// run, a finished one and a drill record of it.
+type completionFixtures struct {
+	state, unfinished, finished, drill string
+}
+
+func writeCompletionFixtures(t *testing.T, home string) completionFixtures {
+	t.Helper()
+	fx := completionFixtures{state: filepath.Join(home, "state"), unfinished: "failover-20261207T120000-0a1b2c",
+		finished: "failover-20261207T110000-ffffff", drill: "drill-canary-20261207T120000-c0ffee"}
+	yaml := "name: compl\nclusters:\n  east-dc:\n    bootstrap: [127.0.0.1:1]\n  west-dc:\n    bootstrap: [127.0.0.1:2]\n" +
+		"active: east-dc\nstandby: west-dc\nmirror:\n  topics: {include: [orders]}\n"
+	if err := os.WriteFile(filepath.Join(home, "drctl.yaml"), []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(fx.state, "drctl", "runs")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for id, fail := range map[string]bool{fx.unfinished: true, fx.finished: false} {
+		p := plans.New(id, "failover")
+		if err := p.SetInputs(map[string]any{"topology": "compl"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Add(plans.StepSpec{Name: "step", Title: "A step"}); err != nil {
+			t.Fatal(err)
+		}
+		reg := plans.NewRegistry()
+		_ = reg.Register("step", plans.ActionFunc(func(context.Context, plans.Step, *plans.RunContext) (plans.Result, error) {
+			if fail {
+				return plans.Result{}, errors.New("boom")
+			}
+			return plans.NewResult("done", nil)
+		}))
+		j, err := plans.CreateJournal(filepath.Join(dir, id+".jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = (&plans.Executor{Registry: reg, Hooks: []plans.Hook{j}}).Run(context.Background(), p)
+		j.Close()
+	}
+	raw, err := json.Marshal(drill.Record{ID: fx.drill, Drill: "canary", Kind: "canary", Topology: "compl", StartedAt: time.Now().UTC(), Verdict: drill.Pass})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, fx.drill+".drill.json"), raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return fx
+}
+
+// TestCompletionValues: what the scripts get back for a value: the
+// topology's clusters after --to, the runs resume can finish (not a
+// finished one), the recorded drills for drill report; and for "--to"
+// itself, being typed, no cluster.
+func TestCompletionValues(t *testing.T) {
+	bin := drctlBinary(t)
+	home := t.TempDir()
+	fx := writeCompletionFixtures(t, home)
+	complete := func(cur string, words ...string) []string {
+		t.Helper()
+		cmd := exec.Command(bin, append(words, "--generate-bash-completion")...)
+		cmd.Dir = home
+		cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+fx.state, "DRCTL_CONFIG=", completeCurEnv+"="+cur)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%v: %v", words, err)
+		}
+		return strings.Fields(string(out))
+	}
+	for _, tc := range []struct {
+		cur   string
+		words []string
+		want  []string
+	}{
+		{"", []string{"failover", "--to"}, []string{"east-dc", "west-dc"}},
+		{"we", []string{"plan", "failover", "--to"}, []string{"east-dc", "west-dc"}},
+		{"", []string{"reseed"}, []string{"east-dc", "west-dc"}},
+		{"", []string{"resume"}, []string{fx.unfinished}},
+		{"", []string{"abort"}, []string{fx.unfinished}},
+		{"", []string{"drill", "report"}, []string{fx.drill}},
+		{"", []string{"resume", fx.unfinished}, nil},
+	} {
+		if got := complete(tc.cur, tc.words...); !slices.Equal(got, tc.want) {
+			t.Errorf("%v <TAB>: %q, want %q", tc.words, got, tc.want)
+		}
+	}
+	if got := complete("--to", "failover", "--to"); slices.Contains(got, "east-dc") {
+		t.Errorf("--to<TAB> (the flag being typed) offers clusters: %q", got)
 	}
 }
