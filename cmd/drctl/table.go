@@ -150,15 +150,17 @@ func (t *table) Render() error {
 }
 
 // writeWrapped writes text as a line, broken between words to the width of
-// w (see newTable), continued on lines that start with indent.
+// w (see newTable), continued on lines that start with indent. Spaces that
+// begin text are kept.
 func writeWrapped(w io.Writer, indent, text string) error {
 	width := terminalWidth(w)
 	if to, ok := w.(*tableOut); ok {
 		width = to.width
 	}
 	lines := []string{text}
-	if width > 0 {
-		lines = wrapWords(text, width)
+	if lead := text[:len(text)-len(strings.TrimLeft(text, " "))]; width > 0 {
+		lines = wrapWords(text, max(width-len(lead), minFitWidth))
+		lines[0] = lead + lines[0]
 		if len(lines) > 1 {
 			rest := wrapWords(strings.Join(lines[1:], " "), max(width-len(indent), minFitWidth))
 			lines = lines[:1]

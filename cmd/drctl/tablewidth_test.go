@@ -226,3 +226,16 @@ func TestTablesFitTheTerminal(t *testing.T) {
 		t.Errorf("a pipe got shortened or boxed output:\n%s", out)
 	}
 }
+
+// TestWriteWrapped: a line wraps between words at the width, its
+// continuation indented, and the spaces it begins with are kept.
+func TestWriteWrapped(t *testing.T) {
+	var b bytes.Buffer
+	if err := writeWrapped(&tableOut{Writer: &b, width: 30}, "    ", "  - mirror lag 2 records (0.0s): the drain copies them"); err != nil {
+		t.Fatal(err)
+	}
+	want := "  - mirror lag 2 records\n    (0.0s): the drain copies\n    them\n"
+	if b.String() != want {
+		t.Errorf("got\n%q, want\n%q", b.String(), want)
+	}
+}
