@@ -47,7 +47,7 @@ func newDrillsView() *drillsView {
 		column{Title: "kind", Width: 9},
 		column{Title: "started", Width: 11},
 		column{Title: "took", Width: 6, Right: true},
-		column{Title: "verdict", Width: 10},
+		column{Title: "verdict", Width: 7},
 		column{Title: "rpo s", Width: 6, Right: true},
 		column{Title: "rto s", Width: 6, Right: true},
 		column{Title: "p99 ms", Width: 6, Right: true},

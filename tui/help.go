@@ -19,7 +19,7 @@ var keyMap = [][2]string{
 	{"R", "resume the run in progress"},
 	{"s", "offsets sync of the selected group (asks first)"},
 	{"d", "run a canary drill (safe: canary topic and group only)"},
-	{"ctrl-c", "in a run: stop after this step; twice: cancel it"},
+	{"ctrl-c", "at a question: no; in a run: stop after this step; twice: cancel"},
 	{"q", "quit (stop a run in progress first)"},
 	{"?", "this help; any key closes it"},
 }

@@ -238,3 +238,27 @@ func TestYesNoOnOneKey(t *testing.T) {
 		t.Fatal("y alone did not answer the run's question")
 	}
 }
+
+// TestCtrlCAtARunsQuestionIsNo: ctrl-c while a run's step asks answers
+// no (the step is not left waiting) and stops the run after the step.
+func TestCtrlCAtARunsQuestionIsNo(t *testing.T) {
+	m := fixtureModel(80, 24, false)
+	m.Update(snapshotMsg{scenarioFailingOver()})
+	m.interrupts = &plans.Interrupts{}
+	m.run = &liveRun{id: "r1", resume: "drctl -c drctl.yaml resume r1"}
+	m.runs.run = m.run
+	reply := make(chan error, 1)
+	m.Update(stepQuestionMsg{question: "Have they stopped?", reply: reply})
+	m.Update(key("ctrl+c"))
+	select {
+	case err := <-reply:
+		if err == nil {
+			t.Fatal("ctrl-c answered yes")
+		}
+	default:
+		t.Fatal("ctrl-c left the step's question unanswered")
+	}
+	if m.dialog != nil || m.interrupts.Count() != 1 {
+		t.Fatalf("dialog open %v, %d interrupts", m.dialog != nil, m.interrupts.Count())
+	}
+}

@@ -240,6 +240,11 @@ func (m *Model) runActive() bool { return m.run != nil && !m.run.ended }
 
 func (m *Model) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 	if k.String() == "ctrl+c" {
+		// ctrl-c at a question is "no" (a run's question gets its answer,
+		// so the step does not wait for it), then the usual interrupt.
+		if d := m.dialog; d != nil {
+			d.close(m, false)
+		}
 		return m.interrupt()
 	}
 	if m.dialog != nil {
