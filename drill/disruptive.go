@@ -231,10 +231,8 @@ func (x *failoverDrill) move(ctx context.Context, mp moveParams) (_ *Direction, 
 	err = failover.Execute(ctx, x.topo, p, failover.RunOptions{JSON: watch, JournalDir: x.journal, Interrupts: x.interrupts,
 		Confirm: func(string) error { x.app.stopWrites(); return nil }})
 	if err != nil {
-		if probed {
+		if skip := x.fenceSkip(dir.From); skip != "" || probed { // else it stopped before it fenced
 			x.verifyFence(dir, before, probed, fenceErr)
-		} else {
-			dir.FenceSkip = "the run stopped before it fenced " + mp.From
 		}
 		if next, ok := plans.NextStep(err); ok && next > 0 {
 			return nil, fmt.Errorf("failover run %s to %s: %w (drctl resume %s finishes it)", p.ID, mp.To, err, p.ID)
@@ -300,12 +298,10 @@ func (x *failoverDrill) awaitRTO(ctx context.Context, to string, start time.Time
 // the old active before the fence (before) and while fenced (probed,
 // fenceErr).
 func (x *failoverDrill) verifyFence(dir *Direction, before error, probed bool, fenceErr error) {
-	switch {
-	case x.topo.Failover.Fence == topology.FenceNone:
-		dir.FenceSkip = "fence: none: the run does not fence " + dir.From
-	case x.topo.Drills.CanaryUser == nil:
-		// No principal to probe with: nothing to verify, nothing claimed.
-		dir.FenceSkip = "no drills.canary_user to write to " + dir.From + " as while it is fenced"
+	switch skip := x.fenceSkip(dir.From); {
+	case skip != "":
+		// Nothing to verify in this setup, nothing claimed.
+		dir.FenceSkip = skip
 	case before != nil:
 		dir.FenceNote = fmt.Sprintf("the canary user could not write to %s even before the fence (%v): grant it WRITE on %s", dir.From, before, x.topo.CanaryTopic())
 	case !probed:
@@ -317,6 +313,18 @@ func (x *failoverDrill) verifyFence(dir *Direction, before error, probed bool, f
 	default:
 		dir.FenceNote = fmt.Sprintf("the canary user's write to %s failed, but not as refused: %v", dir.From, fenceErr)
 	}
+}
+
+// fenceSkip says why a drill has no fence of from to check in this
+// topology ("" when it has one).
+func (x *failoverDrill) fenceSkip(from string) string {
+	switch {
+	case x.topo.Failover.Fence == topology.FenceNone:
+		return "fence: none: the run does not fence " + from
+	case x.topo.Drills.CanaryUser == nil:
+		return "no drills.canary_user to write to " + from + " as while it is fenced"
+	}
+	return ""
 }
 
 // probe writes one record as the canary user to the canary topic of

@@ -180,8 +180,8 @@ type Direction struct {
 	ReRead     int  `json:"re_read" yaml:"re_read"`
 	// FenceVerified is true when the canary's writes to the old active
 	// were refused while it was fenced; FenceNote says how the check
-	// failed, FenceSkip why there was nothing to check (fence: none, no
-	// canary user, or the run stopped before it fenced).
+	// failed, FenceSkip why there is nothing to check in this setup
+	// (fence: none, no canary user).
 	FenceVerified bool   `json:"fence_verified" yaml:"fence_verified"`
 	FenceNote     string `json:"fence_note,omitempty" yaml:"fence_note,omitempty"`
 	FenceSkip     string `json:"fence_skip,omitempty" yaml:"fence_skip,omitempty"`

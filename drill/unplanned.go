@@ -221,10 +221,8 @@ func (x *failoverDrill) unplanned(ctx context.Context, mp moveParams) (_ *Direct
 	}
 	dir.Written = x.app.ackedBy(mp.From)
 	if err != nil {
-		if probed {
+		if skip := x.fenceSkip(dir.From); skip != "" || probed { // else it stopped before it fenced
 			x.verifyFence(dir, x.before, probed, fenceErr)
-		} else {
-			dir.FenceSkip = "the run stopped before it fenced " + mp.From
 		}
 		if next, ok := plans.NextStep(err); ok && next > 0 {
 			return nil, fmt.Errorf("unplanned failover run %s to %s: %w (drctl resume %s finishes it)", p.ID, mp.To, err, p.ID)

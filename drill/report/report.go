@@ -247,19 +247,14 @@ func directionChecks(r *drill.Record, d drill.Direction) []check {
 		out = append(out, check{fence, "the canary user's write to " + d.From + " was refused", "refused writes", resultOK, nil})
 	case d.FenceNote != "":
 		out = append(out, check{fence, d.FenceNote, "refused writes", resultFail, nil})
+	case d.FenceSkip != "":
+		out = append(out, check{fence, d.FenceSkip, "-", resultNA, nil})
 	case d.RunError != "":
-		out = append(out, notMeasured(fence, orText(d.FenceSkip, "the run did not finish")))
-	default:
-		out = append(out, check{fence, orText(d.FenceSkip, "not checked (fence: none, or no drills.canary_user)"), "-", resultNA, nil})
+		out = append(out, notMeasured(fence, "the run stopped before the fence was checked"))
+	default: // a record from before fence_skip
+		out = append(out, check{fence, "not checked (fence: none, or no drills.canary_user)", "-", resultNA, nil})
 	}
 	return out
-}
-
-func orText(s, dflt string) string {
-	if s == "" {
-		return dflt
-	}
-	return s
 }
 
 func rtoObjective(r *drill.Record) string {

@@ -276,6 +276,7 @@ func TestFailedUnplannedDrillReport(t *testing.T) {
 		"| east → west (unplanned): role change | failed: unplanned failover run failover-9 to west: " + wipe,
 		"| east → west (unplanned): RTO | the run did not finish | - | _not measured_ |",
 		"| east → west (unplanned): canary lost / duplicated / re-read | the drill stopped before the canary's tally | - | _not measured_ |",
+		"| east → west (unplanned): fence verified | fence: none: the run does not fence east | - | _n/a_ |",
 		"### Unplanned failover east → west: run failover-9",
 		"| 2 | Wipe east | 15:20:41.000 | 200ms | failed | " + wipe + " |",
 	} {
@@ -289,6 +290,12 @@ func TestFailedUnplannedDrillReport(t *testing.T) {
 	}
 	if !strings.Contains(h.String(), "<td>31 canary records (33 over all topics, 2.4 s)</td>") || !strings.Contains(h.String(), "run <code>failover-9</code>") {
 		t.Errorf("HTML lacks the run's RPO or its steps")
+	}
+	// With a fence to check, a run that stopped before it did has not
+	// checked it.
+	r.Directions[0].FenceSkip = ""
+	if c := junitCaseOf(t, r, "east → west (unplanned): fence verified"); c.Skipped == nil || c.Skipped.Message != "not measured: the run stopped before the fence was checked" {
+		t.Errorf("fence of a stopped run: %+v", c)
 	}
 	c := junitCaseOf(t, r, "Unplanned failover east → west, run failover-9, step wipe: Wipe east")
 	if c.Failure == nil || c.Failure.Message != wipe {
