@@ -51,10 +51,25 @@ func UnfinishedRun(dir, topoName string) *plans.JournalState {
 		switch {
 		case st.Finished || st.Outcome == plans.OutcomeAborted || st.Outcome == plans.OutcomeSucceeded:
 			return nil // the newest run of the topology ended
-		case st.LastCompleted < 0 || st.Outcome == plans.OutcomeStale:
-			continue // refused before it changed anything: nothing to finish
+		case st.Outcome == plans.OutcomeStale || changedNothing(st):
+			continue // stopped before it changed anything: nothing to finish
 		}
 		return st
 	}
 	return nil
+}
+
+// changedNothing reports whether a journaled run stopped before any step
+// that changes the clusters started.
+func changedNothing(st *plans.JournalState) bool {
+	last := st.Next // started, unless it never was
+	if !st.Rerun {
+		last--
+	}
+	for i := 0; i <= last && i < len(st.Plan.Steps); i++ {
+		if !ChangesNothing(st.Plan.Steps[i].Name) {
+			return false
+		}
+	}
+	return true
 }

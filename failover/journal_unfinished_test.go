@@ -27,7 +27,7 @@ func TestUnfinishedRun(t *testing.T) {
 			t.Fatal(err)
 		}
 		reg := plans.NewRegistry()
-		for i, name := range []string{"one", "two", "three"} {
+		for i, name := range []string{StepPreflight, "two", "three"} {
 			if err := p.Add(plans.StepSpec{Name: name, Title: name}); err != nil {
 				t.Fatal(err)
 			}

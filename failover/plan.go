@@ -19,6 +19,7 @@ const (
 	StepPreflight       = "preflight"
 	StepHooksBefore     = "run-before-hooks"
 	StepBegin           = "begin"
+	StepConfirmStopped  = "confirm-producers-stopped"
 	StepFenceActive     = "fence-active"
 	StepDrain           = "drain"
 	StepFlip            = inspect.StepFlip // the point of no return of a failover or failback
@@ -37,23 +38,24 @@ const (
 // Step types: each step name with the type of its parameters, shared by
 // the builder (buildSteps) and the actions (registry).
 var (
-	preflightStep    = plans.NewStepType[preflightParams](StepPreflight)
-	beginStep        = plans.NewStepType[stateParams](StepBegin)
-	fenceActiveStep  = plans.NewStepType[clusterParams](StepFenceActive)
-	drainStep        = plans.NewStepType[drainParams](StepDrain)
-	flipStep         = plans.NewStepType[stateParams](StepFlip)
-	fenceMirrorStep  = plans.NewStepType[linkParams](StepFenceMirror)
-	rpoStep          = plans.NewStepType[linkParams](StepRPO)
-	translateStep    = plans.NewStepType[translateParams](StepTranslateGroups)
-	unfenceNewStep   = plans.NewStepType[clusterParams](StepUnfenceNew)
-	hooksBeforeStep  = plans.NewStepType[hooksParams](StepHooksBefore)
-	hooksStep        = plans.NewStepType[hooksParams](StepHooks)
-	fenceStaleStep   = plans.NewStepType[clusterParams](StepFenceStale)
-	salvageStep      = plans.NewStepType[reseedParams](StepSalvage)
-	wipeStep         = plans.NewStepType[reseedParams](StepWipe)
-	reseedStartStep  = plans.NewStepType[stateParams](StepReseedStart)
-	waitReseededStep = plans.NewStepType[waitParams](StepWaitReseeded)
-	finishStep       = plans.NewStepType[stateParams](StepFinish)
+	preflightStep      = plans.NewStepType[preflightParams](StepPreflight)
+	beginStep          = plans.NewStepType[stateParams](StepBegin)
+	confirmStoppedStep = plans.NewStepType[clusterParams](StepConfirmStopped)
+	fenceActiveStep    = plans.NewStepType[clusterParams](StepFenceActive)
+	drainStep          = plans.NewStepType[drainParams](StepDrain)
+	flipStep           = plans.NewStepType[stateParams](StepFlip)
+	fenceMirrorStep    = plans.NewStepType[linkParams](StepFenceMirror)
+	rpoStep            = plans.NewStepType[linkParams](StepRPO)
+	translateStep      = plans.NewStepType[translateParams](StepTranslateGroups)
+	unfenceNewStep     = plans.NewStepType[clusterParams](StepUnfenceNew)
+	hooksBeforeStep    = plans.NewStepType[hooksParams](StepHooksBefore)
+	hooksStep          = plans.NewStepType[hooksParams](StepHooks)
+	fenceStaleStep     = plans.NewStepType[clusterParams](StepFenceStale)
+	salvageStep        = plans.NewStepType[reseedParams](StepSalvage)
+	wipeStep           = plans.NewStepType[reseedParams](StepWipe)
+	reseedStartStep    = plans.NewStepType[stateParams](StepReseedStart)
+	waitReseededStep   = plans.NewStepType[waitParams](StepWaitReseeded)
+	finishStep         = plans.NewStepType[stateParams](StepFinish)
 )
 
 // Inputs is what a plan was built against; the guard compares it with the
@@ -413,6 +415,10 @@ func failoverSteps(topo *topology.Topology, in Inputs, kind rolestate.RunKind, r
 		// Before anything changes: a hook that fails stops the run with
 		// the roles, ACLs, data and groups as they were.
 		add(hooksBeforeStep.Spec("Run the before hooks", hooksParams{Commands: topo.Failover.HooksBefore, Active: to, Standby: from}))
+	}
+	if (!unplanned || in.Force) && topo.Failover.Fence == topology.FenceNone {
+		// The one question of a run, asked before its first change.
+		add(confirmStoppedStep.Spec(fmt.Sprintf("Ask the operator to stop the producers writing to %s (fence none; changes nothing)", from), clusterParams{Cluster: from}))
 	}
 	flipEpoch := in.Epoch + 1
 	if !unplanned {

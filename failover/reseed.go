@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -362,7 +363,7 @@ func wipe(ctx context.Context, topo *topology.Topology, stale, active string, rc
 	}
 	slices.Sort(groups)
 	if len(groups) > 0 {
-		if err := waitGroupsLeft(ctx, admin, stale, link, groups, rc); err != nil {
+		if err := waitGroupsLeft(ctx, admin, stale, link, groups, topo, rc); err != nil {
 			return nil, err
 		}
 	}
@@ -386,49 +387,79 @@ func wipe(ctx context.Context, topo *topology.Topology, stale, active string, rc
 }
 
 // waitGroupsLeft returns once no group of groups has a member on the
-// stale cluster. A selected (application) group with members is refused
-// at once: drctl does not stop those consumers. Members of the link's own
-// groups are drctl mirror processes of link, stopped by the run's role
-// state: they are waited for, up to MirrorStopTimeout.
-func waitGroupsLeft(ctx context.Context, admin sarama.ClusterAdmin, stale string, link topology.Link, groups []string, rc *plans.RunContext) error {
+// stale cluster. Members of a selected (application) group are consumers
+// the operator or their deployment must move: they are waited for up to
+// failover.clients.timeout, and then refused naming each one (group,
+// client id, host). Members of the link's own groups are drctl mirror
+// processes of link, stopped by the run's role state: they are waited for,
+// up to MirrorStopTimeout. Nothing is deleted while either waits.
+func waitGroupsLeft(ctx context.Context, admin sarama.ClusterAdmin, stale string, link topology.Link, groups []string, topo *topology.Topology, rc *plans.RunContext) error {
 	own := link.InternalGroups()
 	var stopping <-chan struct{}
 	if rc != nil {
 		stopping = rc.Stopping()
 	}
-	deadline := time.Now().Add(MirrorStopTimeout)
+	start := time.Now()
 	for {
 		descs, err := admin.DescribeConsumerGroups(groups)
 		if err != nil {
 			return fmt.Errorf("wipe %s: describe groups: %w", stale, err)
 		}
-		var busy *sarama.GroupDescription
+		var mirrors *sarama.GroupDescription
+		var apps []string
 		for _, d := range descs {
 			if len(d.Members) == 0 {
 				continue
 			}
-			if !slices.Contains(own, d.GroupId) {
-				return fmt.Errorf("wipe %s: group %s has %d member(s) there: stop those consumers and resume", stale, d.GroupId, len(d.Members))
+			if slices.Contains(own, d.GroupId) {
+				mirrors = d
+				continue
 			}
-			busy = d
+			apps = append(apps, membersOf(d)...)
 		}
-		if busy == nil {
+		waited := time.Since(start)
+		switch {
+		case mirrors == nil && len(apps) == 0:
 			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("wipe %s: group %s still has %d member(s) there after %v: a drctl mirror of %s still runs there although the role state stops it; stop it and resume", stale, busy.GroupId, len(busy.Members), MirrorStopTimeout, link)
+		case len(apps) > 0 && waited >= topo.Failover.ClientsTimeout:
+			return fmt.Errorf("wipe %s: %d consumer(s) still in selected groups there after %v (failover.clients.timeout): %s; nothing was deleted: stop or move those consumers, then drctl resume",
+				stale, len(apps), topo.Failover.ClientsTimeout.Round(time.Second), strings.Join(apps, "; "))
+		case mirrors != nil && waited >= MirrorStopTimeout:
+			return fmt.Errorf("wipe %s: group %s still has %d member(s) there after %v: a drctl mirror of %s still runs there although the role state stops it; stop it and resume", stale, mirrors.GroupId, len(mirrors.Members), MirrorStopTimeout, link)
 		}
 		if rc != nil {
-			rc.Progress(fmt.Sprintf("waiting for the mirror of %s to stop on %s (%d member(s) in %s); nothing deleted yet", link, stale, len(busy.Members), busy.GroupId), -1)
+			if len(apps) > 0 {
+				rc.Progress(fmt.Sprintf("waiting %v of %v for %d consumer(s) to leave %s: %s; nothing deleted yet", waited.Round(time.Second), topo.Failover.ClientsTimeout.Round(time.Second), len(apps), stale, strings.Join(apps, "; ")), -1)
+			} else {
+				rc.Progress(fmt.Sprintf("waiting for the mirror of %s to stop on %s (%d member(s) in %s); nothing deleted yet", link, stale, len(mirrors.Members), mirrors.GroupId), -1)
+			}
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("wipe %s: waiting for the mirror of %s to stop: %w", stale, link, ctx.Err())
+			return fmt.Errorf("wipe %s: waiting for group members to leave: %w", stale, ctx.Err())
 		case <-stopping:
-			return fmt.Errorf("%w: stopped waiting for the mirror of %s to leave %s, nothing deleted (drctl resume waits again)", plans.ErrInterrupted, link, stale)
+			return fmt.Errorf("%w: stopped waiting for group members to leave %s, nothing deleted (drctl resume waits again)", plans.ErrInterrupted, stale)
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+// membersOf names each member of a group as an operator finds it: the
+// group, the client id and the host it connects from.
+func membersOf(d *sarama.GroupDescription) []string {
+	var out []string
+	for _, m := range d.Members {
+		out = append(out, fmt.Sprintf("group %s: client %s on %s", d.GroupId, orUnknown(m.ClientId), orUnknown(strings.TrimPrefix(m.ClientHost, "/"))))
+	}
+	slices.Sort(out)
+	return out
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
 }
 
 // forgetProgress deletes, on the active cluster, the progress of the old

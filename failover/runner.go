@@ -118,11 +118,12 @@ func Execute(ctx context.Context, topo *topology.Topology, p *plans.Plan, o RunO
 	case o.Out != nil:
 		pr := plans.NewPrinter(o.Out)
 		pr.Resume = "drctl resume " + p.ID
+		pr.ChangesNothing = ChangesNothing
 		hooks = append(hooks, pr)
 	}
 	hooks = append(hooks, o.Hooks...)
 	ex := &plans.Executor{
-		Registry:   registry(topo, o.Confirm, o.Yes),
+		Registry:   registry(topo, answers{confirm: o.Confirm, yes: o.Yes}),
 		Hooks:      hooks,
 		Guard:      guard(topo, in),
 		Actor:      plans.LocalActor(),
@@ -195,9 +196,10 @@ func (s *runStore) Handle(ctx context.Context, e plans.Event) error {
 	default:
 		return nil
 	}
-	// A run refused before it changed anything (stale, preflight) leaves
-	// no record in the clusters: only the first step is read-only.
-	if !s.anyDone() && s.rec.Started <= 0 {
+	// A run that stopped before it changed anything (stale, preflight, a
+	// failed before hook, a "no" at its question) leaves no record in the
+	// clusters.
+	if !s.changedAny() {
 		return nil
 	}
 	raw, err := json.Marshal(s.rec)
@@ -234,11 +236,29 @@ func (s *runStore) Handle(ctx context.Context, e plans.Event) error {
 	return nil
 }
 
-func (s *runStore) anyDone() bool {
-	for _, d := range s.rec.Done {
-		if d {
+// changedAny reports whether the run started or finished a step that
+// changes the clusters.
+func (s *runStore) changedAny() bool {
+	steps := s.rec.Plan.Steps
+	if i := s.rec.Started; i >= 0 && i < len(steps) && !ChangesNothing(steps[i].Name) {
+		return true
+	}
+	for i, d := range s.rec.Done {
+		if d && !ChangesNothing(steps[i].Name) {
 			return true
 		}
+	}
+	return false
+}
+
+// ChangesNothing reports whether a step of that name only reads or asks:
+// the checks, the before hooks (the operator's own scripts) and the
+// question. Every run starts with such steps, so a run stopped among them
+// left the clusters as they were.
+func ChangesNothing(step string) bool {
+	switch step {
+	case StepPreflight, StepHooksBefore, StepConfirmStopped:
+		return true
 	}
 	return false
 }

@@ -361,13 +361,15 @@ func TestForcedReseedOfHealthyStandbyWithMirrorRunning(t *testing.T) {
 // mirror's own groups (here a consumer that holds the workers group of
 // east->west on west, as a hung mirror would), reporting it, and the
 // first interrupt stops that wait with nothing deleted; a member of an
-// application group is refused at once.
+// application group is waited for up to failover.clients.timeout and then
+// refused by name (group, client, host), and one that leaves in time lets
+// the wipe go on.
 func TestWipeWaitsOnlyForTheMirror(t *testing.T) {
 	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: ordersBillingYAML, Extra: "failover: {fence: none, drain_timeout: 30s}\n"})
 	topo := p.Topology
 	kfaketest.CreateTopic(t, topo, "west", "orders", 1, nil)
 	kfaketest.Produce(t, topo, "west", "orders", 5)
-	holdGroup(t, topo, "west", topo.Link("east", "west").WorkersGroup(), "orders")
+	leaveMirror := holdGroup(t, topo, "west", topo.Link("east", "west").WorkersGroup(), "orders")
 	ordersOnWest := func() string {
 		t.Helper()
 		return snapshotOf(t, topo, "west").Topics["orders"]
@@ -389,7 +391,7 @@ func TestWipeWaitsOnlyForTheMirror(t *testing.T) {
 		}
 		return nil
 	})
-	ex := &plans.Executor{Registry: registry(topo, nil, false), Hooks: []plans.Hook{hook}, Interrupts: in}
+	ex := &plans.Executor{Registry: registry(topo, answers{}), Hooks: []plans.Hook{hook}, Interrupts: in}
 	done := make(chan error, 1)
 	go func() { done <- ex.Run(context.Background(), plan) }()
 	select {
@@ -418,16 +420,46 @@ func TestWipeWaitsOnlyForTheMirror(t *testing.T) {
 		t.Errorf("west's orders was %q, now %q: the interrupted wait deleted something", before, now)
 	}
 
-	holdGroup(t, topo, "west", "billing", "orders")
+	// An application consumer that stays is waited for up to
+	// failover.clients.timeout, then refused by name.
+	leave := holdGroup(t, topo, "west", "billing", "orders")
+	topo.Failover.ClientsTimeout = 2 * time.Second
 	start := time.Now()
 	_, err := Wipe(kfaketest.Ctx(t, 2*time.Minute), topo, "west", "east")
-	if err == nil || !strings.Contains(err.Error(), "billing") || !strings.Contains(err.Error(), "stop those consumers") {
-		t.Errorf("wipe with billing active on west: %v; want a refusal naming billing", err)
+	for _, want := range []string{"group billing: client ", " on 127.0.0.1", "failover.clients.timeout", "stop or move those consumers", "nothing was deleted"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("wipe with billing active on west: %v; want a refusal saying %q", err, want)
+		}
 	}
-	if took := time.Since(start); took > 10*time.Second {
-		t.Errorf("the refusal of an application group took %v; it must not wait", took)
+	if took := time.Since(start); took < 2*time.Second || took > 10*time.Second {
+		t.Errorf("the refusal of an application group came after %v; want it after the 2s of failover.clients.timeout", took)
 	}
 	if now := ordersOnWest(); now != before {
 		t.Errorf("west's orders was %q, now %q after the refusal", before, now)
+	}
+
+	// One that leaves within the timeout lets the wipe go on, and the
+	// progress said whom it waited for.
+	topo.Failover.ClientsTimeout = time.Minute
+	var waitedFor []string
+	progress := plans.HookFunc(func(_ context.Context, e plans.Event) error {
+		if e.Type == plans.EventStepProgress {
+			if len(waitedFor) == 0 {
+				leave()
+				leaveMirror()
+			}
+			waitedFor = append(waitedFor, e.Message)
+		}
+		return nil
+	})
+	again := &plans.Executor{Registry: registry(topo, answers{}), Hooks: []plans.Hook{progress}}
+	if err := again.Run(kfaketest.Ctx(t, 2*time.Minute), plan); err != nil {
+		t.Fatalf("the wipe after the consumer left: %v", err)
+	}
+	if len(waitedFor) == 0 || !strings.Contains(waitedFor[0], "group billing: client ") || !strings.Contains(waitedFor[0], "nothing deleted yet") {
+		t.Errorf("progress while waiting: %q; want it to name the consumer and say nothing was deleted", waitedFor)
+	}
+	if _, ok := snapshotOf(t, topo, "west").Topics["orders"]; ok {
+		t.Error("orders is still on west after the wipe")
 	}
 }

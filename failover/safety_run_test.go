@@ -39,7 +39,7 @@ func TestInterruptStopsLongWait(t *testing.T) {
 		}
 		return nil
 	})
-	ex := &plans.Executor{Registry: registry(topo, nil, false), Hooks: []plans.Hook{hook}, Interrupts: in}
+	ex := &plans.Executor{Registry: registry(topo, answers{}), Hooks: []plans.Hook{hook}, Interrupts: in}
 	done := make(chan error, 1)
 	go func() { done <- ex.Run(context.Background(), plan) }()
 	select {
@@ -95,14 +95,14 @@ func TestStatusUnknownWhenNothingAnswers(t *testing.T) {
 }
 
 // TestFenceNoneConfirmedByYes: with fence none, --yes answers the
-// question, and the step says so in those words.
+// question, and the step says so in those words; with nobody to ask and
+// no --yes the question refuses, naming --yes.
 func TestFenceNoneConfirmedByYes(t *testing.T) {
-	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: ordersBillingYAML, Extra: "failover: {fence: none, drain_timeout: 30s}\n"})
-	res, err := fenceCluster(context.Background(), p.Topology, "east", nil, true)
+	res, err := confirmStopped("east", answers{yes: true})
 	if err != nil || !strings.Contains(res.Summary, "confirmed by --yes") {
 		t.Errorf("fence none with --yes: %q %v; want it confirmed by --yes", res.Summary, err)
 	}
-	if _, err := fenceCluster(context.Background(), p.Topology, "east", nil, false); err == nil || !strings.Contains(err.Error(), "--yes") {
+	if _, err := confirmStopped("east", answers{}); !errors.Is(err, ErrNotConfirmed) || !strings.Contains(err.Error(), "--yes") {
 		t.Errorf("fence none without a terminal or --yes: %v; want a refusal naming --yes", err)
 	}
 }

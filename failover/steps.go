@@ -32,9 +32,20 @@ var ErrDrainTimeout = errors.New("drain timed out")
 // yes.
 type Confirm func(question string) error
 
-// registry returns the actions of every step, bound to topo. yes says the
-// operator answered every question in advance (--yes).
-func registry(topo *topology.Topology, confirm Confirm, yes bool) *plans.Registry {
+// answers are how a run's question steps get their answers: asked
+// through confirm, or given in advance by --yes (yes).
+type answers struct {
+	confirm Confirm
+	yes     bool
+}
+
+// ErrNotConfirmed is an operator's "no" (or Ctrl-C) at a run's question.
+// Every question is a step of its own ahead of the run's first change, so
+// after it nothing was changed.
+var ErrNotConfirmed = errors.New("not confirmed")
+
+// registry returns the actions of every step, bound to topo.
+func registry(topo *topology.Topology, ans answers) *plans.Registry {
 	r := plans.NewRegistry()
 	var errs []error
 	must := func(err error) { errs = append(errs, err) }
@@ -55,8 +66,11 @@ func registry(topo *topology.Topology, confirm Confirm, yes bool) *plans.Registr
 	must(rpoStep.Register(r, func(ctx context.Context, p linkParams, _ *plans.RunContext) (plans.Result, error) {
 		return reportRPO(ctx, topo, p)
 	}))
+	must(confirmStoppedStep.Register(r, func(_ context.Context, p clusterParams, _ *plans.RunContext) (plans.Result, error) {
+		return confirmStopped(p.Cluster, ans)
+	}))
 	must(fenceActiveStep.Register(r, func(ctx context.Context, p clusterParams, _ *plans.RunContext) (plans.Result, error) {
-		return fenceCluster(ctx, topo, p.Cluster, confirm, yes)
+		return fenceCluster(ctx, topo, p.Cluster, ans)
 	}))
 	must(fenceStaleStep.Register(r, func(ctx context.Context, p clusterParams, _ *plans.RunContext) (plans.Result, error) {
 		if topo.Failover.Fence == topology.FenceNone {
@@ -245,19 +259,37 @@ func topicShapes(client sarama.Client, topo *topology.Topology) (map[string]int3
 	return out, nil
 }
 
-func fenceCluster(ctx context.Context, topo *topology.Topology, cluster string, confirm Confirm, yes bool) (plans.Result, error) {
-	if topo.Failover.Fence == topology.FenceNone {
-		q := fmt.Sprintf("fence none: stop every producer writing to %s now. Have they stopped?", cluster)
-		if yes {
-			return plans.NewResult(fmt.Sprintf("fence none: that producers on %s stopped was confirmed by --yes, not by the operator; the drain waits for end offsets to stay still", cluster), nil)
-		}
-		if confirm == nil {
-			return plans.Result{}, fmt.Errorf("fence none needs the operator's confirmation that producers on %s stopped; run on a terminal or pass --yes", cluster)
-		}
-		if err := confirm(q); err != nil {
+// ProducersQuestion is what a fence: none run asks before its first
+// change, about the cluster that loses the active role. It fits one line of
+// an 80-column terminal for a cluster name of up to 10 characters; the
+// step's title says that nothing has changed yet.
+func ProducersQuestion(cluster string) string {
+	return fmt.Sprintf("fence none: stop every producer writing to %s now. Have they stopped?", cluster)
+}
+
+// confirmStopped is the fence: none question, asked as a step of its own
+// before the run's first change: a "no" leaves the clusters as they were.
+func confirmStopped(cluster string, ans answers) (plans.Result, error) {
+	if ans.yes {
+		return plans.NewResult(fmt.Sprintf("that producers on %s stopped was confirmed by --yes, not by the operator; the drain waits for end offsets to stay still", cluster), nil)
+	}
+	if ans.confirm == nil {
+		return plans.Result{}, fmt.Errorf("%w: fence none needs the operator's confirmation that producers on %s stopped; run on a terminal or pass --yes (nothing was changed)", ErrNotConfirmed, cluster)
+	}
+	if err := ans.confirm(ProducersQuestion(cluster)); err != nil {
+		if errors.Is(err, ErrNotConfirmed) {
 			return plans.Result{}, err
 		}
-		return plans.NewResult("the operator confirmed that producers stopped; the drain waits for end offsets to stay still", nil)
+		return plans.Result{}, fmt.Errorf("%w: %w (nothing was changed)", ErrNotConfirmed, err)
+	}
+	return plans.NewResult(fmt.Sprintf("the operator confirmed at %s that producers on %s stopped; the drain waits for end offsets to stay still", time.Now().UTC().Format(time.RFC3339), cluster), nil)
+}
+
+func fenceCluster(ctx context.Context, topo *topology.Topology, cluster string, ans answers) (plans.Result, error) {
+	if topo.Failover.Fence == topology.FenceNone {
+		// Nothing to put in place: the operator was asked (or --yes
+		// answered) before the run's first change.
+		return plans.NewResult(fmt.Sprintf("fence none: no ACLs on %s; that its producers stopped was confirmed before the run began", cluster), nil)
 	}
 	rec, err := Fence(ctx, topo, cluster)
 	if err != nil {

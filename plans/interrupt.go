@@ -19,6 +19,30 @@ type Interrupts struct {
 	n      int
 	stop   chan struct{}
 	cancel chan struct{}
+	asking int
+}
+
+// Asking marks a question put to a person until done is called: meanwhile
+// a signal is the question's to answer ("no"), not an interrupt of the
+// run, and NotifySignals neither counts nor announces it.
+func (in *Interrupts) Asking() (done func()) {
+	in.mu.Lock()
+	in.asking++
+	in.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			in.mu.Lock()
+			in.asking--
+			in.mu.Unlock()
+		})
+	}
+}
+
+func (in *Interrupts) isAsking() bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.asking > 0
 }
 
 func (in *Interrupts) init() {
@@ -99,6 +123,9 @@ func relaySignals(in *Interrupts, w io.Writer, resume string, ch <-chan os.Signa
 		case <-done:
 			return
 		case <-ch:
+		}
+		if in.isAsking() {
+			continue // the question takes it as a "no"
 		}
 		// Print before interrupting: whoever waits on in sees the message.
 		switch in.Count() {

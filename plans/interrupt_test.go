@@ -48,6 +48,28 @@ func TestRelaySignals(t *testing.T) {
 	}
 }
 
+// TestRelayLeavesAQuestionsSignalAlone: while a person is asked, a signal
+// is the question's "no": the relay neither counts nor announces it.
+func TestRelayLeavesAQuestionsSignalAlone(t *testing.T) {
+	in := &Interrupts{}
+	var out bytes.Buffer
+	ch := make(chan os.Signal) // unbuffered: a send returns once the relay took it
+	done := make(chan struct{})
+	returned := make(chan struct{})
+	go func() {
+		relaySignals(in, &out, "drctl resume r1", ch, done, func() {})
+		close(returned)
+	}()
+	answered := in.Asking()
+	defer answered()
+	ch <- os.Interrupt
+	close(done)
+	waitFor(t, returned, "the relay to return")
+	if in.Count() != 0 || out.Len() != 0 {
+		t.Errorf("a signal at a question counted %d interrupt(s) and printed %q", in.Count(), out.String())
+	}
+}
+
 // One real SIGINT to this process reaches the executor's interrupts.
 func TestNotifySignals(t *testing.T) {
 	in := &Interrupts{}

@@ -29,8 +29,13 @@ type Printer struct {
 	// Resume, if set, is printed when a run stops before its end, e.g.
 	// "drctl resume r1".
 	Resume string
+	// ChangesNothing, if set, names the steps that only read or ask: a
+	// run that stopped before any other step started changed nothing, and
+	// the Resume line is replaced by saying so.
+	ChangesNothing func(step string) bool
 
 	mu       sync.Mutex
+	changed  bool // a step that changes something started (or the run resumed)
 	w        io.Writer
 	open     bool // a "[i/n] title ..." line waits for its result
 	runStart time.Time
@@ -56,10 +61,14 @@ func (p *Printer) Handle(_ context.Context, e Event) error {
 		p.runStart = e.Time
 		fmt.Fprintf(&b, "Run %s: %s, %d %s", e.RunID, e.Kind, e.Total, plural(e.Total, "step", "steps"))
 		if e.Index > 0 {
+			p.changed = true // an earlier drctl may have changed something
 			fmt.Fprintf(&b, ", resuming at step %d", e.Index+1)
 		}
 		b.WriteString("\n")
 	case EventStepStarted:
+		if p.ChangesNothing == nil || !p.ChangesNothing(e.Name) {
+			p.changed = true
+		}
 		b.WriteString(p.closeLine())
 		b.WriteString(head)
 		p.open = true
@@ -115,7 +124,13 @@ func (p *Printer) Handle(_ context.Context, e Event) error {
 		default:
 			fmt.Fprintf(&b, "Run %s %s before %s: %s\n", e.RunID, e.Outcome, at, e.Error)
 		}
-		if e.Outcome != OutcomeSucceeded && p.Resume != "" {
+		switch {
+		case e.Outcome == OutcomeSucceeded:
+		case !p.changed && p.ChangesNothing != nil:
+			b.WriteString("Nothing was changed: the run stopped before its first change, and there is nothing to resume.\n")
+		case e.Outcome == OutcomeStale:
+			// The error says to plan again; a resume would be refused alike.
+		case p.Resume != "":
 			fmt.Fprintf(&b, "To finish the run later: %s\n", p.Resume)
 		}
 	}

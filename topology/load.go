@@ -93,12 +93,17 @@ type rawHooks struct {
 }
 
 type rawFailover struct {
-	DrainTimeout       *duration `yaml:"drain_timeout"`
-	QuietPeriod        *duration `yaml:"quiet_period"`
-	Fence              string    `yaml:"fence"`
-	ProducerPrincipals []string  `yaml:"producer_principals"`
-	SalvageTopicSuffix string    `yaml:"salvage_topic_suffix"`
-	Hooks              rawHooks  `yaml:"hooks"`
+	DrainTimeout       *duration  `yaml:"drain_timeout"`
+	QuietPeriod        *duration  `yaml:"quiet_period"`
+	Fence              string     `yaml:"fence"`
+	ProducerPrincipals []string   `yaml:"producer_principals"`
+	SalvageTopicSuffix string     `yaml:"salvage_topic_suffix"`
+	Hooks              rawHooks   `yaml:"hooks"`
+	Clients            rawClients `yaml:"clients"`
+}
+
+type rawClients struct {
+	Timeout *duration `yaml:"timeout"`
 }
 
 // duration accepts Go duration strings ("90s", "5m").
@@ -134,6 +139,7 @@ const (
 	DefaultACLSyncInterval   = 2 * time.Second
 	DefaultDrainTimeout      = 5 * time.Minute
 	DefaultQuietPeriod       = 5 * time.Second
+	DefaultClientsTimeout    = time.Minute
 	DefaultClientID          = "drctl"
 )
 

@@ -126,6 +126,10 @@ type Failover struct {
 	SalvageTopicSuffix string
 	HooksBefore        []string
 	HooksAfter         []string
+	// ClientsTimeout is how long a wipe waits for application consumers
+	// (members of selected groups) to leave the cluster it wipes before it
+	// refuses, naming them.
+	ClientsTimeout time.Duration
 }
 
 // Selection is an include/exclude pair of anchored regular expressions.

@@ -87,6 +87,7 @@ func build(raw *rawFile, root *yaml.Node, path string) (*Topology, error) {
 		SalvageTopicSuffix: f.SalvageTopicSuffix,
 		HooksBefore:        f.Hooks.Before,
 		HooksAfter:         f.Hooks.After,
+		ClientsTimeout:     f.Clients.Timeout.or(DefaultClientsTimeout),
 	}
 	if t.Failover.DrainTimeout == 0 {
 		return nil, at("failover.drain_timeout must be greater than zero, e.g. 5m", "failover", "drain_timeout")

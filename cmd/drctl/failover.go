@@ -326,11 +326,14 @@ func execute(c *cli.Context, topo *topology.Topology, run func(context.Context, 
 	o.Yes = cf.Given()
 	if cf.CanAsk() {
 		o.Confirm = func(q string) error {
-			err := cf.YesNo(c.App.Writer, q)
-			if errors.Is(err, errNotConfirmed) {
-				return fmt.Errorf("not confirmed; resume with drctl resume %s", id)
+			// A Ctrl-C now is the question's "no", not an interrupt of
+			// the run: the question comes before the run's first change.
+			answered := in.Asking()
+			defer answered()
+			if err := cf.YesNo(c.App.Writer, q); err != nil {
+				return fmt.Errorf("%w: %w", failover.ErrNotConfirmed, err)
 			}
-			return err
+			return nil
 		}
 	}
 	// The run's context is not the command's: the executor handles the
@@ -338,6 +341,9 @@ func execute(c *cli.Context, topo *topology.Topology, run func(context.Context, 
 	err := run(context.WithoutCancel(c.Context), o)
 	if errors.Is(err, plans.ErrStalePlan) || errors.Is(err, failover.ErrPlanChanged) {
 		return withCode(exitBadInput, err)
+	}
+	if errors.Is(err, failover.ErrNotConfirmed) {
+		return withCode(exitBadInput, errors.New("not confirmed; nothing was changed, and nothing is left to resume"))
 	}
 	return err
 }

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/mattn/go-isatty"
 	"github.com/urfave/cli/v2"
@@ -131,7 +133,9 @@ func (cf Confirm) Typed(w io.Writer, prompt, want string) error {
 }
 
 // ask shows prompt and returns the trimmed line typed; the end of input
-// is an empty answer.
+// is an empty answer. Ctrl-C (or SIGTERM) while it waits is a "no" at once
+// (exit 2): every question comes before a change, so there is nothing to
+// finish.
 func (cf Confirm) ask(w io.Writer, prompt string) (string, error) {
 	if !cf.s.IsTerminal {
 		return "", withCode(exitBadInput, errors.New("there is no terminal to confirm on: pass --yes"))
@@ -139,10 +143,36 @@ func (cf Confirm) ask(w io.Writer, prompt string) (string, error) {
 	if cf.s.lines == nil {
 		cf.s.lines = bufio.NewReader(cf.s.In)
 	}
-	fmt.Fprint(w, prompt)
-	line, err := cf.s.lines.ReadString('\n')
-	if err != nil && !errors.Is(err, io.EOF) {
-		return "", fmt.Errorf("read the answer: %w", err)
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sig)
+	type answer struct {
+		line string
+		err  error
 	}
-	return strings.TrimSpace(line), nil
+	got := make(chan answer, 1)
+	fmt.Fprint(w, prompt)
+	// The read cannot be cancelled; after an interrupt the command ends,
+	// and the reader with it.
+	go func() {
+		line, err := cf.s.lines.ReadString('\n')
+		got <- answer{line, err}
+	}()
+	select {
+	case a := <-got:
+		if a.err != nil && !errors.Is(a.err, io.EOF) {
+			return "", fmt.Errorf("read the answer: %w", a.err)
+		}
+		return strings.TrimSpace(a.line), nil
+	case s := <-sig:
+		fmt.Fprintln(w)
+		return "", withCode(exitBadInput, fmt.Errorf("%s at the question: %w", signalName(s), errNotConfirmed))
+	}
+}
+
+func signalName(s os.Signal) string {
+	if s == os.Interrupt {
+		return "interrupted (Ctrl-C)"
+	}
+	return "stopped by " + s.String()
 }
