@@ -253,22 +253,18 @@ func problemLines(err error) []string {
 	return out
 }
 
-// estimateRTO is the write RTO of the last passed disruptive drill in the
-// history (the slower direction), or an empty estimate.
+// estimateRTO is the write RTO of the last disruptive drill in the history
+// that measured one (the slower direction; a direction whose run failed
+// measured none), or an empty estimate.
 func estimateRTO(ctx context.Context, topo *topology.Topology, journalDir string) RTO {
 	hist, err := History(ctx, topo, HistoryOptions{JournalDir: journalDir})
 	if err != nil && !errors.Is(err, ErrUnreachable) {
 		return RTO{Estimated: true}
 	}
 	for _, r := range hist { // newest first
-		if len(r.Directions) == 0 {
-			continue
+		if worst, ok := r.MeasuredRTO(); ok {
+			return RTO{Seconds: worst, From: r.ID, Estimated: true}
 		}
-		worst := 0.0
-		for _, d := range r.Directions {
-			worst = max(worst, d.RTOWriteSeconds)
-		}
-		return RTO{Seconds: worst, From: r.ID, Estimated: true}
 	}
 	return RTO{Estimated: true}
 }

@@ -3,6 +3,10 @@ package drill
 import (
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // TestJudge: each rule, alone, fails the drill with its own reason; a
@@ -68,5 +72,35 @@ func TestFailedDirectionKeepsItsMeasurements(t *testing.T) {
 	Judge(rec)
 	if rec.Verdict != Fail || len(rec.Reasons) != 1 || !strings.Contains(rec.Reasons[0], "step drill-unplanned-failover failed") {
 		t.Errorf("reasons %q", rec.Reasons)
+	}
+}
+
+// TestFailedRunMeasuresNoRTO: a role change whose run failed has no RTO:
+// the history and the canary's estimate do not take its zero for one.
+func TestFailedRunMeasuresNoRTO(t *testing.T) {
+	failed := Record{ID: "d2", Kind: "unplanned", Directions: []Direction{{From: "east", To: "west", Unplanned: true, RunError: "wipe failed"}}}
+	if rto, ok := failed.MeasuredRTO(); ok {
+		t.Errorf("a failed run measured an RTO of %v", rto)
+	}
+	if s := failed.Summary(); s.RTOSeconds != nil {
+		t.Errorf("the history shows an RTO of %v for a failed run", *s.RTOSeconds)
+	}
+	passed := Record{ID: "d1", Kind: "failover", Directions: []Direction{{RTOWriteSeconds: 3.5}, {RTOWriteSeconds: 4.2}}}
+	if rto, ok := passed.MeasuredRTO(); !ok || rto != 4.2 {
+		t.Errorf("measured RTO %v %v, want 4.2", rto, ok)
+	}
+}
+
+// TestMetricsTakeNoZeroFromAFailedRun: a disruptive drill whose run failed
+// before the tally sets no RPO or RTO gauge to 0: it measured neither.
+func TestMetricsTakeNoZeroFromAFailedRun(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg)
+	m.Seed([]Record{{ID: "d1", Drill: "staging", Kind: "failover", FinishedAt: time.Now(), Verdict: Fail,
+		Directions: []Direction{{From: "east", To: "west", RunError: "drain timed out"}}}})
+	for _, name := range []string{"drctl_drill_rpo_seconds", "drctl_drill_rto_seconds"} {
+		if n, err := testutil.GatherAndCount(reg, name); err != nil || n != 0 {
+			t.Errorf("%s: %d series (%v), want none", name, n, err)
+		}
 	}
 }

@@ -87,12 +87,25 @@ func (m *Metrics) Observe(d *topology.NamedDrill, rec *Record, err error) {
 	}
 }
 
+// tallied is whether every direction was tallied and left nothing behind
+// (a drill that stopped before its tally measured no RPO).
+func tallied(dirs []Direction) bool {
+	for _, d := range dirs {
+		if (!d.Tallied && d.RunError != "") || d.RPORecords > 0 {
+			return false
+		}
+	}
+	return len(dirs) > 0
+}
+
 func (m *Metrics) record(r *Record) {
 	d, k := r.Drill, r.Kind
 	m.lastRun.WithLabelValues(d, k).Set(float64(r.FinishedAt.Unix()))
 	if r.RPO != nil {
 		m.rpo.WithLabelValues(d, k).Set(r.RPO.Seconds)
-	} else if len(r.Directions) > 0 {
+	} else if tallied(r.Directions) {
+		// A planned failover drill: its RPO is what the tally found left
+		// behind, counted in records; 0 seconds when nothing was.
 		m.rpo.WithLabelValues(d, k).Set(0)
 	}
 	if rto, ok := r.MeasuredRTO(); ok {

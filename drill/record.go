@@ -265,11 +265,12 @@ func (r *Record) Summary() Summary {
 	return s
 }
 
-// MeasuredRTO is the slowest direction's write RTO of a disruptive drill.
+// MeasuredRTO is the slowest direction's write RTO of a disruptive drill,
+// over the directions that measured one (not those whose run failed).
 func (r *Record) MeasuredRTO() (float64, bool) {
 	worst, ok := 0.0, false
 	for _, d := range r.Directions {
-		if d.Error == "" {
+		if d.Error == "" && d.RunError == "" {
 			worst, ok = max(worst, d.RTOWriteSeconds), true
 		}
 	}
