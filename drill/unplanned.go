@@ -85,8 +85,8 @@ func (x *failoverDrill) registerUnplanned(r *plans.Registry) {
 		if err != nil {
 			return plans.Result{}, err
 		}
-		return plans.NewResult(fmt.Sprintf("%s is active (run %s): RPO reported %d canary record(s) (%d over all topics, %.1f s), %d never reached %s (%d of this drill), %d salvaged; writes accepted after %.3f s, the canary group consumed after %.3f s",
-			mp.To, dir.RunID, dir.RPORecords, dir.RPOAllRecords, dir.RPOSeconds, dir.UnmirroredAll, mp.To, dir.Unmirrored, dir.Salvaged, dir.RTOWriteSeconds, dir.RTOConsumeSeconds), dir)
+		return plans.NewResult(fmt.Sprintf("%s is active (run %s): RPO reported %d canary record(s) (%d over all topics, %.1f s); %d of the %d records %s held never reached %s (%d of the %d this drill wrote there), %d salvaged; writes accepted after %.3f s, the canary group consumed after %.3f s",
+			mp.To, dir.RunID, dir.RPORecords, dir.RPOAllRecords, dir.RPOSeconds, dir.UnmirroredAll, dir.Held, mp.From, mp.To, dir.Unmirrored, dir.Written, dir.Salvaged, dir.RTOWriteSeconds, dir.RTOConsumeSeconds), dir)
 	})
 }
 

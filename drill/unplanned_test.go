@@ -3,6 +3,7 @@ package drill
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -67,6 +68,11 @@ func TestUnplannedDrill(t *testing.T) {
 	// there, what was tallied; and the run's steps.
 	if !u.RPOReported || u.Held < u.UnmirroredAll || u.Written < u.Unmirrored || !u.Tallied || u.Records < u.Written || len(u.RunSteps) == 0 {
 		t.Errorf("unplanned direction %+v", u)
+	}
+	for _, s := range rec.Steps {
+		if want := fmt.Sprintf("%d of the %d records east held never reached west (%d of the %d this drill wrote there)", u.UnmirroredAll, u.Held, u.Unmirrored, u.Written); s.Name == StepUnplannedFailover && !strings.Contains(s.Summary, want) {
+			t.Errorf("step summary %q lacks %q", s.Summary, want)
+		}
 	}
 	if back.Unplanned || back.To != "east" || back.Lost != 0 || back.Duplicated != 0 || back.ReRead != 0 || back.RPORecords != 0 || back.RTOWriteSeconds <= 0 {
 		t.Errorf("failback direction %+v", back)
