@@ -44,12 +44,24 @@ type junitProperty struct {
 // junitCase is one test case; Props carry a check's measured figures, so a
 // passing case shows what was measured too.
 type junitCase struct {
-	Name      string          `xml:"name,attr"`
-	Classname string          `xml:"classname,attr"`
-	Time      string          `xml:"time,attr"`
-	Props     []junitProperty `xml:"properties>property,omitempty"`
-	Failure   *junitFailure   `xml:"failure,omitempty"`
-	Skipped   *junitSkipped   `xml:"skipped,omitempty"`
+	Name      string        `xml:"name,attr"`
+	Classname string        `xml:"classname,attr"`
+	Time      string        `xml:"time,attr"`
+	Props     *junitProps   `xml:"properties,omitempty"`
+	Failure   *junitFailure `xml:"failure,omitempty"`
+	Skipped   *junitSkipped `xml:"skipped,omitempty"`
+}
+
+// junitProps is a case's properties (absent when it has none).
+type junitProps struct {
+	Props []junitProperty `xml:"property"`
+}
+
+func (c *junitCase) prop(name, value string) {
+	if c.Props == nil {
+		c.Props = &junitProps{}
+	}
+	c.Props.Props = append(c.Props.Props, junitProperty{name, value})
 }
 
 type junitSkipped struct {
@@ -73,10 +85,12 @@ func JUnit(w io.Writer, r *drill.Record) error {
 		s.Cases = append(s.Cases, c)
 	}
 	for _, ch := range checks(r) {
-		c := junitCase{Name: ch.Name, Classname: cls, Time: "0",
-			Props: []junitProperty{{"measured", ch.Measured}, {"objective", ch.Objective}, {"result", string(ch.Result)}}}
+		c := junitCase{Name: ch.Name, Classname: cls, Time: "0"}
+		c.prop("measured", ch.Measured)
+		c.prop("objective", ch.Objective)
+		c.prop("result", string(ch.Result))
 		for _, v := range ch.Values {
-			c.Props = append(c.Props, junitProperty(v))
+			c.prop(v.Name, v.Value)
 		}
 		switch {
 		case !ch.Result.Measured():
@@ -123,6 +137,9 @@ func JUnit(w io.Writer, r *drill.Record) error {
 }
 
 func stepOutcome(c *junitCase, st drill.Step) {
+	if st.Summary != "" {
+		c.prop("summary", st.Summary)
+	}
 	switch st.Status {
 	case "failed":
 		c.Failure = &junitFailure{Message: st.Error, Text: st.Error}

@@ -234,6 +234,19 @@ func TestJUnitPassesCarryTheirValues(t *testing.T) {
 	if len(rto.Props) == 0 || rto.Failure != nil {
 		t.Errorf("RTO case %+v", rto)
 	}
+	// A step carries its summary; a case with nothing to carry has no
+	// empty properties element.
+	step := junitCaseOf(t, planned(), "Role change east → west, run failover-1, step drain: Drain the mirror")
+	if len(step.Props) != 1 || step.Props[0].Name != "summary" || step.Props[0].Value != "drained" {
+		t.Errorf("run step case %+v", step)
+	}
+	var buf bytes.Buffer
+	if err := JUnit(&buf, planned()); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(buf.String(), "<properties></properties>") {
+		t.Errorf("an empty properties element:\n%s", buf.String())
+	}
 }
 
 // TestFailedUnplannedDrillReport: an unplanned drill whose failover run
