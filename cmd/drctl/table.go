@@ -256,11 +256,12 @@ func shorten(s string, n int) string {
 }
 
 // wrapWords breaks s between words into lines of at most n runes; a word
-// longer than n stays whole on a line of its own.
+// longer than n stays whole on a line of its own. A command in backticks
+// (`drctl resume ID`) is kept on one line when it fits, so it can be copied.
 func wrapWords(s string, n int) []string {
 	var lines []string
 	line := ""
-	for word := range strings.FieldsSeq(s) {
+	for _, word := range wordsOf(s, n) {
 		switch {
 		case line == "":
 			line = word
@@ -272,6 +273,33 @@ func wrapWords(s string, n int) []string {
 		}
 	}
 	return append(lines, line)
+}
+
+// wordsOf splits s into words, a backtick span of at most n runes being one.
+func wordsOf(s string, n int) []string {
+	var out, span []string
+	for w := range strings.FieldsSeq(s) {
+		switch {
+		case span != nil:
+			span = append(span, w)
+			if strings.Contains(w, "`") {
+				out = append(out, joinSpan(span, n)...)
+				span = nil
+			}
+		case strings.Count(w, "`") == 1:
+			span = []string{w}
+		default:
+			out = append(out, w)
+		}
+	}
+	return append(out, span...) // an unclosed backtick: plain words
+}
+
+func joinSpan(span []string, n int) []string {
+	if j := strings.Join(span, " "); utf8.RuneCountInString(j) <= n {
+		return []string{j}
+	}
+	return span
 }
 
 // terminalWidth is the width of the terminal w writes to, else $COLUMNS

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -237,5 +238,22 @@ func TestWriteWrapped(t *testing.T) {
 	want := "  - mirror lag 2 records\n    (0.0s): the drain copies\n    them\n"
 	if b.String() != want {
 		t.Errorf("got\n%q, want\n%q", b.String(), want)
+	}
+}
+
+// TestWrapKeepsCommandsWhole: a command in backticks is not broken over
+// lines when it fits one, so it can be copied; one that does not fit
+// breaks between words.
+func TestWrapKeepsCommandsWhole(t *testing.T) {
+	got := wrapWords("the copy is kept; run `drctl mirror reseed-topic customers --salvage --yes` (keep the old records)", 60)
+	want := []string{"the copy is kept; run", "`drctl mirror reseed-topic customers --salvage --yes` (keep", "the old records)"}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	got = wrapWords("run `drctl mirror reseed-topic customers --salvage --yes` now", 30)
+	for _, l := range got {
+		if utf8.RuneCountInString(l) > 30 {
+			t.Errorf("a %d-rune line %q from a command longer than the width", utf8.RuneCountInString(l), l)
+		}
 	}
 }
