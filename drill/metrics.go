@@ -1,6 +1,10 @@
 package drill
 
 import (
+	"context"
+	"log/slog"
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/drctl/drctl/topology"
@@ -117,5 +121,31 @@ func (m *Metrics) record(r *Record) {
 		m.latency.WithLabelValues(d, k, "0.5").Set(c.LatencyP50MS / 1000)
 		m.latency.WithLabelValues(d, k, "0.99").Set(c.LatencyP99MS / 1000)
 		m.latency.WithLabelValues(d, k, "1").Set(c.LatencyMaxMS / 1000)
+	}
+}
+
+// WatchMetrics keeps m's gauges from the drill records stored in the
+// clusters, read every interval until ctx ends: where drills run as
+// Kubernetes CronJobs, or inside the sandbox, there is no scheduler's
+// /metrics to scrape, and the always-running mirror reports them. It only
+// reads.
+func WatchMetrics(ctx context.Context, topo *topology.Topology, m *Metrics, every time.Duration, log *slog.Logger) {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		rctx, cancel := context.WithTimeout(ctx, min(every, 30*time.Second))
+		hist, err := History(rctx, topo, HistoryOptions{})
+		cancel()
+		if len(hist) > 0 {
+			m.Seed(hist)
+		}
+		if err != nil && ctx.Err() == nil && log != nil {
+			log.Debug("cannot read every drill record for the drill gauges", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
 	}
 }

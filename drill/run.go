@@ -57,6 +57,10 @@ type Options struct {
 	// Slot is the scheduled time a scheduler runs the drill for (zero: run
 	// by hand).
 	Slot time.Time
+	// WaitBusy is how long a drill waits for another drill's lease (a
+	// scheduled canary that runs a few seconds each minute) before it is
+	// refused; zero refuses at once.
+	WaitBusy time.Duration
 }
 
 func (o Options) journalDir() string {
@@ -96,30 +100,12 @@ func Run(ctx context.Context, topo *topology.Topology, d *topology.NamedDrill, o
 			return nil, fmt.Errorf("%w: a %s drill moves the active role; %s does not allow it (set drills.allow_disruptive: true, for staging or a maintenance window)", ErrBadInput, d.Kind, topo.Path)
 		}
 	}
-	roles, err := liveRoles(ctx, topo)
-	if err != nil {
-		return nil, err
-	}
-	if err := runInProgress(roles); err != nil {
-		return nil, err
-	}
-	if d.Kind.Disruptive() {
-		// A run killed while it wrote its last state leaves it on one
-		// cluster only: the roles look steady, but a failover would be
-		// refused half-way.
-		if id, err := failover.ResumeID(ctx, topo, ""); err == nil {
-			return nil, fmt.Errorf("%w: run %s did not finish (a cluster still records it in progress); a drill never runs beside a failover, failback or reseed: finish it with drctl resume %s", ErrBusy, id, id)
-		}
-	}
 	holder := o.Holder
 	if holder == "" {
 		holder = NewHolder()
 	}
-	lease, err := AcquireFor(ctx, topo, RunningKey, holder, fmt.Sprintf("drill %s (kind %s)", d.Name, d.Kind), leaseTTL(topo, d))
+	roles, lease, err := acquireRunning(ctx, topo, d, holder, o)
 	if err != nil {
-		if errors.Is(err, ErrLocked) {
-			return nil, fmt.Errorf("%w: another drill is running (%v)", ErrBusy, err)
-		}
 		return nil, err
 	}
 	defer func() { _ = lease.Release(context.WithoutCancel(ctx)) }()
@@ -388,4 +374,59 @@ func liveRoles(ctx context.Context, topo *topology.Topology) (rolestate.State, e
 	}
 	v, _ := rolestate.ResolveLive(ctx, clusters)
 	return v.Current, nil
+}
+
+// acquireRunning checks that nothing else moves the roles and takes the
+// drill lease, waiting up to o.WaitBusy for another drill to let go of it
+// (the checks are made again after each wait: the other drill may have
+// moved the roles). It returns the live roles the lease was taken under.
+func acquireRunning(ctx context.Context, topo *topology.Topology, d *topology.NamedDrill, holder string, o Options) (rolestate.State, *Lock, error) {
+	deadline := time.Now().Add(o.WaitBusy)
+	told := false
+	for {
+		roles, err := liveRoles(ctx, topo)
+		if err != nil {
+			return roles, nil, err
+		}
+		if err := runInProgress(roles); err != nil {
+			return roles, nil, err
+		}
+		if d.Kind.Disruptive() {
+			// A run killed while it wrote its last state leaves it on one
+			// cluster only: the roles look steady, but a failover would be
+			// refused half-way.
+			if id, err := failover.ResumeID(ctx, topo, ""); err == nil {
+				return roles, nil, fmt.Errorf("%w: run %s did not finish (a cluster still records it in progress); a drill never runs beside a failover, failback or reseed: finish it with drctl resume %s", ErrBusy, id, id)
+			}
+		}
+		lease, err := AcquireFor(ctx, topo, RunningKey, holder, fmt.Sprintf("drill %s (kind %s)", d.Name, d.Kind), leaseTTL(topo, d))
+		if err == nil {
+			return roles, lease, nil
+		}
+		if !errors.Is(err, ErrLocked) {
+			return roles, nil, err
+		}
+		if time.Now().After(deadline) {
+			waited := ""
+			if o.WaitBusy > 0 {
+				waited = fmt.Sprintf(" after waiting %s", o.WaitBusy.Round(time.Second))
+			}
+			return roles, nil, fmt.Errorf("%w: another drill is running%s (%v)", ErrBusy, waited, err)
+		}
+		if !told && o.Out != nil {
+			fmt.Fprintf(o.Out, "Another drill is running (%v): waiting up to %s for it to finish.\n", err, time.Until(deadline).Round(time.Second))
+			told = true
+		}
+		var stopping <-chan struct{}
+		if o.Interrupts != nil {
+			stopping = o.Interrupts.Stopping()
+		}
+		select {
+		case <-ctx.Done():
+			return roles, nil, ctx.Err()
+		case <-stopping:
+			return roles, nil, fmt.Errorf("%w: stopped waiting for another drill (%v); nothing was changed", plans.ErrInterrupted, err)
+		case <-time.After(time.Second):
+		}
+	}
 }

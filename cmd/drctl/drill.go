@@ -40,6 +40,7 @@ func drillRunCommand() *cli.Command {
 			&cli.BoolFlag{Name: "yes", Usage: "do not ask for confirmation of a disruptive drill"},
 			&cli.StringFlag{Name: "report", Usage: "also write the report to this file (format from --format)"},
 			&cli.StringFlag{Name: "format", Value: "md", Usage: "format of --report: md, json, junit or html"},
+			&cli.DurationFlag{Name: "wait", Value: time.Minute, Usage: "how long to wait for another drill (e.g. a scheduled canary) to finish before refusing; 0 refuses at once"},
 		},
 		Action: func(c *cli.Context) error {
 			args, err := drillArgs(c)
@@ -71,14 +72,18 @@ func drillRunCommand() *cli.Command {
 			stop := plans.NotifySignals(in, c.App.ErrWriter, "the next drill cleans up")
 			defer stop()
 			cf := confirmOf(c)
-			o := drill.Options{Interrupts: in, Yes: cf.Given()}
+			o := drill.Options{Interrupts: in, Yes: cf.Given(), WaitBusy: c.Duration("wait")}
 			if humanOutput(c) {
 				o.Out = c.App.Writer
 			}
 			if cf.CanAsk() {
 				// The drill asks (and refuses without an answer) itself:
 				// only a disruptive kind needs consent.
-				o.Confirm = func(q, answer string) error { return cf.Typed(c.App.Writer, q, answer) }
+				o.Confirm = func(q, answer string) error {
+					answered := in.Asking() // a Ctrl-C now is the question's no
+					defer answered()
+					return cf.Typed(c.App.Writer, q, answer)
+				}
 			}
 			rec, err := drill.Run(context.WithoutCancel(c.Context), topo, d, o)
 			if rec == nil {

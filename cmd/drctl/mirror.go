@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"runtime/debug"
 	"time"
@@ -110,7 +109,7 @@ func mirrorRun(c *cli.Context) error {
 	}
 	d := mirror.NewDaemon(topo, opts)
 	if drills != nil {
-		go watchDrills(c.Context, topo, drills, every, log)
+		go drill.WatchMetrics(c.Context, topo, drills, every, log)
 	}
 	log.Info("mirror starting", "topology", topo.Name, "delivery", topo.Mirror.Delivery, "pid", os.Getpid())
 	return d.Run(c.Context)
@@ -162,30 +161,4 @@ func mirrorLag(c *cli.Context) error {
 		}
 		return nil
 	})
-}
-
-// watchDrills keeps the drill gauges (drctl_drill_*) on the mirror's
-// /metrics from the drill records stored in the clusters, read every
-// interval until ctx ends. Where drills run as Kubernetes CronJobs there is
-// no scheduler to scrape; the mirror, always running, reports them. It only
-// reads.
-func watchDrills(ctx context.Context, topo *topology.Topology, m *drill.Metrics, every time.Duration, log *slog.Logger) {
-	tick := time.NewTicker(every)
-	defer tick.Stop()
-	for {
-		rctx, cancel := context.WithTimeout(ctx, min(every, 30*time.Second))
-		hist, err := drill.History(rctx, topo, drill.HistoryOptions{})
-		cancel()
-		if len(hist) > 0 {
-			m.Seed(hist)
-		}
-		if err != nil && ctx.Err() == nil {
-			log.Debug("cannot read every drill record for the drill gauges", "err", err)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-	}
 }

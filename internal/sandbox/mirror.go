@@ -6,6 +6,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/drctl/drctl/drill"
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/rolestate"
 	"github.com/drctl/drctl/mirror"
@@ -15,6 +18,10 @@ import (
 // mirrorStartTimeout bounds the wait for the mirror's listener.
 const mirrorStartTimeout = 10 * time.Second
 
+// drillMetricsEvery is how often the sandbox's drill gauges are read from
+// the drill records: its canary runs every minute.
+const drillMetricsEvery = 15 * time.Second
+
 // startMirror runs the mirror daemon in-process, as `drctl mirror run`
 // would, until stopMirror is called. It follows the live roles, so after a
 // failover it mirrors the other way. It returns once the daemon serves
@@ -23,11 +30,18 @@ const mirrorStartTimeout = 10 * time.Second
 func (s *Sandbox) startMirror() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	bound := make(chan string, 1)
+	// The drill gauges (drctl_drill_*) on the mirror's /metrics, as drctl
+	// mirror run exports them: the sandbox's scheduler serves none.
+	var drills *drill.Metrics
 	d := mirror.NewDaemon(s.Topology, mirror.DaemonOptions{
-		Listen:  s.opts.MirrorListen,
-		Engine:  mirror.Options{Shards: 4, Logger: s.log.mirrorLogger(), TopicSyncInterval: 2 * time.Second},
-		Started: func(addr string) { bound <- addr },
+		Listen:   s.opts.MirrorListen,
+		Engine:   mirror.Options{Shards: 4, Logger: s.log.mirrorLogger(), TopicSyncInterval: 2 * time.Second},
+		Started:  func(addr string) { bound <- addr },
+		Register: func(reg prometheus.Registerer) { drills = drill.NewMetrics(reg) },
 	})
+	if drills != nil {
+		go drill.WatchMetrics(ctx, s.Topology, drills, drillMetricsEvery, nil)
+	}
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
 	var stopped sync.Once
