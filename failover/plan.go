@@ -430,7 +430,11 @@ func failoverSteps(topo *topology.Topology, in Inputs, kind rolestate.RunKind, r
 	if !unplanned || in.Force {
 		s := fenceActiveStep.Spec(fmt.Sprintf("Fence %s against writes (%s)", from, topo.Failover.Fence), clusterParams{Cluster: from})
 		s.Destructive = topo.Failover.Fence != topology.FenceNone // fence none changes nothing
-		s.Intend = map[string]any{"fence": string(topo.Failover.Fence), "principals": fencePrincipals(topo)}
+		intend := map[string]any{"fence": string(topo.Failover.Fence)}
+		if topo.Failover.Fence == topology.FenceACL {
+			intend["principals"] = fencePrincipals(topo) // whom the ACLs deny
+		}
+		s.Intend = intend
 		add(s)
 	}
 	if !unplanned {

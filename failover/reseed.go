@@ -337,31 +337,11 @@ func wipe(ctx context.Context, topo *topology.Topology, stale, active string, rc
 		return nil, fmt.Errorf("wipe %s: %w", stale, err)
 	}
 	rep := &WipeReport{Cluster: stale, TopicsDeleted: []string{}, GroupsDeleted: []string{}}
-	keep, err := mirroredTopicNames(admin, topo)
-	if err != nil {
-		return nil, fmt.Errorf("wipe %s: list topics: %w", stale, err)
-	}
 	link := topo.Link(active, stale)
-	all, err := kafkaread.ListTopics(admin)
+	keep, groups, err := wipeTargets(admin, topo, link)
 	if err != nil {
-		return nil, fmt.Errorf("wipe %s: list topics: %w", stale, err)
+		return nil, fmt.Errorf("wipe %s: %w", stale, err)
 	}
-	for _, t := range link.InternalTopics() {
-		if _, ok := all[t]; ok {
-			keep = append(keep, t)
-		}
-	}
-	listed, err := admin.ListConsumerGroups()
-	if err != nil {
-		return nil, fmt.Errorf("wipe %s: list groups: %w", stale, err)
-	}
-	var groups []string
-	for g := range listed {
-		if topo.SyncsGroup(g) || g == link.ProgressGroup() || g == link.WorkersGroup() {
-			groups = append(groups, g)
-		}
-	}
-	slices.Sort(groups)
 	if len(groups) > 0 {
 		if err := waitGroupsLeft(ctx, admin, stale, link, groups, topo, rc); err != nil {
 			return nil, err
@@ -384,6 +364,36 @@ func wipe(ctx context.Context, topo *topology.Topology, stale, active string, rc
 		return nil, fmt.Errorf("wipe %s: %w", stale, err)
 	}
 	return rep, nil
+}
+
+// wipeTargets are what a wipe of link's target deletes there: the selected
+// (mirrored) topics and the link's internal topics that exist, and the
+// selected groups and the link's own groups.
+func wipeTargets(admin sarama.ClusterAdmin, topo *topology.Topology, link topology.Link) (topics, groups []string, err error) {
+	topics, err = mirroredTopicNames(admin, topo)
+	if err != nil {
+		return nil, nil, fmt.Errorf("list topics: %w", err)
+	}
+	all, err := kafkaread.ListTopics(admin)
+	if err != nil {
+		return nil, nil, fmt.Errorf("list topics: %w", err)
+	}
+	for _, t := range link.InternalTopics() {
+		if _, ok := all[t]; ok {
+			topics = append(topics, t)
+		}
+	}
+	listed, err := admin.ListConsumerGroups()
+	if err != nil {
+		return nil, nil, fmt.Errorf("list groups: %w", err)
+	}
+	for g := range listed {
+		if topo.SyncsGroup(g) || g == link.ProgressGroup() || g == link.WorkersGroup() {
+			groups = append(groups, g)
+		}
+	}
+	slices.Sort(groups)
+	return topics, groups, nil
 }
 
 // waitGroupsLeft returns once no group of groups has a member on the

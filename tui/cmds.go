@@ -31,6 +31,8 @@ type planMsg struct {
 	plan      *plans.Plan
 	err       error
 	unplanned bool
+	// wipe is what the plan's wipe would delete now (nil: no wipe step).
+	wipe *failover.WipePreview
 }
 
 type resumeIDMsg struct {
@@ -86,7 +88,13 @@ func (m *Model) planCmd(what string, req failover.FailoverRequest) tea.Cmd {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		p, err := failover.PlanFailover(ctx, topo, req)
-		return planMsg{what: what, target: req.To, plan: p, err: err, unplanned: req.Mode == failover.Unplanned}
+		msg := planMsg{what: what, target: req.To, plan: p, err: err, unplanned: req.Mode == failover.Unplanned}
+		if err == nil {
+			pctx, pcancel := context.WithTimeout(context.Background(), 15*time.Second)
+			defer pcancel()
+			msg.wipe = failover.PreviewWipe(pctx, topo, p)
+		}
+		return msg
 	}
 }
 

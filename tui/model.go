@@ -578,7 +578,7 @@ func (m *Model) planReady(msg planMsg) tea.Cmd {
 	}
 	m.dialog = newDialog(
 		strings.ToUpper(msg.what[:1])+msg.what[1:]+" plan "+p.ID,
-		planSummary(p)+"\n\nTHE FULL PLAN (as drctl plan failover prints it; ↓/pgdn)\n"+p.Text(),
+		planSummary(p)+wipeLines(msg.wipe)+"\n\nTHE FULL PLAN (as drctl plan failover prints it; ↓/pgdn)\n"+p.Text(),
 		fmt.Sprintf("Type the name of the cluster %q to run this plan (esc cancels): ", target),
 		target,
 		func(m *Model) tea.Cmd { return m.failoverRun(p) },
@@ -605,6 +605,15 @@ func planSummary(p *plans.Plan) string {
 		lines = append(lines, fmt.Sprintf("%s%2d %s", mark, st.Index+1, st.Title))
 	}
 	return strings.Join(lines, "\n")
+}
+
+// wipeLines are what the plan's wipe would delete now, under the summary;
+// "" without a wipe step.
+func wipeLines(pv *failover.WipePreview) string {
+	if pv == nil {
+		return ""
+	}
+	return "\n\n" + strings.Join(pv.Lines(), "\n")
 }
 
 func (m *Model) resumeReady(msg resumeIDMsg) tea.Cmd {

@@ -50,6 +50,7 @@ func planCommand() *cli.Command {
 					if err := p.WriteText(w); err != nil {
 						return err
 					}
+					writeWipePreview(c, topo, p, w)
 					if out := c.String("out"); out != "" {
 						fmt.Fprintf(w, "\nsaved to %s; run it with: drctl apply %s\n", out, out)
 					}
@@ -272,6 +273,20 @@ func fenceCommands() []*cli.Command {
 	}
 }
 
+// writeWipePreview says, under a plan that wipes a cluster, what the wipe
+// would delete there now (read when the plan is shown, so before anyone
+// types a name), or that it is unknown.
+func writeWipePreview(c *cli.Context, topo *topology.Topology, p *plans.Plan, w io.Writer) {
+	ctx, cancel := context.WithTimeout(c.Context, 15*time.Second)
+	defer cancel()
+	if pv := failover.PreviewWipe(ctx, topo, p); pv != nil {
+		fmt.Fprintln(w)
+		for _, l := range pv.Lines() {
+			fmt.Fprintln(w, l)
+		}
+	}
+}
+
 // planAndRun builds a plan, shows it, asks for confirmation and runs it.
 func planAndRun(c *cli.Context, build func(context.Context, *topology.Topology) (*plans.Plan, error)) error {
 	topo, err := loadTopology(c)
@@ -288,6 +303,7 @@ func planAndRun(c *cli.Context, build func(context.Context, *topology.Topology) 
 		if err := p.WriteText(c.App.Writer); err != nil {
 			return err
 		}
+		writeWipePreview(c, topo, p, c.App.Writer)
 	}
 	var in failover.Inputs
 	_ = p.DecodeInputs(&in)
