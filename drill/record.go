@@ -55,6 +55,11 @@ type Record struct {
 	// only when no other run changed them since it started.
 	Unfinished bool     `json:"unfinished,omitempty" yaml:"unfinished,omitempty"`
 	RunIDs     []string `json:"run_ids,omitempty" yaml:"run_ids,omitempty"`
+	// Next is, for a failed disruptive drill, the one command to run next
+	// and why (drctl resume RUN-ID, drctl resume, or drctl status when
+	// nothing is left to undo), read from the clusters as the drill left
+	// them.
+	Next string `json:"next,omitempty" yaml:"next,omitempty"`
 }
 
 // Objectives are the targets the verdict was judged against (0: none).

@@ -192,6 +192,11 @@ func Run(ctx context.Context, topo *topology.Topology, d *topology.NamedDrill, o
 	}
 	rec.FinishedAt = time.Now().UTC()
 	Judge(rec)
+	if d.Kind.Disruptive() && rec.Verdict != Pass {
+		nctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		rec.Next = nextStep(nctx, topo, rec)
+		cancel()
+	}
 	if err := Store(ctx, topo, rec, o.journalDir()); err != nil {
 		return rec, err
 	}

@@ -142,6 +142,9 @@ func writeReport(path string, rec *drill.Record, format string) error {
 
 func drillSummary(w io.Writer, r *drill.Record) error {
 	fmt.Fprintf(w, "\ndrill %s (%s, kind %s): %s in %s\n", r.ID, r.Drill, r.Kind, strings.ToUpper(string(r.Verdict)), r.Duration().Round(time.Millisecond))
+	if r.Next != "" {
+		fmt.Fprintf(w, "NEXT: %s\n", r.Next)
+	}
 	for _, s := range r.Reasons {
 		fmt.Fprintf(w, "  - %s\n", s)
 	}

@@ -69,6 +69,7 @@ th{background:#f4f6fa}.ok{color:#1f8a4c;font-weight:600}.bad{color:#c0392b;font-
 <tr><td>Run by</td><td>{{.R.By}}</td></tr>
 <tr><td>Started</td><td>{{.Started}}, took {{.Duration}}</td></tr>
 </table>
+{{with .R.Next}}<p class="next"><strong>Next:</strong> {{.}}</p>{{end}}
 <h2>Verdict</h2>
 {{if .R.Reasons}}<ul>{{range .R.Reasons}}<li>{{.}}</li>{{end}}</ul>{{else}}<p>Pass: {{.PassTxt}}</p>{{end}}
 <h2>Measurements</h2>

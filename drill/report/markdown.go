@@ -16,6 +16,9 @@ import (
 func Markdown(w io.Writer, r *drill.Record) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Drill %s: %s\n\n", r.ID, strings.ToUpper(string(r.Verdict)))
+	if r.Next != "" {
+		fmt.Fprintf(&b, "**Next:** `%s`%s\n\n", mdEscape(nextCommand(r.Next)), mdEscape(strings.TrimPrefix(r.Next, nextCommand(r.Next))))
+	}
 	fmt.Fprintf(&b, "| | |\n|---|---|\n")
 	for _, kv := range [][2]string{
 		{"Drill", fmt.Sprintf("%s (kind %s)", r.Drill, r.Kind)},
@@ -94,4 +97,11 @@ func short(digest string) string {
 		return digest[:12]
 	}
 	return digest
+}
+
+// nextCommand is the command at the head of a record's Next ("drctl resume
+// X: why" gives "drctl resume X").
+func nextCommand(next string) string {
+	cmd, _, _ := strings.Cut(next, ":")
+	return cmd
 }
