@@ -247,12 +247,20 @@ type Summary struct {
 	// canary's estimate from the last drill that did.
 	RTOEstimated bool     `json:"rto_estimated,omitempty" yaml:"rto_estimated,omitempty"`
 	LatencyP99MS *float64 `json:"latency_p99_ms,omitempty" yaml:"latency_p99_ms,omitempty"`
+	// Unfinished: the drill recorded no result (it still runs, or it was
+	// killed); Duration then says "unfinished".
+	Unfinished bool `json:"unfinished,omitempty" yaml:"unfinished,omitempty"`
 }
 
 // Summary returns the record's history line.
 func (r *Record) Summary() Summary {
 	s := Summary{ID: r.ID, Drill: r.Drill, Kind: r.Kind, StartedAt: r.StartedAt, Duration: r.Duration().Round(time.Millisecond).String(),
-		Verdict: r.Verdict, Reasons: r.Reasons}
+		Verdict: r.Verdict, Reasons: r.Reasons, Unfinished: r.Unfinished}
+	if r.Unfinished || r.FinishedAt.IsZero() {
+		// No result recorded: it still runs, or it was killed. Its length
+		// is not known.
+		s.Duration = "unfinished"
+	}
 	if r.RPO != nil {
 		v := r.RPO.Seconds
 		s.RPOSeconds = &v

@@ -22,6 +22,10 @@ type DrillStatus struct {
 	Verdict    string    `json:"verdict" yaml:"verdict"`
 	FinishedAt time.Time `json:"finished_at" yaml:"finished_at"`
 	Reasons    []string  `json:"reasons,omitempty" yaml:"reasons,omitempty"`
+	// Unfinished: the newest drill recorded only its start (a disruptive
+	// drill still running, or killed); StartedAt is when it started.
+	Unfinished bool      `json:"unfinished,omitempty" yaml:"unfinished,omitempty"`
+	StartedAt  time.Time `json:"started_at,omitzero" yaml:"started_at,omitempty"`
 	// LastPassAt is when a drill last passed (absent: never).
 	LastPassAt *time.Time `json:"last_pass_at,omitempty" yaml:"last_pass_at,omitempty"`
 	// Stale is true when drills.stale_after is set and no drill passed
@@ -36,8 +40,19 @@ type drillHeader struct {
 	Kind       string    `json:"kind"`
 	Topology   string    `json:"topology"`
 	Verdict    string    `json:"verdict"`
+	StartedAt  time.Time `json:"started_at"`
 	FinishedAt time.Time `json:"finished_at"`
 	Reasons    []string  `json:"reasons"`
+	Unfinished bool      `json:"unfinished"`
+}
+
+// at orders drill records: when the drill finished, or, for the record a
+// disruptive drill stores when it starts, when it started.
+func (h *drillHeader) at() time.Time {
+	if h.FinishedAt.IsZero() || h.Unfinished {
+		return h.StartedAt
+	}
+	return h.FinishedAt
 }
 
 // lastDrill reads the drills topic of every reachable cluster and returns
@@ -85,7 +100,7 @@ func (f *drillFold) add(raw []byte) {
 	if err != nil || h.Topology != f.topology {
 		return
 	}
-	if f.last == nil || h.FinishedAt.After(f.last.FinishedAt) {
+	if f.last == nil || h.at().After(f.last.at()) || (h.ID == f.last.ID && f.last.Unfinished && !h.Unfinished) {
 		f.last = &h
 	}
 	if h.Verdict == "pass" && h.FinishedAt.After(f.lastPass) {
@@ -98,7 +113,8 @@ func (f *drillFold) add(raw []byte) {
 func (f *drillFold) status(staleAfter time.Duration, now time.Time) *DrillStatus {
 	st := &DrillStatus{}
 	if last := f.last; last != nil {
-		st = &DrillStatus{ID: last.ID, Drill: last.Drill, Kind: last.Kind, Verdict: last.Verdict, FinishedAt: last.FinishedAt, Reasons: last.Reasons}
+		st = &DrillStatus{ID: last.ID, Drill: last.Drill, Kind: last.Kind, Verdict: last.Verdict, FinishedAt: last.FinishedAt, Reasons: last.Reasons,
+			Unfinished: last.Unfinished, StartedAt: last.StartedAt}
 	}
 	if !f.lastPass.IsZero() {
 		lp := f.lastPass
@@ -120,6 +136,10 @@ func drillProblems(topo *topology.Topology, d *DrillStatus) []string {
 		return nil
 	}
 	var out []string
+	if d.Unfinished {
+		return append(out, fmt.Sprintf("drill %s (%s) started at %s and recorded no result: it still runs, or it was killed with its changes in place; unless a drctl still runs it (drctl drill history), drctl resume puts back what it left",
+			d.ID, d.Kind, d.StartedAt.UTC().Format(time.RFC3339)))
+	}
 	if d.ID != "" && d.Verdict != "pass" {
 		why := ""
 		if len(d.Reasons) > 0 {

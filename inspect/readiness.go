@@ -137,6 +137,20 @@ var readinessRules = []readinessRule{
 			}
 		}
 	},
+	// 8. A pause holds the mirror (a drill's, or one a killed drill left):
+	// the drain would wait for it.
+	func(s *Status, add func(Readiness, string)) {
+		if p := s.Pause; p != nil {
+			add(NotReady, fmt.Sprintf("the mirror is paused by %s until %s: the drain would wait for it; unless that drill still runs, drctl resume releases it", p.ID, p.Until.UTC().Format("15:04:05 MST")))
+		}
+	},
+	// 9. A disruptive drill recorded its start and no result: it runs
+	// now, or it was killed with the roles or a pause where it left them.
+	func(s *Status, add func(Readiness, string)) {
+		if d := s.LastDrill; d != nil && d.Unfinished {
+			add(NotReady, fmt.Sprintf("drill %s started at %s and recorded no result: let it finish, or, if it was killed, drctl resume puts back what it left", d.ID, d.StartedAt.UTC().Format("15:04:05 MST")))
+		}
+	},
 }
 
 // bothRolesReachable reports whether the active and the standby both

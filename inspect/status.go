@@ -37,6 +37,9 @@ type Status struct {
 	// (absent when it was not read; MirrorNotRead then says why).
 	Mirror        *mirror.LinkState `json:"mirror,omitempty" yaml:"mirror,omitempty"`
 	MirrorNotRead string            `json:"mirror_not_read,omitempty" yaml:"mirror_not_read,omitempty"`
+	// Pause is a pause that holds the live link now (a drill's; absent:
+	// none, or the pauses could not be read).
+	Pause *mirror.Pause `json:"pause,omitempty" yaml:"pause,omitempty"`
 	// ACLs is the ACL parity of the standby with the active, per
 	// principal, and the standby's write fence (absent when a cluster is
 	// unreachable or the roles are moving).
@@ -234,6 +237,7 @@ func CollectStatusIn(ctx context.Context, clusters *kafkaconn.Clusters) (*Status
 	readACLParity(topo, st, clients)
 	st.LastDrill = lastDrill(ctx, topo, clients, time.Now())
 	st.Problems = append(st.Problems, drillProblems(topo, st.LastDrill)...)
+	readPause(ctx, topo, st, clients)
 	var lost int64 = -1
 	if st.Roles.Run != nil {
 		lost = runProblem(ctx, st, clients)
@@ -653,5 +657,28 @@ func readFences(ctx context.Context, topo *topology.Topology, st *Status, client
 			st.Clusters[i].Fenced = &held
 		}
 		st.Clusters[i].FencePermitted = mayAlterACLs(ctx, c)
+	}
+}
+
+// readPause fills st.Pause with a pause that holds the live link now, and
+// says so in the problems: the mirror runs but copies nothing.
+func readPause(ctx context.Context, topo *topology.Topology, st *Status, clients map[string]sarama.Client) {
+	if st.Roles.Active == RoleUnknown || len(clients) == 0 {
+		return
+	}
+	ps, _ := mirror.Pauses(ctx, clients, topo.Name)
+	link, now := topo.Link(st.Roles.Active, st.Roles.Standby), time.Now()
+	for _, p := range ps {
+		if !p.Holds(link, st.Roles.Epoch, now) {
+			continue
+		}
+		st.Pause = &p
+		by := p.ID
+		if p.Holder != "" {
+			by += " (process " + p.Holder + ")"
+		}
+		st.Problems = append(st.Problems, fmt.Sprintf("the mirror %s is paused by %s since %s, until %s at the latest: it copies nothing meanwhile; unless that drill still runs (drctl drill history), drctl resume releases the pause",
+			link, by, p.At.UTC().Format(time.RFC3339), p.Until.UTC().Format(time.RFC3339)))
+		return
 	}
 }
