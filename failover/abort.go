@@ -49,7 +49,7 @@ type AbortReport struct {
 // return it refuses (ErrPastPointOfNoReturn) and changes nothing. A process
 // still running the run must be stopped first. Abort is idempotent.
 func Abort(ctx context.Context, topo *topology.Topology, id string, o AbortOptions) (*AbortReport, error) {
-	id, err := ResumeID(ctx, topo, id)
+	id, err := runInProgress(ctx, topo, id, ErrNothingToAbort)
 	if err != nil {
 		return nil, err
 	}
@@ -91,8 +91,8 @@ func Abort(ctx context.Context, topo *topology.Topology, id string, o AbortOptio
 	v := w.view(ctx)
 	ponr := inspect.PointOfNoReturn(p)
 	if reached >= ponr || rolesMoved(v, id, in) {
-		return nil, fmt.Errorf("%w: run %s has started step %d/%d (%s), after which the clusters cannot be put back as they were; finish it with drctl resume %s",
-			ErrPastPointOfNoReturn, id, ponr+1, len(p.Steps), p.Steps[ponr].Name, id)
+		return nil, fmt.Errorf("%w: run %s has started step %d/%d (%s), after which the clusters cannot be put back as they were; nothing was changed. Finish it with drctl resume %s (if its salvage cannot write a record into quarantine, drctl resume %s --salvage-to DIR saves the records to files instead)",
+			ErrPastPointOfNoReturn, id, ponr+1, len(p.Steps), p.Steps[ponr].Name, id, id)
 	}
 	ab := inspect.Aborted{By: rolestate.Actor(), At: time.Now().UTC().Truncate(time.Millisecond), Reason: o.Reason, Step: max(reached, 0), Undone: []string{}}
 	if ab.Reason == "" {

@@ -32,7 +32,11 @@ type RunOptions struct {
 	Confirm    Confirm
 	// Yes: the operator answered every question in advance (--yes);
 	// Confirm is not asked, and the run says it was confirmed by --yes.
-	Yes        bool
+	Yes bool
+	// SalvageTo, when set, makes the run's salvage save the records into
+	// files under this directory (SalvageToDir) instead of quarantine
+	// topics on the active cluster (--salvage-to).
+	SalvageTo  string
 	Interrupts *plans.Interrupts
 	// Hooks are more views of the run (the TUI); they are not required:
 	// their failures only warn.
@@ -123,7 +127,7 @@ func Execute(ctx context.Context, topo *topology.Topology, p *plans.Plan, o RunO
 	}
 	hooks = append(hooks, o.Hooks...)
 	ex := &plans.Executor{
-		Registry:   registry(topo, answers{confirm: o.Confirm, yes: o.Yes}),
+		Registry:   registry(topo, answers{confirm: o.Confirm, yes: o.Yes, salvageTo: o.SalvageTo}),
 		Hooks:      hooks,
 		Guard:      guard(topo, in),
 		Actor:      plans.LocalActor(),
@@ -263,12 +267,21 @@ func ChangesNothing(step string) bool {
 	return false
 }
 
-// ErrNothingToResume means no run is in progress.
+// ErrNothingToResume means no run is in progress (drctl resume).
 var ErrNothingToResume = errors.New("no run is in progress; nothing to resume")
 
+// ErrNothingToAbort means no run is in progress (drctl abort).
+var ErrNothingToAbort = errors.New("no run is in progress; nothing to abort")
+
 // ResumeID returns the run to resume: id if given, else the run the live
-// role state names.
+// role state names (ErrNothingToResume when none).
 func ResumeID(ctx context.Context, topo *topology.Topology, id string) (string, error) {
+	return runInProgress(ctx, topo, id, ErrNothingToResume)
+}
+
+// runInProgress is id if given, else the run the live role state names;
+// none is an error wrapping nothing, with the live state.
+func runInProgress(ctx context.Context, topo *topology.Topology, id string, nothing error) (string, error) {
 	if id != "" {
 		return id, nil
 	}
@@ -287,7 +300,7 @@ func ResumeID(ctx context.Context, topo *topology.Topology, id string) (string, 
 				return cs.State.Run.ID, nil
 			}
 		}
-		return "", fmt.Errorf("%w (%s)", ErrNothingToResume, cur)
+		return "", fmt.Errorf("%w (%s)", nothing, cur)
 	}
 	return cur.Run.ID, nil
 }

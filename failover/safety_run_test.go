@@ -98,11 +98,11 @@ func TestStatusUnknownWhenNothingAnswers(t *testing.T) {
 // question, and the step says so in those words; with nobody to ask and
 // no --yes the question refuses, naming --yes.
 func TestFenceNoneConfirmedByYes(t *testing.T) {
-	res, err := confirmStopped("east", answers{yes: true})
+	res, err := confirmStopped("east", true, answers{yes: true})
 	if err != nil || !strings.Contains(res.Summary, "confirmed by --yes") {
 		t.Errorf("fence none with --yes: %q %v; want it confirmed by --yes", res.Summary, err)
 	}
-	if _, err := confirmStopped("east", answers{}); !errors.Is(err, ErrNotConfirmed) || !strings.Contains(err.Error(), "--yes") {
+	if _, err := confirmStopped("east", true, answers{}); !errors.Is(err, ErrNotConfirmed) || !strings.Contains(err.Error(), "--yes") {
 		t.Errorf("fence none without a terminal or --yes: %v; want a refusal naming --yes", err)
 	}
 }

@@ -32,11 +32,14 @@ var ErrDrainTimeout = errors.New("drain timed out")
 // yes.
 type Confirm func(question string) error
 
-// answers are how a run's question steps get their answers: asked
-// through confirm, or given in advance by --yes (yes).
+// answers are what the operator decided for a run: how its question
+// steps get their answers (asked through confirm, or given in advance by
+// --yes: yes), and where its salvage saves records (salvageTo, from
+// --salvage-to: files under that directory instead of quarantine topics).
 type answers struct {
-	confirm Confirm
-	yes     bool
+	confirm   Confirm
+	yes       bool
+	salvageTo string
 }
 
 // ErrNotConfirmed is an operator's "no" (or Ctrl-C) at a run's question.
@@ -66,8 +69,9 @@ func registry(topo *topology.Topology, ans answers) *plans.Registry {
 	must(rpoStep.Register(r, func(ctx context.Context, p linkParams, _ *plans.RunContext) (plans.Result, error) {
 		return reportRPO(ctx, topo, p)
 	}))
-	must(confirmStoppedStep.Register(r, func(_ context.Context, p clusterParams, _ *plans.RunContext) (plans.Result, error) {
-		return confirmStopped(p.Cluster, ans)
+	must(confirmStoppedStep.Register(r, func(_ context.Context, p clusterParams, rc *plans.RunContext) (plans.Result, error) {
+		drained := slices.ContainsFunc(rc.Plan.Steps, func(s plans.Step) bool { return s.Name == StepDrain })
+		return confirmStopped(p.Cluster, drained, ans)
 	}))
 	must(fenceActiveStep.Register(r, func(ctx context.Context, p clusterParams, _ *plans.RunContext) (plans.Result, error) {
 		return fenceCluster(ctx, topo, p.Cluster, ans)
@@ -120,12 +124,26 @@ func registry(topo *topology.Topology, ans answers) *plans.Registry {
 		w := connect(ctx, topo, p.Stale)
 		changed := identityOf(w, rc, p.Stale)
 		w.Close()
-		rep, err := Salvage(ctx, topo, p.Stale, p.Active)
+		var rep *SalvageReport
+		var err error
+		if ans.salvageTo != "" {
+			rep, err = SalvageToDir(ctx, topo, p.Stale, p.Active, ans.salvageTo)
+		} else {
+			rep, err = Salvage(ctx, topo, p.Stale, p.Active)
+		}
+		if _, ok := errors.AsType[*QuarantineError](err); ok {
+			// Past the flip nothing goes back: the way on that loses
+			// nothing is a salvage the active cluster need not take.
+			return plans.Result{}, fmt.Errorf("%w. Then run drctl resume %s; or, without changing %s, save the records to files instead: drctl resume %s --salvage-to DIR", err, rc.Plan.ID, p.Active, rc.Plan.ID)
+		}
 		if err != nil {
 			return plans.Result{}, err
 		}
 		rep.Identity = changed
-		msg := fmt.Sprintf("%d record(s) salvaged from %s into quarantine topics on %s (%d skipped: they came from %s)", rep.Records, p.Stale, p.Active, rep.FromActive, p.Active)
+		msg := fmt.Sprintf("%d record(s) salvaged from %s into quarantine topics on %s, each read back (%d skipped: they came from %s)", rep.Records, p.Stale, p.Active, rep.FromActive, p.Active)
+		if rep.Dir != "" {
+			msg = fmt.Sprintf("%d record(s) salvaged from %s into files under %s, each read back (%d skipped: they came from %s)", rep.Records, p.Stale, rep.Dir, rep.FromActive, p.Active)
+		}
 		if changed != nil {
 			msg = changed.String() + "; " + msg
 		}
@@ -269,9 +287,15 @@ func ProducersQuestion(cluster string) string {
 
 // confirmStopped is the fence: none question, asked as a step of its own
 // before the run's first change: a "no" leaves the clusters as they were.
-func confirmStopped(cluster string, ans answers) (plans.Result, error) {
+// drained says whether the run drains the mirror after it (a planned run)
+// or not (a forced unplanned one).
+func confirmStopped(cluster string, drained bool, ans answers) (plans.Result, error) {
+	next := "the drain waits for end offsets to stay still"
+	if !drained {
+		next = fmt.Sprintf("there is no drain (unplanned): what %s holds beyond the mirror is the RPO, salvaged after the flip", cluster)
+	}
 	if ans.yes {
-		return plans.NewResult(fmt.Sprintf("that producers on %s stopped was confirmed by --yes, not by the operator; the drain waits for end offsets to stay still", cluster), nil)
+		return plans.NewResult(fmt.Sprintf("that producers on %s stopped was confirmed by --yes, not by the operator; %s", cluster, next), nil)
 	}
 	if ans.confirm == nil {
 		return plans.Result{}, fmt.Errorf("%w: fence none needs the operator's confirmation that producers on %s stopped; run on a terminal or pass --yes (nothing was changed)", ErrNotConfirmed, cluster)
@@ -282,7 +306,7 @@ func confirmStopped(cluster string, ans answers) (plans.Result, error) {
 		}
 		return plans.Result{}, fmt.Errorf("%w: %w (nothing was changed)", ErrNotConfirmed, err)
 	}
-	return plans.NewResult(fmt.Sprintf("the operator confirmed at %s that producers on %s stopped; the drain waits for end offsets to stay still", time.Now().UTC().Format(time.RFC3339), cluster), nil)
+	return plans.NewResult(fmt.Sprintf("the operator confirmed at %s that producers on %s stopped; %s", time.Now().UTC().Format(time.RFC3339), cluster, next), nil)
 }
 
 func fenceCluster(ctx context.Context, topo *topology.Topology, cluster string, ans answers) (plans.Result, error) {

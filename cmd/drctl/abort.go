@@ -45,11 +45,8 @@ func abortCommand() *cli.Command {
 			ctx, cancel := context.WithTimeout(c.Context, 2*time.Minute)
 			defer cancel()
 			rep, err := failover.Abort(ctx, topo, id, failover.AbortOptions{Reason: c.String("reason")})
-			if errors.Is(err, failover.ErrPastPointOfNoReturn) || errors.Is(err, failover.ErrPlanChanged) {
-				return withCode(exitBadInput, err)
-			}
 			if err != nil {
-				return err
+				return abortError(err)
 			}
 			return render(c, rep, func(w io.Writer) error {
 				if rep.Already {
@@ -64,4 +61,15 @@ func abortCommand() *cli.Command {
 			})
 		},
 	}
+}
+
+// abortError gives a refused abort its exit code. A plan edited after it
+// was made is bad input (exit 2). A run past its point of no return, or no
+// run in progress, is learnt from the clusters: the abort failed (exit 1),
+// with nothing changed, and the message says what to do instead.
+func abortError(err error) error {
+	if errors.Is(err, failover.ErrPlanChanged) {
+		return withCode(exitBadInput, err)
+	}
+	return withCode(exitFailure, err)
 }

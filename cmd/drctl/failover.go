@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -97,6 +98,7 @@ func planError(err error) error {
 func runFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.BoolFlag{Name: "yes", Usage: "do not ask for confirmation (required without a terminal)"},
+		&cli.StringFlag{Name: "salvage-to", Usage: "salvage into files under `DIR` (JSON lines, one file per partition) instead of quarantine topics on the active cluster: the way on when it cannot take a record"},
 	}
 }
 
@@ -328,6 +330,13 @@ func execute(c *cli.Context, topo *topology.Topology, run func(context.Context, 
 	stop := plans.NotifySignals(in, c.App.ErrWriter, "drctl -c "+topo.Path+" resume "+id)
 	defer stop()
 	o := failover.RunOptions{Interrupts: in}
+	if dir := c.String("salvage-to"); dir != "" {
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return withCode(exitBadInput, fmt.Errorf("--salvage-to %s: %w", dir, err))
+		}
+		o.SalvageTo = abs
+	}
 	switch outputFormat(c) {
 	case "json": // a JSON-lines event stream (docs/commands.md)
 		o.JSON = c.App.Writer
