@@ -297,3 +297,98 @@ func (ft *foTopo) waitStandbyFenced(t testing.TB, cluster string, timeout time.D
 		return nil
 	})
 }
+
+// TestACLSyncFencesANewTopicFirst: on real Kafka, an application's grants
+// on a new topic (ALLOW WRITE included) reach the standby only after the
+// standby's DENY WRITE for it, although the topic does not exist there yet
+// (the grants are made before the topic, as operators often do): no
+// listing of the standby's ACLs ever shows the ALLOW without the DENY, and
+// app is refused on the standby's copy of the topic from the moment the
+// mirror creates it.
+func TestACLSyncFencesANewTopicFirst(t *testing.T) {
+	ft := newFoTopo(t, "aclnew", "10m", `{fence: acl, producer_principals: ["User:app"], drain_timeout: 2m, quiet_period: 1s}`)
+	orders, fresh := ft.topic("orders"), ft.topic("fresh")
+	createTopic(t, "east", orders, 1, nil)
+	allow := sarama.AclPermissionAllow
+	ft.addACLs(t, "east", foTopicACL{orders, "User:app", sarama.AclOperationWrite, allow})
+	startMirror(t, ft.mirrorTopo(), "mirror")
+	waitACLParity(t, ft, "east", "west", time.Minute)
+	ft.waitStandbyFenced(t, "west", time.Minute)
+
+	// Watch west's ACLs as fast as it answers, from before the grant.
+	westAdmin, err := sarama.NewClusterAdminFromClient(ft.dial(t, "west"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := "Topic:" + fresh + "(Literal)"
+	grant := foACL{Resource: res, Principal: "User:app", Host: "*", Operation: "Write", Permission: "Allow"}
+	fence := foACL{Resource: res, Principal: "User:app", Host: "*", Operation: "Write", Permission: "Deny"}
+	type look struct {
+		grant, fence bool
+		err          error
+	}
+	looks := make(chan look, 1)
+	stop := make(chan struct{})
+	watched := make(chan []look, 1)
+	go func() {
+		var seen []look
+		defer func() { watched <- seen }()
+		pace := time.NewTicker(5 * time.Millisecond) // a look at least every 5 ms, without flooding the broker
+		defer pace.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-pace.C:
+			}
+			list, err := westAdmin.ListAcls(foAnyACL())
+			l := look{err: err}
+			for _, ra := range list {
+				for _, a := range ra.Acls {
+					got := foACL{Resource: ra.ResourceType.String() + ":" + ra.ResourceName + "(" + ra.ResourcePatternType.String() + ")",
+						Principal: a.Principal, Host: a.Host, Operation: a.Operation.String(), Permission: a.PermissionType.String()}
+					l.grant = l.grant || got == grant
+					l.fence = l.fence || got == fence
+				}
+			}
+			seen = append(seen, l)
+			select {
+			case looks <- l:
+			default:
+			}
+		}
+	}()
+	ft.addACLs(t, "east", foTopicACL{fresh, "User:app", sarama.AclOperationWrite, allow})
+	waitFor(t, 30*time.Second, "app's grant on "+fresh+" on west", func() error {
+		if l := <-looks; !l.grant {
+			return fmt.Errorf("not yet (err %v)", l.err)
+		}
+		return nil
+	})
+	// The mirror creates the topic on west; app is refused there at once.
+	createTopic(t, "east", fresh, 1, nil)
+	westCl := ft.dial(t, "west")
+	waitFor(t, time.Minute, "the mirror created "+fresh+" on west", func() error {
+		if err := westCl.RefreshMetadata(fresh); err != nil {
+			return err
+		}
+		_, err := westCl.Partitions(fresh)
+		return err
+	})
+	probe := appProbe(t, "west", fresh)
+	close(stop)
+	seen := <-watched
+	bare := 0
+	for _, l := range seen {
+		if l.grant && !l.fence {
+			bare++
+		}
+	}
+	t.Logf("%d listings of west's ACLs", len(seen))
+	if bare > 0 {
+		t.Errorf("%d of %d listings of west's ACLs showed app's ALLOW WRITE on %s without drctl's DENY WRITE", bare, len(seen), fresh)
+	}
+	if !errors.Is(probe, sarama.ErrTopicAuthorizationFailed) {
+		t.Errorf("app writing to the standby's new %s right after the mirror created it: %v, want %v", fresh, probe, sarama.ErrTopicAuthorizationFailed)
+	}
+}

@@ -49,6 +49,16 @@ func Principals(topo *topology.Topology) []string {
 // on the cluster. It is idempotent: ACLs already there are not added twice,
 // and the record keeps what an earlier call added.
 func Fence(ctx context.Context, topo *topology.Topology, cluster string) (*Record, error) {
+	return FenceTopics(ctx, topo, cluster, nil)
+}
+
+// FenceTopics is Fence over the cluster's mirrored topics and, in
+// addition, the mirrored topics named in also, which need not exist on the
+// cluster: a literal ACL names a topic without needing it. A standby is so
+// fenced for a topic before the mirror creates it there and before any
+// grant on it arrives, so there is no moment in which an application may
+// write to it. Names in also that topo does not mirror are ignored.
+func FenceTopics(ctx context.Context, topo *topology.Topology, cluster string, also []string) (*Record, error) {
 	c := topo.Clusters[cluster]
 	client, err := kafkaconn.Dial(ctx, c, nil)
 	if err != nil {
@@ -68,6 +78,7 @@ func Fence(ctx context.Context, topo *topology.Topology, cluster string) (*Recor
 	if err != nil {
 		return nil, fmt.Errorf("fence %s: list topics: %w", cluster, err)
 	}
+	topics = WithMirrored(topo, topics, also)
 	have, err := denyWrites(admin)
 	if err != nil {
 		return nil, fmt.Errorf("fence %s: list ACLs: %w (drctl needs Describe on the cluster, and an authorizer must be configured for acl fencing; or set failover.fence: none)", cluster, err)
@@ -345,6 +356,19 @@ func writeFence(ctx context.Context, client sarama.Client, topo string, rec *Rec
 
 func contains(list []ACL, a ACL) bool {
 	return slices.Contains(list, a)
+}
+
+// WithMirrored returns topics together with the names of also that topo
+// mirrors, sorted and without repeats.
+func WithMirrored(topo *topology.Topology, topics, also []string) []string {
+	out := slices.Clone(topics)
+	for _, t := range also {
+		if topo.Mirrors(t) {
+			out = append(out, t)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // MirroredTopicNames lists, sorted, the topics of a cluster that topo

@@ -18,6 +18,10 @@
 //
 // # Contracts
 //
+//   - The fence comes first: a round copies no grant until the standby
+//     lists the fence of every topic the grants name, of the standby's
+//     mirrored topics and of the active's (literal ACLs need no topic), so
+//     an ALLOW never reaches the standby before the DENY that guards it.
 //   - It changes only the target (the live standby); the source is read.
 //   - It acts only while the live role state is steady with source active
 //     and target standby, read in the same round: a failover moves the

@@ -64,9 +64,11 @@ func Apply(ctx context.Context, admin sarama.ClusterAdmin, client sarama.Client,
 }
 
 // FenceGaps lists the fence ACLs the standby lacks: DENY WRITE for each
-// fence principal on each mirrored topic it holds. Empty when the
-// topology does not fence with ACLs.
-func FenceGaps(topo *topology.Topology, admin sarama.ClusterAdmin, standby []Binding) ([]aclfence.ACL, error) {
+// fence principal on each mirrored topic it holds, and on each mirrored
+// topic named in also (the active's topics, the topics of grants about to
+// be copied), which the standby need not hold yet. Empty when the topology
+// does not fence with ACLs.
+func FenceGaps(topo *topology.Topology, admin sarama.ClusterAdmin, standby []Binding, also ...string) ([]aclfence.ACL, error) {
 	if topo.Failover.Fence != topology.FenceACL {
 		return nil, nil
 	}
@@ -74,6 +76,7 @@ func FenceGaps(topo *topology.Topology, admin sarama.ClusterAdmin, standby []Bin
 	if err != nil {
 		return nil, fmt.Errorf("list topics: %w", err)
 	}
+	topics = aclfence.WithMirrored(topo, topics, also)
 	have := map[aclfence.ACL]bool{}
 	for _, b := range standby {
 		if b.ResourceType == sarama.AclResourceTopic && b.Pattern == sarama.AclPatternLiteral &&
@@ -120,8 +123,15 @@ type Round struct {
 
 // SyncOnce runs one round from the source (active) to the target
 // (standby) through the given clients: it checks the roles (allowed),
-// closes the standby fence's gaps through aclfence.Fence, then applies
-// the ACL diff. allowed is asked right before each change.
+// closes the standby fence's gaps through aclfence.FenceTopics, then
+// applies the ACL diff. allowed is asked right before each change.
+//
+// The fence comes first and is verified before any grant is copied: it
+// covers the standby's mirrored topics, the active's (a topic the mirror
+// is about to create on the standby) and every topic a copied grant names
+// (literal ACLs need no topic), so a grant such as ALLOW WRITE never
+// reaches the standby ahead of the DENY WRITE that guards it. A round
+// whose fence fails copies no grant.
 func SyncOnce(ctx context.Context, topo *topology.Topology, target string, srcCl, dstCl sarama.Client, allowed func(context.Context) error) (Round, error) {
 	var r Round
 	if err := allowed(ctx); err != nil {
@@ -143,7 +153,15 @@ func SyncOnce(ctx context.Context, topo *topology.Topology, target string, srcCl
 	if err != nil {
 		return r, err
 	}
-	gaps, err := FenceGaps(topo, dest, dst)
+	p := Diff(NewScope(topo), src, dst)
+	var guard []string
+	if topo.Failover.Fence == topology.FenceACL {
+		if guard, err = aclfence.MirroredTopicNames(source, topo); err != nil {
+			return r, fmt.Errorf("standby fence: list the active's topics: %w", err)
+		}
+		guard = append(guard, grantedTopics(p.Add)...)
+	}
+	gaps, err := FenceGaps(topo, dest, dst, guard...)
 	if err != nil {
 		return r, fmt.Errorf("standby fence: %w", err)
 	}
@@ -151,12 +169,11 @@ func SyncOnce(ctx context.Context, topo *topology.Topology, target string, srcCl
 		if err := allowed(ctx); err != nil {
 			return r, err
 		}
-		if _, err := aclfence.Fence(ctx, topo, target); err != nil {
-			return r, fmt.Errorf("standby fence: %w", err)
+		if _, err := aclfence.FenceTopics(ctx, topo, target, guard); err != nil {
+			return r, fmt.Errorf("standby fence (no ACL copied until it holds): %w", err)
 		}
 		r.Fenced = len(gaps)
 	}
-	p := Diff(NewScope(topo), src, dst)
 	if p.Empty() {
 		return r, nil
 	}
@@ -168,4 +185,15 @@ func SyncOnce(ctx context.Context, topo *topology.Topology, target string, srcCl
 	}
 	r.Applied = p
 	return r, nil
+}
+
+// grantedTopics lists the topics that literal topic bindings of bs name.
+func grantedTopics(bs []Binding) []string {
+	var out []string
+	for _, b := range bs {
+		if b.ResourceType == sarama.AclResourceTopic && b.Pattern == sarama.AclPatternLiteral {
+			out = append(out, b.Resource)
+		}
+	}
+	return out
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/drctl/drctl/internal/aclfence"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -42,7 +43,14 @@ func ReadParity(topo *topology.Topology, active, standby string, activeAdmin, st
 		return p
 	}
 	p.Principals = Compare(NewScope(topo), src, dst)
-	gaps, err := FenceGaps(topo, standbyAdmin, dst)
+	var also []string
+	if topo.Failover.Fence == topology.FenceACL {
+		if also, err = aclfence.MirroredTopicNames(activeAdmin, topo); err != nil {
+			p.Error = fmt.Sprintf("cannot list %s's topics: %v", active, err)
+			return p
+		}
+	}
+	gaps, err := FenceGaps(topo, standbyAdmin, dst, also...)
 	if err != nil {
 		p.Error = fmt.Sprintf("cannot check %s's fence: %v", standby, err)
 		return p
