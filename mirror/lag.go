@@ -47,6 +47,13 @@ type LagReport struct {
 	TotalRecords int64          `json:"total_records" yaml:"total_records"`
 	MaxSeconds   float64        `json:"max_seconds" yaml:"max_seconds"`
 	TotalLost    int64          `json:"total_lost" yaml:"total_lost"`
+	// Losses are the link's recorded losses to source retention that no
+	// operator has acknowledged yet (drctl mirror ack-lost), pending or
+	// not; LostUnacknowledged sums their records. LossesError says why
+	// they could not be read (then Losses says nothing).
+	Losses             []LostRange `json:"losses,omitempty" yaml:"losses,omitempty"`
+	LostUnacknowledged int64       `json:"lost_unacknowledged" yaml:"lost_unacknowledged"`
+	LossesError        string      `json:"losses_error,omitempty" yaml:"losses_error,omitempty"`
 	// TopicChanges lists mirrored topics deleted or recreated on the
 	// source; their copies are kept on the target.
 	TopicChanges []TopicChange `json:"topic_changes,omitempty" yaml:"topic_changes,omitempty"`
@@ -153,6 +160,10 @@ func MeasureLagIn(ctx context.Context, clusters *kafkaconn.Clusters, link topolo
 	}
 	wg.Wait()
 	addTroubles(ctx, src, dst, topo, link, rep)
+	if rep.Losses, err = ReadLost(ctx, dst, link); err != nil {
+		rep.LossesError = fmt.Sprintf("cannot read the recorded losses on %s: %v", link.Target, err)
+	}
+	rep.LostUnacknowledged = TotalLost(rep.Losses)
 	for _, p := range rep.Partitions {
 		rep.TotalRecords += p.Records
 		rep.MaxSeconds = max(rep.MaxSeconds, p.Seconds)

@@ -503,7 +503,7 @@ func (s *shard) startPartition(ctx context.Context, p *partState, ends *srcEnds)
 	from := ends.Start
 	if p.next >= 0 {
 		var err error
-		if from, err = s.resumeAt(p.tp, p.next, *ends); err != nil {
+		if from, err = s.resumeAt(ctx, p.tp, p.next, *ends); err != nil {
 			return err
 		}
 	}
@@ -513,15 +513,24 @@ func (s *shard) startPartition(ctx context.Context, p *partState, ends *srcEnds)
 
 // resumeAt returns where copying tp goes on from next, the first source
 // offset not mirrored yet. A position below the source's log start means
-// retention removed records before they were mirrored: they are counted as
-// lost and copying goes on from the log start. A position beyond the
+// retention removed records before they were mirrored: they are recorded
+// in the link's lost topic on the target (kept until an operator
+// acknowledges them), counted, and copying goes on from the log start;
+// while the record cannot be written the partition does not start, so no
+// loss is passed over without a record. A position beyond the
 // source's end means the topic was recreated or truncated: the partition is
 // refused, loudly (an error wrapping errRefused), since copying the new log
 // would mix two histories in one target partition.
-func (s *shard) resumeAt(tp topology.TopicPartition, next int64, ends srcEnds) (int64, error) {
+func (s *shard) resumeAt(ctx context.Context, tp topology.TopicPartition, next int64, ends srcEnds) (int64, error) {
 	switch {
 	case next < ends.Start:
 		lost := ends.Start - next
+		r := LostRange{Topic: tp.Topic, Partition: tp.Partition, From: next, To: ends.Start - 1, Records: lost, At: time.Now().UTC()}
+		if err := recordLost(ctx, s.dst, s.e.link, r); err != nil {
+			s.e.noteTrouble(tp, fmt.Sprintf("%d records removed by retention on %s before they were mirrored (offsets %d to %d), not recorded yet: %v",
+				lost, s.e.link.Source, next, ends.Start-1, err))
+			return 0, err
+		}
 		s.e.metrics.Lost.WithLabelValues(s.e.link.String(), tp.Topic).Add(float64(lost))
 		s.e.noteTrouble(tp, fmt.Sprintf("%d records removed by retention on %s before they were mirrored (offsets %d to %d)",
 			lost, s.e.link.Source, next, ends.Start-1))
@@ -565,7 +574,7 @@ func (s *shard) outOfRange(ctx context.Context, tp topology.TopicPartition, at i
 	if err != nil {
 		return 0, err
 	}
-	return s.resumeAt(tp, at, srcEnds{Start: ends.Start, Stable: ends.Stable})
+	return s.resumeAt(ctx, tp, at, srcEnds{Start: ends.Start, Stable: ends.Stable})
 }
 
 // recreated reports tp, whose source topic has a new id: nothing of the new

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/IBM/sarama"
 
@@ -26,6 +27,11 @@ type LinkState struct {
 	// LostRecords counts records the source removed before the mirror
 	// copied them (see PartitionLag.Lost).
 	LostRecords int64 `json:"lost_records" yaml:"lost_records"`
+	// Losses, LostUnacknowledged and LossesError: the recorded losses no
+	// operator has acknowledged (see LagReport).
+	Losses             []LostRange `json:"losses,omitempty" yaml:"losses,omitempty"`
+	LostUnacknowledged int64       `json:"lost_unacknowledged" yaml:"lost_unacknowledged"`
+	LossesError        string      `json:"losses_error,omitempty" yaml:"losses_error,omitempty"`
 	// PartitionErrors maps each partition the mirror cannot copy
 	// ("topic/partition") to why (see PartitionLag.Error).
 	PartitionErrors map[string]string `json:"partition_errors,omitempty" yaml:"partition_errors,omitempty"`
@@ -83,6 +89,7 @@ func DescribeLinkLagIn(ctx context.Context, clusters *kafkaconn.Clusters, link t
 	}
 	ls.LagRecords, ls.LagSeconds, ls.LostRecords = rep.TotalRecords, rep.MaxSeconds, rep.TotalLost
 	ls.TopicChanges, ls.Reset = rep.TopicChanges, rep.Reset
+	ls.Losses, ls.LostUnacknowledged, ls.LossesError = rep.Losses, rep.LostUnacknowledged, rep.LossesError
 	for _, p := range rep.Partitions {
 		if p.Error != "" {
 			if ls.PartitionErrors == nil {
@@ -109,5 +116,28 @@ func (ls LinkState) Problems() []string {
 	if ls.Reset != "" {
 		out = append(out, fmt.Sprintf("mirror %s: %s", ls.Link, ls.Reset))
 	}
+	if line := LossesProblem(ls.Link, ls.Losses); line != "" {
+		out = append(out, line)
+	}
+	if ls.LossesError != "" {
+		out = append(out, fmt.Sprintf("mirror %s: %s", ls.Link, ls.LossesError))
+	}
 	return out
+}
+
+// LossesProblem is the one line that says a link holds unacknowledged
+// losses ("" when none): how many records, the first ranges, and the fix.
+func LossesProblem(link string, losses []LostRange) string {
+	if len(losses) == 0 {
+		return ""
+	}
+	shown := make([]string, 0, 3)
+	for _, r := range losses[:min(3, len(losses))] {
+		shown = append(shown, r.String())
+	}
+	if n := len(losses) - len(shown); n > 0 {
+		shown = append(shown, fmt.Sprintf("and %d more range(s)", n))
+	}
+	return fmt.Sprintf("mirror %s: %d source record(s) in %d range(s) were removed by retention before they were mirrored: %s (the standby never had them; once they are dealt with, drctl mirror ack-lost)",
+		link, TotalLost(losses), len(losses), strings.Join(shown, ", "))
 }

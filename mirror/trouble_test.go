@@ -15,7 +15,9 @@ import (
 
 // TestRetentionLossIsCounted: records removed on the source before the
 // mirror copied them are counted, logged and reported, and copying goes
-// on from the source's new log start.
+// on from the source's new log start. The loss stays in the link's state
+// on the target (topic, partition, offsets, when) after it is no longer
+// pending and across restarts, until it is acknowledged.
 func TestRetentionLossIsCounted(t *testing.T) {
 	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: "  topics: {include: [\"orders\"]}"})
 	east := p.Topology.Clusters["east"]
@@ -83,5 +85,35 @@ func TestRetentionLossIsCounted(t *testing.T) {
 	tr := e.Troubles()["orders/0"]
 	if !strings.Contains(tr, "15 records removed by retention") {
 		t.Errorf("trouble report = %q", tr)
+	}
+
+	// No longer pending, the loss is still on record, also after a
+	// restart of the mirror (a counter would start from 0).
+	before := time.Now()
+	run(15)
+	link := p.Topology.Link("east", "west")
+	rep, err = MeasureLag(lctx, p.Topology, link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "orders/0 offsets 10-24 (15 records)"
+	if rep.TotalLost != 0 || rep.LostUnacknowledged != 15 || len(rep.Losses) != 1 || rep.Losses[0].String() != want ||
+		rep.Losses[0].At.After(before) || rep.Losses[0].At.IsZero() {
+		t.Errorf("lag after the loss: pending %d (want 0), unacknowledged %d (want 15), losses %+v (want %s, found before the restart)",
+			rep.TotalLost, rep.LostUnacknowledged, rep.Losses, want)
+	}
+	ls := DescribeLink(lctx, p.Topology, link)
+	if probs := strings.Join(ls.Problems(), "\n"); ls.LostUnacknowledged != 15 || !strings.Contains(probs, want) || !strings.Contains(probs, "drctl mirror ack-lost") {
+		t.Errorf("link state: %d unacknowledged, problems:\n%s\nwant the range and drctl mirror ack-lost", ls.LostUnacknowledged, probs)
+	}
+
+	// Acknowledged, it is gone from the record.
+	n, err := AckLost(lctx, dst, link, rep.Losses)
+	if err != nil || n != 1 {
+		t.Fatalf("AckLost: %d, %v", n, err)
+	}
+	left, err := ReadLost(lctx, dst, link)
+	if err != nil || len(left) != 0 {
+		t.Errorf("losses after the acknowledgement: %+v, %v; want none", left, err)
 	}
 }

@@ -162,6 +162,14 @@ func (l Link) EndsTopic() string { return l.prefix() + ".ends" }
 // never saw, across restarts and processes.
 func (l Link) TopicsTopic() string { return l.prefix() + ".topics" }
 
+// LostTopic is the compacted internal topic on the target in which the
+// link records each run of source records removed (retention,
+// DeleteRecords) before it copied them: one record per run, keyed by
+// "topic/partition@from", kept until an operator acknowledges it (a
+// tombstone). Unlike a counter it survives restarts, so a loss stays on
+// record after it is no longer pending.
+func (l Link) LostTopic() string { return l.prefix() + ".lost" }
+
 // WorkersGroup is the consumer group on the target in which the mirror
 // processes of the link share its shards.
 func (l Link) WorkersGroup() string { return l.prefix() + ".workers" }
@@ -174,7 +182,7 @@ func (l Link) ProgressGroup() string { return l.prefix() + ".progress" }
 
 // InternalTopics lists the link's internal topics on its target.
 func (l Link) InternalTopics() []string {
-	return []string{l.ShardsTopic(), l.OffsetsTopic(), l.GroupsTopic(), l.EndsTopic(), l.TopicsTopic()}
+	return []string{l.ShardsTopic(), l.OffsetsTopic(), l.GroupsTopic(), l.EndsTopic(), l.TopicsTopic(), l.LostTopic()}
 }
 
 // InternalGroups lists the link's internal consumer groups on its target.

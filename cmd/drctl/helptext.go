@@ -26,10 +26,12 @@ var helpTexts = map[string]helpText{
 		examples: []string{"drctl mirror run", "drctl mirror lag"}},
 	"mirror run":          {examples: []string{"drctl mirror run", "drctl mirror run --listen 127.0.0.1:9465 --log-format json --log-level debug"}},
 	"mirror reshard":      {examples: []string{"drctl mirror reshard --shards 2", "drctl mirror reshard --shards 16 --yes"}},
+	"mirror ack-lost":     {examples: []string{"drctl mirror ack-lost orders/3", "drctl mirror ack-lost --yes -o json"}},
 	"mirror reseed-topic": {examples: []string{"drctl mirror reseed-topic orders --salvage", "drctl mirror reseed-topic orders --drop --yes"}},
 	"mirror lag": {description: "lag measures the live link (the live active to the live standby) per partition: the source's end\n" +
 		"offset, the position the mirror has copied to, the records and seconds it is behind, and the records lost\n" +
-		"to the source's retention before they were copied. It changes nothing; exit 3 when a cluster is unreachable.",
+		"to the source's retention before they were copied (while pending; every recorded loss not yet acknowledged\n" +
+		"is listed below the table, see drctl mirror ack-lost). It changes nothing; exit 3 when a cluster is unreachable.",
 		examples: []string{"drctl mirror lag", "drctl mirror lag -o json"}},
 	"offsets": {description: "offsets translates consumer-group positions from the live active to the live standby through the\n" +
 		"mirror's exact offset map (translate) and commits them on the standby (sync).",

@@ -53,6 +53,7 @@ func mirrorCommand() *cli.Command {
 			},
 			mirrorReseedTopicCommand(),
 			mirrorReshardCommand(),
+			mirrorAckLostCommand(),
 		),
 	}
 }
@@ -158,6 +159,17 @@ func mirrorLag(c *cli.Context) error {
 		}
 		if rep.Reset != "" {
 			fmt.Fprintf(w, "target reset: %s\n", rep.Reset)
+		}
+		if len(rep.Losses) > 0 {
+			fmt.Fprintf(w, "lost to source retention before they were mirrored, not acknowledged: %d record(s) in %d range(s)\n",
+				rep.LostUnacknowledged, len(rep.Losses))
+			for _, r := range rep.Losses {
+				fmt.Fprintf(w, "  %s, found %s\n", r, r.At.Format(time.RFC3339))
+			}
+			fmt.Fprintln(w, "once dealt with: drctl mirror ack-lost [TOPIC/PARTITION...]")
+		}
+		if rep.LossesError != "" {
+			fmt.Fprintf(w, "recorded losses: unknown (%s)\n", rep.LossesError)
 		}
 		return nil
 	})
