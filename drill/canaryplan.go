@@ -126,8 +126,13 @@ func canaryRegistry(topo *topology.Topology, journalDir string) *plans.Registry 
 		if err != nil {
 			return plans.Result{}, fmt.Errorf("lag of %s: %w", link, err)
 		}
-		rpo := RPO{Records: rep.TotalRecords, Seconds: round1(rep.MaxSeconds), Link: link.String()}
-		return plans.NewResult(fmt.Sprintf("%d record(s), %.1f s behind", rpo.Records, rpo.Seconds), rpo)
+		rpo := RPO{Records: rep.TotalRecords, Seconds: round1(rep.MaxSeconds), Link: link.String(),
+			LostRecords: rep.LostUnacknowledged, Losses: rep.Losses}
+		summary := fmt.Sprintf("%d record(s), %.1f s behind", rpo.Records, rpo.Seconds)
+		if len(rpo.Losses) > 0 {
+			summary += fmt.Sprintf("; %d record(s) in %d range(s) lost to source retention, not acknowledged", rpo.LostRecords, len(rpo.Losses))
+		}
+		return plans.NewResult(summary, rpo)
 	})
 	reg(StepRTO, func(ctx context.Context, cp canaryParams, _ *plans.RunContext) (plans.Result, error) {
 		rto := estimateRTO(ctx, topo, journalDir)

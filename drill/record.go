@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/drctl/drctl/inspect"
+	"github.com/drctl/drctl/mirror"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -153,6 +154,11 @@ type RPO struct {
 	Records int64   `json:"records" yaml:"records"`
 	Seconds float64 `json:"seconds" yaml:"seconds"`
 	Link    string  `json:"link" yaml:"link"`
+	// LostRecords and Losses are the link's records lost to source
+	// retention before they were mirrored that no operator has
+	// acknowledged (mirror.LagReport.Losses), pending or not.
+	LostRecords int64              `json:"lost_records,omitempty" yaml:"lost_records,omitempty"`
+	Losses      []mirror.LostRange `json:"losses,omitempty" yaml:"losses,omitempty"`
 }
 
 // RTO is a recovery time: measured by a disruptive drill, or estimated from

@@ -151,6 +151,15 @@ func checks(r *drill.Record) []check {
 			c.Objective, c.Result = fmt.Sprintf("≤ %.0f s", o), judged(p.Seconds <= o)
 		}
 		out = append(out, c)
+		if len(p.Losses) > 0 {
+			ranges := make([]string, len(p.Losses))
+			for i, l := range p.Losses {
+				ranges[i] = l.String()
+			}
+			out = append(out, check{"lost to source retention (" + p.Link + ")",
+				fmt.Sprintf("%s records in %d range(s), not acknowledged: %s", n64(p.LostRecords), len(p.Losses), strings.Join(ranges, ", ")),
+				"-", resultNoObjective, vals("lost_records", p.LostRecords, "lost_ranges", len(p.Losses))})
+		}
 	} else if r.Kind != "failover" {
 		out = append(out, notMeasured("RPO", stopped))
 	}
