@@ -254,8 +254,16 @@ func partitionEnds(ctx context.Context, client sarama.Client, tps []topology.Top
 	return starts, stable, nil
 }
 
-// waitTopic waits until the topic exists with leaders (exists) or is gone.
+// topicWait bounds how long a topic's creation or deletion is waited for:
+// brokers settle in seconds, and a topic that comes back after its deletion
+// is being recreated by someone.
+const topicWait = 2 * time.Minute
+
+// waitTopic waits until the topic exists with leaders (exists) or is gone,
+// up to topicWait.
 func waitTopic(ctx context.Context, client sarama.Client, topic string, exists bool) error {
+	ctx, cancel := context.WithTimeout(ctx, topicWait)
+	defer cancel()
 	for {
 		info, err := kafkaread.Topic(ctx, client, topic)
 		if err == nil && info.Exists == exists {
@@ -263,11 +271,11 @@ func waitTopic(ctx context.Context, client sarama.Client, topic string, exists b
 		}
 		select {
 		case <-ctx.Done():
-			state := "gone"
-			if exists {
-				state = "ready"
+			if !exists {
+				return fmt.Errorf("topic %s still exists %s after its deletion (a client that auto-creates topics, or a mirror into this cluster, may have created it again): stop it, then drctl resume: %w",
+					topic, topicWait, ctx.Err())
 			}
-			return fmt.Errorf("topic %s is not %s: %w", topic, state, ctx.Err())
+			return fmt.Errorf("topic %s is not ready after %s: %w", topic, topicWait, ctx.Err())
 		case <-time.After(100 * time.Millisecond):
 		}
 	}

@@ -80,6 +80,15 @@ func Execute(ctx context.Context, topo *topology.Topology, p *plans.Plan, o RunO
 			return err
 		}
 	}
+	// One drctl at a time runs a run: a second resume (here or on another
+	// machine) is refused while this one holds the lease.
+	runCtx, lost := context.WithCancelCause(ctx)
+	defer lost(nil)
+	lease, err := takeRunLease(ctx, topo, p, in.To, lost)
+	if err != nil {
+		return err
+	}
+	defer lease.release()
 	dir := o.JournalDir
 	if dir == "" {
 		dir = JournalDir()
@@ -133,7 +142,11 @@ func Execute(ctx context.Context, topo *topology.Topology, p *plans.Plan, o RunO
 		Actor:      plans.LocalActor(),
 		Interrupts: o.Interrupts,
 	}
-	return ex.RunFrom(ctx, p, start)
+	err = ex.RunFrom(runCtx, p, start)
+	if cause := context.Cause(runCtx); errors.Is(cause, ErrRunTakenOver) {
+		return fmt.Errorf("%w; this drctl stopped: %w", cause, err)
+	}
+	return err
 }
 
 // guard refuses to go on when the topology file changed, or when the role
