@@ -186,3 +186,22 @@ func (x *Index) PruneBelow(bounds map[topology.TopicPartition]int64) int {
 	}
 	return n
 }
+
+// Runs returns a copy of the merged runs of topic/partition's map and its
+// state; ok is false when the index holds nothing of the partition. A
+// reader that walks a partition's records beside the map (drctl verify)
+// takes the runs of one partition at a time.
+func (x *Index) Runs(topic string, partition int32) (runs []Run, st PartitionState, ok bool) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	tp := topology.TopicPartition{Topic: topic, Partition: partition}
+	m := x.maps[tp]
+	if m == nil {
+		return nil, PartitionState{TopicPartition: tp, SourceNext: -1, TargetEnd: -1}, false
+	}
+	st = PartitionState{TopicPartition: tp, SourceNext: m.SourceNext(), TargetEnd: m.TargetEnd(), Runs: len(m.runs), Err: m.err}
+	if m.err != nil {
+		return nil, st, true
+	}
+	return m.Runs(), st, true
+}

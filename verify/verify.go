@@ -1,0 +1,507 @@
+package verify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/drctl/drctl/internal/kafkaconn"
+	"github.com/drctl/drctl/internal/kafkaread"
+	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/offsettranslate"
+	"github.com/drctl/drctl/topology"
+)
+
+// ErrNoSuchPartition is wrapped by Run's error when Options select a topic
+// or partition the source does not hold among the mirrored ones.
+var ErrNoSuchPartition = errors.New("no such mirrored partition")
+
+// Options select what Run verifies. The zero value (with Partition -1 and
+// FromOffset -1, see DefaultOptions) verifies every mirrored partition in
+// full.
+type Options struct {
+	// Topic limits the run to one mirrored topic ("" every one).
+	Topic string
+	// Partition limits the run to one partition of Topic (-1 every one).
+	Partition int32
+	// Since starts each partition's range at its first source record at
+	// most this old (0: not used).
+	Since time.Duration
+	// FromOffset starts each partition's range at this source offset (-1:
+	// not used).
+	FromOffset int64
+	// Sample compares every Sample-th source record only (0 or 1: all).
+	// A sampled run proves nothing: it reports differences seen, and does
+	// not look for standby records no source record maps to.
+	Sample int
+	// Details is how many differences each partition reports in detail.
+	Details int
+	// Parallel is how many partitions are verified at once.
+	Parallel int
+	// Progress, when set, is called after each partition, one call at a
+	// time.
+	Progress func(Progress)
+	// Now is the clock of Since and the report's times (tests).
+	Now func() time.Time
+}
+
+// DefaultOptions verify every mirrored partition in full.
+func DefaultOptions() Options {
+	return Options{Partition: -1, FromOffset: -1, Details: 10, Parallel: 4}
+}
+
+// Progress is how far a run is.
+type Progress struct {
+	Partitions, Done       int
+	SourceRecords, Compared int64
+}
+
+// Status is the verdict on one partition.
+type Status string
+
+const (
+	// Identical: every committed source record of the range was compared
+	// with the standby record the map names and found identical, and the
+	// standby holds no record in the range that no source record maps to.
+	Identical Status = "identical"
+	// Differs: at least one difference was found.
+	Differs Status = "differs"
+	// NoDifferenceSeen: a sampled run found no difference among the
+	// records it compared; that proves nothing about the others.
+	NoDifferenceSeen Status = "no-difference-seen"
+	// NotVerified: the partition could not be compared; Reason says why.
+	NotVerified Status = "not-verified"
+)
+
+// PartitionReport is what a run found on one partition. Offsets are
+// ranges [from, to).
+type PartitionReport struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Status    Status `json:"status"`
+	// Reason says why the partition was not verified, or notes what
+	// bounds the range.
+	Reason string `json:"reason,omitempty"`
+	// The source range compared, and the standby range looked in.
+	SourceFrom int64 `json:"source_from"`
+	SourceTo   int64 `json:"source_to"`
+	TargetFrom int64 `json:"target_from"`
+	TargetTo   int64 `json:"target_to"`
+	// ProvenSourceTo and ProvenTargetTo end the stretch proven identical:
+	// source [SourceFrom, ProvenSourceTo) = standby [TargetFrom,
+	// ProvenTargetTo). -1 when nothing is proven (sampled, not verified).
+	ProvenSourceTo int64 `json:"proven_source_to"`
+	ProvenTargetTo int64 `json:"proven_target_to"`
+	// SourceRecords counts the committed source records in the range;
+	// Compared those compared with their copy, Identical those found
+	// identical.
+	SourceRecords int64 `json:"source_records"`
+	Compared      int64 `json:"compared"`
+	Identical     int64 `json:"identical"`
+	// SourceGone counts standby records in the range whose source record
+	// the source no longer holds (compacted, or removed from its head
+	// since it was copied): not compared, not differences.
+	SourceGone int64 `json:"source_gone"`
+	// TimestampsCompared is false when the standby topic uses
+	// LogAppendTime (the broker, not the mirror, set its timestamps).
+	TimestampsCompared bool           `json:"timestamps_compared"`
+	Differences        int64          `json:"differences"`
+	ByKind             map[Kind]int64 `json:"by_kind,omitempty"`
+	// Details are the first differences, in the order found.
+	Details []Difference `json:"details,omitempty"`
+}
+
+// Report is the outcome of one run over a link.
+type Report struct {
+	Link       string    `json:"link"`
+	Source     string    `json:"source"`
+	Target     string    `json:"target"`
+	StartedAt  time.Time `json:"started_at"`
+	FinishedAt time.Time `json:"finished_at"`
+	// Sample is 1 for a full run, N when every Nth record was compared.
+	Sample     int               `json:"sample"`
+	Partitions []PartitionReport `json:"partitions"`
+	Summary    Summary           `json:"summary"`
+}
+
+// Summary adds up a report's partitions.
+type Summary struct {
+	Partitions       int   `json:"partitions"`
+	Identical        int   `json:"identical"`
+	Differing        int   `json:"differing"`
+	NoDifferenceSeen int   `json:"no_difference_seen"`
+	NotVerified      int   `json:"not_verified"`
+	SourceRecords    int64 `json:"source_records"`
+	Compared         int64 `json:"compared"`
+	Differences      int64 `json:"differences"`
+}
+
+// Proven reports whether every partition was verified identical.
+func (r *Report) Proven() bool {
+	return r.Summary.Partitions > 0 && r.Summary.Identical == r.Summary.Partitions
+}
+
+// Run verifies the standby of link against its source, through the link's
+// offset map, reading both clusters of the session.
+//
+// Per partition it reads, in this order: the standby's last stable offset,
+// then the offset map (so every mirrored record below that offset is in
+// the map: the map record commits with the data), then the source range
+// [first mapped record or the option's start, the mirror's read position)
+// and the standby's records from the first one's copy up to that last
+// stable offset, side by side. Records the mirror copies meanwhile lie
+// past the range and are not compared.
+//
+// An unreachable cluster is an error wrapping kafkaconn.ErrUnreachable; a
+// selected topic or partition the source does not mirror wraps
+// ErrNoSuchPartition. A partition that cannot be compared (no map yet, a
+// read that failed) is reported NotVerified with the reason, not an error.
+func Run(ctx context.Context, clusters *kafkaconn.Clusters, link topology.Link, opts Options) (*Report, error) {
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	rep := &Report{Link: link.String(), Source: link.Source, Target: link.Target, StartedAt: now().UTC(), Sample: max(opts.Sample, 1)}
+	clusters.Connect(ctx, link.Source, link.Target)
+	src, err := clusters.Need(link.Source)
+	if err != nil {
+		return nil, err
+	}
+	dst, err := clusters.Need(link.Target)
+	if err != nil {
+		return nil, err
+	}
+	tps, err := selected(src, clusters.Topology(), opts)
+	if err != nil {
+		return nil, fmt.Errorf("source %s: %w", link.Source, err)
+	}
+	v, err := prepare(ctx, src, dst, link, tps, opts)
+	if err != nil {
+		return nil, err
+	}
+	rep.Partitions = make([]PartitionReport, len(tps))
+	var (
+		mu   sync.Mutex
+		prog = Progress{Partitions: len(tps)}
+		work = make(chan int)
+		wg   sync.WaitGroup
+	)
+	for range max(opts.Parallel, 1) {
+		wg.Go(func() {
+			for i := range work {
+				pr := v.partition(ctx, tps[i])
+				mu.Lock()
+				rep.Partitions[i] = pr
+				prog.Done++
+				prog.SourceRecords += pr.SourceRecords
+				prog.Compared += pr.Compared
+				if opts.Progress != nil {
+					opts.Progress(prog)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	for i := range tps {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	rep.FinishedAt = now().UTC()
+	for _, p := range rep.Partitions {
+		s := &rep.Summary
+		s.Partitions++
+		s.SourceRecords += p.SourceRecords
+		s.Compared += p.Compared
+		s.Differences += p.Differences
+		switch p.Status {
+		case Identical:
+			s.Identical++
+		case Differs:
+			s.Differing++
+		case NoDifferenceSeen:
+			s.NoDifferenceSeen++
+		default:
+			s.NotVerified++
+		}
+	}
+	return rep, nil
+}
+
+// selected lists the mirrored source partitions opts select.
+func selected(src sarama.Client, topo *topology.Topology, opts Options) ([]topology.TopicPartition, error) {
+	all, err := mirror.MirroredPartitions(src, topo)
+	if err != nil {
+		return nil, err
+	}
+	out := slices.DeleteFunc(all, func(tp topology.TopicPartition) bool {
+		return opts.Topic != "" && tp.Topic != opts.Topic || opts.Partition >= 0 && tp.Partition != opts.Partition
+	})
+	switch {
+	case len(out) > 0:
+		return out, nil
+	case opts.Topic != "" && opts.Partition >= 0:
+		return nil, fmt.Errorf("%w: %s/%d: the source has no such partition of a mirrored topic; drctl mirror lag lists them", ErrNoSuchPartition, opts.Topic, opts.Partition)
+	case opts.Topic != "":
+		return nil, fmt.Errorf("%w: topic %s does not exist on the source; drctl mirror lag lists the mirrored topics", ErrNoSuchPartition, opts.Topic)
+	}
+	return nil, fmt.Errorf("%w: the source holds no topic that mirror.topics selects", ErrNoSuchPartition)
+}
+
+// run is what every partition of one run shares.
+type run struct {
+	src, dst    sarama.Client
+	link        topology.Link
+	opts        Options
+	follower    *offsettranslate.Follower
+	mapErr      error // why there is no map at all
+	targetEnds  map[topology.TopicPartition]int64
+	sourceStart map[topology.TopicPartition]int64
+	sourceEnd   map[topology.TopicPartition]int64
+	from        map[topology.TopicPartition]int64 // the option's start, per partition
+	logAppend   map[string]bool                   // standby topics with LogAppendTime
+}
+
+func prepare(ctx context.Context, src, dst sarama.Client, link topology.Link, tps []topology.TopicPartition, opts Options) (*run, error) {
+	v := &run{src: src, dst: dst, link: link, opts: opts, follower: offsettranslate.NewFollower(link.OffsetsTopic()),
+		from: map[topology.TopicPartition]int64{}, logAppend: map[string]bool{}}
+	// The standby's ends come first: every mirrored record below them is
+	// then in the map read next.
+	var onTarget []topology.TopicPartition
+	if err := dst.RefreshMetadata(); err != nil {
+		return nil, fmt.Errorf("standby %s: metadata: %w", link.Target, err)
+	}
+	topics := map[string]bool{}
+	for _, tp := range tps {
+		topics[tp.Topic] = true
+		parts, err := dst.Partitions(tp.Topic)
+		if err == nil && slices.Contains(parts, tp.Partition) {
+			onTarget = append(onTarget, tp)
+		}
+	}
+	var err error
+	if v.targetEnds, err = kafkaread.StableOffsets(ctx, dst, onTarget); err != nil {
+		return nil, fmt.Errorf("standby %s: end offsets: %w", link.Target, err)
+	}
+	if err := v.follower.Poll(ctx, dst); err != nil && !errors.Is(err, offsettranslate.ErrInconsistent) {
+		if !errors.Is(err, sarama.ErrUnknownTopicOrPartition) {
+			return nil, fmt.Errorf("standby %s: %w", link.Target, err)
+		}
+		v.mapErr = fmt.Errorf("the standby %s holds no offset map of %s (%s): has drctl mirror run ever run for this link?", link.Target, link, link.OffsetsTopic())
+	}
+	if v.sourceStart, err = kafkaread.StartOffsets(ctx, src, tps); err != nil {
+		return nil, fmt.Errorf("source %s: start offsets: %w", link.Source, err)
+	}
+	if v.sourceEnd, err = kafkaread.StableOffsets(ctx, src, tps); err != nil {
+		return nil, fmt.Errorf("source %s: end offsets: %w", link.Source, err)
+	}
+	for _, tp := range tps {
+		switch {
+		case opts.FromOffset >= 0:
+			v.from[tp] = opts.FromOffset
+		case opts.Since > 0:
+			now := time.Now
+			if opts.Now != nil {
+				now = opts.Now
+			}
+			off, err := src.GetOffset(tp.Topic, tp.Partition, now().Add(-opts.Since).UnixMilli())
+			if err != nil {
+				return nil, fmt.Errorf("source %s: %s: offset of the first record since %s: %w", link.Source, tp, opts.Since, err)
+			}
+			if off < 0 { // no record that recent
+				off = v.sourceEnd[tp]
+			}
+			v.from[tp] = off
+		}
+	}
+	admin, err := sarama.NewClusterAdminFromClient(dst)
+	if err != nil {
+		return nil, fmt.Errorf("standby %s: %w", link.Target, err)
+	}
+	// The admin shares the session's client: closing it would close the
+	// client, so it is left to the session.
+	for topic := range topics {
+		entries, err := admin.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: topic, ConfigNames: []string{"message.timestamp.type"}})
+		if err != nil {
+			continue // a topic missing on the standby: nothing of it to compare
+		}
+		for _, e := range entries {
+			if e.Name == "message.timestamp.type" && e.Value == "LogAppendTime" {
+				v.logAppend[topic] = true
+			}
+		}
+	}
+	return v, nil
+}
+
+// partition verifies one partition.
+func (v *run) partition(ctx context.Context, tp topology.TopicPartition) PartitionReport {
+	pr := PartitionReport{Topic: tp.Topic, Partition: tp.Partition, Status: NotVerified, TimestampsCompared: !v.logAppend[tp.Topic],
+		SourceFrom: -1, SourceTo: -1, TargetFrom: -1, TargetTo: -1, ProvenSourceTo: -1, ProvenTargetTo: -1}
+	if v.mapErr != nil {
+		pr.Reason = v.mapErr.Error()
+		return pr
+	}
+	runs, st, inMap := v.follower.Index().Runs(tp.Topic, tp.Partition)
+	if st.Err != nil {
+		pr.Reason = fmt.Sprintf("the offset map of %s is inconsistent (%v); nothing can be proven through it", tp, st.Err)
+		return pr
+	}
+	srcStart, srcEnd := v.sourceStart[tp], v.sourceEnd[tp]
+	targetEnd, onTarget := v.targetEnds[tp]
+	sp := span{runs: runs, sample: v.opts.Sample, details: v.opts.Details, skipTimestamp: v.logAppend[tp.Topic], mapTargetEnd: max(st.TargetEnd, 0)}
+	from, bounded := v.from[tp]
+	switch {
+	case len(runs) > 0:
+		sp.sourceFrom, sp.sourceTo = max(from, srcStart, runs[0].Source), st.SourceNext
+		if !bounded && runs[0].Source > srcStart {
+			pr.Reason = fmt.Sprintf("the range starts at %d, the first record the offset map holds: the source records before it were not mirrored (the mirror started later) or the map's retention removed them", runs[0].Source)
+		}
+	case inMap && st.SourceNext >= 0:
+		// The mirror passed only holes: there is no record to compare,
+		// and none may be on the standby.
+		sp.sourceFrom, sp.sourceTo = max(from, srcStart), st.SourceNext
+	case srcStart >= srcEnd:
+		sp.sourceFrom, sp.sourceTo = srcStart, srcStart
+	default:
+		pr.Reason = fmt.Sprintf("the offset map holds nothing of %s yet (not mirrored yet, or the map's retention removed it)", tp)
+		return pr
+	}
+	sp.sourceFrom = min(sp.sourceFrom, sp.sourceTo)
+	sp.targetFrom = targetOf(runs, sp.sourceFrom, st.TargetEnd)
+	sp.targetTo = sp.targetFrom
+	if onTarget && targetEnd > sp.targetFrom {
+		sp.targetTo = targetEnd
+	}
+	if sp.sample <= 1 && len(runs) == 0 {
+		sp.targetFrom = 0 // no copy anywhere: any standby record is unexpected
+		if onTarget {
+			sp.targetTo = targetEnd
+		}
+	}
+	pr.SourceFrom, pr.SourceTo, pr.TargetFrom, pr.TargetTo = sp.sourceFrom, sp.sourceTo, sp.targetFrom, sp.targetTo
+	t, err := compare(sp, records(ctx, v.src, tp, sp.sourceFrom, sp.sourceTo), records(ctx, v.dst, tp, sp.targetFrom, sp.targetTo))
+	if err == nil && (len(t.tail) > 0 || t.tailOverflow > 0) {
+		// Tail records may be copies whose map record was not readable
+		// yet when the map was read: one more look decides.
+		if err = v.follower.Poll(ctx, v.dst); err != nil && errors.Is(err, offsettranslate.ErrInconsistent) {
+			err = nil
+		}
+		if err == nil {
+			later, _, _ := v.follower.Index().Runs(tp.Topic, tp.Partition)
+			t.settleTail(later, sp.sourceTo)
+		}
+	}
+	fill(&pr, t, sp.sample, err)
+	return pr
+}
+
+// fill puts what compare found on a partition into its report.
+func fill(pr *PartitionReport, t *tally, sample int, err error) {
+	pr.SourceRecords, pr.Compared, pr.Identical, pr.SourceGone = t.SourceRecords, t.Compared, t.Identical, t.SourceGone
+	pr.Differences, pr.Details = t.Differences(), t.Details
+	for k, n := range t.Counts {
+		if n > 0 {
+			if pr.ByKind == nil {
+				pr.ByKind = map[Kind]int64{}
+			}
+			pr.ByKind[k] = n
+		}
+	}
+	switch {
+	case err != nil:
+		pr.Status = NotVerified
+		pr.Reason = fmt.Sprintf("reading stopped after %d source records of the range: %v", t.SourceRecords, err)
+		if pr.Differences > 0 {
+			pr.Status = Differs
+		}
+	case pr.Differences > 0:
+		pr.Status = Differs
+		if sample <= 1 {
+			pr.ProvenSourceTo, pr.ProvenTargetTo = t.ProvenSource, t.ProvenTarget
+		}
+	case sample > 1:
+		pr.Status = NoDifferenceSeen
+	default:
+		pr.Status = Identical
+		pr.ProvenSourceTo, pr.ProvenTargetTo = t.ProvenSource, t.ProvenTarget
+	}
+}
+
+// Range is what Compare compares: the source records of [SourceFrom,
+// SourceTo) with the standby records of [TargetFrom, TargetTo).
+type Range struct {
+	SourceFrom, SourceTo int64
+	TargetFrom, TargetTo int64
+	// Sample compares every Sample-th source record only (0 or 1: all).
+	Sample int
+	// Details is how many differences are kept in detail.
+	Details int
+	// SkipTimestamp leaves timestamps out (a LogAppendTime standby topic).
+	SkipTimestamp bool
+}
+
+// Compare compares one partition's committed source records with its
+// committed standby records through runs, the partition's offset map
+// (offsettranslate.Index.Runs), reading each stream once, in order. It is
+// the comparison Run makes, without the clusters: Run also looks up
+// unmapped records at the standby's tail in a map read later.
+func Compare(runs []offsettranslate.Run, source, standby Records, r Range) (PartitionReport, error) {
+	pr := PartitionReport{SourceFrom: r.SourceFrom, SourceTo: r.SourceTo, TargetFrom: r.TargetFrom, TargetTo: r.TargetTo,
+		ProvenSourceTo: -1, ProvenTargetTo: -1, TimestampsCompared: !r.SkipTimestamp}
+	end := int64(0)
+	if len(runs) > 0 {
+		end = runs[len(runs)-1].TargetEnd()
+	}
+	t, err := compare(span{runs: runs, sourceFrom: r.SourceFrom, sourceTo: r.SourceTo, targetFrom: r.TargetFrom, targetTo: r.TargetTo,
+		mapTargetEnd: end, sample: r.Sample, details: r.Details, skipTimestamp: r.SkipTimestamp}, source, standby)
+	if err == nil {
+		t.settleTail(runs, r.SourceTo)
+	}
+	fill(&pr, t, r.Sample, err)
+	return pr, err
+}
+
+// targetOf is the target offset of the first mapped record at or after
+// source offset s, or end when there is none.
+func targetOf(runs []offsettranslate.Run, s, end int64) int64 {
+	i, _ := slices.BinarySearchFunc(runs, s, func(r offsettranslate.Run, s int64) int {
+		switch {
+		case r.SourceEnd() <= s:
+			return -1
+		case r.Source > s:
+			return 1
+		}
+		return 0
+	})
+	if i == len(runs) {
+		return max(end, 0)
+	}
+	return runs[i].Target + max(0, s-runs[i].Source)
+}
+
+var errStop = errors.New("stop")
+
+// records yields the committed records of tp in [from, to), reading as it
+// goes: at most one fetch response is held at a time.
+func records(ctx context.Context, client sarama.Client, tp topology.TopicPartition, from, to int64) Records {
+	return func(yield func(kafkaread.Record, error) bool) {
+		if from >= to {
+			return
+		}
+		_, err := kafkaread.ReadCommitted(ctx, client, tp.Topic, tp.Partition, from, func(r kafkaread.Record) error {
+			if r.Offset >= to || !yield(r, nil) {
+				return errStop
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, errStop) {
+			yield(kafkaread.Record{}, err)
+		}
+	}
+}
