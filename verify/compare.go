@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"iter"
+	"strings"
 
 	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/mirror"
@@ -386,11 +387,7 @@ func joinFields(fields []string) string {
 	case 1:
 		return fields[0]
 	}
-	s := fields[0]
-	for _, f := range fields[1 : len(fields)-1] {
-		s += ", " + f
-	}
-	return s + " and " + fields[len(fields)-1]
+	return strings.Join(fields[:len(fields)-1], ", ") + " and " + fields[len(fields)-1]
 }
 
 // digest identifies a record's content as compared: key, value, content

@@ -57,7 +57,7 @@ func DefaultOptions() Options {
 
 // Progress is how far a run is.
 type Progress struct {
-	Partitions, Done       int
+	Partitions, Done        int
 	SourceRecords, Compared int64
 }
 
@@ -325,14 +325,20 @@ func prepare(ctx context.Context, src, dst sarama.Client, link topology.Link, tp
 	}
 	// The admin shares the session's client: closing it would close the
 	// client, so it is left to the session.
+	var resources []*sarama.ConfigResource
 	for topic := range topics {
-		entries, err := admin.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: topic, ConfigNames: []string{"message.timestamp.type"}})
-		if err != nil {
-			continue // a topic missing on the standby: nothing of it to compare
-		}
-		for _, e := range entries {
-			if e.Name == "message.timestamp.type" && e.Value == "LogAppendTime" {
-				v.logAppend[topic] = true
+		resources = append(resources, &sarama.ConfigResource{Type: sarama.TopicResource, Name: topic, ConfigNames: []string{"message.timestamp.type"}})
+	}
+	results, err := admin.DescribeConfigs(resources, sarama.DescribeConfigsOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("standby %s: timestamp types of the topics: %w", link.Target, err)
+	}
+	for _, r := range results {
+		// A topic missing on the standby has an error here, and
+		// nothing of it to compare.
+		for _, e := range r.Configs {
+			if r.ErrorCode == 0 && e.Name == "message.timestamp.type" && e.Value == "LogAppendTime" {
+				v.logAppend[r.Name] = true
 			}
 		}
 	}

@@ -21,6 +21,7 @@ const (
 	exitFailure     = 1 // the command failed
 	exitBadInput    = 2 // bad flags or a bad topology file (nothing was contacted), or a change not consented to (nothing was changed)
 	exitUnreachable = 3 // a cluster could not be reached or authenticated
+	exitDiffers     = 1 // drctl verify: the standby differs, or a partition could not be verified
 )
 
 // exitError carries an exit code to main.
@@ -123,6 +124,7 @@ func newApp() *cli.App {
 			statusCommand(),
 			mirrorCommand(),
 			offsetsCommand(),
+			verifyCommand(),
 			planCommand(),
 			failoverCommand(),
 			failbackCommand(),
