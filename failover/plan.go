@@ -237,6 +237,9 @@ func PlanFailover(ctx context.Context, topo *topology.Topology, req FailoverRequ
 	w := connect(ctx, topo)
 	defer w.Close()
 	v := w.view(ctx)
+	if v.Lost != "" {
+		return nil, fmt.Errorf("%w: %w: %s", ErrRefused, rolestate.ErrLost, v.Lost)
+	}
 	cur := v.Current
 	if _, err := w.Need(to); err != nil {
 		return nil, fmt.Errorf("%w: the new active %s is unreachable: %v", ErrRefused, to, err)
@@ -328,6 +331,9 @@ func PlanReseedWith(ctx context.Context, topo *topology.Topology, stale string, 
 	w := connect(ctx, topo)
 	defer w.Close()
 	v := w.view(ctx)
+	if v.Lost != "" {
+		return nil, fmt.Errorf("%w: %w: %s", ErrRefused, rolestate.ErrLost, v.Lost)
+	}
 	cur := v.Current
 	for _, name := range []string{stale, cur.Active} {
 		if _, err := w.Need(name); err != nil {

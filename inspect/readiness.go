@@ -43,7 +43,13 @@ var readinessRules = []readinessRule{
 	// 0. Roles nobody could read: nothing else can be judged.
 	func(s *Status, add func(Readiness, string)) {
 		if s.Roles.Active == RoleUnknown || s.Roles.Standby == RoleUnknown || s.Roles.Active == "" {
-			add(Unknown, "the live roles are unknown: no cluster answered, so neither a failover's source nor its target is known")
+			why := "no cluster answered"
+			for _, c := range s.Clusters {
+				if c.Reachable {
+					why = "the role state is missing on both clusters although they show a past failover (drctl roles restore --active CLUSTER restores it)"
+				}
+			}
+			add(Unknown, "the live roles are unknown: "+why+", so neither a failover's source nor its target is known")
 		}
 	},
 	// 1. A run in progress must finish (or be resumed) first.

@@ -209,7 +209,7 @@ func CollectStatusIn(ctx context.Context, clusters *kafkaconn.Clusters) (*Status
 	// (the lag of every one): it runs while the rest is read.
 	var linkRead *linkView
 	linkDone := make(chan struct{})
-	if len(clients) == len(names) {
+	if len(clients) == len(names) && view.Lost == "" {
 		active, standby := view.Current.Active, view.Current.Standby
 		if !anyReachable(view) {
 			active, standby = RoleUnknown, RoleUnknown
@@ -224,7 +224,9 @@ func CollectStatusIn(ctx context.Context, clusters *kafkaconn.Clusters) (*Status
 	}
 	wg.Wait()
 	st := assemble(topo, views, view)
-	if len(clients) != len(names) {
+	if view.Lost != "" {
+		st.MirrorNotRead = "not read: the live roles are lost, so the link's direction is unknown"
+	} else if len(clients) != len(names) {
 		var down []string
 		for _, c := range st.Clusters {
 			if !c.Reachable {
@@ -412,11 +414,15 @@ func assemble(topo *topology.Topology, views map[string]*clusterView, rv rolesta
 		Problems:  []string{},
 	}
 	order := []string{cur.Active, cur.Standby}
-	unknown := !anyReachable(rv)
+	unknown := !anyReachable(rv) || rv.Lost != ""
 	if unknown {
 		s.Roles = Roles{Epoch: -1, Active: RoleUnknown, Standby: RoleUnknown, Phase: RoleUnknown, Source: RoleUnknown}
-		s.Problems = append(s.Problems, "no cluster answers: the live roles are unknown (they are kept in the clusters; the topology file's home roles are "+
-			topo.Active+" active, "+topo.Standby+" standby)")
+		if rv.Lost != "" {
+			s.Problems = append(s.Problems, rv.Lost)
+		} else {
+			s.Problems = append(s.Problems, "no cluster answers: the live roles are unknown (they are kept in the clusters; the topology file's home roles are "+
+				topo.Active+" active, "+topo.Standby+" standby)")
+		}
 		order = topo.ClusterNames()
 	}
 	for _, name := range order {

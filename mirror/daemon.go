@@ -71,6 +71,9 @@ type Daemon struct {
 	// answers: a new session costs each cluster a connection and its
 	// handshakes every poll, about 7 round trips across a WAN.
 	roles *kafkaconn.Clusters
+	// seenEpoch is the highest role-state epoch this process has read
+	// (Run's goroutine only): the state never legitimately goes below it.
+	seenEpoch int64
 }
 
 type linkKey struct {
@@ -181,10 +184,20 @@ func (d *Daemon) Run(ctx context.Context) error {
 			}
 		}
 		ended = false
+		refusal := ""
+		if err == nil {
+			refusal = d.refuse(view)
+		}
 		switch {
 		case err != nil:
 			d.opts.Engine.Metrics.noClusterReachable(d.topo)
 			d.log.Warn("cannot read the live roles; keeping the current link", "err", err)
+		case refusal != "":
+			// The roles cannot be trusted: copy nothing and sync no group
+			// (a link the wrong way round would write onto the live
+			// active), until the state is restored.
+			stop()
+			d.log.Error("mirroring nothing: the live roles cannot be trusted", "why", refusal)
 		default:
 			d.followACLs(ctx, st)
 			want, ok := desired(st, d.topo.Name)
@@ -296,6 +309,24 @@ func (d *Daemon) fenceReturnedStale(ctx context.Context, v rolestate.View, done 
 	}
 	done[name] = v.Current.Epoch
 	d.log.Warn("the stale cluster is back and was fenced against writes", "cluster", name, "acls_added", len(rec.Added))
+}
+
+// refuse says why the daemon must not act on view ("" when it may): the
+// state is lost (no cluster holds it, yet they show a past failover), or it
+// went back to an epoch lower than one this process has seen, which no run
+// does (state deleted and rewritten, or a cluster restored from an old
+// backup). It remembers the highest epoch seen.
+func (d *Daemon) refuse(view rolestate.View) string {
+	if view.Lost != "" {
+		return view.Lost
+	}
+	ep := view.Current.Epoch
+	if ep < d.seenEpoch {
+		return fmt.Sprintf("the role state went back from epoch %d to %d (%s); no run lowers the epoch, so it was deleted or restored from an old copy: find which cluster the applications use and restore the roles with drctl roles restore --active CLUSTER",
+			d.seenEpoch, ep, view.Current)
+	}
+	d.seenEpoch = ep
+	return ""
 }
 
 // readState resolves the live roles from both clusters (the higher epoch

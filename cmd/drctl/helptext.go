@@ -76,6 +76,12 @@ var helpTexts = map[string]helpText{
 		"releases its mirror pause and, unless another run moved the roles since, makes the cluster it found active\n" +
 		"active again (see docs/drills.md).",
 		examples: []string{"drctl resume", "drctl resume failover-20261201T101500-8feb83 --yes"}},
+	"roles restore": {description: "roles restore writes the live roles back when the role state was deleted on both clusters\n" +
+		"after a failover: --active names the cluster the applications use now, the other becomes the standby,\n" +
+		"phase steady, at an epoch above every one the clusters' run records wrote. Until then drctl refuses to act\n" +
+		"(status shows the roles as unknown, plans are refused, the mirror copies nothing) rather than take the\n" +
+		"file's home roles for the live ones. Refused while either cluster still holds role state.",
+		examples: []string{"drctl roles restore --active west", "drctl roles restore --active west --yes"}},
 	"reseed": {description: "reseed salvages the records of a stale cluster that never reached the active (to a quarantine\n" +
 		"topic on the active), wipes the stale cluster's selected topics and groups and re-seeds it from the active\n" +
 		"as the new standby. A cluster that is not stale (the healthy standby) is refused unless --force, which\n" +

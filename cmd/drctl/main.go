@@ -135,6 +135,7 @@ func newApp() *cli.App {
 			sandboxCommand(),
 			tuiCommand(),
 			drillCommand(),
+			rolesCommand(),
 			versionCommand(),
 			completionCommand(),
 			docsCommand(),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -28,6 +29,10 @@ type View struct {
 	Source string `json:"source"`
 	// Clusters holds what each cluster of the topology said.
 	Clusters map[string]ClusterState `json:"clusters"`
+	// Lost, when set, says that no cluster holds role state although the
+	// clusters show a past failover: the home roles of the file are then
+	// not the live ones, and nothing may act on them (see LostState).
+	Lost string `json:"lost,omitempty"`
 }
 
 // ClusterState is what one cluster holds.
@@ -89,8 +94,43 @@ func Resolve(ctx context.Context, topo *topology.Topology, clients map[string]sa
 	}
 	wg.Wait()
 
-	return reconcile(topo, names, states)
+	v := reconcile(topo, names, states)
+	if v.Source == SourceTopologyFile {
+		v.Lost = lostState(ctx, topo, clients)
+	}
+	return v
 }
+
+// lostState looks, when no cluster holds role state, for the trace of a
+// past failover: the topics of the mirror link into the home active
+// (standby -> active), which only a run that made the standby active
+// creates. With them present the state was deleted (by hand or a clean-up
+// script), and the file's home roles may be the wrong way round: it returns
+// what it found and the fix; "" when there is no such trace, or the home
+// active cannot be asked.
+func lostState(ctx context.Context, topo *topology.Topology, clients map[string]sarama.Client) string {
+	c := clients[topo.Active]
+	if c == nil {
+		return ""
+	}
+	back := topo.Link(topo.Standby, topo.Active)
+	topics, err := c.Topics()
+	if err != nil {
+		return ""
+	}
+	for _, t := range topics {
+		if slices.Contains(back.InternalTopics(), t) {
+			return fmt.Sprintf("the role state (%s) is missing on both clusters, yet %s holds %s, a topic of the mirror link %s that only a failover to %s creates: "+
+				"%s may be the live active, and drctl will not guess (the mirror, group sync and every run refuse to act). "+
+				"Find which cluster the applications use, then restore the roles with drctl roles restore --active CLUSTER",
+				topology.StateTopic, topo.Active, t, back, topo.Standby, topo.Standby)
+		}
+	}
+	return ""
+}
+
+// ErrLost is the refusal of an action while View.Lost is set.
+var ErrLost = errors.New("the live roles are lost")
 
 // reconcile picks the winning state among what the clusters (names, in
 // order) said and marks the clusters behind it.
