@@ -65,7 +65,10 @@ func TestTUIInTmux(t *testing.T) {
 		start := time.Now()
 		tm.keys(leg.key)
 		tm.wait(fmt.Sprintf("Type the name of the cluster %q", leg.to), time.Minute)
-		tm.wait("Plan ", 5*time.Second)
+		// The compact plan first: its destructive steps, and what the wipe
+		// deletes on the old active, before anyone types a name.
+		tm.wait("destructive (marked !)", 5*time.Second)
+		tm.wait("(wipe) deletes on "+leg.from, 5*time.Second)
 		tm.keys(leg.to, "Enter")
 		tm.wait("Have they stopped?", 2*time.Minute)
 		tm.keys("y") // one key answers a y/N question

@@ -424,7 +424,7 @@ func failoverSteps(topo *topology.Topology, in Inputs, kind rolestate.RunKind, r
 	}
 	if (!unplanned || in.Force) && topo.Failover.Fence == topology.FenceNone {
 		// The one question of a run, asked before its first change.
-		add(confirmStoppedStep.Spec(fmt.Sprintf("Ask the operator to stop the producers writing to %s (fence none; changes nothing)", from), clusterParams{Cluster: from}))
+		add(confirmStoppedStep.Spec(fmt.Sprintf("Ask that producers writing to %s stop (fence none; changes nothing)", from), clusterParams{Cluster: from}))
 	}
 	flipEpoch := in.Epoch + 1
 	if !unplanned {
