@@ -121,5 +121,31 @@ if [[ -n "$problems$bad" ]]; then
 	printf '%s\n' "$problems" "$bad" >&2
 	exit 1
 fi
+
+# The tables an operator reads in an 80-column pane: nothing wraps (tmux
+# joins the rows of a wrapped line with -J, so the joined screen has fewer
+# lines than the plain one) and an id is never cut.
+tmux new-window -d -t "$session" -n narrow -c "$work/drctl"
+tmux resize-window -t "$session:narrow" -x 80 -y 60 2>/dev/null || true
+n=0
+for cmd in "go run ./cmd/drctl status" "go run ./cmd/drctl validate --online" "go run ./cmd/drctl drill history"; do
+	n=$((n + 1))
+	echo "=== window narrow (80 columns): $cmd"
+	tmux send-keys -t "$session:narrow" "clear; $cmd; echo \"__NARROW_${n}_\$?__\"" Enter
+	wait_for narrow "__NARROW_${n}_[0-9]+__" 300
+	show narrow "$cmd at 80 columns"
+	width=$(tmux display-message -p -t "$session:narrow" '#{window_width}')
+	joined=$(tmux capture-pane -p -J -t "$session:narrow" -S - | wc -l)
+	plain=$(tmux capture-pane -p -t "$session:narrow" -S - | wc -l)
+	if [[ "$width" != 80 || "$joined" != "$plain" ]]; then
+		echo "FAIL: $cmd wraps in a ${width}-column pane ($plain screen rows hold $joined lines)" >&2
+		exit 1
+	fi
+	if screen narrow | grep -q 'drill-canary-' && ! screen narrow | grep -qE 'drill-canary-[0-9]{8}T[0-9]{6}-[0-9a-f]{6}'; then
+		echo "FAIL: $cmd cuts a drill id at 80 columns" >&2
+		exit 1
+	fi
+done
+
 echo
-echo "PASS: README tour (${#tour[@]} commands) read cleanly from the sandbox's first line to the failback, in $((SECONDS - start))s"
+echo "PASS: README tour (${#tour[@]} commands) read cleanly from the sandbox's first line to the failback, and its tables fit 80 columns, in $((SECONDS - start))s"
