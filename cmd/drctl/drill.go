@@ -80,9 +80,15 @@ func drillRunCommand() *cli.Command {
 				// The drill asks (and refuses without an answer) itself:
 				// only a disruptive kind needs consent.
 				o.Confirm = func(q, answer string) error {
-					answered := in.Asking() // a Ctrl-C now is the question's no
-					defer answered()
-					return cf.Typed(c.App.Writer, q, answer)
+					// A Ctrl-C now is the question's no; after a no the
+					// drill ends, so the relay stays quiet (it may see the
+					// same signal after the question did).
+					answered := in.Asking()
+					if err := cf.Typed(c.App.Writer, q, answer); err != nil {
+						return err
+					}
+					answered()
+					return nil
 				}
 			}
 			rec, err := drill.Run(context.WithoutCancel(c.Context), topo, d, o)

@@ -353,11 +353,13 @@ func execute(c *cli.Context, topo *topology.Topology, run func(context.Context, 
 		o.Confirm = func(q string) error {
 			// A Ctrl-C now is the question's "no", not an interrupt of
 			// the run: the question comes before the run's first change.
+			// After a no the run ends, so the relay stays quiet: it may
+			// see the same signal after the question did.
 			answered := in.Asking()
-			defer answered()
 			if err := cf.YesNo(c.App.Writer, q); err != nil {
 				return fmt.Errorf("%w: %w", failover.ErrNotConfirmed, err)
 			}
+			answered()
 			return nil
 		}
 	}

@@ -47,7 +47,6 @@ func TestNoOrCtrlCAtAQuestionChangesNothing(t *testing.T) {
 		}
 		return string(out)
 	}
-	tmux("new-session", "-d", "-s", "q", "-x", "120", "-y", "40", "env", "-i", "PATH=/usr/bin:/bin", "TERM=xterm", "HOME="+t.TempDir(), "sh")
 	t.Cleanup(func() { _ = exec.Command("tmux", "-L", socket, "kill-server").Run() })
 	screen := func() string { return tmux("capture-pane", "-p", "-t", "q") }
 	waitFor := func(what string, within time.Duration) {
@@ -69,12 +68,15 @@ func TestNoOrCtrlCAtAQuestionChangesNothing(t *testing.T) {
 		{"no at the producers' question", true, []string{"n", "Enter"}},
 		{"Ctrl-C at the producers' question", true, []string{"C-c"}},
 	} {
-		tmux("send-keys", "-t", "q", "clear", "Enter")
+		// A fresh terminal each time: nothing on the screen is left from
+		// the answer before, so every wait reads this run's output.
+		_ = exec.Command("tmux", "-L", socket, "kill-session", "-t", "q").Run()
+		tmux("new-session", "-d", "-s", "q", "-x", "120", "-y", "40", "env", "-i", "PATH=/usr/bin:/bin", "TERM=xterm", "HOME="+t.TempDir(), "sh")
 		tmux("send-keys", "-t", "q", "-l", fmt.Sprintf("%s -c %s failover --to west; echo EXIT$?=%d\n", bin, p.Path, i))
-		waitFor("Type the name of the cluster", 30*time.Second)
+		waitFor("Type the name of the cluster", time.Minute)
 		if answer.typeName {
 			tmux("send-keys", "-t", "q", "-l", "west\n")
-			waitFor("Have they stopped? [y/N]", 30*time.Second)
+			waitFor("Have they stopped? [y/N]", time.Minute)
 		}
 		start := time.Now()
 		tmux(append([]string{"send-keys", "-t", "q"}, answer.keys...)...)
