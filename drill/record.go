@@ -219,15 +219,19 @@ type Direction struct {
 	// canary partition held before the failover (what UnmirroredAll is
 	// counted of) and Written this drill's records it acknowledged (what
 	// Unmirrored is counted of).
-	RPOReported     bool    `json:"rpo_reported,omitempty" yaml:"rpo_reported,omitempty"`
-	Held            int     `json:"held,omitempty" yaml:"held,omitempty"`
-	Written         int     `json:"written,omitempty" yaml:"written,omitempty"`
-	RPOAllRecords   int64   `json:"rpo_all_records,omitempty" yaml:"rpo_all_records,omitempty"`
-	RPOSeconds      float64 `json:"rpo_seconds,omitempty" yaml:"rpo_seconds,omitempty"`
-	UnmirroredAll   int     `json:"unmirrored_all,omitempty" yaml:"unmirrored_all,omitempty"`
-	Unmirrored      int     `json:"unmirrored,omitempty" yaml:"unmirrored,omitempty"`
-	Salvaged        int     `json:"salvaged,omitempty" yaml:"salvaged,omitempty"`
-	SalvageMismatch string  `json:"salvage_mismatch,omitempty" yaml:"salvage_mismatch,omitempty"`
+	RPOReported   bool    `json:"rpo_reported,omitempty" yaml:"rpo_reported,omitempty"`
+	Held          int     `json:"held,omitempty" yaml:"held,omitempty"`
+	Written       int     `json:"written,omitempty" yaml:"written,omitempty"`
+	RPOAllRecords int64   `json:"rpo_all_records,omitempty" yaml:"rpo_all_records,omitempty"`
+	RPOSeconds    float64 `json:"rpo_seconds,omitempty" yaml:"rpo_seconds,omitempty"`
+	// LostToRetention counts the records of the link the source removed
+	// before they were mirrored, on record and not acknowledged when the
+	// run reported its RPO: in neither cluster, apart from RPOAllRecords.
+	LostToRetention int64  `json:"lost_to_retention,omitempty" yaml:"lost_to_retention,omitempty"`
+	UnmirroredAll   int    `json:"unmirrored_all,omitempty" yaml:"unmirrored_all,omitempty"`
+	Unmirrored      int    `json:"unmirrored,omitempty" yaml:"unmirrored,omitempty"`
+	Salvaged        int    `json:"salvaged,omitempty" yaml:"salvaged,omitempty"`
+	SalvageMismatch string `json:"salvage_mismatch,omitempty" yaml:"salvage_mismatch,omitempty"`
 }
 
 // Passed reports the verdict as a bool.

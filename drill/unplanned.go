@@ -213,6 +213,7 @@ func (x *failoverDrill) unplanned(ctx context.Context, mp moveParams) (_ *Direct
 	// What the run reported is evidence even when a later step of it failed.
 	if rpo != nil {
 		dir.RPOReported, dir.RPOAllRecords, dir.RPOSeconds = true, rpo.Records, round1(rpo.MaxSeconds)
+		dir.LostToRetention = rpo.LostRecords
 		for _, pr := range rpo.Partitions {
 			if pr.Topic == x.topo.CanaryTopic() {
 				dir.RPORecords += pr.Records

@@ -183,6 +183,7 @@ func preflight(ctx context.Context, topo *topology.Topology, p preflightParams) 
 			return plans.Result{}, fmt.Errorf("preflight: %w", err)
 		}
 	}
+	var lost []mirror.LostRange // the link's losses to source retention, for the run's report
 	problems, err := identityProblems(w, p.ClusterIDs)
 	if err != nil {
 		return plans.Result{}, fmt.Errorf("preflight: %w", err)
@@ -242,6 +243,7 @@ func preflight(ctx context.Context, topo *topology.Topology, p preflightParams) 
 		case !ls.Running:
 			problems = append(problems, "no mirror process runs for "+ls.Link+": start drctl mirror run (the drain needs it)")
 		}
+		lost = ls.Losses
 	}
 	if !p.Reseed && len(problems) == 0 {
 		dst, _ := w.Need(p.To)
@@ -261,6 +263,12 @@ func preflight(ctx context.Context, topo *topology.Topology, p preflightParams) 
 	}
 	if len(problems) > 0 {
 		return plans.Result{}, fmt.Errorf("preflight: %d problem(s), nothing was changed:\n  - %s", len(problems), strings.Join(problems, "\n  - "))
+	}
+	if n := mirror.TotalLost(lost); n > 0 {
+		// Not a refusal: those records are in neither cluster, and a
+		// failover cannot bring them back; the run's report keeps them.
+		return plans.NewResult(fmt.Sprintf("ready; %d record(s) of %s were lost to source retention before they were mirrored (%d range(s), kept on record until drctl mirror ack-lost): they are in neither cluster",
+			n, topo.Link(p.From, p.To), len(lost)), map[string]any{"lost_to_retention": lost})
 	}
 	return plans.NewResult("ready", nil)
 }

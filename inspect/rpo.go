@@ -32,6 +32,13 @@ type RPOReport struct {
 	// Live is true when the old active answered and its end offsets were
 	// read from it, not only taken from what the mirror last observed.
 	Live bool `json:"live,omitempty"`
+	// LostToRetention are the link's recorded losses to source retention
+	// not yet acknowledged: records in neither cluster, apart from Records
+	// (which the old active may still hold); LostError says why they could
+	// not be read.
+	LostToRetention []mirror.LostRange `json:"lost_to_retention,omitempty"`
+	LostRecords     int64              `json:"lost_records,omitempty"`
+	LostError       string             `json:"lost_error,omitempty"`
 }
 
 // liveEndsWait bounds the attempt to read the old active's end offsets: an
@@ -102,6 +109,11 @@ func measureRPO(ctx context.Context, topo *topology.Topology, source, target str
 		rep.Records += pr.Records
 		rep.MaxSeconds = max(rep.MaxSeconds, pr.Seconds)
 		rep.Partitions = append(rep.Partitions, pr)
+	}
+	if lost, err := mirror.ReadLost(ctx, dst, link); err != nil {
+		rep.LostError = fmt.Sprintf("losses to source retention of %s not read: %v", link, err)
+	} else {
+		rep.LostToRetention, rep.LostRecords = lost, mirror.TotalLost(lost)
 	}
 	return rep, nil
 }
