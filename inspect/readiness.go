@@ -110,8 +110,11 @@ var readinessRules = []readinessRule{
 		case m.LagRecords > 0:
 			add(Ready, fmt.Sprintf("mirror lag %d records (%.1fs): the drain copies them", m.LagRecords, m.LagSeconds))
 		}
-		if m.LostRecords > 0 {
+		switch {
+		case m.LostRecords > 0:
 			add(ReadyWarn, fmt.Sprintf("%d records were lost to retention before they were mirrored", m.LostRecords))
+		case m.LostUnacknowledged > 0:
+			add(ReadyWarn, fmt.Sprintf("%d records lost to source retention before they were mirrored are on record, in neither cluster (drctl mirror lag lists them; drctl mirror ack-lost once accounted for)", m.LostUnacknowledged))
 		}
 	},
 	// 6. Translation coverage: groups the standby does not hold in sync are

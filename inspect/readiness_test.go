@@ -58,6 +58,7 @@ func TestAssess(t *testing.T) {
 		{"rule 5: small lag", with(func(s *Status) { s.Mirror.LagRecords, s.Mirror.LagSeconds = 3, 0.1 }), Ready, "the drain copies them"},
 		{"rule 8: a pause holds the mirror", with(func(s *Status) { s.Pause = &mirror.Pause{ID: "drill-unplanned-x", Until: time.Now().Add(time.Minute)} }), NotReady, "the mirror is paused by drill-unplanned-x"},
 		{"rule 9: a drill with no result", with(func(s *Status) { s.LastDrill = &DrillStatus{ID: "drill-failover-y", Unfinished: true} }), NotReady, "drill drill-failover-y started at"},
+		{"rule 5: losses on record", with(func(s *Status) { s.Mirror.LostUnacknowledged = 15 }), ReadyWarn, "15 records lost to source retention"},
 		{"rule 5: large lag", with(func(s *Status) { s.Mirror.LagRecords, s.Mirror.LagSeconds = 300, 42 }), ReadyWarn, "the drain waits for them"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
