@@ -11,7 +11,7 @@ import (
 )
 
 // ErrDrillRunning means a drill holds its running lease: a failover,
-// failback or reseed never runs beside a drill (issue 11), except the
+// failback or reseed never runs beside a drill, except the
 // drill's own.
 var ErrDrillRunning = drilllease.ErrDrillRunning
 

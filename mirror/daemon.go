@@ -269,7 +269,7 @@ func (d *Daemon) start(k linkKey) (*Engine, error) {
 	opts.CopyOwnOrigin = k.copy
 	// The epoch decides, not only the direction: after a failover and a
 	// failback the same direction runs again under a higher epoch, and a
-	// hung shard of the old one must not pass (#8 known race). A target
+	// hung shard of the old one must not pass. A target
 	// whose state lags behind the epoch the link was started for (it
 	// missed a write) does not stop it.
 	opts.Allowed = func(st rolestate.State) bool {
@@ -418,7 +418,7 @@ func (d *Daemon) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{}))
 	// /healthz fails while the running link is stalled: behind the source
-	// with no progress for Options.StallTimeout (#8 case 5: a process that
+	// with no progress for Options.StallTimeout (a process that
 	// copies nothing must not look healthy).
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		if e := d.Current(); e != nil {

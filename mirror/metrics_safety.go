@@ -3,7 +3,7 @@ package mirror
 import "github.com/prometheus/client_golang/prometheus"
 
 // SafetyMetrics are the series that say the mirror is not copying
-// something it should (#8): blocked partitions, a target that lost its
+// something it should: blocked partitions, a target that lost its
 // data, a stalled link, topics changed under the mirror.
 type SafetyMetrics struct {
 	Blocked      *prometheus.GaugeVec

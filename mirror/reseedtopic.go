@@ -33,7 +33,7 @@ type ReseedTopicResult struct {
 	Dropped bool `json:"dropped" yaml:"dropped"`
 }
 
-// ReseedTopic resolves a topic recreated on the link's source (#8 case 6c):
+// ReseedTopic resolves a topic recreated on the link's source:
 // with salvage it first copies every committed record of the old copy on
 // the target into topo.SalvageTopic(topic) there (records unchanged,
 // provenance included); then it deletes the old copy and its progress and

@@ -228,7 +228,7 @@ func (s *shard) run(ctx context.Context) (err error) {
 // itself, on the connection its fetcher uses: just after a start that
 // read held up the first records of the new partitions, which were on
 // their way (0.1 to 0.6 s per batch of a 10,000-partition launch;
-// bench/README.md, issue 14).
+// bench/README.md).
 func (s *shard) copying(inHand, passed bool) bool {
 	now := time.Now()
 	return inHand || passed || now.Sub(s.lastRecord) < s.e.opts.IdleCheck || now.Sub(s.lastStart) < s.e.opts.IdleCheck
@@ -413,7 +413,7 @@ func (s *shard) refreshPartitions(ctx context.Context) error {
 	}
 	added := 0
 	// s.order lists exactly the partitions of s.parts, whatever changed:
-	// a partition left in it after its removal crashed the process (#8).
+	// a partition left in it after its removal crashed the process.
 	defer func() {
 		if removed || added > 0 {
 			s.order = s.order[:0]

@@ -103,7 +103,7 @@ func DescribeLinkLagIn(ctx context.Context, clusters *kafkaconn.Clusters, link t
 
 // Problems lists, one line each and sorted, what the link cannot copy or
 // copied again: the partitions the target refuses, the topics deleted or
-// recreated on the source, and the last reset of its target (#8).
+// recreated on the source, and the last reset of its target.
 func (ls LinkState) Problems() []string {
 	var out []string
 	for tp, msg := range ls.PartitionErrors {

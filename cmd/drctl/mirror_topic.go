@@ -12,9 +12,9 @@ import (
 	"github.com/drctl/drctl/mirror"
 )
 
-// mirrorReseedTopicCommand resolves a topic recreated on the live active
-// (#8 case 6c): the mirror keeps the old copy and stops copying into it
-// until the operator chooses here.
+// mirrorReseedTopicCommand resolves a topic recreated on the live active:
+// the mirror keeps the old copy and stops copying into it until the
+// operator chooses here.
 func mirrorReseedTopicCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "reseed-topic",

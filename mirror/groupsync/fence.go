@@ -18,7 +18,7 @@ import (
 var ErrFenced = errors.New("group sync fenced")
 
 // fencedCommitter commits group offsets on the target, each group in a
-// transaction of the link's groups transactional id (#8 known race: plain
+// transaction of the link's groups transactional id (a known race: plain
 // offset commits cannot be fenced). Opening it initialises the id, fencing
 // any earlier holder; the caller checks the role state AFTER opening, as a
 // shard does, so that either the failover's fence or its new epoch stops a
