@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/drctl/drctl/mirror/aclsync"
+	"github.com/drctl/drctl/topology"
 )
 
 // TestACLSyncRealKafka: with `drctl mirror run` running (StandardAuthorizer,
@@ -391,4 +393,73 @@ func TestACLSyncFencesANewTopicFirst(t *testing.T) {
 	if !errors.Is(probe, sarama.ErrTopicAuthorizationFailed) {
 		t.Errorf("app writing to the standby's new %s right after the mirror created it: %v, want %v", fresh, probe, sarama.ErrTopicAuthorizationFailed)
 	}
+}
+
+// TestACLSyncFencesATopicAPrefixGrantCovers: on real Kafka, the standby
+// holds the application's grant by prefix (copied by the sync's first
+// round); a topic created on the active under that prefix is created on
+// the standby by the mirror's topic pass, with no ACL sync round between
+// (the rounds are ten minutes apart here). The mirror fences the topic
+// before it creates it, so app is refused on the standby's copy from the
+// moment it exists.
+func TestACLSyncFencesATopicAPrefixGrantCovers(t *testing.T) {
+	ft := newFoTopo(t, "aclpfx", "10m", `{fence: acl, producer_principals: ["User:app"], drain_timeout: 2m, quiet_period: 1s}`)
+	ft.setACLInterval(t, "10m")
+	prefix, fresh := ft.topic("app."), ft.topic("app.one")
+	createTopic(t, "east", ft.topic("orders"), 1, nil)
+	admin, err := sarama.NewClusterAdminFromClient(ft.dial(t, "east"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.CreateACL(sarama.Resource{ResourceType: sarama.AclResourceTopic, ResourceName: prefix, ResourcePatternType: sarama.AclPatternPrefixed},
+		sarama.Acl{Principal: "User:app", Host: "*", Operation: sarama.AclOperationWrite, PermissionType: sarama.AclPermissionAllow}); err != nil {
+		t.Fatal(err)
+	}
+	startMirror(t, ft.mirrorTopo(), "mirror")
+	waitACLParity(t, ft, "east", "west", time.Minute)
+	ft.waitStandbyFenced(t, "west", time.Minute)
+
+	createTopic(t, "east", fresh, 1, nil)
+	if err := appProbe(t, "east", fresh); err != nil {
+		t.Fatalf("app cannot write to the active's %s: %v", fresh, err)
+	}
+	westCl := ft.dial(t, "west")
+	waitFor(t, time.Minute, "the mirror created "+fresh+" on west", func() error {
+		if err := westCl.RefreshMetadata(fresh); err != nil {
+			return err
+		}
+		_, err := westCl.Partitions(fresh)
+		return err
+	})
+	if err := appProbe(t, "west", fresh); !errors.Is(err, sarama.ErrTopicAuthorizationFailed) {
+		t.Errorf("app writing to the standby's new %s right after the mirror created it: %v, want %v (the grant on %q covers it; only drctl's fence refuses it)",
+			fresh, err, sarama.ErrTopicAuthorizationFailed, prefix)
+	}
+}
+
+// setACLInterval rewrites the topology's file and model with the ACL sync
+// round every interval.
+func (ft *foTopo) setACLInterval(t *testing.T, interval string) {
+	t.Helper()
+	raw, err := os.ReadFile(ft.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	yaml := strings.Replace(string(raw), "\nmirror:\n", "\nmirror:\n  acls: {interval: "+interval+"}\n", 1)
+	if yaml == string(raw) {
+		t.Fatal("no mirror section in the topology")
+	}
+	if err := os.WriteFile(ft.Path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	topo, err := topology.Parse(ft.Path, []byte(yaml), func(key string) (string, bool) {
+		if key == passwordVar {
+			return env.Password, true
+		}
+		return os.LookupEnv(key)
+	})
+	if err != nil {
+		t.Fatalf("load %s: %v", ft.Path, err)
+	}
+	ft.Topo = topo
 }

@@ -378,7 +378,7 @@ func (e *Engine) runOnce(ctx context.Context) error {
 	if err := e.ensureInternalTopics(ctx, src, dst); err != nil {
 		return err
 	}
-	syncer, err := newTopicSyncer(src, dst, e.dstCluster, e.link, e.topo.Mirrors)
+	syncer, err := newTopicSyncer(src, dst, e.dstCluster, e.link, e.topo.Mirrors, e.fenceNewTopics(src, dst))
 	if err != nil {
 		return err
 	}

@@ -4,12 +4,41 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/IBM/sarama"
 
+	"github.com/drctl/drctl/internal/aclfence"
+	"github.com/drctl/drctl/internal/rolestate"
 	"github.com/drctl/drctl/mirror/topicsync"
 	"github.com/drctl/drctl/topology"
 )
+
+// fenceNewTopics returns, when the standby is fenced by ACL (failover.fence
+// acl with ACL sync on), the hook that fences the topics a topic pass is
+// about to create on the target before it creates them: otherwise a grant
+// by prefix already on the standby (ALLOW WRITE on "orders." for the
+// application) would let the application write to a new topic there until
+// the next ACL sync round fenced it. A literal DENY needs no topic. It
+// acts only while the live roles still make the link's target the standby;
+// otherwise it refuses, and the pass creates nothing.
+func (e *Engine) fenceNewTopics(src, dst sarama.Client) func(ctx context.Context, names []string) error {
+	if e.topo.Failover.Fence != topology.FenceACL || !e.topo.Mirror.ACLs.Enabled {
+		return nil
+	}
+	return func(ctx context.Context, names []string) error {
+		rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		defer cancel()
+		st := rolestate.Resolve(rctx, e.topo, map[string]sarama.Client{e.link.Source: src, e.link.Target: dst}).Current
+		if st.Active != e.link.Source || st.Standby != e.link.Target {
+			return fmt.Errorf("the roles moved (%s active, %s standby), so %s is not fenced as a standby", st.Active, st.Standby, e.link.Target)
+		}
+		if _, err := aclfence.FenceTopics(ctx, e.topo, e.link.Target, names); err != nil {
+			return fmt.Errorf("the standby's fence must cover a new topic before it is created: %w", err)
+		}
+		return nil
+	}
+}
 
 // topicSyncer keeps target topics in shape; sync returns the topics the
 // mirror may copy now, and the topics it must not copy with the reason.
@@ -51,7 +80,8 @@ type ledgerSyncer struct {
 	prod   sarama.SyncProducer
 }
 
-func newTopicSyncer(src, dst sarama.Client, dstCluster *topology.Cluster, link topology.Link, mirrors func(topic string) bool) (*ledgerSyncer, error) {
+func newTopicSyncer(src, dst sarama.Client, dstCluster *topology.Cluster, link topology.Link, mirrors func(topic string) bool,
+	beforeCreate func(ctx context.Context, names []string) error) (*ledgerSyncer, error) {
 	sa, err := sarama.NewClusterAdminFromClient(src)
 	if err != nil {
 		return nil, fmt.Errorf("source admin: %w", err)
@@ -61,7 +91,8 @@ func newTopicSyncer(src, dst sarama.Client, dstCluster *topology.Cluster, link t
 		return nil, fmt.Errorf("target admin: %w", err)
 	}
 	ls := &ledgerSyncer{dst: dst, cl: dstCluster, link: link, mirrors: mirrors, ledger: TopicLedger{}}
-	s, err := topicsync.New(sa, da, mirrors, topicsync.Options{Ownership: ls.ownership, Version: dst.Config().Version, Ready: ls.readyEarly})
+	s, err := topicsync.New(sa, da, mirrors, topicsync.Options{Ownership: ls.ownership, Version: dst.Config().Version, Ready: ls.readyEarly,
+		BeforeCreate: beforeCreate})
 	if err != nil {
 		return nil, err
 	}

@@ -49,6 +49,13 @@ type Options struct {
 	// the TopicResult it will have in the pass's report; calls come one at a
 	// time from the pass, which waits for each (keep them short).
 	Ready func([]TopicResult)
+	// BeforeCreate, when set, is called once per pass with the names of
+	// the topics the pass is about to create on the target, before any of
+	// them is created; when it fails, none of them is created in this pass
+	// (each gets the error) and the other changes go on. The mirror uses it
+	// to fence the standby's new topics before they exist, so that a grant
+	// by prefix already on the standby never meets a topic unfenced.
+	BeforeCreate func(ctx context.Context, names []string) error
 }
 
 // Syncer keeps the target's selected topics in the source's shape. Its
@@ -61,6 +68,7 @@ type Syncer struct {
 	owner    func(name, sourceID string) (bool, string)
 	version  sarama.KafkaVersion
 	ready    func([]TopicResult)
+	before   func(ctx context.Context, names []string) error
 	// batchRecords bounds the metadata records of one CreateTopics request
 	// (createBatchRecords; lowered by tests).
 	batchRecords int
@@ -105,7 +113,7 @@ func New(src, dst sarama.ClusterAdmin, mirrors func(topic string) bool, opts Opt
 		version = sarama.DefaultVersion
 	}
 	return &Syncer{src: src, dst: dst, mirrors: mirrors, policy: newPolicy(opts.ExcludeConfigs), settle: settle, owner: owner,
-		version: version, ready: opts.Ready, batchRecords: createBatchRecords, opRecords: kraftOpRecords, listWait: listWait}, nil
+		version: version, ready: opts.Ready, before: opts.BeforeCreate, batchRecords: createBatchRecords, opRecords: kraftOpRecords, listWait: listWait}, nil
 }
 
 // selected reports whether a source topic is to be mirrored.
@@ -197,6 +205,7 @@ func (s *Syncer) Sync(ctx context.Context) (Report, error) {
 		}
 		jobs = append(jobs, applyJob{i: i, c: c, do: do})
 	}
+	jobs = s.prepareCreates(ctx, jobs, results)
 	if s.ready != nil && len(jobs) > 0 {
 		// Those that need nothing are ready now, whatever the writes take.
 		writing := make(map[int]bool, len(jobs))
@@ -227,6 +236,37 @@ func (s *Syncer) Sync(ctx context.Context) (Report, error) {
 		return rep, fmt.Errorf("topicsync: pass interrupted: %w", err)
 	}
 	return rep, nil
+}
+
+// prepareCreates calls the BeforeCreate hook with the topics jobs create
+// and returns jobs without those creations when it fails, each of their
+// results holding the hook's error.
+func (s *Syncer) prepareCreates(ctx context.Context, jobs []applyJob, results []TopicResult) []applyJob {
+	if s.before == nil {
+		return jobs
+	}
+	var names []string
+	for _, j := range jobs {
+		if j.c.create {
+			names = append(names, results[j.i].Name)
+		}
+	}
+	if len(names) == 0 {
+		return jobs
+	}
+	err := s.before(ctx, names)
+	if err == nil {
+		return jobs
+	}
+	kept := jobs[:0]
+	for _, j := range jobs {
+		if j.c.create {
+			results[j.i].Err = fmt.Errorf("target: not created yet: %w", err)
+			continue
+		}
+		kept = append(kept, j)
+	}
+	return kept
 }
 
 // applyJob is a change to make on one target topic (results[i]).

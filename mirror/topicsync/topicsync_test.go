@@ -1107,3 +1107,51 @@ func TestObserveReadsOnlyTheConfigsAskedFor(t *testing.T) {
 		t.Errorf("configs described for %v, want %v", described, want)
 	}
 }
+
+// TestBeforeCreateFailingCreatesNothing: the hook hears every topic a pass
+// is about to create before any is created; when it fails, none of them
+// is created and each carries its error, while the change to an existing
+// topic goes on.
+func TestBeforeCreateFailingCreatesNothing(t *testing.T) {
+	e := newEnv(t, kfaketest.Options{}, Options{})
+	createTopic(t, e.src, "grow", 1, 1, nil)
+	createTopic(t, e.dst, "grow", 1, 1, nil)
+	createTopic(t, e.src, "new.a", 1, 1, nil)
+	createTopic(t, e.src, "new.b", 2, 1, nil)
+	var heard [][]string
+	fenceDown := errors.New("the fence is down")
+	s, err := New(e.src, e.dst, e.pair.Topology.Mirrors, Options{BeforeCreate: func(_ context.Context, names []string) error {
+		heard = append(heard, slices.Clone(names))
+		if _, _, _, ok := shape(t, e.dst, names[0]); ok {
+			t.Errorf("%s exists on the target before the hook returned", names[0])
+		}
+		return fenceDown
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.src.CreatePartitions("grow", 3, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	rep, _ := sync1(t, s)
+	if len(heard) != 1 || !slices.Equal(sorted(heard[0]), []string{"new.a", "new.b"}) {
+		t.Errorf("the hook heard %q, want one call with new.a and new.b", heard)
+	}
+	for _, name := range []string{"new.a", "new.b"} {
+		if r := result(t, rep, name); !errors.Is(r.Err, fenceDown) || r.Created {
+			t.Errorf("%s: created %v, err %v; want not created, with the hook's error", name, r.Created, r.Err)
+		}
+		if _, _, _, ok := shape(t, e.dst, name); ok {
+			t.Errorf("%s was created although the hook failed", name)
+		}
+	}
+	if parts, _, _, _ := shape(t, e.dst, "grow"); parts != 3 {
+		t.Errorf("grow has %d partitions on the target, want 3: the other changes go on", parts)
+	}
+}
+
+func sorted(s []string) []string {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return s
+}
