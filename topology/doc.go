@@ -6,8 +6,8 @@
 // rules that say which topics and groups are drctl's own and which topics the
 // mirror copies (Owns, OwnsGroup, Mirrors, SyncsGroup).
 //
-// It must stay pure: nothing here opens a network connection, except the
-// explicit connectivity check in check.go.
+// It must stay pure: nothing here opens a network connection; the
+// connectivity check (validate --online) is inspect's.
 //
 // # Contracts
 //

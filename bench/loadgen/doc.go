@@ -21,8 +21,10 @@
 // -user, -password, -mechanism (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512; empty
 // for no SASL). The defaults match the e2e clusters of e2e/kafka.sh.
 //
-// loadgen is independent of drctl's packages (it talks to Kafka with sarama
-// only), so that a benchmark measures the mirror, not shared code. It
-// targets loopback clusters only, and every loop in it is bounded by a
-// record count or a duration.
+// loadgen shares no Kafka code path with the mirror it measures: it
+// produces, consumes and compares with sarama directly. It borrows two
+// leaves of drctl: topology's client configuration (so it logs in exactly
+// as drctl does) and kafkaread's retry policy (for the fan-out's topic
+// creations). It targets loopback clusters only, and every loop in it is
+// bounded by a record count or a duration.
 package main
