@@ -229,7 +229,7 @@ broker_pid() { "$KAFKA_SH" status "$1" | sed -n 's/.*running pid=\([0-9]*\).*/\1
 # brokers_data: where each running broker keeps its log directories, and on
 # which file system ("east on tmpfs (/dev/shm/...), west on ..."): a broker's
 # disk sets how fast it creates and first writes thousands of partitions
-# (e2e/kafka.sh, DRCTL_E2E_DATA_ROOT; bench/README.md, "the brokers' disk").
+# (e2e/kafka.sh, DRCTL_E2E_DATA_ROOT; bench/results/diary.md, "the brokers' disk").
 brokers_data() {
 	"$KAFKA_SH" status | sed -n 's/^\([a-z]*\): running .* data=\(.*\):\([^:]*\)$/\1 on \3 (\2)/p' | paste -sd';' - | sed 's/;/, /g'
 }

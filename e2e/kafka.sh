@@ -37,7 +37,7 @@
 # each cluster's data instead of run/<name>/data (for example /dev/shm/drctl-e2e, to keep
 # the brokers' logs in memory: on a virtual disk whose first write to a page of a fresh
 # file costs milliseconds, a broker creating or first writing thousands of partitions is
-# bound by it; bench/README.md, "the brokers' disk"). A cluster whose data is elsewhere is
+# bound by it; bench/results/diary.md, "the brokers' disk"). A cluster whose data is elsewhere is
 # formatted afresh there (a new cluster id); clean removes both places.
 set -euo pipefail
 

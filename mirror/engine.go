@@ -73,7 +73,7 @@ type Options struct {
 	// records (500ms, a Java consumer's fetch.max.wait.ms). The source
 	// answers as soon as a record is there, so it delays no record; it sets
 	// how often an idle shard asks, which at 10,000 partitions is what an
-	// idle link costs the source broker (bench/README.md).
+	// idle link costs the source broker (bench/results/diary.md).
 	FetchWait time.Duration
 	// FetchGather is how long a fetch of partitions that are streaming
 	// (one of them returned records in its last fetch) may wait at the
@@ -183,7 +183,7 @@ func (o *Options) defaults() {
 // than defaultRespBytes. With 2 shards each fetches up to 8 MiB and keeps
 // up to 8 MiB in flight, as much as 8 shards of 2 MiB together: sizes of
 // 2 MiB took 15-25% off a 2-shard link's exactly-once copy of a backlog,
-// and even sizes made it faster than 8 shards (bench/README.md).
+// and even sizes made it faster than 8 shards (bench/results/diary.md).
 const linkBytes = 16 << 20
 
 // shardSizes sets the per-shard sizes left at 0 (FetchResponseBytes,
@@ -699,7 +699,7 @@ func (e *Engine) newProducer(shard int32, maxBytes int) (sarama.AsyncProducer, e
 // out as long as 100 retries 100 ms apart did, and cost less: sarama keeps
 // a slot per retry level in the producer of every target partition, 32
 // bytes each, so 100 levels took 3,456 bytes per partition (47: 1,536),
-// 35 MB of a 10,000-partition link's live heap (bench/README.md).
+// 35 MB of a 10,000-partition link's live heap (bench/results/diary.md).
 const shardProduceRetries = kafkaconn.ProducerRetries + 36
 
 // shardSlowRetryBackoff is the pause between a shard's retries once the
@@ -741,7 +741,7 @@ func producerConfig(cfg *sarama.Config) {
 	cfg.Producer.Flush.Frequency = 2 * time.Millisecond
 	// sarama gives each target partition a channel of this many records:
 	// 4096 cost 32 KiB per partition, 28 MB of a 1,000-partition mirror's
-	// live heap (the profile in bench/README.md). Records wait in the shard's buffer,
+	// live heap (the profile in bench/results/diary.md). Records wait in the shard's buffer,
 	// under the engine's budget, instead.
 	cfg.ChannelBufferSize = 256
 }

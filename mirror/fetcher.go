@@ -24,7 +24,7 @@ import (
 // fetched pointing into the whole fetch response until they are handed
 // over, so with many partitions per shard many responses stay alive, each
 // pinned by a few records (170-210 MB of a 1,000-partition mirror's heap,
-// see bench/README.md). The fetcher instead:
+// see bench/results/diary.md). The fetcher instead:
 //
 //   - sends, each round, one read_committed fetch request per source leader
 //     broker covering all the shard's partitions led by it, in parallel,
@@ -458,8 +458,8 @@ const (
 // idle wait), and f.wait once every partition is in it and has been for a
 // while. So an idle link of thousands of partitions asks
 // each source broker a few times a second instead of ten (at 10,000
-// partitions that halved the source broker's idle CPU; bench/README.md,
-// bench/README.md), while partitions that join or recover are not held back by
+// partitions that halved the source broker's idle CPU; bench/results/diary.md,
+// bench/results/diary.md), while partitions that join or recover are not held back by
 // the long wait of a round they are not in.
 func (f *fetcher) roundWait(parts []*fetchPart, inRound, brokers int, now time.Time) time.Duration {
 	if f.wait <= unsettledWait {
@@ -487,7 +487,7 @@ func (f *fetcher) roundWait(parts []*fetchPart, inRound, brokers int, now time.T
 // at most a batch's bound (max.message.bytes, 1 MiB by default) of each
 // partition: handed over one partition after the other, a request carried
 // one partition's megabyte, one round trip each, which bound the copy when
-// the target is far (bench/README.md). In turns, a request
+// the target is far (bench/results/diary.md). In turns, a request
 // carries a batch of each partition. It returns false when ctx ended.
 func (f *fetcher) deliver(ctx context.Context, round []fetched) bool {
 	if len(round) == 1 {
@@ -742,7 +742,7 @@ func shares(n, busy int, partBytes, respBytes int32) (idle, active int32) {
 // LAN, and the source broker, the shard and the target (one small
 // transaction after the other) spend their CPU on it: at 5,000 records/s
 // over 12 partitions a 10 ms gather took a third off the mirror's CPU and
-// half off its p99 latency (bench/README.md). A backlog is not
+// half off its p99 latency (bench/results/diary.md). A backlog is not
 // held: a partition's bytes count up to its share, so a request whose
 // busy partition has its share's worth waiting is answered at once (the
 // minimum is never above a busy partition's share, active).

@@ -9,7 +9,7 @@ import (
 // leader, so the sizes that keep a shard busy on a LAN (a 2 MiB response,
 // answered in 3-15 ms) leave it waiting on the network across a WAN: at
 // 50 ms each way a shard read about 10 MB/s where it copies 18 MB/s on
-// the LAN (bench/README.md). A fetcher therefore grows
+// the LAN (bench/results/diary.md). A fetcher therefore grows
 // its sizes while the source, not the copy, sets its pace (fetchSizer):
 //
 //   - the fetch loop fetches the next round while it hands the last one
@@ -32,7 +32,7 @@ import (
 //     its response, which grows with the response, so sizes scaled by it
 //     alone grew through any slow hop until they reached the most (32 MiB
 //     a shard through the bench's WAN proxy even at 0 ms, where the base
-//     sizes kept up; bench/README.md, "fetch sizes that follow
+//     sizes kept up; bench/results/diary.md, "fetch sizes that follow
 //     the pace");
 //   - the most is maxSizeScale times the base and no more than the
 //     shard's share of the engine's byte budget (fetchGrowth).
@@ -145,7 +145,7 @@ func (s *fetchSizer) sizes() (part, resp int32) {
 // maxSizeScale times FetchResponseBytes, and no more than the shard's share
 // of MaxBufferedBytes (never below FetchResponseBytes). Half that share
 // (two rounds of every shard within the budget) copied 5-10% slower at
-// 50 ms each way, bench/README.md.
+// 50 ms each way, bench/results/diary.md.
 func fetchGrowth(o Options) int32 {
 	most := int64(o.FetchResponseBytes) * maxSizeScale
 	if o.Shards > 0 {

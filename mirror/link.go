@@ -18,7 +18,7 @@ const DefaultShards = 8
 // 16-19 ms with 2 shards and 35-43 ms with 8), while thousands of
 // partitions start and restart faster over more shards (10,000 partitions
 // were all copying again 11-16 s after a restart with 8 shards, 31 s with
-// 2): bench/README.md.
+// 2): bench/results/diary.md.
 const (
 	MinShards          = 2
 	PartitionsPerShard = 100

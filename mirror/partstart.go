@@ -19,7 +19,7 @@ import (
 // other: in a 10,000-partition launch, where the target creates topics a
 // hundred at a time while the first ones copy, a shard's transaction ran
 // for seconds and the reads of its next 250 partitions took another 0.5 to
-// 2 s (bench/README.md).
+// 2 s (bench/results/diary.md).
 //
 // Reading a joining partition's progress while the shard's transaction is
 // open is safe: the partition is in no open transaction of the shard

@@ -20,7 +20,7 @@ import (
 // then copied record for record, as is the topic the transaction held.
 // With the reads in the shard's loop the progress read came only after
 // the commit, which a 10,000-partition launch paid for at every batch of
-// topics the target created (bench/README.md, issue 14).
+// topics the target created (bench/results/diary.md).
 func TestPartitionsJoiningDuringATransactionArePreparedMeanwhile(t *testing.T) {
 	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: "  topics: {include: [\"orders\", \"late\"]}"})
 	east, west := p.Topology.Clusters["east"], p.Topology.Clusters["west"]

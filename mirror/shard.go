@@ -228,7 +228,7 @@ func (s *shard) run(ctx context.Context) (err error) {
 // itself, on the connection its fetcher uses: just after a start that
 // read held up the first records of the new partitions, which were on
 // their way (0.1 to 0.6 s per batch of a 10,000-partition launch;
-// bench/README.md).
+// bench/results/diary.md).
 func (s *shard) copying(inHand, passed bool) bool {
 	now := time.Now()
 	return inHand || passed || now.Sub(s.lastRecord) < s.e.opts.IdleCheck || now.Sub(s.lastStart) < s.e.opts.IdleCheck

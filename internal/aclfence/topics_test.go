@@ -16,7 +16,7 @@ import (
 // topics). It must do so with a metadata request alone: sarama's
 // ListTopics also describes the configs of every topic of the cluster, a
 // heavy request on a cluster of thousands of topics (it was 17% of a
-// standby broker's CPU during a copy in bench/README.md, issue 14).
+// standby broker's CPU during a copy in bench/results/diary.md).
 func TestMirroredTopicNamesListsByMetadataOnly(t *testing.T) {
 	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: "  topics: {include: [\"orders\", \"pay.*\"]}"})
 	cl := kfaketest.DialCluster(t, p.Topology.Clusters["west"])

@@ -37,7 +37,7 @@ func fencePair(t *testing.T) (*kfaketest.Pair, *topology.Topology) {
 // partitions) lists them seconds late. Each look lists every DENY WRITE ACL
 // of the cluster, so the looks back off (100 ms doubling to 1 s): looking
 // every 100 ms kept such a broker's request handlers a third of their time
-// listing ACLs (bench/README.md, issue 14).
+// listing ACLs (bench/results/diary.md).
 func TestFenceVerifyBacksOff(t *testing.T) {
 	p, topo := fencePair(t)
 	const hide = 1500 * time.Millisecond
