@@ -127,9 +127,12 @@ func canaryRegistry(topo *topology.Topology, journalDir string) *plans.Registry 
 			return plans.Result{}, fmt.Errorf("lag of %s: %w", link, err)
 		}
 		rpo := RPO{Records: rep.TotalRecords, Seconds: round1(rep.MaxSeconds), Link: link.String(),
-			LostRecords: rep.LostUnacknowledged, Losses: rep.Losses}
+			LostRecords: rep.LostUnacknowledged, Losses: rep.Losses, LossesRead: rep.LossesError == "", LossesError: rep.LossesError}
 		summary := fmt.Sprintf("%d record(s), %.1f s behind", rpo.Records, rpo.Seconds)
-		if len(rpo.Losses) > 0 {
+		switch {
+		case !rpo.LossesRead:
+			summary += "; losses to source retention not measured: " + rpo.LossesError
+		case len(rpo.Losses) > 0:
 			summary += fmt.Sprintf("; %d record(s) in %d range(s) lost to source retention, not acknowledged", rpo.LostRecords, len(rpo.Losses))
 		}
 		return plans.NewResult(summary, rpo)

@@ -230,6 +230,9 @@ func (x *failoverDrill) move(ctx context.Context, mp moveParams) (_ *Direction, 
 	}}
 	err = failover.Execute(ctx, x.topo, p, failover.RunOptions{JSON: watch, JournalDir: x.journal, Interrupts: x.interrupts,
 		Confirm: func(string) error { x.app.stopWrites(); return nil }})
+	// After the drain, whether the run finished or not: the losses found
+	// while the mirror caught up are on record too.
+	x.readLosses(ctx, dir)
 	if err != nil {
 		if skip := x.fenceSkip(dir.From); skip != "" || probed { // else it stopped before it fenced
 			x.verifyFence(dir, before, probed, fenceErr)
@@ -247,9 +250,19 @@ func (x *failoverDrill) move(ctx context.Context, mp moveParams) (_ *Direction, 
 	return dir, nil
 }
 
-// awaitRTO waits (a minute at most) until the new active to accepted the
-// canary's writes and its group consumed there, and sets dir's RTOs from
-// start, or dir.Error.
+// readLosses notes on dir the records of its link lost to source
+// retention that are on record now (on dir.To, until drctl mirror
+// ack-lost), or why they could not be read.
+func (x *failoverDrill) readLosses(ctx context.Context, dir *Direction) {
+	c, err := dial(ctx, x.topo, dir.To)
+	if err != nil {
+		dir.noteLosses(nil, err)
+		return
+	}
+	defer c.Close()
+	dir.noteLosses(mirror.ReadLost(ctx, c, x.topo.Link(dir.From, dir.To)))
+}
+
 // planMove plans the run of one direction of a disruptive drill (req, made
 // a failback when mp says so), records its id with the drill before it
 // starts, and forgets the canary's first write and read on mp.To, which
@@ -272,6 +285,9 @@ func (x *failoverDrill) planMove(ctx context.Context, mp moveParams, req failove
 	return p, nil
 }
 
+// awaitRTO waits (a minute at most) until the new active accepted the
+// canary's writes and its group consumed there, and sets dir's RTOs from
+// start, or dir.Error.
 func (x *failoverDrill) awaitRTO(ctx context.Context, to string, start time.Time, dir *Direction) error {
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {

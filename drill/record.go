@@ -1,6 +1,7 @@
 package drill
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/drctl/drctl/inspect"
@@ -159,6 +160,12 @@ type RPO struct {
 	// acknowledged (mirror.LagReport.Losses), pending or not.
 	LostRecords int64              `json:"lost_records,omitempty" yaml:"lost_records,omitempty"`
 	Losses      []mirror.LostRange `json:"losses,omitempty" yaml:"losses,omitempty"`
+	// LossesRead says the link's state was read: no Losses then means
+	// none on record. Without it (LossesError says why, or a record from
+	// before drills said) nothing is known of them, not that there were
+	// none.
+	LossesRead  bool   `json:"losses_read" yaml:"losses_read"`
+	LossesError string `json:"losses_error,omitempty" yaml:"losses_error,omitempty"`
 }
 
 // RTO is a recovery time: measured by a disruptive drill, or estimated from
@@ -204,6 +211,19 @@ type Direction struct {
 	RunError string `json:"run_error,omitempty" yaml:"run_error,omitempty"`
 	RunSteps []Step `json:"run_steps,omitempty" yaml:"run_steps,omitempty"`
 
+	// Losses are the records of the link From -> To the source removed
+	// before they were mirrored, on record (kept on To until drctl mirror
+	// ack-lost) when the role change ended, or, for an unplanned one, when
+	// its run reported its RPO; LostToRetention sums them. They are in
+	// neither cluster. LossesRead says the link's state was read (no
+	// Losses then means none on record); without it LossesError says why
+	// not (or the drill stopped before, or the record is older than the
+	// field), and nothing is known of them.
+	Losses          []mirror.LostRange `json:"losses,omitempty" yaml:"losses,omitempty"`
+	LostToRetention int64              `json:"lost_to_retention,omitempty" yaml:"lost_to_retention,omitempty"`
+	LossesRead      bool               `json:"losses_read" yaml:"losses_read"`
+	LossesError     string             `json:"losses_error,omitempty" yaml:"losses_error,omitempty"`
+
 	// Unplanned marks the unplanned failover of an unplanned drill. Its
 	// RPORecords is what the run reported for the canary topic,
 	// RPOAllRecords over every topic and RPOSeconds its time span;
@@ -218,20 +238,28 @@ type Direction struct {
 	// RPOAllRecords, RPOSeconds); Held counts the records the old active's
 	// canary partition held before the failover (what UnmirroredAll is
 	// counted of) and Written this drill's records it acknowledged (what
-	// Unmirrored is counted of).
-	RPOReported   bool    `json:"rpo_reported,omitempty" yaml:"rpo_reported,omitempty"`
-	Held          int     `json:"held,omitempty" yaml:"held,omitempty"`
-	Written       int     `json:"written,omitempty" yaml:"written,omitempty"`
-	RPOAllRecords int64   `json:"rpo_all_records,omitempty" yaml:"rpo_all_records,omitempty"`
-	RPOSeconds    float64 `json:"rpo_seconds,omitempty" yaml:"rpo_seconds,omitempty"`
-	// LostToRetention counts the records of the link the source removed
-	// before they were mirrored, on record and not acknowledged when the
-	// run reported its RPO: in neither cluster, apart from RPOAllRecords.
-	LostToRetention int64  `json:"lost_to_retention,omitempty" yaml:"lost_to_retention,omitempty"`
-	UnmirroredAll   int    `json:"unmirrored_all,omitempty" yaml:"unmirrored_all,omitempty"`
-	Unmirrored      int    `json:"unmirrored,omitempty" yaml:"unmirrored,omitempty"`
-	Salvaged        int    `json:"salvaged,omitempty" yaml:"salvaged,omitempty"`
-	SalvageMismatch string `json:"salvage_mismatch,omitempty" yaml:"salvage_mismatch,omitempty"`
+	// Unmirrored is counted of). LostToRetention (above) is apart from
+	// RPOAllRecords: records the old active no longer held either.
+	RPOReported     bool    `json:"rpo_reported,omitempty" yaml:"rpo_reported,omitempty"`
+	Held            int     `json:"held,omitempty" yaml:"held,omitempty"`
+	Written         int     `json:"written,omitempty" yaml:"written,omitempty"`
+	RPOAllRecords   int64   `json:"rpo_all_records,omitempty" yaml:"rpo_all_records,omitempty"`
+	RPOSeconds      float64 `json:"rpo_seconds,omitempty" yaml:"rpo_seconds,omitempty"`
+	UnmirroredAll   int     `json:"unmirrored_all,omitempty" yaml:"unmirrored_all,omitempty"`
+	Unmirrored      int     `json:"unmirrored,omitempty" yaml:"unmirrored,omitempty"`
+	Salvaged        int     `json:"salvaged,omitempty" yaml:"salvaged,omitempty"`
+	SalvageMismatch string  `json:"salvage_mismatch,omitempty" yaml:"salvage_mismatch,omitempty"`
+}
+
+// noteLosses sets d's losses to source retention from what reading the
+// link's state gave: the losses on record, or why they are not known.
+func (d *Direction) noteLosses(lost []mirror.LostRange, err error) {
+	if err != nil {
+		d.Losses, d.LostToRetention, d.LossesRead = nil, 0, false
+		d.LossesError = fmt.Sprintf("the records of %s->%s lost to source retention were not read on %s: %v", d.From, d.To, d.To, err)
+		return
+	}
+	d.Losses, d.LostToRetention, d.LossesRead, d.LossesError = lost, mirror.TotalLost(lost), true, ""
 }
 
 // Passed reports the verdict as a bool.

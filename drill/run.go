@@ -332,8 +332,8 @@ func (r *recorder) absorb(step string, raw json.RawMessage) {
 	case StepFailover, StepFailback, StepUnplannedFailover:
 		if d := decode[Direction](raw); d != nil {
 			r.rec.Directions = append(r.rec.Directions, *d)
-			if d.Unplanned && d.RPOReported {
-				r.rec.RPO = &RPO{Records: d.RPOAllRecords, Seconds: d.RPOSeconds, Link: d.From + "->" + d.To}
+			if rpo := unplannedRPO(*d); rpo != nil {
+				r.rec.RPO = rpo
 			}
 		}
 	case StepSettle:
@@ -349,10 +349,20 @@ func (r *recorder) absorb(step string, raw json.RawMessage) {
 func keepFailed(rec *Record, failed []Direction) {
 	for _, d := range failed {
 		rec.Directions = append(rec.Directions, d)
-		if d.Unplanned && d.RPOReported {
-			rec.RPO = &RPO{Records: d.RPOAllRecords, Seconds: d.RPOSeconds, Link: d.From + "->" + d.To}
+		if rpo := unplannedRPO(d); rpo != nil {
+			rec.RPO = rpo
 		}
 	}
+}
+
+// unplannedRPO is the record's RPO as the unplanned run of d reported it
+// (nil for a planned direction, or when the run stopped before it).
+func unplannedRPO(d Direction) *RPO {
+	if !d.Unplanned || !d.RPOReported {
+		return nil
+	}
+	return &RPO{Records: d.RPOAllRecords, Seconds: d.RPOSeconds, Link: d.From + "->" + d.To,
+		LostRecords: d.LostToRetention, Losses: d.Losses, LossesRead: d.LossesRead, LossesError: d.LossesError}
 }
 
 func decode[T any](raw json.RawMessage) *T {

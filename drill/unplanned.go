@@ -213,12 +213,19 @@ func (x *failoverDrill) unplanned(ctx context.Context, mp moveParams) (_ *Direct
 	// What the run reported is evidence even when a later step of it failed.
 	if rpo != nil {
 		dir.RPOReported, dir.RPOAllRecords, dir.RPOSeconds = true, rpo.Records, round1(rpo.MaxSeconds)
-		dir.LostToRetention = rpo.LostRecords
 		for _, pr := range rpo.Partitions {
 			if pr.Topic == x.topo.CanaryTopic() {
 				dir.RPORecords += pr.Records
 			}
 		}
+	}
+	switch {
+	case rpo == nil: // the run stopped before its RPO: read them as it left them
+		x.readLosses(ctx, dir)
+	case rpo.LostError != "":
+		dir.LossesError = rpo.LostError
+	default:
+		dir.noteLosses(rpo.LostToRetention, nil)
 	}
 	dir.Written = x.app.ackedBy(mp.From)
 	if err != nil {

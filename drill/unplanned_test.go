@@ -77,6 +77,15 @@ func TestUnplannedDrill(t *testing.T) {
 	if back.Unplanned || back.To != "east" || back.Lost != 0 || back.Duplicated != 0 || back.ReRead != 0 || back.RPORecords != 0 || back.RTOWriteSeconds <= 0 {
 		t.Errorf("failback direction %+v", back)
 	}
+	// No loss to source retention on record, and each direction read the
+	// link's state to say so: the unplanned one as its run reported it.
+	if !u.LossesRead || len(u.Losses) != 0 || u.LossesError != "" || !back.LossesRead || len(back.Losses) != 0 || back.LossesError != "" {
+		t.Errorf("losses to source retention: unplanned read %v %v %q, failback read %v %v %q; want both read, none",
+			u.LossesRead, u.Losses, u.LossesError, back.LossesRead, back.Losses, back.LossesError)
+	}
+	if rec.RPO == nil || !rec.RPO.LossesRead {
+		t.Errorf("the record's RPO %+v does not carry the run's reading of the losses", rec.RPO)
+	}
 	if rec.RPO == nil || rec.RPO.Records < int64(u.Unmirrored) || rec.RPO.Link != "east->west" {
 		t.Errorf("record RPO %+v", rec.RPO)
 	}

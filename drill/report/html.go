@@ -12,25 +12,33 @@ import (
 )
 
 // HTML writes the record as one self-contained HTML file: the verdict, the
-// measurements against objectives, a timeline of the steps and the canary
-// latency over time, both as inline SVG. No external asset, no script.
+// measurements against objectives, the records lost to source retention
+// per link, a timeline of the steps and the canary latency over time, both
+// as inline SVG. No external asset, no script.
 func HTML(w io.Writer, r *drill.Record) error {
 	cs := checks(r)
 	data := struct {
 		R                          *drill.Record
 		Checks                     []check
+		Losses                     []linkLosses
+		LossesIntro                template.HTML
 		Timeline, Latency          template.HTML
 		Started, Duration, PassTxt string
-	}{R: r, Checks: cs, Timeline: template.HTML(timelineSVG(r)), Latency: template.HTML(latencySVG(r)),
+	}{R: r, Checks: cs, Losses: lossesOf(r), LossesIntro: template.HTML(lossesIntro(htmlCode)),
+		Timeline: template.HTML(timelineSVG(r)), Latency: template.HTML(latencySVG(r)),
 		Started: r.StartedAt.UTC().Format(time.RFC3339), Duration: r.Duration().Round(time.Millisecond).String(), PassTxt: passText(cs)}
 	return page.Execute(w, data)
 }
 
+func htmlCode(s string) string { return "<code>" + html.EscapeString(s) + "</code>" }
+
 var page = template.Must(template.New("report").Funcs(template.FuncMap{
-	"upper": func(v drill.Verdict) string { return strings.ToUpper(string(v)) },
-	"dur":   dur,
-	"inc":   func(i int) int { return i + 1 },
-	"title": directionTitle,
+	"upper":  func(v drill.Verdict) string { return strings.ToUpper(string(v)) },
+	"dur":    dur,
+	"inc":    func(i int) int { return i + 1 },
+	"title":  directionTitle,
+	"n64":    n64,
+	"lostAt": lostAt,
 	"resultClass": func(r result) string {
 		switch r {
 		case resultOK:
@@ -60,6 +68,7 @@ table{border-collapse:collapse;width:100%;font-size:.92rem}td,th{text-align:left
 th{background:#f4f6fa}.ok{color:#1f8a4c;font-weight:600}.bad{color:#c0392b;font-weight:700}.info{color:#1d2430}
 .na{color:#8a93a2;font-style:italic}tr.unmeasured td{color:#8a93a2;background:#fafbfc}
 .meta td:first-child{width:9rem;color:#5a6473}code{font-size:.88rem}svg{display:block;margin-top:.5rem}
+.note{color:#5a6473;font-size:.9rem}.note code{white-space:nowrap}.link small{display:block;color:#5a6473}td.num{text-align:right}
 </style></head><body>
 <h1>Drill {{.R.Drill}} <span class="verdict {{.R.Verdict}}">{{upper .R.Verdict}}</span></h1>
 <table class="meta">
@@ -77,6 +86,13 @@ th{background:#f4f6fa}.ok{color:#1f8a4c;font-weight:600}.bad{color:#c0392b;font-
 {{range .Checks}}<tr{{if not .Result.Measured}} class="unmeasured"{{end}}><td>{{.Name}}</td><td>{{.Measured}}</td><td>{{.Objective}}</td><td><span class="{{resultClass .Result}}">{{.Result}}</span></td></tr>
 {{end}}</table>
 {{with .R.Preflight}}{{if .Problems}}<p>Failover preflight problems:</p><ul>{{range .Problems}}<li>{{.}}</li>{{end}}</ul>{{end}}{{end}}
+<h2>Lost to source retention</h2>
+<p class="note">{{.LossesIntro}}</p>
+<table class="losses"><tr><th>Link</th><th>Topic</th><th>Partition</th><th>Offsets</th><th>Records</th><th>Found at</th></tr>
+{{range .Losses}}{{if not .Read}}<tr class="unmeasured"><td class="link">{{.Name}}<small>link {{.Link}}</small></td><td colspan="5"><span class="na">not measured</span>: {{.Why}}</td></tr>
+{{else if not .Ranges}}<tr><td class="link">{{.Name}}<small>link {{.Link}}</small></td><td colspan="5">{{.Summary}}</td></tr>
+{{else}}{{$l := .}}{{range $i, $r := .Ranges}}<tr>{{if eq $i 0}}<td class="link" rowspan="{{len $l.Ranges}}">{{$l.Name}}<small>link {{$l.Link}}: {{n64 $l.Records}} records in {{len $l.Ranges}} range(s), not acknowledged</small></td>{{end}}<td>{{$r.Topic}}</td><td class="num">{{$r.Partition}}</td><td class="num">{{$r.From}}-{{$r.To}}</td><td class="num">{{n64 $r.Records}}</td><td>{{lostAt $r.At}}</td></tr>
+{{end}}{{end}}{{end}}</table>
 <h2>Timeline</h2>
 {{.Timeline}}
 {{if .Latency}}<h2>Canary latency</h2>

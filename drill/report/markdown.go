@@ -11,8 +11,9 @@ import (
 
 // Markdown writes the record as a Markdown document: header, verdict with
 // reasons, measurements against objectives (those not measured last, apart
-// from the passes), the steps with timings, and the steps of each role
-// change a disruptive drill ran.
+// from the passes), the records lost to source retention per link, the
+// steps with timings, and the steps of each role change a disruptive drill
+// ran.
 func Markdown(w io.Writer, r *drill.Record) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Drill %s: %s\n\n", r.ID, strings.ToUpper(string(r.Verdict)))
@@ -50,6 +51,7 @@ func Markdown(w io.Writer, r *drill.Record) error {
 			fmt.Fprintf(&b, "- %s\n", pr)
 		}
 	}
+	mdLosses(&b, lossesOf(r))
 	b.WriteString("\n## Steps\n\n")
 	mdSteps(&b, r.Steps)
 	for _, d := range r.Directions {

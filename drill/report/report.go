@@ -151,17 +151,13 @@ func checks(r *drill.Record) []check {
 			c.Objective, c.Result = fmt.Sprintf("≤ %.0f s", o), judged(p.Seconds <= o)
 		}
 		out = append(out, c)
-		if len(p.Losses) > 0 {
-			ranges := make([]string, len(p.Losses))
-			for i, l := range p.Losses {
-				ranges[i] = l.String()
-			}
-			out = append(out, check{"lost to source retention (" + p.Link + ")",
-				fmt.Sprintf("%s records in %d range(s), not acknowledged: %s", n64(p.LostRecords), len(p.Losses), strings.Join(ranges, ", ")),
-				"-", resultNoObjective, vals("lost_records", p.LostRecords, "lost_ranges", len(p.Losses))})
-		}
 	} else if r.Kind != "failover" {
 		out = append(out, notMeasured("RPO", stopped))
+	}
+	if !disruptive || len(r.Directions) == 0 { // else each role change has its own
+		for _, l := range lossesOf(r) {
+			out = append(out, l.check())
+		}
 	}
 	if p := r.RTO; p != nil {
 		if p.From == "" {
@@ -196,10 +192,7 @@ func checks(r *drill.Record) []check {
 
 // directionChecks are the checks of one role change of a disruptive drill.
 func directionChecks(r *drill.Record, d drill.Direction) []check {
-	name := d.From + " → " + d.To
-	if d.Unplanned {
-		name += " (unplanned)"
-	}
+	name := directionName(d)
 	var out []check
 	if d.RunError != "" {
 		out = append(out, check{name + ": role change", "failed: " + d.RunError, "done", resultFail, vals("run_id", d.RunID)})
@@ -263,7 +256,16 @@ func directionChecks(r *drill.Record, d drill.Direction) []check {
 	default: // a record from before fence_skip
 		out = append(out, check{fence, "not checked (fence: none, or no drills.canary_user)", "-", resultNA, nil})
 	}
-	return out
+	return append(out, directionLosses(d).check())
+}
+
+// directionName names a role change in its checks ("east → west",
+// "east → west (unplanned)").
+func directionName(d drill.Direction) string {
+	if d.Unplanned {
+		return d.From + " → " + d.To + " (unplanned)"
+	}
+	return d.From + " → " + d.To
 }
 
 func rtoObjective(r *drill.Record) string {

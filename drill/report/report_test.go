@@ -27,7 +27,7 @@ func sample() *drill.Record {
 		Canary: &drill.CanaryResult{Topic: "drctl-canary.payments", Source: "east", Target: "west", Sent: 3, Received: 2, Missing: 1,
 			LatencyP50MS: 120, LatencyP99MS: 700, LatencyMaxMS: 700, WaitedMS: 3000,
 			Samples: []drill.Sample{{Seq: 0, SentAt: t0, LatencyMS: 120}, {Seq: 1, SentAt: t0.Add(time.Second), LatencyMS: 700}}},
-		RPO: &drill.RPO{Records: 1, Seconds: 2, Link: "east->west"},
+		RPO: &drill.RPO{Records: 1, Seconds: 2, Link: "east->west", LossesRead: true},
 	}
 	drill.Judge(r)
 	return r
@@ -138,7 +138,7 @@ func planned() *drill.Record {
 		By: "ops@host-1", StartedAt: t0, FinishedAt: t0.Add(time.Minute), Active: "east", Standby: "west",
 		Steps: []drill.Step{{Name: "drill-failover", Title: "Fail over to west", StartedAt: t0, ElapsedMS: 9000, Status: "done"}},
 		Directions: []drill.Direction{{From: "east", To: "west", RunID: "failover-1", RTOWriteSeconds: 4.2, RTOConsumeSeconds: 5.1,
-			Records: 1240, Tallied: true, FenceSkip: "fence: none: the run does not fence east",
+			Records: 1240, Tallied: true, FenceSkip: "fence: none: the run does not fence east", LossesRead: true,
 			RunSteps: []drill.Step{{Name: "drain", Title: "Drain the mirror", StartedAt: t0, ElapsedMS: 1200, Status: "done", Summary: "drained"}}}},
 	}
 	drill.Judge(r)
