@@ -11,6 +11,7 @@ import (
 	"github.com/drctl/drctl/failover"
 	"github.com/drctl/drctl/mirror"
 	"github.com/drctl/drctl/plans"
+	"github.com/drctl/drctl/runrecord"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -222,7 +223,7 @@ func (x *failoverDrill) move(ctx context.Context, mp moveParams) (_ *Direction, 
 			probed, fenceErr = true, x.probe(ctx, mp.From)
 		case e.Type == plans.EventStepStarted && e.Name == failover.StepDrain:
 			x.app.pointRead("")
-		case e.Type == plans.EventStepDone && e.Name == failover.StepFlip:
+		case e.Type == plans.EventStepDone && e.Name == runrecord.StepFlip:
 			x.app.pointWrite(mp.To)
 		case e.Type == plans.EventStepDone && e.Name == failover.StepTranslateGroups:
 			x.app.pointRead(mp.To)

@@ -12,10 +12,11 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/drctl/drctl/failover"
-	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/drilllease"
+	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/rolestate"
 	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/runrecord"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -75,7 +76,9 @@ func restoreRoles(ctx context.Context, topo *topology.Topology, roles rolestate.
 // runsSince returns the runs the clusters recorded that started after
 // drill last did and are not its own, sorted.
 func runsSince(ctx context.Context, topo *topology.Topology, last Record) ([]string, error) {
-	runs, err := inspect.ListRuns(ctx, topo)
+	clusters := kafkaconn.Open(ctx, topo)
+	defer clusters.Close()
+	runs, err := runrecord.List(ctx, clusters)
 	if err != nil {
 		return nil, err
 	}

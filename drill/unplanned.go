@@ -36,6 +36,7 @@ import (
 	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/mirror"
 	"github.com/drctl/drctl/plans"
+	"github.com/drctl/drctl/runrecord"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -198,9 +199,9 @@ func (x *failoverDrill) unplanned(ctx context.Context, mp moveParams) (_ *Direct
 		switch {
 		case e.Type == plans.EventStepDone && e.Name == failover.StepFenceActive:
 			probed, fenceErr = true, x.probe(ctx, mp.From)
-		case e.Type == plans.EventStepDone && e.Name == failover.StepFlip:
+		case e.Type == plans.EventStepDone && e.Name == runrecord.StepFlip:
 			x.app.pointWrite(mp.To)
-		case e.Type == plans.EventStepDone && e.Name == failover.StepRPO:
+		case e.Type == plans.EventStepDone && e.Name == runrecord.StepRPO:
 			rpo = decode[inspect.RPOReport](e.Outputs)
 		case e.Type == plans.EventStepDone && e.Name == failover.StepTranslateGroups:
 			x.app.pointRead(mp.To)

@@ -16,11 +16,11 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/drctl/drctl/failover"
-	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/internal/rolestate"
 	"github.com/drctl/drctl/plans"
+	"github.com/drctl/drctl/runrecord"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -179,7 +179,7 @@ func TestFailoverSafetyRefusals(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i, s := range plan.Steps {
-			if s.Name == failover.StepWipe {
+			if s.Name == runrecord.StepWipe {
 				plan.Steps[i].Params = json.RawMessage(`{"stale":"west","active":"east"}`)
 			}
 		}
@@ -191,7 +191,10 @@ func TestFailoverSafetyRefusals(t *testing.T) {
 		sfUnchanged(t, ft, before)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if rec, _ := inspect.LoadRun(ctx, ft.Topo, plan.ID); rec != nil {
+		clusters := kafkaconn.Open(ctx, ft.Topo)
+		rec := runrecord.Load(ctx, clusters, plan.ID)
+		clusters.Close()
+		if rec != nil {
 			t.Errorf("the clusters keep a record of the refused run %s", plan.ID)
 		}
 	})

@@ -19,6 +19,7 @@ import (
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/plans"
+	"github.com/drctl/drctl/runrecord"
 )
 
 // TestFailoverUnplannedRealKafka: east dies while records the mirror has
@@ -130,13 +131,13 @@ func TestFailoverUnplannedRealKafka(t *testing.T) {
 	if fo.Code == 0 || !ok || failed.Name != failover.StepFenceStale {
 		t.Fatalf("the unplanned run should stop at %s while east is down: exit %d, failed step %q (%s)", failover.StepFenceStale, fo.Code, failed.Name, failed.Error)
 	}
-	rpoDone, ok := fo.stepDone(failover.StepRPO)
+	rpoDone, ok := fo.stepDone(runrecord.StepRPO)
 	if !ok {
-		t.Fatalf("no %s step in the run:\n%s", failover.StepRPO, fo.timings())
+		t.Fatalf("no %s step in the run:\n%s", runrecord.StepRPO, fo.timings())
 	}
 	var rpo inspect.RPOReport
 	if err := json.Unmarshal(rpoDone.Outputs, &rpo); err != nil {
-		t.Fatalf("%s outputs %s: %v", failover.StepRPO, rpoDone.Outputs, err)
+		t.Fatalf("%s outputs %s: %v", runrecord.StepRPO, rpoDone.Outputs, err)
 	}
 	if rpo.Records != n2 || !strings.Contains(rpoDone.Summary, fmt.Sprintf("RPO: %d record(s)", n2)) {
 		t.Errorf("reported RPO %d records (%q), want the %d produced but not mirrored", rpo.Records, rpoDone.Summary, n2)
@@ -214,7 +215,7 @@ func TestFailoverUnplannedRealKafka(t *testing.T) {
 	}
 	clock.lap("checks")
 	t.Logf("timings:\n%s\n  unplanned failover, steps preflight..rpo-report: %v (rpo-report done %v after the process started)",
-		clock.report(), fo.sumSteps(failover.StepPreflight, failover.StepRPO).Round(time.Millisecond), fo.doneAt(failover.StepRPO).Round(time.Millisecond))
+		clock.report(), fo.sumSteps(failover.StepPreflight, runrecord.StepRPO).Round(time.Millisecond), fo.doneAt(runrecord.StepRPO).Round(time.Millisecond))
 }
 
 // foProducer returns a producer on cluster, as app, that writes to the

@@ -18,6 +18,7 @@ import (
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/rolestate"
 	"github.com/drctl/drctl/plans"
+	"github.com/drctl/drctl/runrecord"
 )
 
 // TestFaultDrctlKilledWhileBrokerDown: east's broker is SIGKILLed and
@@ -82,7 +83,7 @@ func TestFaultDrctlKilledWhileBrokerDown(t *testing.T) {
 		// before the flip's first write, the role state names no run yet.
 		args = []string{"resume", runID, "--yes"}
 	}
-	for _, step := range []string{failover.StepFlip, failover.StepFenceMirror, failover.StepRPO, failover.StepTranslateGroups, failover.StepUnfenceNew} {
+	for _, step := range []string{runrecord.StepFlip, failover.StepFenceMirror, runrecord.StepRPO, failover.StepTranslateGroups, failover.StepUnfenceNew} {
 		killAt(step)
 	}
 	// With east still down, a resume goes as far as it can and stops.
@@ -95,7 +96,7 @@ func TestFaultDrctlKilledWhileBrokerDown(t *testing.T) {
 	startCluster(t, "east")
 	back := time.Now()
 	clock.lap("east started again")
-	for _, step := range []string{failover.StepSalvage, failover.StepWipe, failover.StepReseedStart, failover.StepWaitReseeded} {
+	for _, step := range []string{failover.StepSalvage, runrecord.StepWipe, failover.StepReseedStart, failover.StepWaitReseeded} {
 		killAt(step)
 	}
 	r = ft.run(t, 4*time.Minute, nil, "resume", runID, "--yes")

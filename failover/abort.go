@@ -8,10 +8,9 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/drctl/drctl/inspect"
-	"github.com/drctl/drctl/internal/kvstore"
 	"github.com/drctl/drctl/internal/rolestate"
 	"github.com/drctl/drctl/plans"
+	"github.com/drctl/drctl/runrecord"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -33,9 +32,9 @@ type AbortOptions struct {
 
 // AbortReport is the outcome of Abort.
 type AbortReport struct {
-	RunID   string          `json:"run_id" yaml:"run_id"`
-	Kind    string          `json:"kind" yaml:"kind"`
-	Aborted inspect.Aborted `json:"aborted" yaml:"aborted"`
+	RunID   string            `json:"run_id" yaml:"run_id"`
+	Kind    string            `json:"kind" yaml:"kind"`
+	Aborted runrecord.Aborted `json:"aborted" yaml:"aborted"`
 	// Already is true when the run had been aborted before; nothing was done.
 	Already bool `json:"already,omitempty" yaml:"already,omitempty"`
 }
@@ -59,7 +58,9 @@ func Abort(ctx context.Context, topo *topology.Topology, id string, o AbortOptio
 	}
 	jpath := filepath.Join(dir, id+".jsonl")
 	js, _ := plans.ReadJournal(jpath)
-	rec, _ := inspect.LoadRun(ctx, topo, id)
+	w := connect(ctx, topo)
+	defer w.Close()
+	rec := runrecord.Load(ctx, w.Clusters, id)
 	var p *plans.Plan
 	switch {
 	case rec != nil && rec.Plan != nil:
@@ -86,15 +87,13 @@ func Abort(ctx context.Context, topo *topology.Topology, id string, o AbortOptio
 		return nil, err
 	}
 	reached := reachedStep(rec, js)
-	w := connect(ctx, topo)
-	defer w.Close()
 	v := w.view(ctx)
-	ponr := inspect.PointOfNoReturn(p)
+	ponr := runrecord.PointOfNoReturn(p)
 	if reached >= ponr || rolesMoved(v, id, in) {
 		return nil, fmt.Errorf("%w: run %s has started step %d/%d (%s), after which the clusters cannot be put back as they were; nothing was changed. Finish it with drctl resume %s (if its salvage cannot write a record into quarantine, drctl resume %s --salvage-to DIR saves the records to files instead)",
 			ErrPastPointOfNoReturn, id, ponr+1, len(p.Steps), p.Steps[ponr].Name, id, id)
 	}
-	ab := inspect.Aborted{By: rolestate.Actor(), At: time.Now().UTC().Truncate(time.Millisecond), Reason: o.Reason, Step: max(reached, 0), Undone: []string{}}
+	ab := runrecord.Aborted{By: rolestate.Actor(), At: time.Now().UTC().Truncate(time.Millisecond), Reason: o.Reason, Step: max(reached, 0), Undone: []string{}}
 	if ab.Reason == "" {
 		ab.Reason = "no reason given"
 	}
@@ -134,11 +133,11 @@ func Abort(ctx context.Context, topo *topology.Topology, id string, o AbortOptio
 
 	// Why, in the run record and the journal.
 	if rec == nil {
-		rec = &inspect.RunRecord{Plan: p, Done: make([]bool, len(p.Steps)), Started: reached}
+		rec = &runrecord.Record{Plan: p, Done: make([]bool, len(p.Steps)), Started: reached}
 	}
 	rec.Aborted, rec.Outcome = &ab, plans.OutcomeAborted
 	rec.Error = fmt.Sprintf("aborted by %s: %s", ab.By, ab.Reason)
-	if err := putRun(ctx, w, rec); err != nil {
+	if err := runrecord.Put(ctx, w.Clusters, rec); err != nil {
 		return nil, fmt.Errorf("abort %s: the run was undone (%v), but %w", id, ab.Undone, err)
 	}
 	if _, err := os.Stat(jpath); err == nil {
@@ -151,7 +150,7 @@ func Abort(ctx context.Context, topo *topology.Topology, id string, o AbortOptio
 
 // reachedStep is the highest step the run started or finished (-1: none),
 // from the clusters' record and the local journal.
-func reachedStep(rec *inspect.RunRecord, js *plans.JournalState) int {
+func reachedStep(rec *runrecord.Record, js *plans.JournalState) int {
 	reached := -1
 	if rec != nil {
 		reached = rec.Started
@@ -182,29 +181,8 @@ func rolesMoved(v rolestate.View, id string, in Inputs) bool {
 	return false
 }
 
-// putRun writes a run record to every reachable cluster; one is enough.
-func putRun(ctx context.Context, w *world, rec *inspect.RunRecord) error {
-	raw, err := jsonMarshal(rec)
-	if err != nil {
-		return err
-	}
-	var errs []error
-	ok := 0
-	for name, c := range w.clients {
-		if err := kvstore.Put(ctx, c, topology.RunsTopic, rec.Plan.ID, raw); err != nil {
-			errs = append(errs, fmt.Errorf("cluster %s: %w", name, err))
-			continue
-		}
-		ok++
-	}
-	if ok == 0 {
-		return fmt.Errorf("record the run in the clusters: %w", errors.Join(append(errs, errNoClusters)...))
-	}
-	return nil
-}
-
 // journalAbort appends a run-done "aborted" record with the reason.
-func journalAbort(ctx context.Context, path string, p *plans.Plan, ab inspect.Aborted, why string) error {
+func journalAbort(ctx context.Context, path string, p *plans.Plan, ab runrecord.Aborted, why string) error {
 	j, st, err := plans.OpenJournal(path)
 	if err != nil {
 		return err

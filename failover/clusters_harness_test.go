@@ -292,7 +292,7 @@ func assertUnchanged(t *testing.T, topo *topology.Topology, before map[string]*c
 // noStepDone checks that the clusters record no step of run id as done.
 func noStepDone(t *testing.T, topo *topology.Topology, id string) {
 	t.Helper()
-	rec, err := inspect.LoadRun(kfaketest.Ctx(t, 20*time.Second), topo, id)
+	rec, err := loadRun(kfaketest.Ctx(t, 20*time.Second), topo, id)
 	if err != nil {
 		t.Fatalf("load run %s: %v", id, err)
 	}

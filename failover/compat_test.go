@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/drctl/drctl/plans"
+	"github.com/drctl/drctl/runrecord"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -42,6 +43,14 @@ func TestPlansOfTheUntypedBuildStillVerify(t *testing.T) {
 			again := &plans.Plan{FormatVersion: saved.FormatVersion, ID: saved.ID, Kind: saved.Kind, CreatedAt: saved.CreatedAt, CreatedBy: saved.CreatedBy, Inputs: saved.Inputs}
 			if err := buildSteps(topo, again, in); err != nil {
 				t.Fatal(err)
+			}
+			// This build marks the point of no return on its step; the saved
+			// plan, older, has no mark, and is read by the step's name.
+			if i := again.PointOfNoReturn(); i < 0 || i != runrecord.PointOfNoReturn(saved) {
+				t.Errorf("this build marks step %d as the point of no return, the saved plan's is step %d by name", i, runrecord.PointOfNoReturn(saved))
+			}
+			for i := range again.Steps {
+				again.Steps[i].PointOfNoReturn = false
 			}
 			d1, err1 := saved.Digest()
 			d2, err2 := again.Digest()

@@ -10,8 +10,11 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/plans"
+	"github.com/drctl/drctl/runrecord"
+	"github.com/drctl/drctl/topology"
 )
 
 func jsonUnmarshal(raw json.RawMessage, v any) error { return json.Unmarshal(raw, v) }
@@ -56,4 +59,11 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() error
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// loadRun reads a run's record through a session of its own.
+func loadRun(ctx context.Context, topo *topology.Topology, id string) (*runrecord.Record, error) {
+	clusters := kafkaconn.Open(ctx, topo)
+	defer clusters.Close()
+	return runrecord.Load(ctx, clusters, id), nil
 }

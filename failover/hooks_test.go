@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/internal/rolestate"
 	"github.com/drctl/drctl/plans"
@@ -83,7 +82,7 @@ func TestBeforeHookFailsNothingChanges(t *testing.T) {
 	assertUnchanged(t, topo, before)
 	// Nothing changed, so the clusters hold no record of the run either:
 	// this machine's journal resumes it, another machine plans again.
-	rec, err := inspect.LoadRun(kfaketest.Ctx(t, 20*time.Second), topo, plan.ID)
+	rec, err := loadRun(kfaketest.Ctx(t, 20*time.Second), topo, plan.ID)
 	if err != nil || rec != nil {
 		t.Fatalf("the clusters hold a record of a run that changed nothing: %+v %v", rec, err)
 	}

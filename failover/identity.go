@@ -14,6 +14,7 @@ import (
 	"github.com/drctl/drctl/internal/rolestate"
 	"github.com/drctl/drctl/mirror"
 	"github.com/drctl/drctl/plans"
+	"github.com/drctl/drctl/runrecord"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -146,7 +147,7 @@ func identityOf(w *world, rc *plans.RunContext, cluster string) *inspect.Identit
 	ch := &inspect.IdentityChange{Cluster: cluster, Recorded: in.ClusterIDs[cluster], Now: now, LostRecords: -1}
 	for i, s := range rc.Plan.Steps {
 		var rpo inspect.RPOReport
-		if s.Name == StepRPO && rc.Output(i, &rpo) == nil {
+		if s.Name == runrecord.StepRPO && rc.Output(i, &rpo) == nil {
 			ch.LostRecords = rpo.Records
 		}
 	}

@@ -8,9 +8,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/rolestate"
 	"github.com/drctl/drctl/plans"
+	"github.com/drctl/drctl/runrecord"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -22,14 +22,12 @@ const (
 	StepConfirmStopped  = "confirm-producers-stopped"
 	StepFenceActive     = "fence-active"
 	StepDrain           = "drain"
-	StepFlip            = inspect.StepFlip // the point of no return of a failover or failback
 	StepFenceMirror     = "fence-mirror"
 	StepTranslateGroups = "translate-groups"
 	StepUnfenceNew      = "unfence-new-active"
 	StepHooks           = "run-hooks"
 	StepFenceStale      = "fence-stale"
 	StepSalvage         = "salvage"
-	StepWipe            = inspect.StepWipe // the point of no return of a reseed
 	StepReseedStart     = "reseed-start"
 	StepWaitReseeded    = "wait-reseeded"
 	StepFinish          = "finish"
@@ -43,16 +41,16 @@ var (
 	confirmStoppedStep = plans.NewStepType[clusterParams](StepConfirmStopped)
 	fenceActiveStep    = plans.NewStepType[clusterParams](StepFenceActive)
 	drainStep          = plans.NewStepType[drainParams](StepDrain)
-	flipStep           = plans.NewStepType[stateParams](StepFlip)
+	flipStep           = plans.NewStepType[stateParams](runrecord.StepFlip)
 	fenceMirrorStep    = plans.NewStepType[linkParams](StepFenceMirror)
-	rpoStep            = plans.NewStepType[linkParams](StepRPO)
+	rpoStep            = plans.NewStepType[linkParams](runrecord.StepRPO)
 	translateStep      = plans.NewStepType[translateParams](StepTranslateGroups)
 	unfenceNewStep     = plans.NewStepType[clusterParams](StepUnfenceNew)
 	hooksBeforeStep    = plans.NewStepType[hooksParams](StepHooksBefore)
 	hooksStep          = plans.NewStepType[hooksParams](StepHooks)
 	fenceStaleStep     = plans.NewStepType[clusterParams](StepFenceStale)
 	salvageStep        = plans.NewStepType[reseedParams](StepSalvage)
-	wipeStep           = plans.NewStepType[reseedParams](StepWipe)
+	wipeStep           = plans.NewStepType[reseedParams](runrecord.StepWipe)
 	reseedStartStep    = plans.NewStepType[stateParams](StepReseedStart)
 	waitReseededStep   = plans.NewStepType[waitParams](StepWaitReseeded)
 	finishStep         = plans.NewStepType[stateParams](StepFinish)
@@ -457,7 +455,7 @@ func failoverSteps(topo *topology.Topology, in Inputs, kind rolestate.RunKind, r
 		flipOn = []string{to}
 	}
 	s := flipStep.Spec(fmt.Sprintf("Make %s the active cluster", to), stateParams{State: flip, Clusters: flipOn})
-	s.Destructive = true
+	s.Destructive, s.PointOfNoReturn = true, true
 	s.Expect, s.Intend = map[string]any{"active": from, "standby": to}, map[string]any{"active": to, "standby": from, "epoch": flip.Epoch}
 	add(s)
 	add(fenceMirrorStep.Spec(fmt.Sprintf("Fence the mirror link %s->%s", from, to), linkParams{Source: from, Target: to}))
@@ -469,7 +467,7 @@ func failoverSteps(topo *topology.Topology, in Inputs, kind rolestate.RunKind, r
 	if len(topo.Failover.HooksAfter) > 0 {
 		add(hooksStep.Spec("Run the after hooks", hooksParams{Commands: topo.Failover.HooksAfter, Active: to, Standby: from}))
 	}
-	addReseed(topo, in.ClusterIDs, add, from, to, flip.Epoch, run, unplanned)
+	addReseed(topo, in.ClusterIDs, add, from, to, flip.Epoch, run, unplanned, false)
 }
 
 func reseedSteps(topo *topology.Topology, in Inputs, run *rolestate.Run, add func(plans.StepSpec)) {
@@ -478,11 +476,13 @@ func reseedSteps(topo *topology.Topology, in Inputs, run *rolestate.Run, add fun
 		preflightParams{From: stale, To: active, Reseed: true, Force: in.Force, ClusterIDs: in.ClusterIDs}))
 	begin := rolestate.State{Topology: topo.Name, Epoch: in.Epoch + 1, Active: active, Standby: stale, Phase: rolestate.PhaseWiping, Run: run, ClusterIDs: in.ClusterIDs}
 	add(beginStep.Spec("Record the reseed run in both clusters (the mirror into "+stale+" stops)", stateParams{State: begin, Clusters: []string{active, stale}}))
-	addReseed(topo, in.ClusterIDs, add, stale, active, begin.Epoch, run, true)
+	addReseed(topo, in.ClusterIDs, add, stale, active, begin.Epoch, run, true, true)
 }
 
-// addReseed appends the steps that rebuild stale as the standby of active.
-func addReseed(topo *topology.Topology, ids map[string]string, add func(plans.StepSpec), stale, active string, epoch int64, run *rolestate.Run, fenceFirst bool) {
+// addReseed appends the steps that rebuild stale as the standby of active;
+// the wipe is the point of no return of a plan that has none before it (a
+// reseed's own).
+func addReseed(topo *topology.Topology, ids map[string]string, add func(plans.StepSpec), stale, active string, epoch int64, run *rolestate.Run, fenceFirst, wipeIsPointOfNoReturn bool) {
 	st := func(ph rolestate.Phase, r *rolestate.Run) rolestate.State {
 		return rolestate.State{Topology: topo.Name, Epoch: epoch, Active: active, Standby: stale, Phase: ph, Run: r, ClusterIDs: ids}
 	}
@@ -495,7 +495,7 @@ func addReseed(topo *topology.Topology, ids map[string]string, add func(plans.St
 	salvage.Intend = map[string]any{"into": topo.SalvageTopic("<topic>") + " on " + active}
 	add(salvage)
 	wipe := wipeStep.Spec(fmt.Sprintf("Wipe the mirrored topics and groups on %s", stale), reseedParams{Stale: stale, Active: active})
-	wipe.Destructive = true
+	wipe.Destructive, wipe.PointOfNoReturn = true, wipeIsPointOfNoReturn
 	add(wipe)
 	add(reseedStartStep.Spec(fmt.Sprintf("Start re-seeding %s from %s", stale, active),
 		stateParams{State: st(rolestate.PhaseReseeding, run), Clusters: []string{active, stale}}))

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/rolestate"
+	"github.com/drctl/drctl/runrecord"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -36,7 +36,7 @@ func RestoreState(ctx context.Context, topo *topology.Topology, active string) (
 		return rolestate.State{}, fmt.Errorf("%w: %s holds %s (drctl status shows the roles)", ErrNothingToRestore, v.Source, v.Current)
 	}
 	epoch := int64(0)
-	runs, err := inspect.ListRunsIn(ctx, w.Clusters)
+	runs, err := runrecord.List(ctx, w.Clusters)
 	if err != nil {
 		return rolestate.State{}, fmt.Errorf("read the run records, to restore above their epochs: %w", err)
 	}

@@ -18,13 +18,13 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/internal/kvstore"
 	"github.com/drctl/drctl/internal/rolestate"
 	"github.com/drctl/drctl/mirror"
 	"github.com/drctl/drctl/plans"
+	"github.com/drctl/drctl/runrecord"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -79,7 +79,7 @@ func (c killCase) name() string {
 }
 
 // midSteps are the steps a case can kill in the middle of.
-var midSteps = []string{StepBegin, StepDrain, StepFlip, StepTranslateGroups, StepWipe, StepReseedStart, StepFinish}
+var midSteps = []string{StepBegin, StepDrain, runrecord.StepFlip, StepTranslateGroups, runrecord.StepWipe, StepReseedStart, StepFinish}
 
 // TestKillAndResume proves that a planned failover east -> west is
 // resumable everywhere: drctl (this test binary in a child process, running the saved
@@ -121,11 +121,11 @@ func TestKillAndResume(t *testing.T) {
 		for i, s := range steps {
 			cases = append(cases, killCase{step: s, event: plans.EventStepDone, sameJournal: i%2 == 0})
 		}
-		for _, s := range []string{StepFlip, StepTranslateGroups, StepWipe, StepReseedStart} {
+		for _, s := range []string{runrecord.StepFlip, StepTranslateGroups, runrecord.StepWipe, StepReseedStart} {
 			cases = append(cases, killCase{step: s, event: plans.EventStepDone, recordLost: true})
 		}
-		cases = append(cases, killCase{step: StepDrain, sameJournal: true}, killCase{step: StepFlip},
-			killCase{step: StepTranslateGroups}, killCase{step: StepWipe}, killCase{step: StepFinish})
+		cases = append(cases, killCase{step: StepDrain, sameJournal: true}, killCase{step: runrecord.StepFlip},
+			killCase{step: StepTranslateGroups}, killCase{step: runrecord.StepWipe}, killCase{step: StepFinish})
 	}
 
 	var baseline string
@@ -161,7 +161,7 @@ func plannedSteps(t *testing.T) []string {
 	for _, s := range p.Steps {
 		names = append(names, s.Name)
 	}
-	for _, need := range []string{StepBegin, StepDrain, StepTranslateGroups, StepWipe, StepFinish} {
+	for _, need := range []string{StepBegin, StepDrain, StepTranslateGroups, runrecord.StepWipe, StepFinish} {
 		if !slices.Contains(names, need) {
 			t.Fatalf("a planned failover has no %s step: %v", need, names)
 		}
@@ -292,12 +292,12 @@ func (w *resumeWorld) killAndResume(t *testing.T, c killCase) {
 		held = holdFirst(t, w.pair.West, kmsg.OffsetCommit, false, func(r kmsg.Request) bool {
 			return slices.Contains(resumeGroups, r.(*kmsg.OffsetCommitRequest).Group)
 		})
-	case c.step == StepWipe:
+	case c.step == runrecord.StepWipe:
 		// The deletion of the topics on east (one batched request) is
 		// held and then dropped: the groups are gone, both topics still
 		// there.
 		held = holdFirst(t, w.pair.East, kmsg.DeleteTopics, true, func(kmsg.Request) bool { return true })
-	case slices.Contains([]string{StepBegin, StepFlip, StepReseedStart, StepFinish}, c.step):
+	case slices.Contains([]string{StepBegin, runrecord.StepFlip, StepReseedStart, StepFinish}, c.step):
 		// The step writes the role state on west, then on east; the
 		// commit of east's transaction is held and then dropped, so east
 		// keeps an open transaction of a dead writer. The child pauses
@@ -366,7 +366,7 @@ func (w *resumeWorld) killAndResume(t *testing.T, c killCase) {
 	for i := 0; i < from || (rerun && i == from); i++ {
 		changed = changed || !ChangesNothing(w.plan.Steps[i].Name)
 	}
-	rec, err := inspect.LoadRun(ctx, w.topo, w.plan.ID)
+	rec, err := loadRun(ctx, w.topo, w.plan.ID)
 	switch {
 	case err != nil:
 		t.Fatalf("run %s in the clusters: %v", w.plan.ID, err)
@@ -457,7 +457,7 @@ func (w *resumeWorld) checkPartial(t *testing.T, ctx context.Context, step strin
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		switch step {
-		case StepBegin, StepFlip, StepReseedStart, StepFinish:
+		case StepBegin, runrecord.StepFlip, StepReseedStart, StepFinish:
 			var want stateParams
 			if err := w.plan.Steps[w.index(t, step)].DecodeParams(&want); err != nil {
 				t.Fatal(err)
@@ -479,7 +479,7 @@ func (w *resumeWorld) checkPartial(t *testing.T, ctx context.Context, step strin
 				return
 			}
 			state = fmt.Sprintf("groups with positions on west: %v", moved)
-		case StepWipe:
+		case runrecord.StepWipe:
 			var left []string
 			for _, topic := range slices.Sorted(maps.Keys(resumeTopics)) {
 				if info, err := kafkaread.Topic(ctx, w.east, topic); err == nil && info.Exists {
@@ -521,7 +521,7 @@ func (w *resumeWorld) checkEndState(t *testing.T) string {
 			t.Errorf("role state on %s is %s; want epoch %d, west active, east standby, steady, no run", name, st, w.epoch+2)
 		}
 	}
-	rec, err := inspect.LoadRun(ctx, w.topo, w.plan.ID)
+	rec, err := loadRun(ctx, w.topo, w.plan.ID)
 	if err != nil || rec == nil || !rec.Finished || rec.Outcome != plans.OutcomeSucceeded {
 		t.Errorf("the clusters' record of run %s is not finished: %v %+v", w.plan.ID, err, rec)
 	}

@@ -10,10 +10,6 @@ import (
 	"github.com/drctl/drctl/topology"
 )
 
-// StepRPO reports, in an unplanned failover, what never left the old
-// active (inspect.MeasureRPO); inspect reads its output from run records.
-const StepRPO = inspect.StepRPO
-
 // reportRPO is the action of the RPO step.
 func reportRPO(ctx context.Context, topo *topology.Topology, p linkParams) (plans.Result, error) {
 	rep, err := inspect.MeasureRPO(ctx, topo, p.Source, p.Target)

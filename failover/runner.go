@@ -9,14 +9,12 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/drctl/drctl/inspect"
-	"github.com/drctl/drctl/internal/kvstore"
+	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/plans"
+	"github.com/drctl/drctl/runrecord"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -74,7 +72,12 @@ func Execute(ctx context.Context, topo *topology.Topology, p *plans.Plan, o RunO
 	if err := verifyPlan(topo, p, in); err != nil {
 		return err
 	}
-	rec, _ := inspect.LoadRun(ctx, topo, p.ID)
+	// The run's session: every read and write of the run's own bookkeeping
+	// (its record, the guard's role checks) goes through it; a cluster that
+	// fails is dialled again when next needed, the others never.
+	session := kafkaconn.Open(ctx, topo)
+	defer session.Close()
+	rec := runrecord.Load(ctx, session, p.ID)
 	if rec != nil && rec.Plan != nil {
 		if err := sameRunPlan(p, rec.Plan, in); err != nil {
 			return err
@@ -119,7 +122,7 @@ func Execute(ctx context.Context, topo *topology.Topology, p *plans.Plan, o RunO
 			start = s
 		}
 	}
-	store := &runStore{topo: topo, rec: &inspect.RunRecord{Plan: p, Done: make([]bool, len(p.Steps)), Outputs: map[int]json.RawMessage{}, Started: -1}}
+	store := &runStore{session: session, rec: &runrecord.Record{Plan: p, Done: make([]bool, len(p.Steps)), Outputs: map[int]json.RawMessage{}, Started: -1}}
 	for i := 0; i < start.From; i++ {
 		store.rec.Done[i] = true
 	}
@@ -138,7 +141,7 @@ func Execute(ctx context.Context, topo *topology.Topology, p *plans.Plan, o RunO
 	ex := &plans.Executor{
 		Registry:   registry(topo, answers{confirm: o.Confirm, yes: o.Yes, salvageTo: o.SalvageTo}),
 		Hooks:      hooks,
-		Guard:      guard(topo, in),
+		Guard:      guard(topo, in, session),
 		Actor:      plans.LocalActor(),
 		Interrupts: o.Interrupts,
 	}
@@ -151,13 +154,12 @@ func Execute(ctx context.Context, topo *topology.Topology, p *plans.Plan, o RunO
 
 // guard refuses to go on when the topology file changed, or when the role
 // state moved on without this run.
-func guard(topo *topology.Topology, in Inputs) plans.Guard {
+func guard(topo *topology.Topology, in Inputs, session *kafkaconn.Clusters) plans.Guard {
 	return func(ctx context.Context, p *plans.Plan, next int) error {
 		if topo.Digest != in.TopologyDigest {
 			return plans.Stale("the topology file %s changed since the plan was made; plan again", topo.Path)
 		}
-		w := connect(ctx, topo)
-		defer w.Close()
+		w := within(ctx, session)
 		if len(w.clients) == 0 {
 			return nil // the step itself reports the unreachable clusters
 		}
@@ -186,9 +188,9 @@ func guard(topo *topology.Topology, in Inputs) plans.Guard {
 
 // runStore is the required hook that records run progress in the clusters.
 type runStore struct {
-	topo *topology.Topology
-	mu   sync.Mutex
-	rec  *inspect.RunRecord
+	session *kafkaconn.Clusters
+	mu      sync.Mutex
+	rec     *runrecord.Record
 }
 
 func (s *runStore) Handle(ctx context.Context, e plans.Event) error {
@@ -219,38 +221,8 @@ func (s *runStore) Handle(ctx context.Context, e plans.Event) error {
 	if !s.changedAny() {
 		return nil
 	}
-	raw, err := json.Marshal(s.rec)
-	if err != nil {
-		return err
-	}
-	w := connect(ctx, s.topo)
-	defer w.Close()
-	// The clusters are written at once: each write is independent (the
-	// record is the same; one that lands is enough), and a step boundary
-	// should cost one write's time, not one per cluster.
-	var mu sync.Mutex
-	var errs []error
-	ok := 0
-	var wg sync.WaitGroup
-	for name, c := range w.clients {
-		wg.Go(func() {
-			err := kvstore.Put(ctx, c, topology.RunsTopic, s.rec.Plan.ID, raw)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				errs = append(errs, fmt.Errorf("cluster %s: %w", name, err))
-				return
-			}
-			ok++
-		})
-	}
-	wg.Wait()
-	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
-	if ok == 0 {
-		errs = append(errs, errNoClusters)
-		return fmt.Errorf("record run progress in the clusters: %w", errors.Join(errs...))
-	}
-	return nil
+	s.session.Redial(ctx)
+	return runrecord.Put(ctx, s.session, s.rec)
 }
 
 // changedAny reports whether the run started or finished a step that
@@ -335,15 +307,14 @@ func Resume(ctx context.Context, topo *topology.Topology, id string, o RunOption
 			return fmt.Errorf("%w: run %s (%s); check drctl status and plan again", ErrAborted, id, st.LastError)
 		}
 	}
-	if rec, _ := inspect.LoadRun(ctx, topo, id); rec != nil && rec.Aborted != nil {
+	clusters := kafkaconn.Open(ctx, topo)
+	rec := runrecord.Load(ctx, clusters, id)
+	clusters.Close()
+	if rec != nil && rec.Aborted != nil {
 		return fmt.Errorf("%w: run %s was aborted by %s at %s (%s); check drctl status and plan again", ErrAborted, id,
 			rec.Aborted.By, rec.Aborted.At.Format(time.RFC3339), rec.Aborted.Reason)
 	}
 	if p == nil {
-		rec, err := inspect.LoadRun(ctx, topo, id)
-		if err != nil {
-			return err
-		}
 		if rec == nil {
 			return fmt.Errorf("run %s is known neither to the local journal in %s nor to the clusters (a run refused before its first change leaves no record): run the saved plan with drctl apply, or plan again", id, dir)
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/drctl/drctl/internal/kvstore"
 	"github.com/drctl/drctl/internal/rolestate"
 	"github.com/drctl/drctl/plans"
+	"github.com/drctl/drctl/runrecord"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -99,7 +100,7 @@ func TestAbortBeforeFlip(t *testing.T) {
 	if err != nil || !found {
 		t.Fatalf("run record: %v %v", found, err)
 	}
-	var rec inspect.RunRecord
+	var rec runrecord.Record
 	if err := json.Unmarshal(raw, &rec); err != nil {
 		t.Fatal(err)
 	}
@@ -131,12 +132,12 @@ func TestAbortAfterFlip(t *testing.T) {
 	seedOrders(t, topo)
 	kfaketest.CreateTopic(t, topo, "west", "orders", 3, nil)
 	plan := planTo(t, topo, "west")
-	flip := stepIndex(t, plan, StepFlip)
+	flip := stepIndex(t, plan, runrecord.StepFlip)
 	var sp stateParams
 	if err := plan.Steps[flip].DecodeParams(&sp); err != nil {
 		t.Fatal(err)
 	}
-	rec := inspect.RunRecord{Plan: plan, Done: make([]bool, len(plan.Steps)), Outputs: map[int]json.RawMessage{}, Started: flip}
+	rec := runrecord.Record{Plan: plan, Done: make([]bool, len(plan.Steps)), Outputs: map[int]json.RawMessage{}, Started: flip}
 	for i := 0; i <= flip; i++ {
 		rec.Done[i] = true
 	}

@@ -13,11 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/internal/kvstore"
 	"github.com/drctl/drctl/internal/rolestate"
 	"github.com/drctl/drctl/plans"
+	"github.com/drctl/drctl/runrecord"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -92,7 +92,7 @@ func TestTamperedPlanRefused(t *testing.T) {
 	seedOrders(t, topo)
 	kfaketest.CreateTopic(t, topo, "west", "orders", 3, nil)
 	plan := planTo(t, topo, "west")
-	wipe := stepIndex(t, plan, StepWipe)
+	wipe := stepIndex(t, plan, runrecord.StepWipe)
 
 	cases := []struct {
 		name string
@@ -164,7 +164,7 @@ func TestTamperedPlanRefused(t *testing.T) {
 		if err := plan.DecodeInputs(&in); err != nil {
 			t.Fatal(err)
 		}
-		rec := inspect.RunRecord{Plan: q, Done: make([]bool, len(q.Steps)), Outputs: map[int]json.RawMessage{}, Started: 1}
+		rec := runrecord.Record{Plan: q, Done: make([]bool, len(q.Steps)), Outputs: map[int]json.RawMessage{}, Started: 1}
 		rec.Done[0] = true
 		raw, err := json.Marshal(rec)
 		if err != nil {

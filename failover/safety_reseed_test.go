@@ -17,11 +17,11 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/internal/rolestate"
 	"github.com/drctl/drctl/mirror"
 	"github.com/drctl/drctl/plans"
+	"github.com/drctl/drctl/runrecord"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -190,7 +190,7 @@ func TestUnplannedWithLiveActiveRefused(t *testing.T) {
 	if err != nil {
 		t.Fatalf("forced: %v", err)
 	}
-	fence, flip := stepIndex(t, forced, StepFenceActive), stepIndex(t, forced, StepFlip)
+	fence, flip := stepIndex(t, forced, StepFenceActive), stepIndex(t, forced, runrecord.StepFlip)
 	if fence > flip {
 		t.Errorf("the forced plan fences east at step %d, after the flip at %d", fence+1, flip+1)
 	}
@@ -337,7 +337,7 @@ func TestForcedReseedOfHealthyStandbyWithMirrorRunning(t *testing.T) {
 	if s, ok := after["east"].Topics["orders"+topo.Failover.SalvageTopicSuffix]; ok && strings.Contains(strings.ReplaceAll(s, ":[0,0)", ""), ":[") {
 		t.Errorf("east's quarantine topic holds records (%s): every record on west came from east", s)
 	}
-	rec, err := inspect.LoadRun(kfaketest.Ctx(t, 20*time.Second), topo, plan.ID)
+	rec, err := loadRun(kfaketest.Ctx(t, 20*time.Second), topo, plan.ID)
 	if err != nil || rec == nil {
 		t.Fatalf("run record of %s: %v", plan.ID, err)
 	}
@@ -349,7 +349,7 @@ func TestForcedReseedOfHealthyStandbyWithMirrorRunning(t *testing.T) {
 		t.Errorf("salvaged %d record(s), skipped %d as east's; want 0 and all 30", salvaged.Records, salvaged.FromActive)
 	}
 	var wipe WipeReport
-	if err := json.Unmarshal(rec.Outputs[stepIndex(t, plan, StepWipe)], &wipe); err != nil {
+	if err := json.Unmarshal(rec.Outputs[stepIndex(t, plan, runrecord.StepWipe)], &wipe); err != nil {
 		t.Fatalf("the wipe's output: %v", err)
 	}
 	if !slices.Contains(wipe.TopicsDeleted, "orders") {

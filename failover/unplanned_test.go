@@ -14,6 +14,7 @@ import (
 	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/runrecord"
 )
 
 // TestUnplannedFailoverRPOAndSalvage: records produced on the active that
@@ -109,7 +110,7 @@ func TestUnplannedFailoverRPOAndSalvage(t *testing.T) {
 		t.Fatalf("the unplanned run should stop at the stale cluster while east is down; got %v", err)
 	}
 	var rpo inspect.RPOReport
-	if raw := outputOf(t, journal, plan.ID, StepRPO); raw != nil {
+	if raw := outputOf(t, journal, plan.ID, runrecord.StepRPO); raw != nil {
 		if err := jsonUnmarshal(raw, &rpo); err != nil {
 			t.Fatal(err)
 		}

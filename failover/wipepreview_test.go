@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/drctl/drctl/internal/kfaketest"
+	"github.com/drctl/drctl/runrecord"
 )
 
 // TestPreviewWipe: the plan of a failover says, before anyone types a
@@ -24,7 +25,7 @@ func TestPreviewWipe(t *testing.T) {
 		t.Errorf("a fence: none plan names principals:\n%s", text)
 	}
 	pv := PreviewWipe(kfaketest.Ctx(t, 20*time.Second), topo, plan)
-	if pv == nil || pv.Cluster != "east" || pv.Step != stepIndex(t, plan, StepWipe)+1 || pv.Error != "" {
+	if pv == nil || pv.Cluster != "east" || pv.Step != stepIndex(t, plan, runrecord.StepWipe)+1 || pv.Error != "" {
 		t.Fatalf("preview %+v; want east's, at the wipe step", pv)
 	}
 	var orders *WipeTopic

@@ -21,6 +21,8 @@ type world struct {
 	*kafkaconn.Clusters
 	topo    *topology.Topology
 	clients map[string]sarama.Client
+	// shared marks a world over a run's session: Close leaves it open.
+	shared bool
 }
 
 // connect dials the named clusters (all when none is named) at once; a
@@ -28,6 +30,31 @@ type world struct {
 func connect(ctx context.Context, topo *topology.Topology, names ...string) *world {
 	s := kafkaconn.Open(ctx, topo, names...)
 	return &world{Clusters: s, topo: topo, clients: s.Clients()}
+}
+
+// within is a world over a run's session: the named clusters (all when
+// none is named) that the session does not reach yet are dialled again,
+// the others are used as they are, and Close leaves the session open.
+func within(ctx context.Context, session *kafkaconn.Clusters, names ...string) *world {
+	session.Redial(ctx, names...)
+	clients := session.Clients()
+	if len(names) > 0 {
+		named := map[string]sarama.Client{}
+		for _, n := range names {
+			if c, ok := clients[n]; ok {
+				named[n] = c
+			}
+		}
+		clients = named
+	}
+	return &world{Clusters: session, topo: session.Topology(), clients: clients, shared: true}
+}
+
+// Close closes the world's clients, unless they are a run's session.
+func (w *world) Close() {
+	if !w.shared {
+		w.Clusters.Close()
+	}
 }
 
 // view resolves the live roles from the reachable clusters.

@@ -20,6 +20,7 @@ import (
 	"github.com/drctl/drctl/mirror"
 	"github.com/drctl/drctl/mirror/aclsync"
 	"github.com/drctl/drctl/mirror/groupsync"
+	"github.com/drctl/drctl/runrecord"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -585,13 +586,13 @@ func runProblem(ctx context.Context, st *Status, clients map[string]sarama.Clien
 	rpo = -1
 	run := *st.Roles.Run
 	st.Roles.Run = &run
-	var rec *RunRecord
+	var rec *runrecord.Record
 	for _, c := range clients {
 		raw, found, err := kvstore.Get(ctx, c, topology.RunsTopic, run.ID)
 		if err != nil || !found {
 			continue
 		}
-		if r, err := DecodeRunRecord(raw); err == nil && (rec == nil || r.Start().From > rec.Start().From) {
+		if r, err := runrecord.Decode(raw); err == nil && (rec == nil || r.Start().From > rec.Start().From) {
 			rec = r
 		}
 	}
@@ -602,7 +603,7 @@ func runProblem(ctx context.Context, st *Status, clients map[string]sarama.Clien
 	}
 	for i, s := range rec.Plan.Steps {
 		var rep RPOReport
-		if s.Name == StepRPO && rec.Outputs[i] != nil && json.Unmarshal(rec.Outputs[i], &rep) == nil {
+		if s.Name == runrecord.StepRPO && rec.Outputs[i] != nil && json.Unmarshal(rec.Outputs[i], &rep) == nil {
 			rpo = rep.Records
 		}
 	}
@@ -613,9 +614,9 @@ func runProblem(ctx context.Context, st *Status, clients map[string]sarama.Clien
 	if next < total {
 		at = fmt.Sprintf("at step %d/%d (%s)", next+1, total, rec.Plan.Steps[next].Name)
 	}
-	how := fmt.Sprintf("drctl abort %s undoes it (before step %d/%d, %s)", run.ID, PointOfNoReturn(rec.Plan)+1, total, rec.Plan.Steps[PointOfNoReturn(rec.Plan)].Name)
-	if max(rec.Started, next-1) >= PointOfNoReturn(rec.Plan) {
-		how = fmt.Sprintf("drctl abort %s cannot undo it any more (past step %d/%d, %s)", run.ID, PointOfNoReturn(rec.Plan)+1, total, rec.Plan.Steps[PointOfNoReturn(rec.Plan)].Name)
+	how := fmt.Sprintf("drctl abort %s undoes it (before step %d/%d, %s)", run.ID, runrecord.PointOfNoReturn(rec.Plan)+1, total, rec.Plan.Steps[runrecord.PointOfNoReturn(rec.Plan)].Name)
+	if max(rec.Started, next-1) >= runrecord.PointOfNoReturn(rec.Plan) {
+		how = fmt.Sprintf("drctl abort %s cannot undo it any more (past step %d/%d, %s)", run.ID, runrecord.PointOfNoReturn(rec.Plan)+1, total, rec.Plan.Steps[runrecord.PointOfNoReturn(rec.Plan)].Name)
 	}
 	last := ""
 	if rec.Error != "" {

@@ -8,7 +8,9 @@ import (
 
 // FirstDifference compares two step lists, step by step: name, title,
 // params, expected and intended values (as canonical JSON, so re-indenting
-// a saved plan is no difference) and the destructive mark. It returns the
+// a saved plan is no difference), the destructive mark and the point of
+// no return (a plan without any mark, saved by an older drctl, is no
+// difference). It returns the
 // index of the first step that differs and what differs, in words, with
 // got's value first.
 func FirstDifference(got, want []Step) (index int, what string, differ bool) {
@@ -28,6 +30,11 @@ func FirstDifference(got, want []Step) (index int, what string, differ bool) {
 		}
 		if g.Destructive != w.Destructive {
 			return i, fmt.Sprintf("destructive is %v, drctl makes %v", g.Destructive, w.Destructive), true
+		}
+		// A plan saved before steps carried the mark has none; its readers
+		// place the point of no return by the step's name, as drctl does.
+		if g.PointOfNoReturn && !w.PointOfNoReturn {
+			return i, "is marked as the point of no return, drctl marks another step", true
 		}
 		for _, f := range []struct {
 			what string

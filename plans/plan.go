@@ -52,6 +52,10 @@ type Step struct {
 	Expect      json.RawMessage `json:"expect,omitempty"`
 	Intend      json.RawMessage `json:"intend,omitempty"`
 	Destructive bool            `json:"destructive,omitempty"`
+	// PointOfNoReturn marks the step from whose start the run can only be
+	// finished, not undone (drctl abort refuses from there on). A plan has
+	// at most one such step.
+	PointOfNoReturn bool `json:"point_of_no_return,omitempty"`
 }
 
 // StepSpec is a step before its values are encoded; see Plan.Add.
@@ -59,6 +63,7 @@ type StepSpec struct {
 	Name, Title            string
 	Params, Expect, Intend any // encoded with encoding/json; nil means none
 	Destructive            bool
+	PointOfNoReturn        bool
 }
 
 // New returns an empty plan of the current format, created now by the local
@@ -83,6 +88,17 @@ func (p *Plan) SetInputs(v any) error {
 	return nil
 }
 
+// PointOfNoReturn is the index of the step marked as the plan's point of
+// no return, or -1 when no step is.
+func (p *Plan) PointOfNoReturn() int {
+	for i, s := range p.Steps {
+		if s.PointOfNoReturn {
+			return i
+		}
+	}
+	return -1
+}
+
 // DecodeInputs decodes the plan's inputs into v, refusing unknown fields.
 func (p *Plan) DecodeInputs(v any) error {
 	if err := decodeStrict(p.Inputs, v); err != nil {
@@ -93,7 +109,10 @@ func (p *Plan) DecodeInputs(v any) error {
 
 // Add appends a step, encoding its values, and sets its Index.
 func (p *Plan) Add(s StepSpec) error {
-	step := Step{Index: len(p.Steps), Name: s.Name, Title: s.Title, Destructive: s.Destructive}
+	if s.PointOfNoReturn && p.PointOfNoReturn() >= 0 {
+		return fmt.Errorf("step %d (%s): the plan has a point of no return already (step %d)", len(p.Steps)+1, s.Name, p.PointOfNoReturn()+1)
+	}
+	step := Step{Index: len(p.Steps), Name: s.Name, Title: s.Title, Destructive: s.Destructive, PointOfNoReturn: s.PointOfNoReturn}
 	var err error
 	if step.Params, err = encodeValue(s.Params); err != nil {
 		return fmt.Errorf("step %d (%s) params: %w", step.Index+1, s.Name, err)
@@ -141,6 +160,9 @@ func (p *Plan) Validate() error {
 		}
 		if s.Title == "" {
 			errs = append(errs, fmt.Errorf("step %d (%s) has no title", i+1, s.Name))
+		}
+		if s.PointOfNoReturn && p.PointOfNoReturn() != i {
+			errs = append(errs, fmt.Errorf("step %d (%s) is a second point of no return (step %d is the first)", i+1, s.Name, p.PointOfNoReturn()+1))
 		}
 		for _, f := range []struct {
 			what string

@@ -182,3 +182,46 @@ func TestSaveLoadPlan(t *testing.T) {
 		t.Errorf("load of a missing file: %v", err)
 	}
 }
+
+// TestPointOfNoReturn: a plan has at most one step marked as its point of
+// no return; Add refuses a second, Validate a plan edited to hold two, and
+// the text names the step.
+func TestPointOfNoReturn(t *testing.T) {
+	p := New("run-1", "failover")
+	if got := p.PointOfNoReturn(); got != -1 {
+		t.Fatalf("PointOfNoReturn of an empty plan = %d, want -1", got)
+	}
+	for _, s := range []StepSpec{{Name: "check", Title: "Check"}, {Name: "flip", Title: "Flip", PointOfNoReturn: true}, {Name: "wipe", Title: "Wipe", Destructive: true}} {
+		if err := p.Add(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := p.PointOfNoReturn(); got != 1 {
+		t.Errorf("PointOfNoReturn = %d, want 1", got)
+	}
+	if err := p.Add(StepSpec{Name: "again", Title: "Again", PointOfNoReturn: true}); err == nil {
+		t.Error("Add took a second point of no return")
+	}
+	if !strings.Contains(p.Text(), "From step 2 (flip) on, the run can only be finished") || !strings.Contains(p.Text(), "[flip, point of no return]") {
+		t.Errorf("the plan's text does not name its point of no return:\n%s", p.Text())
+	}
+	p.Steps[2].PointOfNoReturn = true
+	if err := p.Validate(); err == nil || !strings.Contains(err.Error(), "second point of no return") {
+		t.Errorf("Validate of a plan with two points of no return: %v", err)
+	}
+}
+
+// TestFirstDifferenceOfThePointOfNoReturn: a saved plan without any mark
+// (made before steps carried it) matches drctl's marked plan; one that
+// marks another step does not.
+func TestFirstDifferenceOfThePointOfNoReturn(t *testing.T) {
+	want := []Step{{Index: 0, Name: "a", Title: "A"}, {Index: 1, Name: "b", Title: "B", PointOfNoReturn: true}}
+	old := []Step{{Index: 0, Name: "a", Title: "A"}, {Index: 1, Name: "b", Title: "B"}}
+	if i, what, differ := FirstDifference(old, want); differ {
+		t.Errorf("an unmarked plan differs at step %d: %s", i+1, what)
+	}
+	moved := []Step{{Index: 0, Name: "a", Title: "A", PointOfNoReturn: true}, {Index: 1, Name: "b", Title: "B"}}
+	if i, _, differ := FirstDifference(moved, want); !differ || i != 0 {
+		t.Errorf("a plan marking another step: differ %v at %d, want a difference at step 1", differ, i+1)
+	}
+}

@@ -47,6 +47,9 @@ func (p *Plan) WriteText(w io.Writer) error {
 			tag += ", destructive"
 			destructive++
 		}
+		if s.PointOfNoReturn {
+			tag += ", point of no return"
+		}
 		fmt.Fprintf(&b, "%3d. %s  [%s]\n", s.Index+1, s.Title, tag)
 		for _, l := range changeLines(s.Expect, s.Intend) {
 			fmt.Fprintf(&b, "       %s\n", l)
@@ -54,6 +57,9 @@ func (p *Plan) WriteText(w io.Writer) error {
 	}
 	if destructive > 0 {
 		fmt.Fprintf(&b, "\n%d of %d steps %s destructive.\n", destructive, len(p.Steps), plural(destructive, "is", "are"))
+	}
+	if i := p.PointOfNoReturn(); i >= 0 {
+		fmt.Fprintf(&b, "From step %d (%s) on, the run can only be finished: drctl abort undoes it only before.\n", i+1, p.Steps[i].Name)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -27,7 +27,6 @@ type translationMsg struct {
 
 type planMsg struct {
 	what      string // failover, unplanned failover, failback
-	target    string
 	plan      *plans.Plan
 	err       error
 	unplanned bool
@@ -88,7 +87,7 @@ func (m *Model) planCmd(what string, req failover.FailoverRequest) tea.Cmd {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		p, err := failover.PlanFailover(ctx, topo, req)
-		msg := planMsg{what: what, target: req.To, plan: p, err: err, unplanned: req.Mode == failover.Unplanned}
+		msg := planMsg{what: what, plan: p, err: err, unplanned: req.Mode == failover.Unplanned}
 		if err == nil {
 			pctx, pcancel := context.WithTimeout(context.Background(), 15*time.Second)
 			defer pcancel()

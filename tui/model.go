@@ -570,11 +570,10 @@ func (m *Model) planReady(msg planMsg) tea.Cmd {
 	}
 	m.flash = ""
 	p := msg.plan
-	var in failover.Inputs
-	_ = p.DecodeInputs(&in)
-	target := in.To
-	if target == "" {
-		target = msg.target
+	target, err := failover.ConfirmName(p)
+	if err != nil {
+		m.sayAbout("%s: %v", msg.what, err)
+		return nil
 	}
 	m.dialog = newDialog(
 		strings.ToUpper(msg.what[:1])+msg.what[1:]+" plan "+p.ID,

@@ -41,7 +41,7 @@ func TestPlanScreenShowsDestructiveStepsFirst(t *testing.T) {
 	m := fixtureModel(80, 24, false)
 	m.Update(snapshotMsg{scenarioSteady()})
 	p := fixtureFailoverPlan(t)
-	m.Update(planMsg{what: "failover", target: "west", plan: p})
+	m.Update(planMsg{what: "failover", plan: p})
 	out := screen(t, m, 80, 24)
 	golden.RequireEqual(t, []byte(out))
 	for _, s := range p.Steps {

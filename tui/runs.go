@@ -2,7 +2,6 @@ package tui
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,8 +10,9 @@ import (
 	"time"
 
 	"github.com/drctl/drctl/drill"
-	"github.com/drctl/drctl/inspect"
+	"github.com/drctl/drctl/failover"
 	"github.com/drctl/drctl/plans"
+	"github.com/drctl/drctl/runrecord"
 )
 
 // stepState is one step of the live run as the console saw it.
@@ -121,10 +121,7 @@ func runKind(p *plans.Plan) string {
 			return "drill-unplanned"
 		}
 	}
-	var in struct {
-		Unplanned bool `json:"unplanned"`
-	}
-	if json.Unmarshal(p.Inputs, &in) == nil && in.Unplanned {
+	if failover.IsUnplanned(p) {
 		return "unplanned-" + p.Kind
 	}
 	return p.Kind
@@ -169,7 +166,7 @@ func readJournals(dir, topoName string, n int) ([]PastRun, error) {
 			break
 		}
 		st, err := plans.ReadJournal(f.path)
-		if err != nil || st.Plan == nil || inspect.PlanTopology(st.Plan) != topoName {
+		if err != nil || st.Plan == nil || runrecord.TopologyOf(st.Plan) != topoName {
 			continue
 		}
 		done := 0
@@ -189,7 +186,7 @@ func readJournals(dir, topoName string, n int) ([]PastRun, error) {
 // the entry with more steps done wins, the journal's when equal (it knows
 // the actor, when it last moved and its steps' results). A run aborted
 // anywhere is aborted. Newest first.
-func mergeRuns(journal []PastRun, recorded []*inspect.RunRecord) []PastRun {
+func mergeRuns(journal []PastRun, recorded []*runrecord.Record) []PastRun {
 	byID := map[string]int{}
 	out := slices.Clone(journal)
 	for i, r := range out {

@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"github.com/drctl/drctl/failover"
-	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/plans"
+	"github.com/drctl/drctl/runrecord"
 )
 
 // TestRunsFromClustersOnKfake: a failover run from another machine (its
@@ -70,18 +70,18 @@ func TestRunsFromClustersOnKfake(t *testing.T) {
 // TestMergeRuns: one row per run id; the more advanced entry wins.
 func TestMergeRuns(t *testing.T) {
 	steps := make([]plans.Step, 3)
-	rec := func(id string, done int, out plans.Outcome) *inspect.RunRecord {
+	rec := func(id string, done int, out plans.Outcome) *runrecord.Record {
 		d := make([]bool, 3)
 		for i := range done {
 			d[i] = true
 		}
-		return &inspect.RunRecord{Plan: &plans.Plan{ID: id, Kind: "failover", CreatedAt: t0, CreatedBy: "ops@far", Steps: steps}, Done: d, Outcome: out}
+		return &runrecord.Record{Plan: &plans.Plan{ID: id, Kind: "failover", CreatedAt: t0, CreatedBy: "ops@far", Steps: steps}, Done: d, Outcome: out}
 	}
 	journal := []PastRun{
 		{ID: "a", Kind: "failover", Actor: "me@here", Outcome: plans.OutcomeSucceeded, Done: 3, Total: 3, At: t0.Add(time.Hour)},
 		{ID: "b", Kind: "failover", Actor: "me@here", Done: 1, Total: 3, At: t0.Add(2 * time.Hour)},
 	}
-	got := mergeRuns(journal, []*inspect.RunRecord{rec("a", 3, plans.OutcomeSucceeded), rec("b", 3, plans.OutcomeSucceeded), rec("c", 2, plans.OutcomeFailed)})
+	got := mergeRuns(journal, []*runrecord.Record{rec("a", 3, plans.OutcomeSucceeded), rec("b", 3, plans.OutcomeSucceeded), rec("c", 2, plans.OutcomeFailed)})
 	want := map[string]PastRun{
 		"a": journal[0],
 		"b": {ID: "b", Kind: "failover", Actor: "me@here", Outcome: plans.OutcomeSucceeded, Done: 3, Total: 3, At: t0.Add(2 * time.Hour)},

@@ -9,8 +9,8 @@ import (
 	"github.com/charmbracelet/x/exp/golden"
 
 	"github.com/drctl/drctl/drill"
-	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/plans"
+	"github.com/drctl/drctl/runrecord"
 )
 
 // fixturePastRuns: an unplanned drill's run, an aborted failover (aborted
@@ -37,7 +37,7 @@ func fixturePastRuns(t *testing.T) []PastRun {
 	for i := range journal {
 		journal[i].At = map[string]time.Time{"failover-20261201T094000-41154c": t0.Add(-20 * time.Minute), "drill-canary-20261201T093000-acb276": t0.Add(-30 * time.Minute)}[journal[i].ID]
 	}
-	var aborted *inspect.RunRecord
+	var aborted *runrecord.Record
 	for _, r := range journal {
 		if r.ID == "failover-20261201T094000-41154c" {
 			p := plans.New(r.ID, "failover")
@@ -45,12 +45,12 @@ func fixturePastRuns(t *testing.T) []PastRun {
 			for _, s := range r.Steps {
 				_ = p.Add(plans.StepSpec{Name: "s", Title: s.Title})
 			}
-			aborted = &inspect.RunRecord{Plan: p, Done: []bool{true, true, false}, Started: 2, Outcome: plans.OutcomeFailed,
-				Aborted: &inspect.Aborted{By: "ops@far", At: t0.Add(-10 * time.Minute), Reason: "east lost for good", Step: 2, Undone: []string{"fence on east"}}}
+			aborted = &runrecord.Record{Plan: p, Done: []bool{true, true, false}, Started: 2, Outcome: plans.OutcomeFailed,
+				Aborted: &runrecord.Aborted{By: "ops@far", At: t0.Add(-10 * time.Minute), Reason: "east lost for good", Step: 2, Undone: []string{"fence on east"}}}
 		}
 	}
-	unplannedRec := &inspect.RunRecord{Plan: unplanned, Done: []bool{true, true, false}, Started: 2}
-	return mergeRuns(journal, []*inspect.RunRecord{aborted, unplannedRec})
+	unplannedRec := &runrecord.Record{Plan: unplanned, Done: []bool{true, true, false}, Started: 2}
+	return mergeRuns(journal, []*runrecord.Record{aborted, unplannedRec})
 }
 
 // TestGoldenPastRuns: the Runs view's past runs at 80x24 and 200x50. Run

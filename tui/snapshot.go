@@ -7,6 +7,7 @@ import (
 	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/runrecord"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -56,7 +57,7 @@ func collect(ctx context.Context, topo *topology.Topology, journalDir string, ti
 	if err != nil {
 		s.RunsError = err.Error()
 	}
-	recorded, err := inspect.ListRunsIn(ctx, clusters)
+	recorded, err := runrecord.List(ctx, clusters)
 	if err != nil && s.RunsError == "" {
 		s.RunsError = err.Error()
 	}

@@ -43,7 +43,7 @@ func TestUnknownRolesRefuseEveryAction(t *testing.T) {
 func TestStaleErrorLeavesWhenClustersChange(t *testing.T) {
 	m := fixtureModel(80, 24, false)
 	m.Update(snapshotMsg{scenarioClusterDown()})
-	m.Update(planMsg{what: "unplanned failover", target: "west", err: errors.New("west: cannot connect")})
+	m.Update(planMsg{what: "unplanned failover", err: errors.New("west: cannot connect")})
 	if !strings.Contains(m.flash, "cannot connect") {
 		t.Fatalf("flash %q", m.flash)
 	}

@@ -12,9 +12,9 @@ import (
 
 	"github.com/drctl/drctl/drill"
 	"github.com/drctl/drctl/failover"
-	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/rolestate"
 	"github.com/drctl/drctl/plans"
+	"github.com/drctl/drctl/runrecord"
 )
 
 // Completion of values: cluster names after --to and for the commands that
@@ -113,7 +113,7 @@ func journalRunIDs(dir, name string) []string {
 			continue
 		}
 		st, err := plans.ReadJournal(f)
-		if err != nil || st.Finished || st.Outcome == plans.OutcomeAborted || inspect.PlanTopology(st.Plan) != name {
+		if err != nil || st.Finished || st.Outcome == plans.OutcomeAborted || runrecord.TopologyOf(st.Plan) != name {
 			continue
 		}
 		var mod int64

@@ -77,9 +77,8 @@ func failoverRequest(c *cli.Context) failover.FailoverRequest {
 
 // printForced tells the operator which refusal a --force flag overrode.
 func printForced(c *cli.Context, p *plans.Plan) {
-	var in failover.Inputs
-	if p.DecodeInputs(&in) == nil && in.Force {
-		fmt.Fprintf(c.App.ErrWriter, "forced: %s\n", in.ForceReason)
+	if reason, forced := failover.Forced(p); forced {
+		fmt.Fprintf(c.App.ErrWriter, "forced: %s\n", reason)
 	}
 }
 
@@ -307,11 +306,9 @@ func planAndRun(c *cli.Context, build func(context.Context, *topology.Topology) 
 		}
 		writeWipePreview(c, topo, p, c.App.Writer)
 	}
-	var in failover.Inputs
-	_ = p.DecodeInputs(&in)
-	target := in.To
-	if p.Kind == string(rolestate.RunReseed) {
-		target = in.From
+	target, err := failover.ConfirmName(p)
+	if err != nil {
+		return err
 	}
 	cf := confirmOf(c)
 	if err := cf.Require("this changes the clusters and there is no terminal to confirm on: review the plan (drctl plan ...) and pass --yes"); err != nil {

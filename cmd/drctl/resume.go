@@ -6,8 +6,9 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/drctl/drctl/inspect"
+	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/plans"
+	"github.com/drctl/drctl/runrecord"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -21,7 +22,9 @@ func finishedRun(ctx context.Context, topo *topology.Topology, dir, id string) s
 		return fmt.Sprintf("run %s (%s) has already finished: every step succeeded, the last run of it ended at %s (by %s, from this machine's journal); there is nothing to resume: drctl status shows the roles now",
 			id, st.Plan.Kind, timeOrUnknown(st.EndedAt), orText(st.Actor, "unknown"))
 	}
-	rec, _ := inspect.LoadRun(ctx, topo, id)
+	clusters := kafkaconn.Open(ctx, topo)
+	defer clusters.Close()
+	rec := runrecord.Load(ctx, clusters, id)
 	if rec != nil && rec.Finished {
 		return fmt.Sprintf("run %s (%s) has already finished: every step succeeded, recorded in the clusters at %s; there is nothing to resume: drctl status shows the roles now",
 			id, rec.Plan.Kind, timeOrUnknown(rec.WrittenAt))

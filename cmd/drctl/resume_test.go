@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/drctl/drctl/failover"
-	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/internal/kvstore"
 	"github.com/drctl/drctl/plans"
+	"github.com/drctl/drctl/runrecord"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -69,7 +69,7 @@ func TestResumeOfAFinishedRunSaysSo(t *testing.T) {
 	}
 
 	remote := finished("failover-20261207T000000-bbbbbb")
-	raw, err := json.Marshal(inspect.RunRecord{Plan: remote, Done: []bool{true}, Started: 0, Finished: true, Outcome: plans.OutcomeSucceeded})
+	raw, err := json.Marshal(runrecord.Record{Plan: remote, Done: []bool{true}, Started: 0, Finished: true, Outcome: plans.OutcomeSucceeded})
 	if err != nil {
 		t.Fatal(err)
 	}

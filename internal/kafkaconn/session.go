@@ -82,6 +82,25 @@ func (s *Clusters) Connect(ctx context.Context, names ...string) {
 	wg.Wait()
 }
 
+// Redial dials again, concurrently, the named clusters (every cluster of
+// the topology when none is named) whose earlier dial failed, and dials
+// those never dialled; a cluster the session reaches is left alone. A
+// long-lived session (a run's) calls it before each use, so that a
+// cluster that was down when the run started is used once it is back.
+func (s *Clusters) Redial(ctx context.Context, names ...string) {
+	if len(names) == 0 {
+		names = s.topo.ClusterNames()
+	}
+	s.mu.Lock()
+	for _, name := range names {
+		if _, failed := s.errs[name]; failed && s.topo.Clusters[name] != nil {
+			delete(s.errs, name)
+		}
+	}
+	s.mu.Unlock()
+	s.Connect(ctx, names...)
+}
+
 // Topology is the topology the session belongs to.
 func (s *Clusters) Topology() *topology.Topology { return s.topo }
 

@@ -168,3 +168,29 @@ func TestIdempotentProducerPreset(t *testing.T) {
 		t.Fatalf("the preset with a transactional id does not validate: %v", err)
 	}
 }
+
+// TestClustersRedialOnlyTheFailed: a run's session redials a cluster that
+// was down when it started, once it is back, and never the cluster it
+// reaches (no new connection to it).
+func TestClustersRedialOnlyTheFailed(t *testing.T) {
+	p := kfaketest.NewPair(t, kfaketest.Options{Persist: true})
+	p.Stop("west")
+	ctx := ctxT(t, 30*time.Second)
+	s := kafkaconn.Open(ctx, p.Topology)
+	defer s.Close()
+	if _, err := s.Need("west"); err == nil {
+		t.Fatal("west answers while stopped")
+	}
+	east, err := s.Need("east")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Restart(t, "west")
+	s.Redial(ctx)
+	if _, err := s.Need("west"); err != nil {
+		t.Fatalf("Need(west) after it came back and Redial: %v", err)
+	}
+	if again, _ := s.Need("east"); again != east {
+		t.Error("Redial replaced the client of east, which it reached")
+	}
+}

@@ -1,4 +1,4 @@
-package inspect
+package runrecord
 
 import (
 	"encoding/json"
@@ -9,11 +9,11 @@ import (
 	"github.com/drctl/drctl/plans"
 )
 
-// FuzzDecodeRunRecord: no run record read back from a cluster panics the
+// FuzzDecode: no run record read back from a cluster panics the
 // reader, and one it accepts can be resumed: its progress indexes only
 // steps of its plan. Encoding it again (as the run store does) decodes to
 // the same record.
-func FuzzDecodeRunRecord(f *testing.F) {
+func FuzzDecode(f *testing.F) {
 	p := plans.New("r-1", "failover")
 	p.CreatedAt, p.CreatedBy = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC), "ops@box"
 	if err := p.SetInputs(map[string]any{"topology": "payments", "epoch": 3}); err != nil {
@@ -25,7 +25,7 @@ func FuzzDecodeRunRecord(f *testing.F) {
 		}
 	}
 	var seeds [][]byte
-	for _, rec := range []RunRecord{
+	for _, rec := range []Record{
 		{Plan: p, Done: []bool{true, false, false}, Outputs: map[int]json.RawMessage{0: json.RawMessage(`{"ok":1}`)}, Started: 1},
 		{Plan: p, Done: []bool{true, true, true}, Outputs: map[int]json.RawMessage{}, Started: 2, Finished: true, Outcome: plans.OutcomeSucceeded},
 		{Plan: p, Done: []bool{true, false, false}, Started: 1, Outcome: plans.OutcomeFailed, Error: "broker down"},
@@ -44,7 +44,7 @@ func FuzzDecodeRunRecord(f *testing.F) {
 	seeds = append(seeds, []byte(`{"plan":null}`), []byte(`{"plan":{"format_version":1,"id":"x","kind":"k","steps":[]},"done":[],"started":-1}`))
 	fuzzseed.Add(f, seeds...)
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		rec, err := DecodeRunRecord(raw)
+		rec, err := Decode(raw)
 		if err != nil {
 			return
 		}
@@ -66,7 +66,7 @@ func FuzzDecodeRunRecord(f *testing.F) {
 		if err != nil {
 			t.Fatalf("an accepted record does not encode: %v", err)
 		}
-		back, err := DecodeRunRecord(again)
+		back, err := Decode(again)
 		if err != nil {
 			t.Fatalf("a written record does not decode: %v\n%s", err, again)
 		}
@@ -76,15 +76,15 @@ func FuzzDecodeRunRecord(f *testing.F) {
 	})
 }
 
-// TestDecodeRunRecordRefuses: a record whose progress does not fit its plan
+// TestDecodeRefuses: a record whose progress does not fit its plan
 // (or that has no plan) is refused; before, resume indexed past the plan's
 // steps with it (Execute panicked marking 5 steps done of 3).
-func TestDecodeRunRecordRefuses(t *testing.T) {
+func TestDecodeRefuses(t *testing.T) {
 	p := plans.New("r-1", "failover")
 	if err := p.Add(plans.StepSpec{Name: "flip", Title: "Flip"}); err != nil {
 		t.Fatal(err)
 	}
-	for name, rec := range map[string]RunRecord{
+	for name, rec := range map[string]Record{
 		"no plan":               {Done: []bool{true}},
 		"more done than steps":  {Plan: p, Done: []bool{true, true, true}, Started: -1},
 		"fewer done than steps": {Plan: p, Started: -1},
@@ -96,13 +96,13 @@ func TestDecodeRunRecordRefuses(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, err := DecodeRunRecord(raw); err == nil {
+		if got, err := Decode(raw); err == nil {
 			t.Errorf("%s: accepted %+v", name, got)
 		}
 	}
-	good := RunRecord{Plan: p, Done: []bool{true}, Started: 0, Outputs: map[int]json.RawMessage{0: json.RawMessage(`1`)}}
+	good := Record{Plan: p, Done: []bool{true}, Started: 0, Outputs: map[int]json.RawMessage{0: json.RawMessage(`1`)}}
 	raw, _ := json.Marshal(good)
-	if _, err := DecodeRunRecord(raw); err != nil {
+	if _, err := Decode(raw); err != nil {
 		t.Errorf("a good record: %v", err)
 	}
 }

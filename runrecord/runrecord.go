@@ -1,10 +1,13 @@
-package inspect
+package runrecord
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/drctl/drctl/internal/kafkaconn"
@@ -14,17 +17,17 @@ import (
 	"github.com/drctl/drctl/topology"
 )
 
-// Step names that a run record's plan is read by: the point of no return
-// of each kind of run and the RPO report. Package failover builds its
-// plans with these names.
+// Step names that readers of a record look for: the RPO report, and the
+// points of no return of plans saved before steps carried the mark.
+// Package failover builds its plans with these names.
 const (
 	StepFlip = "flip-roles"
 	StepWipe = "wipe"
 	StepRPO  = "rpo-report"
 )
 
-// RunRecord is a run's progress as the clusters keep it.
-type RunRecord struct {
+// Record is a run's progress as the clusters keep it.
+type Record struct {
 	Plan    *plans.Plan             `json:"plan"`
 	Done    []bool                  `json:"done"`
 	Outputs map[int]json.RawMessage `json:"outputs"`
@@ -42,7 +45,7 @@ type RunRecord struct {
 
 // Start returns where a resume begins: the first step not done, with the
 // outputs of the steps before it.
-func (r *RunRecord) Start() plans.Start {
+func (r *Record) Start() plans.Start {
 	next := 0
 	for next < len(r.Done) && r.Done[next] {
 		next++
@@ -61,8 +64,13 @@ type Aborted struct {
 }
 
 // PointOfNoReturn is the index of the step from whose start a run can only
-// be finished: the flip of a failover or failback, the wipe of a reseed.
+// be finished: the step the plan marks (the flip of a failover or
+// failback, the wipe of a reseed), or, in a plan saved before steps
+// carried the mark, the step of that name; 0 when there is neither.
 func PointOfNoReturn(p *plans.Plan) int {
+	if i := p.PointOfNoReturn(); i >= 0 {
+		return i
+	}
 	name := StepFlip
 	if p.Kind == string(rolestate.RunReseed) {
 		name = StepWipe
@@ -75,10 +83,10 @@ func PointOfNoReturn(p *plans.Plan) int {
 	return 0
 }
 
-// PlanTopology is the name of the topology a plan was built for: the
+// TopologyOf is the name of the topology a plan was built for: the
 // "topology" of its inputs, which every drctl plan records (failover,
 // failback, reseed, drills). "" when the inputs do not say.
-func PlanTopology(p *plans.Plan) string {
+func TopologyOf(p *plans.Plan) string {
 	if p == nil {
 		return ""
 	}
@@ -91,20 +99,22 @@ func PlanTopology(p *plans.Plan) string {
 	return in.Topology
 }
 
-// LoadRun reads a run's progress from the clusters (the most advanced
-// record wins); nil when no cluster knows it as a run of topo (the runs
-// topic is shared by every topology whose clusters these are).
-func LoadRun(ctx context.Context, topo *topology.Topology, id string) (*RunRecord, error) {
-	clusters := kafkaconn.Open(ctx, topo)
-	defer clusters.Close()
-	var best *RunRecord
+// Load reads a run's progress from the session's clusters (every cluster
+// the session has not dialled yet is dialled once; the most advanced
+// record wins); nil when no cluster knows it as a run of the session's
+// topology (the runs topic is shared by every topology whose clusters
+// these are).
+func Load(ctx context.Context, clusters *kafkaconn.Clusters, id string) *Record {
+	clusters.Connect(ctx)
+	topo := clusters.Topology().Name
+	var best *Record
 	for _, c := range clusters.Clients() {
 		raw, at, found, err := kvstore.GetAt(ctx, c, topology.RunsTopic, id)
 		if err != nil || !found {
 			continue
 		}
-		rec, err := DecodeRunRecord(raw)
-		if err != nil || PlanTopology(rec.Plan) != topo.Name {
+		rec, err := Decode(raw)
+		if err != nil || TopologyOf(rec.Plan) != topo {
 			continue
 		}
 		rec.WrittenAt = at
@@ -112,26 +122,19 @@ func LoadRun(ctx context.Context, topo *topology.Topology, id string) (*RunRecor
 			best = rec
 		}
 	}
-	return best, nil
+	return best
 }
 
-// ListRuns reads every run of topo the clusters recorded in
+// List reads every run of the session's topology the clusters recorded in
 // topology.RunsTopic (a topic that every topology sharing the clusters
 // writes: the runs of another topology are left out); for a run both
-// hold, the most advanced record wins. It only reads. It fails only
-// when no cluster could be read; unreadable records are skipped.
-func ListRuns(ctx context.Context, topo *topology.Topology) ([]*RunRecord, error) {
-	clusters := kafkaconn.Open(ctx, topo)
-	defer clusters.Close()
-	return ListRunsIn(ctx, clusters)
-}
-
-// ListRunsIn is ListRuns through a command's session (every cluster the
-// session has not dialled yet is dialled once).
-func ListRunsIn(ctx context.Context, clusters *kafkaconn.Clusters) ([]*RunRecord, error) {
+// hold, the most advanced record wins. Every cluster the session has not
+// dialled yet is dialled once. It fails only when no cluster could be
+// read; unreadable records are skipped.
+func List(ctx context.Context, clusters *kafkaconn.Clusters) ([]*Record, error) {
 	clusters.Connect(ctx)
 	topoName := clusters.Topology().Name
-	best := map[string]*RunRecord{}
+	best := map[string]*Record{}
 	var errs []error
 	read := 0
 	for name, c := range clusters.Clients() {
@@ -142,8 +145,8 @@ func ListRunsIn(ctx context.Context, clusters *kafkaconn.Clusters) ([]*RunRecord
 		}
 		read++
 		for id, raw := range all {
-			rec, err := DecodeRunRecord(raw)
-			if err != nil || rec.Plan == nil || PlanTopology(rec.Plan) != topoName {
+			rec, err := Decode(raw)
+			if err != nil || rec.Plan == nil || TopologyOf(rec.Plan) != topoName {
 				continue
 			}
 			if b := best[id]; b == nil || rec.Start().From > b.Start().From || (rec.Finished && !b.Finished) {
@@ -154,19 +157,19 @@ func ListRunsIn(ctx context.Context, clusters *kafkaconn.Clusters) ([]*RunRecord
 	if read == 0 {
 		return nil, fmt.Errorf("read runs from the clusters: %w", errors.Join(append(errs, rolestate.ErrNoneReachable)...))
 	}
-	out := make([]*RunRecord, 0, len(best))
+	out := make([]*Record, 0, len(best))
 	for _, r := range best {
 		out = append(out, r)
 	}
 	return out, nil
 }
 
-// DecodeRunRecord decodes a run record read back from a cluster. It holds
+// Decode decodes a run record read back from a cluster. It holds
 // a valid plan, and its progress fits that plan (one done flag per step,
 // outputs and the started step within it): a resume indexes the plan's
 // steps with them.
-func DecodeRunRecord(raw []byte) (*RunRecord, error) {
-	var rec RunRecord
+func Decode(raw []byte) (*Record, error) {
+	var rec Record
 	if err := json.Unmarshal(raw, &rec); err != nil {
 		return nil, err
 	}
@@ -189,4 +192,38 @@ func DecodeRunRecord(raw []byte) (*RunRecord, error) {
 		}
 	}
 	return &rec, nil
+}
+
+// Put writes rec to every reachable cluster of the session at once (each
+// write is independent: the record is the same, and one that lands is
+// enough, so a step boundary costs one write's time, not one per cluster).
+// It fails only when no cluster took the record, with every cluster's
+// error.
+func Put(ctx context.Context, clusters *kafkaconn.Clusters, rec *Record) error {
+	raw, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	var mu sync.Mutex
+	var errs []error
+	ok := 0
+	var wg sync.WaitGroup
+	for name, c := range clusters.Clients() {
+		wg.Go(func() {
+			err := kvstore.Put(ctx, c, topology.RunsTopic, rec.Plan.ID, raw)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, fmt.Errorf("cluster %s: %w", name, err))
+				return
+			}
+			ok++
+		})
+	}
+	wg.Wait()
+	if ok == 0 {
+		slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+		return fmt.Errorf("record run progress in the clusters: %w", errors.Join(append(errs, rolestate.ErrNoneReachable)...))
+	}
+	return nil
 }
