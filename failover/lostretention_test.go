@@ -17,7 +17,9 @@ import (
 // TestRunReportsCarryLossesToRetention: records the source removed before
 // the mirror copied them are in neither cluster; a run says so in its
 // report: a planned failover's preflight result and an unplanned one's RPO
-// step, with the count and the ranges, until an operator acknowledges them.
+// step, with the count and the ranges, until an operator acknowledges them:
+// a failover and a failback, whose wipe deletes the old link's bookkeeping
+// on the cluster it re-seeds, keep the losses on record.
 func TestRunReportsCarryLossesToRetention(t *testing.T) {
 	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: ordersBillingYAML, Extra: fenceNoneYAML})
 	topo := p.Topology
@@ -70,5 +72,22 @@ func TestRunReportsCarryLossesToRetention(t *testing.T) {
 	res, err = Preflight(kfaketest.Ctx(t, 30*time.Second), topo, planTo(t, topo, "west"))
 	if err != nil || !strings.Contains(res.Summary, "15 record(s) of east->west were lost to source retention") || !strings.Contains(res.Summary, "drctl mirror ack-lost") {
 		t.Errorf("the planned failover's preflight says %q (%v); want the loss and how to acknowledge it", res.Summary, err)
+	}
+
+	c := &confirmCounter{}
+	if err := execute(t, topo, planTo(t, topo, "west"), t.TempDir(), c); err != nil {
+		t.Fatalf("failover to west: %v", err)
+	}
+	waitMirrored(t, topo, "west", "east")
+	back, err := PlanFailover(kfaketest.Ctx(t, 30*time.Second), topo, FailoverRequest{To: "east", Kind: KindFailback})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := execute(t, topo, back, t.TempDir(), c); err != nil {
+		t.Fatalf("failback to east: %v", err)
+	}
+	lost, err := mirror.ReadLost(kfaketest.Ctx(t, 10*time.Second), kfaketest.Dial(t, topo, "west"), topo.Link("east", "west"))
+	if err != nil || mirror.TotalLost(lost) != 15 {
+		t.Errorf("after a failover and a failback the losses on record of east->west are %v (%v); want the 15, until acknowledged", lost, err)
 	}
 }

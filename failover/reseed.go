@@ -90,7 +90,10 @@ func wipe(ctx context.Context, topo *topology.Topology, stale, active string, rc
 
 // wipeTargets are what a wipe of link's target deletes there: the selected
 // (mirrored) topics and the link's internal topics that exist, and the
-// selected groups and the link's own groups.
+// selected groups and the link's own groups. The link's record of losses
+// to source retention stays: those records are gone from the source too,
+// the re-seeded link cannot bring them back, and they stay on record
+// until an operator acknowledges them (drctl mirror ack-lost).
 func wipeTargets(admin sarama.ClusterAdmin, topo *topology.Topology, link topology.Link) (topics, groups []string, err error) {
 	topics, err = mirroredTopicNames(admin, topo)
 	if err != nil {
@@ -101,7 +104,7 @@ func wipeTargets(admin sarama.ClusterAdmin, topo *topology.Topology, link topolo
 		return nil, nil, fmt.Errorf("list topics: %w", err)
 	}
 	for _, t := range link.InternalTopics() {
-		if _, ok := all[t]; ok {
+		if _, ok := all[t]; ok && t != link.LostTopic() {
 			topics = append(topics, t)
 		}
 	}
