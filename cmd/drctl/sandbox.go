@@ -11,7 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/drctl/drctl/internal/sandbox"
+	"github.com/drctl/drctl/sandbox"
 )
 
 func sandboxCommand() *cli.Command {
