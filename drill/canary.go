@@ -182,17 +182,7 @@ func runCanary(ctx context.Context, topo *topology.Topology, id, active, standby
 // writeCanary sends the records one by one at p.Rate, calling sent with each
 // record's send time and offset on the active.
 func writeCanary(ctx context.Context, c *topology.Cluster, topic, id string, p topology.DrillParams, sent func(seq int, at time.Time, offset int64)) error {
-	cfg, err := c.SaramaConfig()
-	if err != nil {
-		return err
-	}
-	cfg.Producer.Return.Successes = true
-	cfg.Producer.Idempotent = true
-	cfg.Net.MaxOpenRequests = 1
-	cfg.Producer.RequiredAcks = sarama.WaitForAll
-	cfg.Producer.Partitioner = sarama.NewManualPartitioner
-	cfg.Producer.Retry.Max = 5
-	prod, err := sarama.NewSyncProducer(c.Bootstrap, cfg)
+	prod, err := kafkaconn.NewSyncProducer(c, kafkaconn.ManualPartitions)
 	if err != nil {
 		return kafkaconn.Explain(c, err)
 	}

@@ -158,18 +158,10 @@ func isRefused(err error) bool {
 }
 
 func canaryProducer(c *topology.Cluster) (sarama.SyncProducer, error) {
-	cfg, err := c.SaramaConfig()
-	if err != nil {
-		return nil, err
-	}
-	cfg.Producer.Return.Successes = true
-	cfg.Producer.Idempotent = true
-	cfg.Net.MaxOpenRequests = 1
-	cfg.Producer.RequiredAcks = sarama.WaitForAll
-	cfg.Producer.Partitioner = sarama.NewManualPartitioner
-	cfg.Producer.Retry.Max = 2
-	cfg.Producer.Timeout = 5 * time.Second
-	p, err := sarama.NewSyncProducer(c.Bootstrap, cfg)
+	p, err := kafkaconn.NewSyncProducer(c, func(cfg *sarama.Config) {
+		kafkaconn.ManualPartitions(cfg)
+		cfg.Producer.Timeout = 5 * time.Second // the brokers' wait for the replicas: a canary is small
+	})
 	if err != nil {
 		return nil, kafkaconn.Explain(c, err)
 	}

@@ -50,3 +50,49 @@ func TestNoTrackerCitations(t *testing.T) {
 		t.Errorf("%d production comment(s) cite a tracker; say the behaviour and point at docs/ instead:\n%s", len(found), strings.Join(found, "\n"))
 	}
 }
+
+// TestProducersStartFromThePreset: every producer drctl opens starts from
+// kafkaconn's idempotent preset (one retry budget, acks from all in-sync
+// replicas); no package outside kafkaconn sets those by hand. The
+// benchmark's load generator, which measures a plain producer, and test
+// code are exempt.
+func TestProducersStartFromThePreset(t *testing.T) {
+	root := filepath.Join("..", "..")
+	byHand := regexp.MustCompile(`Producer\.(Idempotent = true|Retry\.Max = )`)
+	allowed := []string{"internal/kafkaconn/", "internal/kfaketest/", "bench/", "mirror/engine.go"}
+	var found []string
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") && path != root || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		rel, _ := filepath.Rel(root, path)
+		rel = filepath.ToSlash(rel)
+		for _, a := range allowed {
+			if strings.HasPrefix(rel, a) {
+				return nil
+			}
+		}
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for n, line := range strings.Split(string(raw), "\n") {
+			if byHand.MatchString(line) {
+				found = append(found, rel+":"+strconv.Itoa(n+1)+": "+strings.TrimSpace(line))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(found) > 0 {
+		t.Errorf("%d producer setting(s) made by hand; start from kafkaconn.IdempotentProducer (or kafkaconn.NewSyncProducer):\n%s", len(found), strings.Join(found, "\n"))
+	}
+}

@@ -68,16 +68,7 @@ func appendClaim(ctx context.Context, c sarama.Client, cluster *topology.Cluster
 	if err := ensureTopic(ctx, c); err != nil {
 		return 0, err
 	}
-	cfg, err := cluster.SaramaConfig()
-	if err != nil {
-		return 0, err
-	}
-	cfg.Producer.Return.Successes = true
-	cfg.Producer.Idempotent = true
-	cfg.Net.MaxOpenRequests = 1
-	cfg.Producer.RequiredAcks = sarama.WaitForAll
-	cfg.Producer.Partitioner = sarama.NewManualPartitioner
-	p, err := sarama.NewSyncProducer(cluster.Bootstrap, cfg)
+	p, err := kafkaconn.NewSyncProducer(cluster, kafkaconn.ManualPartitions)
 	if err != nil {
 		return 0, kafkaconn.Explain(cluster, err)
 	}
