@@ -9,6 +9,7 @@ import (
 
 	"github.com/drctl/drctl/failover"
 	"github.com/drctl/drctl/inspect"
+	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/mirror"
 	"github.com/drctl/drctl/plans"
@@ -266,7 +267,7 @@ func problemLines(err error) []string {
 // measured none), or an empty estimate.
 func estimateRTO(ctx context.Context, topo *topology.Topology, journalDir string) RTO {
 	hist, err := History(ctx, topo, HistoryOptions{JournalDir: journalDir})
-	if err != nil && !errors.Is(err, ErrUnreachable) {
+	if err != nil && !errors.Is(err, kafkaconn.ErrUnreachable) {
 		return RTO{Estimated: true}
 	}
 	for _, r := range hist { // newest first

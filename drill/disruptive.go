@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/drctl/drctl/failover"
+	"github.com/drctl/drctl/internal/rolestate"
 	"github.com/drctl/drctl/mirror"
 	"github.com/drctl/drctl/plans"
 	"github.com/drctl/drctl/runrecord"
@@ -270,7 +271,7 @@ func (x *failoverDrill) readLosses(ctx context.Context, dir *Direction) {
 // the run's RTO is measured by.
 func (x *failoverDrill) planMove(ctx context.Context, mp moveParams, req failover.FailoverRequest, what string) (*plans.Plan, error) {
 	if mp.Failback {
-		req.Kind = failover.KindFailback
+		req.Kind = rolestate.RunFailback
 	}
 	p, err := failover.PlanFailover(ctx, x.topo, req)
 	if err != nil {

@@ -31,7 +31,7 @@ func TestFailoverRefusedWhileDrillRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	const holder = "drill-host-elsewhere/4242/abcd"
-	lease, err := AcquireFor(ctx, topo, RunningKey, holder, "drill nightly (kind canary)", time.Hour)
+	lease, err := AcquireFor(ctx, topo, drilllease.RunningKey, holder, "drill nightly (kind canary)", time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func TestFailoverRefusedWhileDrillRuns(t *testing.T) {
 			t.Fatalf("plan %+v: %v", req, err)
 		}
 		err = failover.Execute(ctx, topo, plan, failover.RunOptions{JournalDir: t.TempDir(), Yes: true})
-		if !errors.Is(err, failover.ErrDrillRunning) {
+		if !errors.Is(err, drilllease.ErrDrillRunning) {
 			t.Fatalf("%+v while a drill runs: %v", req, err)
 		}
 		for _, want := range []string{"drill nightly", holder, "nothing was changed", "kill process 4242"} {

@@ -23,14 +23,11 @@ type Lock struct {
 	Drill string
 }
 
-// ErrLocked means another holder has the lease; the message names it.
-var ErrLocked = drilllease.ErrLocked
-
 // NewHolder returns a name for this process that no other process uses.
 func NewHolder() string { return drilllease.NewHolder() }
 
 // Acquire takes the lease of key for ttl, or returns an error wrapping
-// ErrLocked that names the holder.
+// drilllease.ErrLocked that names the holder.
 func Acquire(ctx context.Context, topo *topology.Topology, key, holder string, ttl time.Duration) (*Lock, error) {
 	return AcquireFor(ctx, topo, key, holder, "", ttl)
 }

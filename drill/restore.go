@@ -101,7 +101,7 @@ func runsSince(ctx context.Context, topo *topology.Topology, last Record) ([]str
 func failBackTo(ctx context.Context, topo *topology.Topology, roles rolestate.State, last Record, o Options) (rolestate.State, string, error) {
 	req := failover.FailoverRequest{To: last.Active}
 	if last.Active == topo.Active {
-		req.Kind = failover.KindFailback
+		req.Kind = rolestate.RunFailback
 	}
 	p, err := failover.PlanFailover(ctx, topo, req)
 	if err != nil {
@@ -145,9 +145,9 @@ func Cleanup(ctx context.Context, topo *topology.Topology, o CleanupOptions) ([]
 		return nil, nil // nothing to put right: change nothing, not even the lease
 	}
 	holder := NewHolder()
-	lease, err := AcquireFor(ctx, topo, RunningKey, holder, "drctl resume (clean-up after a stopped drill)", time.Hour)
+	lease, err := AcquireFor(ctx, topo, drilllease.RunningKey, holder, "drctl resume (clean-up after a stopped drill)", time.Hour)
 	if err != nil {
-		if errors.Is(err, ErrLocked) {
+		if errors.Is(err, drilllease.ErrLocked) {
 			return []string{"a drill is running; nothing of it was cleaned up (" + err.Error() + ")"}, nil
 		}
 		return nil, err

@@ -27,8 +27,6 @@ var (
 	// disruptive drill the topology does not allow, no confirmation).
 	// Nothing was contacted or changed.
 	ErrBadInput = errors.New("bad drill request")
-	// ErrUnreachable: a cluster the drill needs could not be reached.
-	ErrUnreachable = kafkaconn.ErrUnreachable
 	// ErrBusy: a failover, failback, reseed or another drill is running.
 	ErrBusy = errors.New("another run is in progress")
 )
@@ -92,7 +90,7 @@ func Resolve(topo *topology.Topology, name string, kind topology.DrillKind) (*to
 }
 
 // Run runs drill d and returns its judged, recorded result. An error means
-// the drill could not run (ErrBadInput, ErrUnreachable, ErrBusy) and no
+// the drill could not run (ErrBadInput, kafkaconn.ErrUnreachable, ErrBusy) and no
 // verdict exists; a failed check is a Record with verdict fail.
 func Run(ctx context.Context, topo *topology.Topology, d *topology.NamedDrill, o Options) (*Record, error) {
 	if d.Kind.Disruptive() {
@@ -237,11 +235,6 @@ func rolesMoved(ctx context.Context, topo *topology.Topology, before rolestate.S
 	return nil
 }
 
-// RunningKey is the lease every drill holds while it runs: one drill at a
-// time per topology, whoever started it; a failover, failback or reseed is
-// refused while another holds it.
-const RunningKey = drilllease.RunningKey
-
 // leaseTTL bounds how long a drill's lease outlives a holder that died.
 func leaseTTL(topo *topology.Topology, d *topology.NamedDrill) time.Duration {
 	if d.Kind.Disruptive() {
@@ -374,7 +367,7 @@ func decode[T any](raw json.RawMessage) *T {
 }
 
 // liveRoles dials both clusters and resolves the live roles; a drill needs
-// both clusters, so either being unreachable is ErrUnreachable.
+// both clusters, so either being unreachable is kafkaconn.ErrUnreachable.
 func liveRoles(ctx context.Context, topo *topology.Topology) (rolestate.State, error) {
 	clusters := kafkaconn.Open(ctx, topo)
 	defer clusters.Close()
@@ -414,11 +407,11 @@ func acquireRunning(ctx context.Context, topo *topology.Topology, d *topology.Na
 				return roles, nil, fmt.Errorf("%w: run %s did not finish (a cluster still records it in progress); a drill never runs beside a failover, failback or reseed: finish it with drctl resume %s", ErrBusy, id, id)
 			}
 		}
-		lease, err := AcquireFor(ctx, topo, RunningKey, holder, fmt.Sprintf("drill %s (kind %s)", d.Name, d.Kind), leaseTTL(topo, d))
+		lease, err := AcquireFor(ctx, topo, drilllease.RunningKey, holder, fmt.Sprintf("drill %s (kind %s)", d.Name, d.Kind), leaseTTL(topo, d))
 		if err == nil {
 			return roles, lease, nil
 		}
-		if !errors.Is(err, ErrLocked) {
+		if !errors.Is(err, drilllease.ErrLocked) {
 			return roles, nil, err
 		}
 		if time.Now().After(deadline) {

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/drctl/drctl/internal/drilllease"
 	"github.com/drctl/drctl/internal/kfaketest"
 )
 
@@ -39,7 +40,7 @@ func TestSchedulerQueuesABusySlot(t *testing.T) {
 	busyRetry = 200 * time.Millisecond
 	ctx := context.Background()
 	// Another drill (elsewhere) holds the running lease.
-	other, err := Acquire(ctx, topo, RunningKey, "ops-box/1/other-drill", time.Hour)
+	other, err := Acquire(ctx, topo, drilllease.RunningKey, "ops-box/1/other-drill", time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}

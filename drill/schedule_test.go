@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drctl/drctl/internal/drilllease"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -27,7 +28,7 @@ func TestLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Acquire(ctx, p.Topology, "k", "b", time.Minute); !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "a holds k") {
+	if _, err := Acquire(ctx, p.Topology, "k", "b", time.Minute); !errors.Is(err, drilllease.ErrLocked) || !strings.Contains(err.Error(), "a holds k") {
 		t.Fatalf("second holder: %v", err)
 	}
 	if _, err := Acquire(ctx, p.Topology, "other", "b", time.Minute); err != nil {
@@ -62,7 +63,7 @@ func TestLease(t *testing.T) {
 	if _, err := Acquire(ctx, p.Topology, "k3", live, time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Acquire(ctx, p.Topology, "k3", NewHolder(), time.Minute); !errors.Is(err, ErrLocked) {
+	if _, err := Acquire(ctx, p.Topology, "k3", NewHolder(), time.Minute); !errors.Is(err, drilllease.ErrLocked) {
 		t.Fatalf("a live holder's lease was taken: %v", err)
 	}
 }

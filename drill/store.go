@@ -101,7 +101,7 @@ type HistoryOptions struct {
 // History returns the topology's drill records, newest first: the union of
 // both clusters' drills topic and the local journal directory. It is
 // read-only. It returns what it could read; the error (wrapping
-// ErrUnreachable) names the clusters it could not.
+// kafkaconn.ErrUnreachable) names the clusters it could not.
 func History(ctx context.Context, topo *topology.Topology, o HistoryOptions) ([]Record, error) {
 	byID := map[string]Record{}
 	add := func(r Record) {

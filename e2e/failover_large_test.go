@@ -24,6 +24,7 @@ import (
 	"github.com/drctl/drctl/internal/rolestate"
 	"github.com/drctl/drctl/mirror"
 	"github.com/drctl/drctl/plans"
+	"github.com/drctl/drctl/runrecord"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -138,13 +139,13 @@ func unplannedWithLargeLast(t *testing.T, kind string, codec sarama.CompressionC
 	if failed, ok := fo.failed(); fo.Code == 0 || !ok || failed.Name != failover.StepFenceStale || x.runID == "" {
 		t.Fatalf("the unplanned run should stop at %s while east is down: exit %d, run %q, failed step %q (%s)", failover.StepFenceStale, fo.Code, x.runID, failed.Name, failed.Error)
 	}
-	rpoDone, ok := fo.stepDone(failover.StepRPO)
+	rpoDone, ok := fo.stepDone(runrecord.StepRPO)
 	if !ok {
-		t.Fatalf("no %s step in the run:\n%s", failover.StepRPO, fo.timings())
+		t.Fatalf("no %s step in the run:\n%s", runrecord.StepRPO, fo.timings())
 	}
 	var rpo inspect.RPOReport
 	if err := json.Unmarshal(rpoDone.Outputs, &rpo); err != nil {
-		t.Fatalf("%s outputs %s: %v", failover.StepRPO, rpoDone.Outputs, err)
+		t.Fatalf("%s outputs %s: %v", runrecord.StepRPO, rpoDone.Outputs, err)
 	}
 	if rpo.Records != 2 || len(rpo.Partitions) != 1 || rpo.Partitions[0].Topic != x.orders || rpo.Partitions[0].Records != 2 {
 		t.Errorf("reported RPO %+v, want 2 records, all of %s/0", rpo, x.orders)
@@ -319,7 +320,7 @@ func TestSalvageToDirWayOutRealKafka(t *testing.T) {
 	if !strings.Contains(rs.Stderr, wayOut) {
 		t.Errorf("drctl resume does not show the operator %q; stderr:\n%s", wayOut, rs.Stderr)
 	}
-	if slices.ContainsFunc(rs.Events, func(e plans.Event) bool { return e.Name == failover.StepWipe }) {
+	if slices.ContainsFunc(rs.Events, func(e plans.Event) bool { return e.Name == runrecord.StepWipe }) {
 		t.Errorf("the wipe started after the failed salvage:\n%s", rs.timings())
 	}
 	x.eastUnchanged(t)
@@ -335,7 +336,7 @@ func TestSalvageToDirWayOutRealKafka(t *testing.T) {
 		t.Fatalf("resume --salvage-to: exit %d, outcome %q: %s", out.Code, out.outcome().Outcome, out.outcome().Error)
 	}
 	salvageAt := slices.IndexFunc(out.Events, func(e plans.Event) bool { return e.Type == plans.EventStepDone && e.Name == failover.StepSalvage })
-	wipeAt := slices.IndexFunc(out.Events, func(e plans.Event) bool { return e.Type == plans.EventStepStarted && e.Name == failover.StepWipe })
+	wipeAt := slices.IndexFunc(out.Events, func(e plans.Event) bool { return e.Type == plans.EventStepStarted && e.Name == runrecord.StepWipe })
 	if salvageAt < 0 || wipeAt < salvageAt {
 		t.Errorf("the salvage (event %d) was not done before the wipe started (event %d):\n%s", salvageAt, wipeAt, out.timings())
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/drctl/drctl/failover"
 	"github.com/drctl/drctl/inspect"
+	"github.com/drctl/drctl/internal/aclfence"
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/plans"
 )
@@ -231,7 +232,7 @@ func TestFailoverRoundTripRealKafka(t *testing.T) {
 	if err := app.probe("west", orders); !errors.Is(err, sarama.ErrTopicAuthorizationFailed) {
 		t.Errorf("app writing to the fenced standby west: %v, want %v", err, sarama.ErrTopicAuthorizationFailed)
 	}
-	var removed []failover.FenceACL
+	var removed []aclfence.ACL
 	un := runDrctl(t, ft.env(), "-c", ft.Path, "-o", "json", "unfence", "west")
 	if un.code != 0 || json.Unmarshal([]byte(un.stdout), &removed) != nil || len(removed) != 3 {
 		t.Errorf("drctl unfence west: exit %d, %s; want the 3 ACLs of the fence removed", un.code, un.stdout)

@@ -18,6 +18,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/drctl/drctl/inspect"
+	"github.com/drctl/drctl/internal/aclfence"
 	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/internal/kvstore"
@@ -334,7 +335,7 @@ func stateHistory(t *testing.T, topo *topology.Topology, cluster string) []roles
 }
 
 // fenceRecordOf reads cluster's fence record of topo (nil when none).
-func fenceRecordOf(t *testing.T, topo *topology.Topology, cluster string) *FenceRecord {
+func fenceRecordOf(t *testing.T, topo *topology.Topology, cluster string) *aclfence.Record {
 	t.Helper()
 	raw, found, err := kvstore.Get(kfaketest.Ctx(t, 20*time.Second), kfaketest.Dial(t, topo, cluster), topology.FenceTopic, topo.Name)
 	if err != nil {
@@ -343,7 +344,7 @@ func fenceRecordOf(t *testing.T, topo *topology.Topology, cluster string) *Fence
 	if !found {
 		return nil
 	}
-	var rec FenceRecord
+	var rec aclfence.Record
 	if err := json.Unmarshal(raw, &rec); err != nil {
 		t.Fatalf("fence record of %s: %v (%s)", cluster, err, raw)
 	}

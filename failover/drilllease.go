@@ -10,18 +10,13 @@ import (
 	"github.com/drctl/drctl/internal/kafkaread"
 )
 
-// ErrDrillRunning means a drill holds its running lease: a failover,
-// failback or reseed never runs beside a drill, except the
-// drill's own.
-var ErrDrillRunning = drilllease.ErrDrillRunning
-
 // drillWait bounds how long a failover, failback or reseed waits at its
 // preflight for a running drill to end before it refuses: a canary drill
 // takes seconds, and a run started during one (a schedule of a canary a
 // minute, as in the sandbox) should wait for it rather than fail.
 const drillWait = 10 * time.Second
 
-// drillRunning returns an error wrapping ErrDrillRunning, naming the drill,
+// drillRunning returns an error wrapping drilllease.ErrDrillRunning, naming the drill,
 // when one other than the caller's (see drilllease.WithHolder) holds the
 // lease and still does after drillWait. The lease lives on the home active
 // cluster; when that cluster is not reachable (the disaster an unplanned
@@ -39,7 +34,7 @@ func drillRunning(ctx context.Context, w *world, unplanned bool) error {
 		switch {
 		case err == nil:
 			return nil
-		case !errors.Is(err, ErrDrillRunning):
+		case !errors.Is(err, drilllease.ErrDrillRunning):
 			if unplanned {
 				return nil
 			}

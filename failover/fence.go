@@ -9,21 +9,15 @@ import (
 	"github.com/drctl/drctl/topology"
 )
 
-// FenceACL and FenceRecord: see package aclfence.
-type (
-	FenceACL    = aclfence.ACL
-	FenceRecord = aclfence.Record
-)
-
 // Fence adds and verifies drctl's DENY WRITE ACLs on cluster (see
 // aclfence.Fence).
-func Fence(ctx context.Context, topo *topology.Topology, cluster string) (*FenceRecord, error) {
+func Fence(ctx context.Context, topo *topology.Topology, cluster string) (*aclfence.Record, error) {
 	return aclfence.Fence(ctx, topo, cluster)
 }
 
 // Unfence removes exactly the ACLs drctl's fence added (see
 // aclfence.Unfence).
-func Unfence(ctx context.Context, topo *topology.Topology, cluster string) ([]FenceACL, error) {
+func Unfence(ctx context.Context, topo *topology.Topology, cluster string) ([]aclfence.ACL, error) {
 	return aclfence.Unfence(ctx, topo, cluster)
 }
 

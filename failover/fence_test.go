@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/drctl/drctl/internal/aclfence"
 	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/topology"
 )
@@ -95,8 +96,8 @@ func TestFenceACLOnKfake(t *testing.T) {
 	if err != nil {
 		t.Fatalf("fence east: %v", err)
 	}
-	wantAdded := []FenceACL{{Topic: "orders", Principal: "User:app", Host: "*"}}
-	wantExisting := []FenceACL{{Topic: "payments", Principal: "User:app", Host: "*"}}
+	wantAdded := []aclfence.ACL{{Topic: "orders", Principal: "User:app", Host: "*"}}
+	wantExisting := []aclfence.ACL{{Topic: "payments", Principal: "User:app", Host: "*"}}
 	if !reflect.DeepEqual(rec.Added, wantAdded) || !reflect.DeepEqual(rec.Existing, wantExisting) {
 		t.Errorf("fence record: added %+v, existing %+v; want added %+v, existing %+v", rec.Added, rec.Existing, wantAdded, wantExisting)
 	}

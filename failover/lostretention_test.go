@@ -11,6 +11,7 @@ import (
 
 	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/kfaketest"
+	"github.com/drctl/drctl/internal/rolestate"
 	"github.com/drctl/drctl/mirror"
 )
 
@@ -79,7 +80,7 @@ func TestRunReportsCarryLossesToRetention(t *testing.T) {
 		t.Fatalf("failover to west: %v", err)
 	}
 	waitMirrored(t, topo, "west", "east")
-	back, err := PlanFailover(kfaketest.Ctx(t, 30*time.Second), topo, FailoverRequest{To: "east", Kind: KindFailback})
+	back, err := PlanFailover(kfaketest.Ctx(t, 30*time.Second), topo, FailoverRequest{To: "east", Kind: rolestate.RunFailback})
 	if err != nil {
 		t.Fatal(err)
 	}

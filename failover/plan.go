@@ -172,23 +172,13 @@ const (
 	Unplanned Mode = "unplanned"
 )
 
-// Kind says which run a failover plan is: a failover, or a failback (the
-// active role back to the home active).
-type Kind = rolestate.RunKind
-
-// The kinds of failover plans.
-const (
-	KindFailover = rolestate.RunFailover
-	KindFailback = rolestate.RunFailback
-)
-
 // FailoverRequest says which failover to plan.
 type FailoverRequest struct {
 	// To is the cluster that becomes active.
 	To string
-	// Kind is KindFailover (the zero value) or KindFailback (To must then
-	// be the home active).
-	Kind Kind
+	// Kind is rolestate.RunFailover (the zero value means it too) or
+	// rolestate.RunFailback (To must then be the home active).
+	Kind rolestate.RunKind
 	// Mode is Planned (the zero value) or Unplanned.
 	Mode Mode
 	// ForceUnplanned allows an unplanned failover although the active
@@ -211,7 +201,7 @@ func PlanFailover(ctx context.Context, topo *topology.Topology, req FailoverRequ
 	to := req.To
 	kind := req.Kind
 	if kind == "" {
-		kind = KindFailover
+		kind = rolestate.RunFailover
 	}
 	var unplanned bool
 	switch req.Mode {
@@ -222,11 +212,11 @@ func PlanFailover(ctx context.Context, topo *topology.Topology, req FailoverRequ
 		return nil, fmt.Errorf("%w: failover mode %q is not known; use planned or unplanned", ErrRefused, req.Mode)
 	}
 	switch {
-	case kind != KindFailover && kind != KindFailback:
+	case kind != rolestate.RunFailover && kind != rolestate.RunFailback:
 		return nil, fmt.Errorf("%w: a failover plan is a failover or a failback, not %q", ErrRefused, kind)
 	case req.ForceUnplanned && !unplanned:
 		return nil, fmt.Errorf("%w: --force-unplanned forces an unplanned failover; add --unplanned", ErrRefused)
-	case kind == KindFailback && (to != topo.Active || unplanned):
+	case kind == rolestate.RunFailback && (to != topo.Active || unplanned):
 		return nil, fmt.Errorf("%w: a failback is a planned failover to the home active %s (active: in %s); for anything else plan a failover", ErrRefused, topo.Active, topo.Path)
 	}
 	if _, ok := topo.Clusters[to]; !ok {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/internal/rolestate"
 	"github.com/drctl/drctl/plans"
@@ -352,7 +353,7 @@ func TestRefusalUnreachableStandby(t *testing.T) {
 	if err == nil {
 		t.Fatal("a plan to a stopped west ran")
 	}
-	if !errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), "west") {
+	if !errors.Is(err, kafkaconn.ErrUnreachable) || !strings.Contains(err.Error(), "west") {
 		t.Errorf("applying the saved plan: got %v, want an error naming west as unreachable", err)
 	}
 	if !strings.Contains(err.Error(), "check") {

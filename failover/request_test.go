@@ -19,8 +19,8 @@ func TestPlanFailoverRefusesBadRequests(t *testing.T) {
 		req  FailoverRequest
 		want string
 	}{
-		{FailoverRequest{To: "west", Kind: KindFailback}, "failback is a planned failover to the home active east"},
-		{FailoverRequest{To: "east", Kind: KindFailback, Mode: Unplanned}, "failback is a planned failover"},
+		{FailoverRequest{To: "west", Kind: rolestate.RunFailback}, "failback is a planned failover to the home active east"},
+		{FailoverRequest{To: "east", Kind: rolestate.RunFailback, Mode: Unplanned}, "failback is a planned failover"},
 		{FailoverRequest{To: "west", Mode: "sideways"}, `mode "sideways" is not known`},
 		{FailoverRequest{To: "west", ForceUnplanned: true}, "add --unplanned"},
 		{FailoverRequest{To: "west", Kind: rolestate.RunReseed}, "failover or a failback"},

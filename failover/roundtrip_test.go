@@ -13,6 +13,7 @@ import (
 
 	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/kfaketest"
+	"github.com/drctl/drctl/internal/rolestate"
 	"github.com/drctl/drctl/mirror"
 	"github.com/drctl/drctl/topology"
 )
@@ -236,7 +237,7 @@ func TestRoundTrip(t *testing.T) {
 		pctx, pcancel := context.WithTimeout(ctx, 30*time.Second)
 		req := FailoverRequest{To: to}
 		if failback {
-			req.Kind = KindFailback
+			req.Kind = rolestate.RunFailback
 		}
 		plan, err := PlanFailover(pctx, topo, req)
 		pcancel()

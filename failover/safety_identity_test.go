@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/drctl/drctl/inspect"
+	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/mirror"
 	"github.com/drctl/drctl/topology"
@@ -89,7 +90,7 @@ func TestRebuiltClusterFlagged(t *testing.T) {
 	journal := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := Execute(ctx, topo, plan, RunOptions{JournalDir: journal, Yes: true}); !errors.Is(err, ErrUnreachable) {
+	if err := Execute(ctx, topo, plan, RunOptions{JournalDir: journal, Yes: true}); !errors.Is(err, kafkaconn.ErrUnreachable) {
 		t.Fatalf("the unplanned run should stop at east while it is down; got %v", err)
 	}
 

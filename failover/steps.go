@@ -492,7 +492,7 @@ func restoreRoles(ctx context.Context, topo *topology.Topology, rb stateParams, 
 		w := connect(ctx, topo, rb.Clusters...)
 		err := w.transition(ctx, rb.State, runID, rb.Clusters...)
 		w.Close()
-		if err == nil || !(errors.Is(err, ErrUnreachable) || kafkaread.Retriable(err)) {
+		if err == nil || !(errors.Is(err, kafkaconn.ErrUnreachable) || kafkaread.Retriable(err)) {
 			return err
 		}
 		select {
@@ -517,7 +517,7 @@ func translateGroups(ctx context.Context, topo *topology.Topology, p translatePa
 	if err != nil {
 		return plans.Result{}, fmt.Errorf("translate groups over %s: %w", link, err)
 	}
-	planned := groupsync.PlanSync(rep)
+	planned := groupsync.Decide(rep)
 	applied, err := groupsync.Apply(ctx, topo, link, planned)
 	if err != nil {
 		return plans.Result{}, fmt.Errorf("commit translated positions on %s: %w", p.Target, err)

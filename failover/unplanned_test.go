@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/drctl/drctl/inspect"
+	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/mirror"
 	"github.com/drctl/drctl/runrecord"
@@ -106,7 +107,7 @@ func TestUnplannedFailoverRPOAndSalvage(t *testing.T) {
 	rctx, rcancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer rcancel()
 	err = Execute(rctx, topo, plan, RunOptions{JournalDir: journal, Confirm: func(string) error { return nil }})
-	if err == nil || !errors.Is(err, ErrUnreachable) {
+	if err == nil || !errors.Is(err, kafkaconn.ErrUnreachable) {
 		t.Fatalf("the unplanned run should stop at the stale cluster while east is down; got %v", err)
 	}
 	var rpo inspect.RPOReport

@@ -11,9 +11,6 @@ import (
 	"github.com/drctl/drctl/topology"
 )
 
-// ErrUnreachable wraps every failure to reach a cluster a step needs.
-var ErrUnreachable = kafkaconn.ErrUnreachable
-
 // world is one step's session with the clusters of a topology: each
 // cluster dialled at most once (kafkaconn.Clusters), with the clients of
 // the reachable ones at hand.

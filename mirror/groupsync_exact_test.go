@@ -412,7 +412,7 @@ func testGroupTranslationIsExact(t *testing.T, seed uint64) {
 	}
 
 	// A second, one-shot sync finds nothing to do.
-	plan := groupsync.PlanSync(mustTranslate(t, ctx, p.Topology, link, groupsync.TranslateOptions{}))
+	plan := groupsync.Decide(mustTranslate(t, ctx, p.Topology, link, groupsync.TranslateOptions{}))
 	if n := plan.Changes(); n != 0 {
 		t.Errorf("a synced standby still has %d changes: %+v", n, plan.Groups)
 	}
@@ -587,7 +587,7 @@ func TestGroupSyncNeverTouchesActiveGroups(t *testing.T) {
 		t.Fatalf("the active group's offsets on the standby changed: %v (%v)", now, err)
 	}
 	rep := mustTranslate(t, ctx, p.Topology, link, groupsync.TranslateOptions{Groups: []string{group}})
-	plan := groupsync.PlanSync(rep)
+	plan := groupsync.Decide(rep)
 	if g := plan.Groups[0]; g.Action != groupsync.SyncSkippedActive || !strings.Contains(g.Reason, "has 1 members on the standby west") || len(g.Changes) != 0 {
 		t.Fatalf("plan for the active group: %+v", g)
 	}
@@ -633,7 +633,7 @@ func TestGroupSyncNeverTouchesActiveGroups(t *testing.T) {
 	})
 	t.Logf("synced %v after the member left (interval %v)", time.Since(left).Round(time.Millisecond), p.Topology.Mirror.GroupSyncInterval)
 	// A stale plan: the standby moved between plan and apply.
-	stale := groupsync.Plan{Link: link.String(), Groups: []groupsync.Group{{Group: group, Action: groupsync.SyncCommit,
+	stale := groupsync.Sync{Link: link.String(), Groups: []groupsync.Group{{Group: group, Action: groupsync.SyncCommit,
 		Changes: []groupsync.OffsetChange{{Topic: "orders", Partition: 0, Before: 5, After: 7}}}}}
 	res, err = groupsync.Apply(ctx, p.Topology, link, &stale)
 	if err != nil {

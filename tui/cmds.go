@@ -42,13 +42,13 @@ type resumeIDMsg struct {
 type syncPlanMsg struct {
 	group string
 	link  topology.Link
-	plan  *groupsync.Plan
+	plan  *groupsync.Sync
 	err   error
 }
 
 type syncDoneMsg struct {
 	group  string
-	result *groupsync.Plan
+	result *groupsync.Sync
 	err    error
 }
 
@@ -119,11 +119,11 @@ func (m *Model) syncPlanCmd(group string) tea.Cmd {
 		if err != nil {
 			return syncPlanMsg{group: group, link: link, err: err}
 		}
-		return syncPlanMsg{group: group, link: link, plan: groupsync.PlanSync(rep)}
+		return syncPlanMsg{group: group, link: link, plan: groupsync.Decide(rep)}
 	}
 }
 
-func (m *Model) syncApplyCmd(group string, link topology.Link, plan *groupsync.Plan) tea.Cmd {
+func (m *Model) syncApplyCmd(group string, link topology.Link, plan *groupsync.Sync) tea.Cmd {
 	topo, timeout := m.opts.Topology, m.opts.Timeout
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)

@@ -13,6 +13,7 @@ import (
 	"github.com/drctl/drctl/drill"
 	"github.com/drctl/drctl/failover"
 	"github.com/drctl/drctl/inspect"
+	"github.com/drctl/drctl/internal/rolestate"
 	"github.com/drctl/drctl/plans"
 	"github.com/drctl/drctl/topology"
 )
@@ -528,7 +529,7 @@ func (m *Model) action(key string) tea.Cmd {
 	case "b":
 		home := m.opts.Topology.Active
 		m.say(false, "planning a failback to %s ...", home)
-		return m.planCmd("failback", failover.FailoverRequest{To: home, Kind: failover.KindFailback})
+		return m.planCmd("failback", failover.FailoverRequest{To: home, Kind: rolestate.RunFailback})
 	case "R":
 		m.say(false, "looking for the run in progress ...")
 		return m.resumeIDCmd()

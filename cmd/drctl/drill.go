@@ -14,6 +14,7 @@ import (
 
 	"github.com/drctl/drctl/drill"
 	"github.com/drctl/drctl/drill/report"
+	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/plans"
 	"github.com/drctl/drctl/topology"
 )
@@ -121,7 +122,7 @@ func drillError(err error) error {
 		return nil
 	case errors.Is(err, drill.ErrBadInput):
 		return withCode(exitBadInput, err)
-	case errors.Is(err, drill.ErrUnreachable):
+	case errors.Is(err, kafkaconn.ErrUnreachable):
 		return withCode(exitUnreachable, err)
 	}
 	return err

@@ -129,7 +129,7 @@ func failbackCommand() *cli.Command {
 		Flags: runFlags(),
 		Action: func(c *cli.Context) error {
 			return planAndRun(c, func(ctx context.Context, topo *topology.Topology) (*plans.Plan, error) {
-				return failover.PlanFailover(ctx, topo, failover.FailoverRequest{To: topo.Active, Kind: failover.KindFailback})
+				return failover.PlanFailover(ctx, topo, failover.FailoverRequest{To: topo.Active, Kind: rolestate.RunFailback})
 			})
 		},
 	}

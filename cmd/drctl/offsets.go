@@ -230,7 +230,7 @@ func offsetsSync(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	plan := groupsync.PlanSync(rep)
+	plan := groupsync.Decide(rep)
 	if n := plan.Changes(); n > 0 && !cf.Given() {
 		out := c.App.Writer
 		if !humanOutput(c) {
@@ -271,7 +271,7 @@ func offsetsSync(c *cli.Context) error {
 
 // syncTable prints a plan (done false: what it would change) or its
 // result, one row per change.
-func syncTable(w io.Writer, p *groupsync.Plan, done bool) error {
+func syncTable(w io.Writer, p *groupsync.Sync, done bool) error {
 	verb := "changes"
 	if done {
 		verb = "result"

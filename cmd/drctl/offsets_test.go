@@ -200,7 +200,7 @@ func TestOffsetsCommands(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("sync: exit %d: %s\n%s", code, stderr, out)
 	}
-	var res groupsync.Plan
+	var res groupsync.Sync
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("sync -o json: %v\n%s", err, out)
 	}
@@ -258,7 +258,7 @@ func TestConfirm(t *testing.T) {
 	padded := "  y \n"
 	for in, want := range map[string]bool{"y\n": true, "YES\n": true, padded: true, "yes": true, "n\n": false, "\n": false, "": false, "yess\n": false} {
 		var out bytes.Buffer
-		cf := Confirm{s: Streams{In: strings.NewReader(in), IsTerminal: true}}
+		cf := Consent{s: Streams{In: strings.NewReader(in), IsTerminal: true}}
 		err := cf.YesNo(&out, "Go?")
 		if got := err == nil; got != want || (err != nil && !errors.Is(err, errNotConfirmed)) || out.String() != "Go? [y/N] " {
 			t.Errorf("YesNo on %q = %v (prompt %q)", in, err, out.String())
@@ -268,22 +268,22 @@ func TestConfirm(t *testing.T) {
 	paddedName := " west \n"
 	for in, want := range map[string]bool{"west\n": true, paddedName: true, "West\n": false, "y\n": false, "": false} {
 		var out bytes.Buffer
-		cf := Confirm{s: Streams{In: strings.NewReader(in), IsTerminal: true}}
+		cf := Consent{s: Streams{In: strings.NewReader(in), IsTerminal: true}}
 		if got := cf.Typed(&out, "Type west: ", "west") == nil; got != want || out.String() != "Type west: " {
 			t.Errorf("Typed on %q: consent %v, want %v (prompt %q)", in, got, want, out.String())
 		}
 	}
 	// --yes asks nothing; no terminal and no --yes is refused with exit 2.
 	var out bytes.Buffer
-	if err := (Confirm{yes: true}).YesNo(&out, "Go?"); err != nil || out.Len() != 0 {
+	if err := (Consent{yes: true}).YesNo(&out, "Go?"); err != nil || out.Len() != 0 {
 		t.Errorf("with --yes: %v, asked %q", err, out.String())
 	}
-	err := Confirm{}.Require("this changes the clusters: pass --yes")
+	err := Consent{}.Require("this changes the clusters: pass --yes")
 	var ee *exitError
 	if !errors.As(err, &ee) || ee.code != exitBadInput || !strings.Contains(err.Error(), "pass --yes") {
 		t.Errorf("Require without a terminal = %v; want exit 2 naming --yes", err)
 	}
-	if err := (Confirm{s: Streams{IsTerminal: true}}).Require("x"); err != nil {
+	if err := (Consent{s: Streams{IsTerminal: true}}).Require("x"); err != nil {
 		t.Errorf("Require on a terminal = %v", err)
 	}
 }

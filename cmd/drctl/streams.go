@@ -68,30 +68,30 @@ func streams(c *cli.Context) Streams {
 // errNotConfirmed is the answer to a question that was not a yes.
 var errNotConfirmed = errors.New("not confirmed; nothing was changed")
 
-// Confirm is how every destructive command gets its operator's consent
+// Consent is how every destructive command gets its operator's consent
 // before it changes anything: given up front with --yes, or typed on the
 // terminal. With neither possible the command refuses (exit 2) before it
 // contacts anything; an answer that is not a yes changes nothing (exit 2).
-type Confirm struct {
+type Consent struct {
 	s   Streams
 	yes bool
 }
 
 // confirmOf is the consent of command c: its --yes flag and its streams.
-func confirmOf(c *cli.Context) Confirm {
-	return Confirm{s: streams(c), yes: c.Bool("yes")}
+func confirmOf(c *cli.Context) Consent {
+	return Consent{s: streams(c), yes: c.Bool("yes")}
 }
 
 // Given reports whether consent was given up front (--yes).
-func (cf Confirm) Given() bool { return cf.yes }
+func (cf Consent) Given() bool { return cf.yes }
 
 // CanAsk reports whether a question can be put to a person.
-func (cf Confirm) CanAsk() bool { return !cf.yes && cf.s.IsTerminal }
+func (cf Consent) CanAsk() bool { return !cf.yes && cf.s.IsTerminal }
 
 // Require refuses a command that will need consent it cannot get: no --yes
 // and nobody at a terminal. refusal says what the command changes and
 // names the fix (--yes). Commands call it before they contact anything.
-func (cf Confirm) Require(refusal string) error {
+func (cf Consent) Require(refusal string) error {
 	if cf.yes || cf.s.IsTerminal {
 		return nil
 	}
@@ -101,7 +101,7 @@ func (cf Confirm) Require(refusal string) error {
 // YesNo asks question on w ("question [y/N] "): only y or yes, in any
 // case, is consent; anything else, or the end of input, is errNotConfirmed.
 // With --yes it asks nothing.
-func (cf Confirm) YesNo(w io.Writer, question string) error {
+func (cf Consent) YesNo(w io.Writer, question string) error {
 	if cf.yes {
 		return nil
 	}
@@ -118,7 +118,7 @@ func (cf Confirm) YesNo(w io.Writer, question string) error {
 
 // Typed asks for want to be typed exactly (a cluster's name): prompt is
 // shown on w as it is. With --yes it asks nothing.
-func (cf Confirm) Typed(w io.Writer, prompt, want string) error {
+func (cf Consent) Typed(w io.Writer, prompt, want string) error {
 	if cf.yes {
 		return nil
 	}
@@ -136,7 +136,7 @@ func (cf Confirm) Typed(w io.Writer, prompt, want string) error {
 // is an empty answer. Ctrl-C (or SIGTERM) while it waits is a "no" at once
 // (exit 2): every question comes before a change, so there is nothing to
 // finish.
-func (cf Confirm) ask(w io.Writer, prompt string) (string, error) {
+func (cf Consent) ask(w io.Writer, prompt string) (string, error) {
 	if !cf.s.IsTerminal {
 		return "", withCode(exitBadInput, errors.New("there is no terminal to confirm on: pass --yes"))
 	}

@@ -7,12 +7,12 @@
 //
 // What it owns, file by file:
 //
-//   - translate.go: the report types, translateGroup and PlanSync — pure,
+//   - translate.go: the report types, translateGroup and Decide — pure,
 //     no network.
 //   - kafka.go: the cluster side — committed offsets (FetchCommitted), group
 //     states, admin-style commits (CommitOffsets).
 //   - oneshot.go: the one-shot API the CLI, the TUI and a failover call:
-//     Translate, then PlanSync, then Apply.
+//     Translate, then Decide, then Apply.
 //   - loop.go and fence.go: the continuous sync that the mirror's engine
 //     hosts (Run, Syncer) and its fenced committer.
 //   - snapshot.go: the standby's copy of the source groups' positions (the

@@ -141,7 +141,7 @@ func (g *Syncer) Close() {
 //  3. bring the offset map up to date (after step 2, so the map is at
 //     least as fresh as the positions);
 //  4. translate, read the groups' states and offsets on the standby, and
-//     plan (PlanSync);
+//     plan (Decide);
 //  5. commit the changes of every group that has no members on the
 //     standby;
 //  6. write the snapshot of each group read, and a tombstone for each
@@ -185,7 +185,7 @@ func (g *Syncer) Round(ctx context.Context) (paused bool, err error) {
 		return false, err
 	}
 	g.prune(positions)
-	plan := PlanSync(&TranslationReport{Link: link.String(), Source: link.Source, Target: link.Target, Groups: translations})
+	plan := Decide(&TranslationReport{Link: link.String(), Source: link.Source, Target: link.Target, Groups: translations})
 	m, l := cfg.Metrics, link.String()
 	snaps := make([]Snapshot, 0, len(plan.Groups))
 	for i := range plan.Groups {

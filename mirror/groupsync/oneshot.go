@@ -195,7 +195,7 @@ func translateAll(ctx context.Context, dst sarama.Client, admin sarama.ClusterAd
 //
 // The error is non-nil only when the target cannot be reached or its
 // groups cannot be described; nothing was committed then.
-func Apply(ctx context.Context, topo *topology.Topology, link topology.Link, plan *Plan) (*Plan, error) {
+func Apply(ctx context.Context, topo *topology.Topology, link topology.Link, plan *Sync) (*Sync, error) {
 	dstCluster := topo.Clusters[link.Target]
 	if dstCluster == nil {
 		return nil, fmt.Errorf("no cluster %q in topology %s", link.Target, topo.Name)

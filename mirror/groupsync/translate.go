@@ -227,10 +227,10 @@ func (g Group) Synced() bool {
 	return g.Action == SyncInSync || g.Action == SyncCommit && g.Committed
 }
 
-// Plan is what a group sync changes on the standby, group by group.
-// It is data: PlanSync builds it without contacting a cluster,
+// Sync is what a group sync changes on the standby, group by group.
+// It is data: Decide builds it without contacting a cluster,
 // Apply commits exactly its changes.
-type Plan struct {
+type Sync struct {
 	Link    string    `json:"link" yaml:"link"`
 	Source  string    `json:"source" yaml:"source"`
 	Target  string    `json:"target" yaml:"target"`
@@ -239,7 +239,7 @@ type Plan struct {
 }
 
 // Changes counts the offsets the plan moves.
-func (p *Plan) Changes() int {
+func (p *Sync) Changes() int {
 	n := 0
 	for _, g := range p.Groups {
 		if g.Action == SyncCommit {
@@ -251,7 +251,7 @@ func (p *Plan) Changes() int {
 
 // NotSynced lists the groups the plan or its result leaves out of sync
 // (skipped, stale, failed, or committed with an error), with their reasons.
-func (p *Plan) NotSynced() []Group {
+func (p *Sync) NotSynced() []Group {
 	var out []Group
 	for _, g := range p.Groups {
 		switch g.Action {
@@ -262,7 +262,7 @@ func (p *Plan) NotSynced() []Group {
 	return out
 }
 
-// PlanSync decides, from a translation report, what a sync commits on
+// Decide decides, from a translation report, what a sync commits on
 // the standby. The rules, in order, for each group:
 //
 //  1. A group whose translation failed is failed.
@@ -276,9 +276,9 @@ func (p *Plan) NotSynced() []Group {
 //  4. A group with changes is committed; one without changes but with
 //     translated partitions is in sync; any other has nothing to sync.
 //
-// PlanSync is pure: it reads only rep.
-func PlanSync(rep *TranslationReport) *Plan {
-	p := &Plan{Link: rep.Link, Source: rep.Source, Target: rep.Target, Planned: time.Now().UTC(), Groups: []Group{}}
+// Decide is pure: it reads only rep.
+func Decide(rep *TranslationReport) *Sync {
+	p := &Sync{Link: rep.Link, Source: rep.Source, Target: rep.Target, Planned: time.Now().UTC(), Groups: []Group{}}
 	for _, gt := range rep.Groups {
 		p.Groups = append(p.Groups, planGroup(gt, rep.Target))
 	}

@@ -88,8 +88,8 @@ func TestStandbyGroupActive(t *testing.T) {
 	}
 }
 
-// TestPlanSync walks PlanSync's rules, one row each.
-func TestPlanSync(t *testing.T) {
+// TestDecide walks Decide's rules, one row each.
+func TestDecide(t *testing.T) {
 	exact := offsettranslate.Exact
 	part := func(topic string, source, target, standby int64, st offsettranslate.Status) GroupPartition {
 		return GroupPartition{Topic: topic, SourceCommitted: source, Target: target, Status: st, Exact: st == exact, TargetEnd: -1, StandbyCommitted: standby}
@@ -124,7 +124,7 @@ func TestPlanSync(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			p := PlanSync(&TranslationReport{Link: "east->west", Source: "east", Target: "west", Groups: []GroupTranslation{c.gt}})
+			p := Decide(&TranslationReport{Link: "east->west", Source: "east", Target: "west", Groups: []GroupTranslation{c.gt}})
 			g := p.Groups[0]
 			if g.Action != c.action || !strings.Contains(g.Reason, c.reason) {
 				t.Fatalf("action %s (%s), want %s (%s)", g.Action, g.Reason, c.action, c.reason)
