@@ -2,6 +2,7 @@ package failover
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/IBM/sarama"
 
@@ -12,13 +13,25 @@ import (
 // Fence adds and verifies drctl's DENY WRITE ACLs on cluster (see
 // aclfence.Fence).
 func Fence(ctx context.Context, topo *topology.Topology, cluster string) (*aclfence.Record, error) {
-	return aclfence.Fence(ctx, topo, cluster)
+	w := connect(ctx, topo, cluster)
+	defer w.Close()
+	client, err := w.Need(cluster)
+	if err != nil {
+		return nil, fmt.Errorf("fence: %w", err) // the error names the cluster
+	}
+	return aclfence.Fence(ctx, client, topo, cluster)
 }
 
 // Unfence removes exactly the ACLs drctl's fence added (see
 // aclfence.Unfence).
 func Unfence(ctx context.Context, topo *topology.Topology, cluster string) ([]aclfence.ACL, error) {
-	return aclfence.Unfence(ctx, topo, cluster)
+	w := connect(ctx, topo, cluster)
+	defer w.Close()
+	client, err := w.Need(cluster)
+	if err != nil {
+		return nil, fmt.Errorf("unfence: %w", err) // the error names the cluster
+	}
+	return aclfence.Unfence(ctx, client, topo, cluster)
 }
 
 func fencePrincipals(topo *topology.Topology) []string { return aclfence.Principals(topo) }

@@ -61,7 +61,7 @@ func TestConfiguredSalvageSuffixHonoured(t *testing.T) {
 	}
 
 	// The acl fence.
-	rec, err := aclfence.Fence(ctx, topo, "east")
+	rec, err := aclfence.Fence(ctx, kfaketest.Dial(t, topo, "east"), topo, "east")
 	if err != nil {
 		t.Fatalf("fence east: %v", err)
 	}
@@ -73,7 +73,7 @@ func TestConfiguredSalvageSuffixHonoured(t *testing.T) {
 	if !reflect.DeepEqual(fenced, want) {
 		t.Errorf("the fence denies writes on %v, want %v", fenced, want)
 	}
-	if _, err := aclfence.Unfence(ctx, topo, "east"); err != nil {
+	if _, err := aclfence.Unfence(ctx, kfaketest.Dial(t, topo, "east"), topo, "east"); err != nil {
 		t.Fatalf("unfence east: %v", err)
 	}
 

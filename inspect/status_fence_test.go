@@ -51,13 +51,13 @@ func TestStatusFencedOnKfake(t *testing.T) {
 	if got := fenced(); got["east"] != "open" || got["west"] != "open" {
 		t.Errorf("before any fence: %v, want both open", got)
 	}
-	if _, err := aclfence.Fence(ctx, topo, "east"); err != nil {
+	if _, err := aclfence.Fence(ctx, kfaketest.Dial(t, topo, "east"), topo, "east"); err != nil {
 		t.Fatalf("fence east: %v", err)
 	}
 	if got := fenced(); got["east"] != "fenced" || got["west"] != "open" {
 		t.Errorf("with east fenced: %v, want east fenced, west open", got)
 	}
-	if _, err := aclfence.Unfence(ctx, topo, "east"); err != nil {
+	if _, err := aclfence.Unfence(ctx, kfaketest.Dial(t, topo, "east"), topo, "east"); err != nil {
 		t.Fatalf("unfence east: %v", err)
 	}
 	if got := fenced(); got["east"] != "open" {

@@ -302,7 +302,11 @@ func (d *Daemon) fenceReturnedStale(ctx context.Context, v rolestate.View, done 
 	}
 	fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	rec, err := aclfence.Fence(fctx, d.topo, name)
+	client, err := d.roles.Need(name)
+	var rec *aclfence.Record
+	if err == nil {
+		rec, err = aclfence.Fence(fctx, client, d.topo, name)
+	}
 	if err != nil {
 		d.log.Error("the stale cluster is back but could not be fenced", "cluster", name, "err", err)
 		return

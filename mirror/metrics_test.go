@@ -345,11 +345,11 @@ func TestDaemonFenceGauge(t *testing.T) {
 			}
 
 			waitFor(t, 20*time.Second, "no fence on east (and west's as the case says)", fenced(0))
-			if _, err := aclfence.Fence(ctx, p.Topology, "east"); err != nil {
+			if _, err := aclfence.Fence(ctx, kfaketest.Dial(t, p.Topology, "east"), p.Topology, "east"); err != nil {
 				t.Fatal(err)
 			}
 			waitFor(t, 20*time.Second, "east fenced", fenced(1))
-			if _, err := aclfence.Unfence(ctx, p.Topology, "east"); err != nil {
+			if _, err := aclfence.Unfence(ctx, kfaketest.Dial(t, p.Topology, "east"), p.Topology, "east"); err != nil {
 				t.Fatal(err)
 			}
 			waitFor(t, 20*time.Second, "east unfenced", fenced(0))

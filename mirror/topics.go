@@ -33,7 +33,7 @@ func (e *Engine) fenceNewTopics(src, dst sarama.Client) func(ctx context.Context
 		if st.Active != e.link.Source || st.Standby != e.link.Target {
 			return fmt.Errorf("the roles moved (%s active, %s standby), so %s is not fenced as a standby", st.Active, st.Standby, e.link.Target)
 		}
-		if _, err := aclfence.FenceTopics(ctx, e.topo, e.link.Target, names); err != nil {
+		if _, err := aclfence.FenceTopics(ctx, dst, e.topo, e.link.Target, names); err != nil {
 			return fmt.Errorf("the standby's fence must cover a new topic before it is created: %w", err)
 		}
 		return nil

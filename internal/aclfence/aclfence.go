@@ -12,7 +12,6 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/cenkalti/backoff/v5"
 
-	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/internal/kvstore"
 	"github.com/drctl/drctl/topology"
@@ -47,9 +46,10 @@ func Principals(topo *topology.Topology) []string {
 // Fence adds DENY WRITE ACLs for the fence principals on every selected
 // topic of cluster, reads them back to verify, and records what it added
 // on the cluster. It is idempotent: ACLs already there are not added twice,
-// and the record keeps what an earlier call added.
-func Fence(ctx context.Context, topo *topology.Topology, cluster string) (*Record, error) {
-	return FenceTopics(ctx, topo, cluster, nil)
+// and the record keeps what an earlier call added. client is a client of
+// cluster that the caller owns (its session's).
+func Fence(ctx context.Context, client sarama.Client, topo *topology.Topology, cluster string) (*Record, error) {
+	return FenceTopics(ctx, client, topo, cluster, nil)
 }
 
 // FenceTopics is Fence over the cluster's mirrored topics and, in
@@ -58,13 +58,7 @@ func Fence(ctx context.Context, topo *topology.Topology, cluster string) (*Recor
 // fenced for a topic before the mirror creates it there and before any
 // grant on it arrives, so there is no moment in which an application may
 // write to it. Names in also that topo does not mirror are ignored.
-func FenceTopics(ctx context.Context, topo *topology.Topology, cluster string, also []string) (*Record, error) {
-	c := topo.Clusters[cluster]
-	client, err := kafkaconn.Dial(ctx, c, nil)
-	if err != nil {
-		return nil, fmt.Errorf("fence: %w", err) // the error names the cluster
-	}
-	defer client.Close()
+func FenceTopics(ctx context.Context, client sarama.Client, topo *topology.Topology, cluster string, also []string) (*Record, error) {
 	admin, err := sarama.NewClusterAdminFromClient(client)
 	if err != nil {
 		return nil, fmt.Errorf("fence %s: %w", cluster, err)
@@ -199,12 +193,7 @@ func (e notShownError) Is(target error) bool { return target == ErrNotShown }
 
 // Unfence removes exactly the ACLs drctl's fence added on cluster and
 // clears the record; ACLs that existed before the fence stay.
-func Unfence(ctx context.Context, topo *topology.Topology, cluster string) ([]ACL, error) {
-	client, err := kafkaconn.Dial(ctx, topo.Clusters[cluster], nil)
-	if err != nil {
-		return nil, fmt.Errorf("unfence: %w", err) // the error names the cluster
-	}
-	defer client.Close()
+func Unfence(ctx context.Context, client sarama.Client, topo *topology.Topology, cluster string) ([]ACL, error) {
 	rec, err := readFence(ctx, client, topo.Name)
 	if err != nil {
 		return nil, fmt.Errorf("unfence %s: %w", cluster, err)

@@ -43,7 +43,7 @@ func TestFenceVerifyBacksOff(t *testing.T) {
 	const hide = 1500 * time.Millisecond
 	hidden := kfaketest.HideACLs(p.East, hide)
 	began := time.Now()
-	rec, err := Fence(kfaketest.Ctx(t, 30*time.Second), topo, "east")
+	rec, err := Fence(kfaketest.Ctx(t, 30*time.Second), kfaketest.Dial(t, topo, "east"), topo, "east")
 	if err != nil {
 		t.Fatalf("fence: %v", err)
 	}
@@ -83,7 +83,7 @@ func TestFenceVerifyReportsTheListingError(t *testing.T) {
 		}
 		return resp, nil, true // nothing listed, then the failure
 	})
-	_, err := Fence(kfaketest.Ctx(t, 30*time.Second), topo, "east")
+	_, err := Fence(kfaketest.Ctx(t, 30*time.Second), kfaketest.Dial(t, topo, "east"), topo, "east")
 	if err == nil || !strings.Contains(err.Error(), "fence east: verify:") || strings.Contains(err.Error(), "is not there") ||
 		!strings.Contains(err.Error(), "authoriz") {
 		t.Errorf("fence: %v, want the listing's authorization error", err)

@@ -169,7 +169,7 @@ func SyncOnce(ctx context.Context, topo *topology.Topology, target string, srcCl
 		if err := allowed(ctx); err != nil {
 			return r, err
 		}
-		if _, err := aclfence.FenceTopics(ctx, topo, target, guard); err != nil {
+		if _, err := aclfence.FenceTopics(ctx, dstCl, topo, target, guard); err != nil {
 			return r, fmt.Errorf("standby fence (no ACL copied until it holds): %w", err)
 		}
 		r.Fenced = len(gaps)
