@@ -18,6 +18,7 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/mirror"
@@ -158,7 +159,12 @@ func TestOffsetsVersusMirrorMaker2RealKafka(t *testing.T) {
 		if !rep.Caught() {
 			return fmt.Errorf("%d records behind", rep.TotalRecords)
 		}
-		st, err := groupsync.ReadStatus(ctx, ot.topo, ot.link())
+		dst, err := kafkaconn.Dial(ctx, ot.topo.Clusters[ot.link().Target], nil)
+		if err != nil {
+			return err
+		}
+		defer dst.Close()
+		st, err := groupsync.StatusFrom(ctx, dst, ot.topo, ot.link())
 		if err != nil {
 			return err
 		}

@@ -513,12 +513,14 @@ func endsKey(rep *mirror.LagReport) string {
 
 func translateGroups(ctx context.Context, topo *topology.Topology, p translateParams) (plans.Result, error) {
 	link := topo.Link(p.Source, p.Target)
-	rep, err := groupsync.Translate(ctx, topo, link, groupsync.TranslateOptions{FromSnapshot: p.FromSnapshot})
+	w := connect(ctx, topo, p.Source, p.Target)
+	defer w.Close()
+	rep, err := groupsync.Translate(ctx, w.Clusters, link, groupsync.TranslateOptions{FromSnapshot: p.FromSnapshot})
 	if err != nil {
 		return plans.Result{}, fmt.Errorf("translate groups over %s: %w", link, err)
 	}
 	planned := groupsync.Decide(rep)
-	applied, err := groupsync.Apply(ctx, topo, link, planned)
+	applied, err := groupsync.Apply(ctx, w.Clusters, link, planned)
 	if err != nil {
 		return plans.Result{}, fmt.Errorf("commit translated positions on %s: %w", p.Target, err)
 	}

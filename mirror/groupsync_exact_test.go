@@ -312,7 +312,7 @@ func testGroupTranslationIsExact(t *testing.T, seed uint64) {
 	commitSource(t, src, "_drctl.fake", map[topology.TopicPartition]int64{{Topic: "plain", Partition: 0}: 3})
 	committedAt := time.Now()
 
-	rep, err := groupsync.Translate(ctx, p.Topology, link, groupsync.TranslateOptions{})
+	rep, err := groupsync.Translate(ctx, kfaketest.Session(t, p.Topology), link, groupsync.TranslateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -460,7 +460,7 @@ func testGroupTranslationIsExact(t *testing.T, seed uint64) {
 			}
 		}
 	}
-	st, err := groupsync.ReadStatus(ctx, p.Topology, link)
+	st, err := groupsync.StatusFrom(ctx, kfaketest.Dial(t, p.Topology, link.Target), p.Topology, link)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -523,7 +523,7 @@ func positiveOffsets(m map[topology.TopicPartition]int64) int {
 
 func mustTranslate(t *testing.T, ctx context.Context, topo *topology.Topology, link topology.Link, opts groupsync.TranslateOptions) *groupsync.TranslationReport {
 	t.Helper()
-	rep, err := groupsync.Translate(ctx, topo, link, opts)
+	rep, err := groupsync.Translate(ctx, kfaketest.Session(t, topo), link, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -595,7 +595,7 @@ func TestGroupSyncNeverTouchesActiveGroups(t *testing.T) {
 	// has members.
 	forced := *plan
 	forced.Groups = []groupsync.Group{{Group: group, Action: groupsync.SyncCommit, Changes: []groupsync.OffsetChange{{Topic: "orders", Partition: 0, Before: 5, After: 40}}}}
-	res, err := groupsync.Apply(ctx, p.Topology, link, &forced)
+	res, err := groupsync.Apply(ctx, kfaketest.Session(t, p.Topology), link, &forced)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -609,7 +609,7 @@ func TestGroupSyncNeverTouchesActiveGroups(t *testing.T) {
 	if now, _ := groupsync.FetchCommitted(ctx, dst, group, false); now[orders0].Offset != 5 {
 		t.Fatalf("the active group moved to %d", now[orders0].Offset)
 	}
-	st, err := groupsync.ReadStatus(ctx, p.Topology, link)
+	st, err := groupsync.StatusFrom(ctx, kfaketest.Dial(t, p.Topology, link.Target), p.Topology, link)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -635,7 +635,7 @@ func TestGroupSyncNeverTouchesActiveGroups(t *testing.T) {
 	// A stale plan: the standby moved between plan and apply.
 	stale := groupsync.Sync{Link: link.String(), Groups: []groupsync.Group{{Group: group, Action: groupsync.SyncCommit,
 		Changes: []groupsync.OffsetChange{{Topic: "orders", Partition: 0, Before: 5, After: 7}}}}}
-	res, err = groupsync.Apply(ctx, p.Topology, link, &stale)
+	res, err = groupsync.Apply(ctx, kfaketest.Session(t, p.Topology), link, &stale)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/drctl/drctl/drill"
 	"github.com/drctl/drctl/failover"
+	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/mirror/groupsync"
 	"github.com/drctl/drctl/plans"
 	"github.com/drctl/drctl/topology"
@@ -74,7 +75,9 @@ func (m *Model) translateCmd(group string) tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
-		rep, err := groupsync.Translate(ctx, topo, link, groupsync.TranslateOptions{Groups: []string{group}})
+		clusters := kafkaconn.Open(ctx, topo, link.Source, link.Target)
+		defer clusters.Close()
+		rep, err := groupsync.Translate(ctx, clusters, link, groupsync.TranslateOptions{Groups: []string{group}})
 		return translationMsg{group: group, rep: rep, err: err}
 	}
 }
@@ -115,7 +118,9 @@ func (m *Model) syncPlanCmd(group string) tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
-		rep, err := groupsync.Translate(ctx, topo, link, groupsync.TranslateOptions{Groups: []string{group}})
+		clusters := kafkaconn.Open(ctx, topo, link.Source, link.Target)
+		defer clusters.Close()
+		rep, err := groupsync.Translate(ctx, clusters, link, groupsync.TranslateOptions{Groups: []string{group}})
 		if err != nil {
 			return syncPlanMsg{group: group, link: link, err: err}
 		}
@@ -128,7 +133,9 @@ func (m *Model) syncApplyCmd(group string, link topology.Link, plan *groupsync.S
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
-		res, err := groupsync.Apply(ctx, topo, link, plan)
+		clusters := kafkaconn.Open(ctx, topo, link.Target)
+		defer clusters.Close()
+		res, err := groupsync.Apply(ctx, clusters, link, plan)
 		return syncDoneMsg{group: group, result: res, err: err}
 	}
 }

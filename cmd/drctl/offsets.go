@@ -69,12 +69,12 @@ func checkGroups(topo *topology.Topology, groups []string, sync bool) error {
 }
 
 // translateCmd resolves the live link and translates the flags' groups.
-func translateCmd(ctx context.Context, c *cli.Context, topo *topology.Topology) (*groupsync.TranslationReport, topology.Link, error) {
-	link, err := liveLink(ctx, topo)
+func translateCmd(ctx context.Context, c *cli.Context, clusters *kafkaconn.Clusters) (*groupsync.TranslationReport, topology.Link, error) {
+	link, err := liveLink(ctx, clusters.Topology())
 	if err != nil {
 		return nil, link, err
 	}
-	rep, err := groupsync.Translate(ctx, topo, link, groupsync.TranslateOptions{Groups: c.StringSlice("group"), FromSnapshot: c.Bool("from-snapshot")})
+	rep, err := groupsync.Translate(ctx, clusters, link, groupsync.TranslateOptions{Groups: c.StringSlice("group"), FromSnapshot: c.Bool("from-snapshot")})
 	switch {
 	case err == nil:
 		return rep, link, nil
@@ -100,7 +100,9 @@ func offsetsTranslate(c *cli.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(c.Context, c.Duration("timeout"))
 	defer cancel()
-	rep, _, err := translateCmd(ctx, c, topo)
+	clusters := kafkaconn.Open(ctx, topo)
+	defer clusters.Close()
+	rep, _, err := translateCmd(ctx, c, clusters)
 	if err != nil {
 		return err
 	}
@@ -226,7 +228,9 @@ func offsetsSync(c *cli.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(c.Context, c.Duration("timeout"))
 	defer cancel()
-	rep, link, err := translateCmd(ctx, c, topo)
+	clusters := kafkaconn.Open(ctx, topo)
+	defer clusters.Close()
+	rep, link, err := translateCmd(ctx, c, clusters)
 	if err != nil {
 		return err
 	}
@@ -248,7 +252,7 @@ func offsetsSync(c *cli.Context) error {
 		// Apply gets its own time: the question may have waited long.
 		actx, acancel := context.WithTimeout(c.Context, c.Duration("timeout"))
 		defer acancel()
-		if result, err = groupsync.Apply(actx, topo, link, plan); err != nil {
+		if result, err = groupsync.Apply(actx, clusters, link, plan); err != nil {
 			if errors.Is(err, kafkaconn.ErrUnreachable) {
 				return withCode(exitUnreachable, fmt.Errorf("%w; nothing was committed", err))
 			}

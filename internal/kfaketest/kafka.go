@@ -311,3 +311,12 @@ func Seed(t testing.TB, topo *topology.Topology, cluster, topic string, partitio
 	}
 	Commit(t, topo, cluster, group, topic, offsets)
 }
+
+// Session opens a session with every cluster of topo, closed when the test
+// ends.
+func Session(t testing.TB, topo *topology.Topology) *kafkaconn.Clusters {
+	t.Helper()
+	s := kafkaconn.Open(Ctx(t, 20*time.Second), topo)
+	t.Cleanup(s.Close)
+	return s
+}

@@ -44,21 +44,21 @@ type TranslateOptions struct {
 // inconsistent partitions is not an error: those partitions translate as
 // unmapped and the report's Problems say so. Trouble with one group is in
 // that group's Error.
-func Translate(ctx context.Context, topo *topology.Topology, link topology.Link, opts TranslateOptions) (*TranslationReport, error) {
+func Translate(ctx context.Context, clusters *kafkaconn.Clusters, link topology.Link, opts TranslateOptions) (*TranslationReport, error) {
+	topo := clusters.Topology()
 	for _, g := range opts.Groups {
 		if topology.OwnsGroup(g) {
 			return nil, fmt.Errorf("group %s: %w: it is never translated", g, ErrInternalGroup)
 		}
 	}
-	srcCluster, dstCluster := topo.Clusters[link.Source], topo.Clusters[link.Target]
-	if srcCluster == nil || dstCluster == nil {
+	if topo.Clusters[link.Source] == nil || topo.Clusters[link.Target] == nil {
 		return nil, fmt.Errorf("no link %s in topology %s", link, topo.Name)
 	}
-	dst, err := kafkaconn.Dial(ctx, dstCluster, nil)
+	clusters.Connect(ctx, link.Target)
+	dst, err := clusters.Need(link.Target)
 	if err != nil {
 		return nil, err
 	}
-	defer dst.Close()
 	var positions []groupPositions
 	readErrs := map[string]error{}
 	if opts.FromSnapshot {
@@ -83,11 +83,11 @@ func Translate(ctx context.Context, topo *topology.Topology, link topology.Link,
 			positions = append(positions, s.positions())
 		}
 	} else {
-		src, err := kafkaconn.Dial(ctx, srcCluster, nil)
+		clusters.Connect(ctx, link.Source)
+		src, err := clusters.Need(link.Source)
 		if err != nil {
 			return nil, err
 		}
-		defer src.Close()
 		names := opts.Groups
 		if len(names) == 0 {
 			admin, err := sarama.NewClusterAdminFromClient(src)
@@ -195,19 +195,19 @@ func translateAll(ctx context.Context, dst sarama.Client, admin sarama.ClusterAd
 //
 // The error is non-nil only when the target cannot be reached or its
 // groups cannot be described; nothing was committed then.
-func Apply(ctx context.Context, topo *topology.Topology, link topology.Link, plan *Sync) (*Sync, error) {
-	dstCluster := topo.Clusters[link.Target]
-	if dstCluster == nil {
+func Apply(ctx context.Context, clusters *kafkaconn.Clusters, link topology.Link, plan *Sync) (*Sync, error) {
+	topo := clusters.Topology()
+	if topo.Clusters[link.Target] == nil {
 		return nil, fmt.Errorf("no cluster %q in topology %s", link.Target, topo.Name)
 	}
 	if plan.Link != link.String() {
 		return nil, fmt.Errorf("the plan is for link %s, not %s", plan.Link, link)
 	}
-	dst, err := kafkaconn.Dial(ctx, dstCluster, nil)
+	clusters.Connect(ctx, link.Target)
+	dst, err := clusters.Need(link.Target)
 	if err != nil {
 		return nil, err
 	}
-	defer dst.Close()
 	admin, err := sarama.NewClusterAdminFromClient(dst)
 	if err != nil {
 		return nil, fmt.Errorf("target %s: admin: %w", link.Target, err)

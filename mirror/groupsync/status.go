@@ -7,7 +7,6 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -40,21 +39,6 @@ type Status struct {
 	// moved: not in sync by rule 2 of syncStatus (a standby offset
 	// differs from the translation), which a re-read may settle.
 	moved bool
-}
-
-// ReadStatus returns the sync status of every selected group in the
-// link's snapshot (see StatusFrom), dialling the target.
-func ReadStatus(ctx context.Context, topo *topology.Topology, link topology.Link) (map[string]Status, error) {
-	c := topo.Clusters[link.Target]
-	if c == nil {
-		return nil, fmt.Errorf("no cluster %q in topology %s", link.Target, topo.Name)
-	}
-	dst, err := kafkaconn.Dial(ctx, c, nil)
-	if err != nil {
-		return nil, err
-	}
-	defer dst.Close()
-	return StatusFrom(ctx, dst, topo, link)
 }
 
 // StatusFrom returns, keyed by group, the sync status of every
