@@ -13,6 +13,7 @@ import (
 
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kafkaread"
+	"github.com/drctl/drctl/internal/poll"
 	"github.com/drctl/drctl/plans"
 	"github.com/drctl/drctl/topology"
 )
@@ -130,15 +131,16 @@ func wipeTargets(admin sarama.ClusterAdmin, topo *topology.Topology, link topolo
 // up to MirrorStopTimeout. Nothing is deleted while either waits.
 func waitGroupsLeft(ctx context.Context, admin sarama.ClusterAdmin, stale string, link topology.Link, groups []string, topo *topology.Topology, rc *plans.RunContext) error {
 	own := link.InternalGroups()
-	var stopping <-chan struct{}
+	w := poll.Wait{What: "the group members to leave " + stale, Every: 250 * time.Millisecond}
 	if rc != nil {
-		stopping = rc.Stopping()
+		w.Stop = rc.Stopping()
+		w.Progress = func(why string, _ time.Duration) { rc.Progress(why, -1) }
 	}
 	start := time.Now()
-	for {
+	err := poll.Until(ctx, w, func(context.Context) (bool, string, error) {
 		descs, err := admin.DescribeConsumerGroups(groups)
 		if err != nil {
-			return fmt.Errorf("wipe %s: describe groups: %w", stale, err)
+			return false, "", fmt.Errorf("wipe %s: describe groups: %w", stale, err)
 		}
 		var mirrors *sarama.GroupDescription
 		var apps []string
@@ -155,28 +157,25 @@ func waitGroupsLeft(ctx context.Context, admin sarama.ClusterAdmin, stale string
 		waited := time.Since(start)
 		switch {
 		case mirrors == nil && len(apps) == 0:
-			return nil
+			return true, "", nil
 		case len(apps) > 0 && waited >= topo.Failover.ClientsTimeout:
-			return fmt.Errorf("wipe %s: %d consumer(s) still in selected groups there after %v (failover.clients.timeout): %s; nothing was deleted: stop or move those consumers, then drctl resume",
+			return false, "", fmt.Errorf("wipe %s: %d consumer(s) still in selected groups there after %v (failover.clients.timeout): %s; nothing was deleted: stop or move those consumers, then drctl resume",
 				stale, len(apps), topo.Failover.ClientsTimeout.Round(time.Second), strings.Join(apps, "; "))
 		case mirrors != nil && waited >= MirrorStopTimeout:
-			return fmt.Errorf("wipe %s: group %s still has %d member(s) there after %v: a drctl mirror of %s still runs there although the role state stops it; stop it and resume", stale, mirrors.GroupId, len(mirrors.Members), MirrorStopTimeout, link)
+			return false, "", fmt.Errorf("wipe %s: group %s still has %d member(s) there after %v: a drctl mirror of %s still runs there although the role state stops it; stop it and resume", stale, mirrors.GroupId, len(mirrors.Members), MirrorStopTimeout, link)
+		case len(apps) > 0:
+			return false, fmt.Sprintf("waiting %v of %v for %d consumer(s) to leave %s: %s; nothing deleted yet", waited.Round(time.Second), topo.Failover.ClientsTimeout.Round(time.Second), len(apps), stale, strings.Join(apps, "; ")), nil
+		default:
+			return false, fmt.Sprintf("waiting for the mirror of %s to stop on %s (%d member(s) in %s); nothing deleted yet", link, stale, len(mirrors.Members), mirrors.GroupId), nil
 		}
-		if rc != nil {
-			if len(apps) > 0 {
-				rc.Progress(fmt.Sprintf("waiting %v of %v for %d consumer(s) to leave %s: %s; nothing deleted yet", waited.Round(time.Second), topo.Failover.ClientsTimeout.Round(time.Second), len(apps), stale, strings.Join(apps, "; ")), -1)
-			} else {
-				rc.Progress(fmt.Sprintf("waiting for the mirror of %s to stop on %s (%d member(s) in %s); nothing deleted yet", link, stale, len(mirrors.Members), mirrors.GroupId), -1)
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("wipe %s: waiting for group members to leave: %w", stale, ctx.Err())
-		case <-stopping:
-			return fmt.Errorf("%w: stopped waiting for group members to leave %s, nothing deleted (drctl resume waits again)", plans.ErrInterrupted, stale)
-		case <-time.After(250 * time.Millisecond):
-		}
+	})
+	if errors.Is(err, poll.ErrStopped) {
+		return fmt.Errorf("%w: stopped waiting for group members to leave %s, nothing deleted (drctl resume waits again)", plans.ErrInterrupted, stale)
 	}
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("wipe %s: waiting for group members to leave: %w", stale, ctx.Err())
+	}
+	return err
 }
 
 // membersOf names each member of a group as an operator finds it: the
@@ -265,21 +264,16 @@ const topicWait = 2 * time.Minute
 // waitTopic waits until the topic exists with leaders (exists) or is gone,
 // up to topicWait.
 func waitTopic(ctx context.Context, client sarama.Client, topic string, exists bool) error {
-	ctx, cancel := context.WithTimeout(ctx, topicWait)
-	defer cancel()
-	for {
+	err := poll.Until(ctx, poll.Wait{What: "topic " + topic, Within: topicWait}, func(ctx context.Context) (bool, string, error) {
 		info, err := kafkaread.Topic(ctx, client, topic)
-		if err == nil && info.Exists == exists {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			if !exists {
-				return fmt.Errorf("topic %s still exists %s after its deletion (a client that auto-creates topics, or a mirror into this cluster, may have created it again): stop it, then drctl resume: %w",
-					topic, topicWait, ctx.Err())
-			}
-			return fmt.Errorf("topic %s is not ready after %s: %w", topic, topicWait, ctx.Err())
-		case <-time.After(100 * time.Millisecond):
-		}
+		return err == nil && info.Exists == exists, "", nil
+	})
+	switch {
+	case errors.Is(err, poll.ErrTimeout) && !exists:
+		return fmt.Errorf("topic %s still exists %s after its deletion (a client that auto-creates topics, or a mirror into this cluster, may have created it again): stop it, then drctl resume: %w",
+			topic, topicWait, err)
+	case errors.Is(err, poll.ErrTimeout):
+		return fmt.Errorf("topic %s is not ready after %s: %w", topic, topicWait, err)
 	}
+	return err
 }
