@@ -17,14 +17,6 @@ import (
 	"github.com/drctl/drctl/topology"
 )
 
-// Canary record headers. The key is "<drill id>/<seq>" as well, so a person
-// reading the topic with any tool sees what a record is.
-const (
-	HeaderDrill = "drctl.drill"
-	HeaderSeq   = "drctl.seq"
-	HeaderSent  = "drctl.sent" // RFC 3339 with nanoseconds
-)
-
 // maxSamples bounds the latency samples a record keeps for its chart.
 const maxSamples = 500
 
@@ -212,9 +204,9 @@ func canaryMessage(topic, id string, seq int, at time.Time) *sarama.ProducerMess
 	return &sarama.ProducerMessage{Topic: topic, Partition: 0, Key: sarama.StringEncoder(id + "/" + s),
 		Value: sarama.StringEncoder(fmt.Sprintf(`{"drill":%q,"seq":%d}`, id, seq)),
 		Headers: []sarama.RecordHeader{
-			{Key: []byte(HeaderDrill), Value: []byte(id)},
-			{Key: []byte(HeaderSeq), Value: []byte(s)},
-			{Key: []byte(HeaderSent), Value: []byte(at.UTC().Format(time.RFC3339Nano))},
+			{Key: []byte(topology.HeaderDrill), Value: []byte(id)},
+			{Key: []byte(topology.HeaderSeq), Value: []byte(s)},
+			{Key: []byte(topology.HeaderSent), Value: []byte(at.UTC().Format(time.RFC3339Nano))},
 		}}
 }
 
@@ -223,9 +215,9 @@ func canarySeq(r kafkaread.Record, id string, n int) (int, bool) {
 	var drill, seq []byte
 	for _, h := range r.Headers {
 		switch string(h.Key) {
-		case HeaderDrill:
+		case topology.HeaderDrill:
 			drill = h.Value
-		case HeaderSeq:
+		case topology.HeaderSeq:
 			seq = h.Value
 		}
 	}

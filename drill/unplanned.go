@@ -420,7 +420,7 @@ func (x *failoverDrill) checkSalvage(ctx context.Context, dir *Direction, held [
 // cluster (-1: unknown).
 func salvagedOffset(r kafkaread.Record) int64 {
 	for _, h := range r.Headers {
-		if string(h.Key) == failover.HeaderSalvagedOffset && len(h.Value) == 8 {
+		if string(h.Key) == topology.HeaderSalvagedOffset && len(h.Value) == 8 {
 			return int64(binary.BigEndian.Uint64(h.Value))
 		}
 	}

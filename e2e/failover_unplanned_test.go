@@ -20,6 +20,7 @@ import (
 	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/plans"
 	"github.com/drctl/drctl/runrecord"
+	"github.com/drctl/drctl/topology"
 )
 
 // TestFailoverUnplannedRealKafka: east dies while records the mirror has
@@ -256,9 +257,9 @@ func salvagedFrom(r kafkaread.Record) (from string, offset int64) {
 	offset = -1
 	for _, h := range r.Headers {
 		switch string(h.Key) {
-		case failover.HeaderSalvagedFrom:
+		case topology.HeaderSalvagedFrom:
 			from = string(h.Value)
-		case failover.HeaderSalvagedOffset:
+		case topology.HeaderSalvagedOffset:
 			if len(h.Value) == 8 {
 				offset = int64(binary.BigEndian.Uint64(h.Value))
 			}

@@ -11,7 +11,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/drctl/drctl/internal/kafkaread"
-	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/topology"
 )
 
 // TestMirrorCompareCatches checks the checker the mirror tests rely on:
@@ -31,8 +31,8 @@ func TestMirrorCompareCatches(t *testing.T) {
 		c := r
 		c.Offset = at
 		c.Headers = append(append([]*sarama.RecordHeader(nil), r.Headers...),
-			&sarama.RecordHeader{Key: []byte(mirror.HeaderOrigin), Value: []byte(origin)},
-			&sarama.RecordHeader{Key: []byte(mirror.HeaderSourceOffset), Value: off[:]})
+			&sarama.RecordHeader{Key: []byte(topology.HeaderOrigin), Value: []byte(origin)},
+			&sarama.RecordHeader{Key: []byte(topology.HeaderSourceOffset), Value: off[:]})
 		return c
 	}
 	good := func() []kafkaread.Record {
@@ -71,7 +71,7 @@ func TestMirrorCompareCatches(t *testing.T) {
 			return d
 		}, "header 0"},
 		{"origin", func(d []kafkaread.Record) []kafkaread.Record {
-			d[1].Headers[0] = &sarama.RecordHeader{Key: []byte(mirror.HeaderOrigin), Value: []byte("west")}
+			d[1].Headers[0] = &sarama.RecordHeader{Key: []byte(topology.HeaderOrigin), Value: []byte("west")}
 			return d
 		}, "origin"},
 		{"no provenance", func(d []kafkaread.Record) []kafkaread.Record { d[1].Headers = nil; return d }, "0 origin"},

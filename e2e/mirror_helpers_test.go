@@ -404,10 +404,10 @@ func provenance(r kafkaread.Record) (origin []byte, offset int64, origins, offse
 	offset = -1
 	for _, h := range r.Headers {
 		switch string(h.Key) {
-		case mirror.HeaderOrigin:
+		case topology.HeaderOrigin:
 			origin = h.Value
 			origins++
-		case mirror.HeaderSourceOffset:
+		case topology.HeaderSourceOffset:
 			offsets++
 			if len(h.Value) == 8 {
 				offset = int64(binary.BigEndian.Uint64(h.Value))
@@ -450,7 +450,7 @@ func faithfulCopy(src, dst []kafkaread.Record, originID string, prefix bool) err
 		}
 		var own []*sarama.RecordHeader
 		for _, h := range d.Headers {
-			if k := string(h.Key); k != mirror.HeaderOrigin && k != mirror.HeaderSourceOffset {
+			if k := string(h.Key); k != topology.HeaderOrigin && k != topology.HeaderSourceOffset {
 				own = append(own, h)
 			}
 		}

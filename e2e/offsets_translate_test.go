@@ -224,7 +224,7 @@ func (s *sourceLog) randomPosition(r *mrand.Rand) int64 {
 
 func headerOffset(r kafkaread.Record) int64 {
 	for _, h := range r.Headers {
-		if string(h.Key) == mirror.HeaderSourceOffset && len(h.Value) == 8 {
+		if string(h.Key) == topology.HeaderSourceOffset && len(h.Value) == 8 {
 			return int64(binary.BigEndian.Uint64(h.Value))
 		}
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/drctl/drctl/failover"
 	"github.com/drctl/drctl/internal/kafkaread"
+	"github.com/drctl/drctl/topology"
 )
 
 // salvageProducer writes to the partition each message names, as drctl's
@@ -46,7 +47,7 @@ func quarantined(t *testing.T, cl sarama.Client, into string) map[int64][]byte {
 	defer cancel()
 	if _, err := kafkaread.ReadCommitted(ctx, cl, into, 0, 0, func(r kafkaread.Record) error {
 		for _, h := range r.Headers {
-			if string(h.Key) == failover.HeaderSalvagedOffset && len(h.Value) == 8 {
+			if string(h.Key) == topology.HeaderSalvagedOffset && len(h.Value) == 8 {
 				out[int64(binary.BigEndian.Uint64(h.Value))] = r.Value
 			}
 		}

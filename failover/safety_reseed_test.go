@@ -102,9 +102,9 @@ func TestSalvageKeepsProvenance(t *testing.T) {
 	var off [8]byte
 	binary.BigEndian.PutUint64(off[:], 41)
 	produceHeaders(t, topo, "west", "orders",
-		[]sarama.RecordHeader{headerOf(mirror.HeaderOrigin, "kfake-east"), {Key: []byte(mirror.HeaderSourceOffset), Value: off[:]}},
+		[]sarama.RecordHeader{headerOf(topology.HeaderOrigin, "kfake-east"), {Key: []byte(topology.HeaderSourceOffset), Value: off[:]}},
 		[]sarama.RecordHeader{headerOf("app", "1")},
-		[]sarama.RecordHeader{headerOf(mirror.HeaderOrigin, "kfake-north"), {Key: []byte(mirror.HeaderSourceOffset), Value: off[:]}},
+		[]sarama.RecordHeader{headerOf(topology.HeaderOrigin, "kfake-north"), {Key: []byte(topology.HeaderSourceOffset), Value: off[:]}},
 	)
 	rep, err := Salvage(kfaketest.Ctx(t, 60*time.Second), topo, "west", "east")
 	if err != nil {
@@ -128,21 +128,21 @@ func TestSalvageKeepsProvenance(t *testing.T) {
 		}
 		return ""
 	}
-	if got := header(0, mirror.HeaderOrigin); got != "" {
+	if got := header(0, topology.HeaderOrigin); got != "" {
 		t.Errorf("the application's record got origin %q; salvage must not invent provenance", got)
 	}
 	if got := header(0, "app"); got != "1" {
 		t.Errorf("the application's header is %q, want 1", got)
 	}
-	if got := header(1, mirror.HeaderOrigin); got != "kfake-north" {
+	if got := header(1, topology.HeaderOrigin); got != "kfake-north" {
 		t.Errorf("the third cluster's record has origin %q after salvage, want kfake-north (provenance rewritten)", got)
 	}
-	if got := header(1, mirror.HeaderSourceOffset); got != string(off[:]) {
+	if got := header(1, topology.HeaderSourceOffset); got != string(off[:]) {
 		t.Errorf("the third cluster's record lost its source offset")
 	}
 	for i := range recs {
-		if got := header(i, HeaderSalvagedFrom); got != "kfake-west" {
-			t.Errorf("record %d: %s is %q, want kfake-west", i, HeaderSalvagedFrom, got)
+		if got := header(i, topology.HeaderSalvagedFrom); got != "kfake-west" {
+			t.Errorf("record %d: %s is %q, want kfake-west", i, topology.HeaderSalvagedFrom, got)
 		}
 	}
 	// Idempotent: a second salvage adds nothing.

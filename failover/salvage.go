@@ -52,23 +52,6 @@ type SalvageReport struct {
 	Identity *inspect.IdentityChange `json:"identity_change,omitempty"`
 }
 
-// Headers salvage adds to every record it copies into quarantine. The
-// record's own headers, drctl's provenance (drctl.o, drctl.s) included,
-// are kept as they were: salvage records where it took the record from,
-// it never rewrites where the record came from.
-const (
-	// HeaderSalvagedFrom is the cluster id of the stale cluster.
-	HeaderSalvagedFrom = "drctl.salvaged-from"
-	// HeaderSalvagedOffset is the record's offset on the stale cluster
-	// (8 bytes, big endian); it makes a salvage resumable.
-	HeaderSalvagedOffset = "drctl.salvaged-offset"
-	// HeaderSalvagedTopicID is the id (hex) of the stale cluster's topic
-	// the record was read from. Offsets are only comparable within one
-	// topic id: a topic wiped and re-seeded (or deleted and created again)
-	// numbers its records from 0 again.
-	HeaderSalvagedTopicID = "drctl.salvaged-topic-id"
-)
-
 // Sizes of the salvage's writes.
 const (
 	// salvageHeadroom is added to the source topic's max.message.bytes
@@ -94,8 +77,8 @@ const (
 // cluster (<topic><suffix>, same partition, created with the source
 // topic's max.message.bytes plus room for the salvage headers), except the
 // records that carry the active cluster's provenance (drctl.o: they came
-// from it). Every salvaged record keeps its headers and gets
-// HeaderSalvagedFrom, HeaderSalvagedOffset and HeaderSalvagedTopicID.
+// from it). Every salvaged record keeps its headers and gets the salvage's
+// (topology.HeaderSalvagedFrom, HeaderSalvagedOffset, HeaderSalvagedTopicID).
 //
 // It counts only what it verified: a partition's records are salvaged
 // when each of their offsets is in the quarantine partition (from the same
@@ -316,9 +299,9 @@ func (p *partitionSalvage) message(r kafkaread.Record, into string) *sarama.Prod
 	for _, h := range r.Headers {
 		headers = append(headers, *h)
 	}
-	headers = append(headers, sarama.RecordHeader{Key: []byte(HeaderSalvagedFrom), Value: []byte(p.staleID)},
-		sarama.RecordHeader{Key: []byte(HeaderSalvagedOffset), Value: off[:]},
-		sarama.RecordHeader{Key: []byte(HeaderSalvagedTopicID), Value: []byte(p.topicID)})
+	headers = append(headers, sarama.RecordHeader{Key: []byte(topology.HeaderSalvagedFrom), Value: []byte(p.staleID)},
+		sarama.RecordHeader{Key: []byte(topology.HeaderSalvagedOffset), Value: off[:]},
+		sarama.RecordHeader{Key: []byte(topology.HeaderSalvagedTopicID), Value: []byte(p.topicID)})
 	m := &sarama.ProducerMessage{Topic: into, Partition: p.tp.Partition, Value: sarama.ByteEncoder(r.Value), Headers: headers, Timestamp: r.Timestamp, Metadata: r.Offset}
 	if r.Key != nil {
 		m.Key = sarama.ByteEncoder(r.Key)
@@ -502,15 +485,15 @@ func salvagedOffsets(ctx context.Context, dst sarama.Client, into string, partit
 		src, id, hasID := "", "", false
 		for _, h := range r.Headers {
 			switch string(h.Key) {
-			case HeaderSalvagedOffset:
+			case topology.HeaderSalvagedOffset:
 				if len(h.Value) == 8 {
 					off = int64(binary.BigEndian.Uint64(h.Value))
 				}
-			case HeaderSalvagedFrom:
+			case topology.HeaderSalvagedFrom:
 				src = string(h.Value)
-			case HeaderSalvagedTopicID:
+			case topology.HeaderSalvagedTopicID:
 				id, hasID = string(h.Value), true
-			case mirror.HeaderSourceOffset:
+			case topology.HeaderSourceOffset:
 				if len(h.Value) == 8 {
 					legacy = int64(binary.BigEndian.Uint64(h.Value))
 				}
@@ -536,7 +519,7 @@ func salvagedOffsets(ctx context.Context, dst sarama.Client, into string, partit
 // ("" when it has none: it was written where it is).
 func originOf(r kafkaread.Record) string {
 	for _, h := range r.Headers {
-		if string(h.Key) == mirror.HeaderOrigin {
+		if string(h.Key) == topology.HeaderOrigin {
 			return string(h.Value)
 		}
 	}

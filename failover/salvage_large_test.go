@@ -61,7 +61,7 @@ func produceLarge(t *testing.T, topo *topology.Topology, cluster, topic string, 
 	}
 }
 
-// salvagedOffsetsIn returns the stale offsets (HeaderSalvagedOffset) of the
+// salvagedOffsetsIn returns the stale offsets (topology.HeaderSalvagedOffset) of the
 // records in partition 0 of the quarantine topic, in the order they are
 // there, and their values by offset.
 func salvagedOffsetsIn(t *testing.T, cl sarama.Client, into string) ([]int64, map[int64][]byte) {
@@ -74,7 +74,7 @@ func salvagedOffsetsIn(t *testing.T, cl sarama.Client, into string) ([]int64, ma
 	vals := map[int64][]byte{}
 	for _, r := range recs {
 		for _, h := range r.Headers {
-			if string(h.Key) == HeaderSalvagedOffset && len(h.Value) == 8 {
+			if string(h.Key) == topology.HeaderSalvagedOffset && len(h.Value) == 8 {
 				off := int64(binary.BigEndian.Uint64(h.Value))
 				offs = append(offs, off)
 				vals[off] = r.Value
@@ -155,7 +155,7 @@ func TestSalvageResumesFromWhatItVerified(t *testing.T) {
 		var b [8]byte
 		binary.BigEndian.PutUint64(b[:], uint64(off))
 		msgs = append(msgs, &sarama.ProducerMessage{Topic: into, Value: sarama.StringEncoder("earlier"), Headers: []sarama.RecordHeader{
-			headerOf(HeaderSalvagedFrom, "kfake-east"), {Key: []byte(HeaderSalvagedOffset), Value: b[:]}, headerOf(HeaderSalvagedTopicID, info.ID)}})
+			headerOf(topology.HeaderSalvagedFrom, "kfake-east"), {Key: []byte(topology.HeaderSalvagedOffset), Value: b[:]}, headerOf(topology.HeaderSalvagedTopicID, info.ID)}})
 	}
 	if err := kfaketest.IdempotentProducer(t, topo.Clusters["west"], "").SendMessages(msgs); err != nil {
 		t.Fatal(err)

@@ -90,7 +90,7 @@ func header(r kafkaread.Record, key string) []byte {
 }
 
 func sourceOffset(r kafkaread.Record) int64 {
-	v := header(r, HeaderSourceOffset)
+	v := header(r, topology.HeaderSourceOffset)
 	if len(v) != 8 {
 		return -1
 	}
@@ -133,12 +133,12 @@ func sameRecords(src, dst []kafkaread.Record, origin string) error {
 		if got := sourceOffset(d); got != s.Offset {
 			return fmt.Errorf("record %d: provenance offset %d, want %d", i, got, s.Offset)
 		}
-		if got := string(header(d, HeaderOrigin)); got != origin {
+		if got := string(header(d, topology.HeaderOrigin)); got != origin {
 			return fmt.Errorf("record %d: origin %q, want %q", i, got, origin)
 		}
 		var dh [][2]string
 		for _, h := range d.Headers {
-			if k := string(h.Key); k != HeaderOrigin && k != HeaderSourceOffset {
+			if k := string(h.Key); k != topology.HeaderOrigin && k != topology.HeaderSourceOffset {
 				dh = append(dh, [2]string{k, string(h.Value)})
 			}
 		}

@@ -30,16 +30,6 @@ func NewLinkShards(partitions int) int32 {
 	return int32(min(DefaultShards, max(MinShards, (partitions+PartitionsPerShard-1)/PartitionsPerShard)))
 }
 
-// Provenance headers carried by every mirrored record.
-const (
-	// HeaderOrigin holds the id of the cluster the record was first
-	// produced on.
-	HeaderOrigin = "drctl.o"
-	// HeaderSourceOffset holds the record's offset in the source
-	// partition of the hop that wrote it, 8 bytes big-endian.
-	HeaderSourceOffset = "drctl.s"
-)
-
 // ShardOf maps a source partition to a shard. The mapping depends only on
 // the topic name, the partition and the shard count, so it is the same in
 // every process and every restart; consecutive partitions of a topic land

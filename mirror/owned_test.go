@@ -140,8 +140,8 @@ func TestCopyCarriesEveryHeader(t *testing.T) {
 		m.Headers = append(m.Headers, &sarama.RecordHeader{Key: []byte(fmt.Sprintf("h%d", i)), Value: []byte{byte(i)}})
 	}
 	m.Headers = append(m.Headers,
-		&sarama.RecordHeader{Key: []byte(HeaderOrigin), Value: []byte("north-id")},
-		&sarama.RecordHeader{Key: []byte(HeaderSourceOffset), Value: []byte{9, 9, 9, 9, 9, 9, 9, 9}})
+		&sarama.RecordHeader{Key: []byte(topology.HeaderOrigin), Value: []byte("north-id")},
+		&sarama.RecordHeader{Key: []byte(topology.HeaderSourceOffset), Value: []byte{9, 9, 9, 9, 9, 9, 9, 9}})
 	c := new(copyRecord)
 	hs, own := s.provenance(m, c.headers[:0], &c.offset)
 	if own {
@@ -152,7 +152,7 @@ func TestCopyCarriesEveryHeader(t *testing.T) {
 		got = append(got, fmt.Sprintf("%s=%x", h.Key, h.Value))
 	}
 	want := []string{"h0=00", "h1=01", "h2=02", "h3=03", "h4=04",
-		fmt.Sprintf("%s=%x", HeaderOrigin, "north-id"), HeaderSourceOffset + "=0102030405060708"}
+		fmt.Sprintf("%s=%x", topology.HeaderOrigin, "north-id"), topology.HeaderSourceOffset + "=0102030405060708"}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("headers\n got %v\nwant %v", got, want)
 	}

@@ -778,9 +778,9 @@ func (s *shard) provenance(m *sarama.ConsumerMessage, headers []sarama.RecordHea
 	origin := s.e.srcID
 	for _, h := range m.Headers {
 		switch string(h.Key) {
-		case HeaderOrigin:
+		case topology.HeaderOrigin:
 			origin = h.Value
-		case HeaderSourceOffset:
+		case topology.HeaderSourceOffset:
 		default:
 			headers = append(headers, *h)
 		}
@@ -797,8 +797,8 @@ func (s *shard) provenance(m *sarama.ConsumerMessage, headers []sarama.RecordHea
 // The provenance headers' keys, shared by every copy: the producer only
 // reads them.
 var (
-	headerOriginKey       = []byte(HeaderOrigin)
-	headerSourceOffsetKey = []byte(HeaderSourceOffset)
+	headerOriginKey       = []byte(topology.HeaderOrigin)
+	headerSourceOffsetKey = []byte(topology.HeaderSourceOffset)
 )
 
 // keyOf keeps a null key null.

@@ -278,7 +278,7 @@ func TestTopicRecreatedOnActive(t *testing.T) {
 	for i, r := range salvaged {
 		o := oldCopy[i]
 		if string(r.Key) != string(o.Key) || string(r.Value) != string(o.Value) || !r.Timestamp.Equal(o.Timestamp) ||
-			string(header(r, HeaderOrigin)) != "kfake-east" || sourceOffset(r) != sourceOffset(o) {
+			string(header(r, topology.HeaderOrigin)) != "kfake-east" || sourceOffset(r) != sourceOffset(o) {
 			t.Fatalf("salvaged record %d differs from the old copy (provenance included)", i)
 		}
 	}

@@ -20,8 +20,9 @@ import (
 )
 
 // headerSource is the provenance header the simulated mirror puts on every
-// record: the source offset, in decimal.
-const headerSource = "drctl.s"
+// record; unlike the mirror's (8 bytes big-endian) its value is the source
+// offset in decimal.
+const headerSource = topology.HeaderSourceOffset
 
 func testConfig() *sarama.Config {
 	cfg := sarama.NewConfig()

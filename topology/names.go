@@ -1,7 +1,8 @@
 package topology
 
-// This file is drctl's name registry: every topic, consumer group and
-// transactional id drctl creates on a cluster is named here, and every rule
+// This file is drctl's name registry: every topic, consumer group,
+// transactional id and record header drctl creates on a cluster is named
+// here, and every rule
 // that decides whether a topic or a group is drctl's own (never mirrored,
 // synced, fenced, translated or listed as a user's) is decided here. A
 // package that needs such a name or such a rule asks this file; it never
@@ -32,6 +33,45 @@ const (
 	// unplanned drills ask for, keyed by topology and link (see
 	// mirror.Pause).
 	MirrorPausesTopic = "__drctl_mirror_pauses"
+)
+
+// Record headers drctl adds to records of the users' topics, each spelt
+// once, here: the writers add them and the readers (verify, salvage,
+// translation checks, drills) compare keys with these.
+const (
+	// HeaderOrigin holds the id of the cluster the record was first
+	// produced on: the mirror's provenance, carried by every copy.
+	HeaderOrigin = "drctl.o"
+	// HeaderSourceOffset holds the record's offset in the source
+	// partition of the mirror hop that wrote it, 8 bytes big-endian.
+	HeaderSourceOffset = "drctl.s"
+
+	// The salvage's headers, added to every record it copies into
+	// quarantine. The record's own headers, the provenance included, are
+	// kept as they were: salvage records where it took the record from,
+	// it never rewrites where the record came from.
+
+	// HeaderSalvagedFrom is the cluster id of the stale cluster.
+	HeaderSalvagedFrom = "drctl.salvaged-from"
+	// HeaderSalvagedOffset is the record's offset on the stale cluster
+	// (8 bytes, big endian); it makes a salvage resumable.
+	HeaderSalvagedOffset = "drctl.salvaged-offset"
+	// HeaderSalvagedTopicID is the id (hex) of the stale cluster's topic
+	// the record was read from. Offsets are only comparable within one
+	// topic id: a topic wiped and re-seeded (or deleted and created again)
+	// numbers its records from 0 again.
+	HeaderSalvagedTopicID = "drctl.salvaged-topic-id"
+
+	// The canary drill's headers. A canary record's key is "<drill
+	// id>/<seq>" as well, so a person reading the topic with any tool
+	// sees what a record is.
+
+	// HeaderDrill is the id of the drill that wrote the record.
+	HeaderDrill = "drctl.drill"
+	// HeaderSeq is the record's sequence number within its drill.
+	HeaderSeq = "drctl.seq"
+	// HeaderSent is when the record was sent, RFC 3339 with nanoseconds.
+	HeaderSent = "drctl.sent"
 )
 
 // InternalPrefix starts the name of every per-link topic and consumer group

@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/drctl/drctl/internal/kafkaread"
-	"github.com/drctl/drctl/mirror"
 	"github.com/drctl/drctl/offsettranslate"
+	"github.com/drctl/drctl/topology"
 )
 
 // Kind is what a difference is. Its text forms appear in JSON output.
@@ -334,7 +334,7 @@ func differs(a, b kafkaread.Record, skipTimestamp bool) []string {
 		fields = append(fields, "timestamp")
 	}
 	for _, h := range b.Headers {
-		if h != nil && string(h.Key) == mirror.HeaderSourceOffset {
+		if h != nil && string(h.Key) == topology.HeaderSourceOffset {
 			if len(h.Value) != 8 || int64(binary.BigEndian.Uint64(h.Value)) != a.Offset {
 				fields = append(fields, "provenance")
 			}
@@ -350,7 +350,7 @@ func sameBytes(a, b []byte) bool {
 
 func isProvenance(key []byte) bool {
 	k := string(key)
-	return k == mirror.HeaderOrigin || k == mirror.HeaderSourceOffset
+	return k == topology.HeaderOrigin || k == topology.HeaderSourceOffset
 }
 
 // contentHeaders yields r's headers other than drctl's provenance.

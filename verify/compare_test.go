@@ -11,6 +11,7 @@ import (
 
 	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/offsettranslate"
+	"github.com/drctl/drctl/topology"
 )
 
 // rec is a record at offset off whose content is named by v.
@@ -68,10 +69,10 @@ func TestCompare(t *testing.T) {
 	}{
 		{name: "identical", source: source, target: target, compared: 6, provenS: 11, provenT: 8},
 		{name: "provenance headers are not content", source: source,
-			target:   set(target, withHeader(withHeader(rec(1, "b"), "drctl.o", "east"), "drctl.s", "\x00\x00\x00\x00\x00\x00\x00\x01")),
+			target:   set(target, withHeader(withHeader(rec(1, "b"), topology.HeaderOrigin, "east"), topology.HeaderSourceOffset, "\x00\x00\x00\x00\x00\x00\x00\x01")),
 			compared: 6, provenS: 11, provenT: 8},
 		{name: "provenance naming another record", source: source,
-			target: set(target, withHeader(rec(1, "b"), "drctl.s", "\x00\x00\x00\x00\x00\x00\x00\x02")),
+			target: set(target, withHeader(rec(1, "b"), topology.HeaderSourceOffset, "\x00\x00\x00\x00\x00\x00\x00\x02")),
 			want:   []diff{{ContentDiffers, 1, 1}}, compared: 6, provenS: 1, provenT: 1},
 		{name: "head deleted on the standby", source: source, target: drop(target, 0, 1),
 			want: []diff{{Missing, 0, 0}, {Missing, 1, 1}}, compared: 4, provenS: 0, provenT: 0},

@@ -24,7 +24,7 @@
 // loadgen shares no Kafka code path with the mirror it measures: it
 // produces, consumes and compares with sarama directly. It borrows two
 // leaves of drctl: topology's client configuration (so it logs in exactly
-// as drctl does) and kafkaread's retry policy (for the fan-out's topic
-// creations). It targets loopback clusters only, and every loop in it is
+// as drctl does) and record header names, and kafkaread's retry policy
+// (for the fan-out's topic creations). It targets loopback clusters only, and every loop in it is
 // bounded by a record count or a duration.
 package main

@@ -14,6 +14,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/drctl/drctl/internal/kafkaread"
+	"github.com/drctl/drctl/topology"
 )
 
 // The fanout modes measure a mirror at scale: many topics of many
@@ -491,7 +492,7 @@ func waitGroupSynced(sc, tc sarama.Client, group string, parts []fanoutPart, src
 		}
 		var srcOff int64 = -1
 		for _, h := range rec.Headers {
-			if string(h.Key) == "drctl.s" && len(h.Value) == 8 {
+			if string(h.Key) == topology.HeaderSourceOffset && len(h.Value) == 8 {
 				srcOff = int64(binary.BigEndian.Uint64(h.Value))
 			}
 		}

@@ -121,7 +121,7 @@ func (env *offsetsEnv) firstSourceOffset(t *testing.T, p int32, offset int64) in
 	stop := errors.New("stop")
 	_, err := kafkaread.ReadCommitted(context.Background(), env.dst, "orders", p, offset, func(r kafkaread.Record) error {
 		for _, h := range r.Headers {
-			if string(h.Key) == mirror.HeaderSourceOffset && len(h.Value) == 8 {
+			if string(h.Key) == topology.HeaderSourceOffset && len(h.Value) == 8 {
 				got = int64(binary.BigEndian.Uint64(h.Value))
 			}
 		}
