@@ -8,6 +8,7 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -145,7 +146,8 @@ func (e *Engine) blockedErrors(shard int32) map[string]string {
 }
 
 // shardLimit is the producer's MaxMessageBytes for shard: the largest
-// source max.message.bytes among its topics, at least sarama's default.
+// source max.message.bytes among its topics, at least sarama's default,
+// at most kafkaconn.MaxProducerBytes.
 func (e *Engine) shardLimit(shard int32) int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -155,7 +157,7 @@ func (e *Engine) shardLimit(shard int32) int {
 			limit = max(limit, l)
 		}
 	}
-	return min(limit, maxProducerBytes)
+	return min(limit, kafkaconn.MaxProducerBytes)
 }
 
 // topicLimit is the largest batch the target topic takes (its copy of the
@@ -177,8 +179,6 @@ const (
 	// kafkaDefaultMaxMessageBytes is Kafka's default max.message.bytes: a
 	// topic at it or below needs no larger producer.
 	kafkaDefaultMaxMessageBytes = 1048588
-	// maxProducerBytes caps it (sarama builds requests of at most 100 MB).
-	maxProducerBytes = 64 << 20
 	// batchOverhead is kept free below a topic's max.message.bytes for
 	// the record batch header and per-record framing estimates.
 	batchOverhead = 1024

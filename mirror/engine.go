@@ -667,7 +667,7 @@ func (e *Engine) newProducer(shard int32, maxBytes int) (sarama.AsyncProducer, e
 	if err != nil {
 		return nil, err
 	}
-	producerConfig(cfg)
+	kafkaconn.CopyProducer(cfg)
 	partialMetadata(cfg)
 	cfg.Producer.MaxMessageBytes = max(maxBytes, defaultProducerBytes)
 	// A shard rides out a partition that is not ready to be written for
@@ -725,25 +725,6 @@ func shardRetryBackoff(retries, _ int) time.Duration {
 // request and doubles up to 100 ms.
 func txnRetryBackoff(retries, _ int) time.Duration {
 	return min(5*time.Millisecond<<min(retries, 5), 100*time.Millisecond)
-}
-
-// producerConfig sets what every mirror and fencing producer needs: the
-// idempotent preset, each record in the partition the source gave it, and
-// batching sized for copying.
-func producerConfig(cfg *sarama.Config) {
-	kafkaconn.IdempotentProducer(cfg)
-	kafkaconn.ManualPartitions(cfg)
-	// sarama sizes a request by it: keep it within the brokers' default
-	// message.max.bytes (1 MiB) or every batch is refused as too large.
-	cfg.Producer.MaxMessageBytes = 1000000
-	cfg.Producer.Compression = sarama.CompressionNone
-	cfg.Producer.Flush.Bytes = 1 << 20
-	cfg.Producer.Flush.Frequency = 2 * time.Millisecond
-	// sarama gives each target partition a channel of this many records:
-	// 4096 cost 32 KiB per partition, 28 MB of a 1,000-partition mirror's
-	// live heap (the profile in bench/results/diary.md). Records wait in the shard's buffer,
-	// under the engine's budget, instead.
-	cfg.ChannelBufferSize = 256
 }
 
 // firstTrouble is the trouble of the first topic by name ("" when none),

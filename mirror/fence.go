@@ -76,7 +76,7 @@ func fenceID(c *topology.Cluster, id string) error {
 	if err != nil {
 		return err
 	}
-	producerConfig(cfg)
+	kafkaconn.CopyProducer(cfg)
 	cfg.Producer.Transaction.ID = id
 	cfg.Producer.Transaction.Timeout = 60 * time.Second
 	p, err := sarama.NewAsyncProducer(c.Bootstrap, cfg)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/mirror/groupsync"
 )
 
@@ -27,7 +28,7 @@ func (e *Engine) groupSyncConfig(src, dst sarama.Client) groupsync.Config {
 	cfg := groupsync.Config{
 		Topology: e.topo, Link: e.link, Source: src, Target: dst,
 		Leading:        func() bool { return slices.Contains(e.OwnedShards(), groupSyncShard) },
-		ProducerConfig: producerConfig,
+		ProducerConfig: kafkaconn.CopyProducer,
 		Metrics:        e.metrics.GroupSync, Errors: e.metrics.Errors, Log: e.log,
 	}
 	if e.opts.Epoch >= 0 {

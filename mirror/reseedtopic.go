@@ -127,8 +127,8 @@ func copyTopic(ctx context.Context, cl sarama.Client, admin sarama.ClusterAdmin,
 	if err != nil {
 		return 0, err
 	}
-	producerConfig(cfg)
-	cfg.Producer.MaxMessageBytes = maxProducerBytes
+	kafkaconn.CopyProducer(cfg)
+	cfg.Producer.MaxMessageBytes = kafkaconn.MaxProducerBytes
 	prod, err := sarama.NewSyncProducer(c.Bootstrap, cfg)
 	if err != nil {
 		return 0, err

@@ -12,6 +12,7 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/topology"
@@ -348,7 +349,7 @@ func TestReshardFencesAZombie(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		producerConfig(cfg)
+		kafkaconn.CopyProducer(cfg)
 		cfg.Producer.Return.Successes = true
 		cfg.Producer.Transaction.ID = link.TransactionalID(id)
 		prod, err := sarama.NewSyncProducer(west.Bootstrap, cfg)

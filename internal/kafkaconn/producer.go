@@ -58,3 +58,28 @@ func NewSyncProducer(c *topology.Cluster, tune func(*sarama.Config)) (sarama.Syn
 // ManualPartitions makes a producer write each record to the partition
 // its message names. A tune function for NewSyncProducer.
 func ManualPartitions(cfg *sarama.Config) { cfg.Producer.Partitioner = sarama.NewManualPartitioner }
+
+// MaxProducerBytes is the most a copying producer is ever sized for
+// (Producer.MaxMessageBytes): sarama builds requests of at most 100 MB.
+const MaxProducerBytes = 64 << 20
+
+// CopyProducer sets cfg up for a producer that copies records, or that
+// initialises the transactional id of one (a fence): the idempotent preset,
+// each record in the partition its message names, and batching sized for
+// copying. The mirror's shards and group sync, the fence of a link and the
+// copy of a topic all start from it.
+func CopyProducer(cfg *sarama.Config) {
+	IdempotentProducer(cfg)
+	ManualPartitions(cfg)
+	// sarama sizes a request by it: keep it within the brokers' default
+	// message.max.bytes (1 MiB) or every batch is refused as too large.
+	cfg.Producer.MaxMessageBytes = 1000000
+	cfg.Producer.Compression = sarama.CompressionNone
+	cfg.Producer.Flush.Bytes = 1 << 20
+	cfg.Producer.Flush.Frequency = 2 * time.Millisecond
+	// sarama gives each target partition a channel of this many records:
+	// 4096 cost 32 KiB per partition, 28 MB of a 1,000-partition mirror's
+	// live heap (the profile in bench/results/diary.md). Records wait in the
+	// mirror shard's buffer, under the engine's budget, instead.
+	cfg.ChannelBufferSize = 256
+}
