@@ -57,10 +57,10 @@ FUZZ_TARGETS = \
 	./internal/rolestate:FuzzDecodeState \
 	./internal/aclfence:FuzzDecodeFenceRecord \
 	./inspect:FuzzDecodeRunRecord \
-	./mirror:FuzzDecodeObservedRecord \
+	./linkstate:FuzzDecodeObservedRecord \
 	./mirror/groupsync:FuzzDecodeGroupSnapshot \
-	./mirror:FuzzDecodeTopicRecord \
-	./mirror:FuzzDecodePause \
+	./linkstate:FuzzDecodeTopicRecord \
+	./linkstate:FuzzDecodePause \
 	./drill:FuzzDecodeRecord \
 	./internal/drilllease:FuzzFoldClaims \
 	./inspect:FuzzDecodeDrillStatus

@@ -11,7 +11,7 @@ import (
 	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kafkaread"
-	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/plans"
 	"github.com/drctl/drctl/topology"
 )
@@ -123,7 +123,7 @@ func canaryRegistry(topo *topology.Topology, journalDir string) *plans.Registry 
 	})
 	reg(StepRPO, func(ctx context.Context, cp canaryParams, _ *plans.RunContext) (plans.Result, error) {
 		link := topo.Link(cp.Active, cp.Standby)
-		rep, err := mirror.MeasureLag(ctx, topo, link)
+		rep, err := linkstate.MeasureLag(ctx, topo, link)
 		if err != nil {
 			return plans.Result{}, fmt.Errorf("lag of %s: %w", link, err)
 		}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/drctl/drctl/failover"
 	"github.com/drctl/drctl/internal/rolestate"
-	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/plans"
 	"github.com/drctl/drctl/runrecord"
 	"github.com/drctl/drctl/topology"
@@ -55,7 +55,7 @@ type failoverDrill struct {
 
 	// pause is the mirror pause this drill holds (nil: none); before is
 	// the canary user's probe of the active before it (unplanned kind).
-	pause  *mirror.Pause
+	pause  *linkstate.Pause
 	before error
 	// salvaged are the canary records the unplanned failover's salvage
 	// holds: not lost.
@@ -200,7 +200,7 @@ func (x *failoverDrill) move(ctx context.Context, mp moveParams) (_ *Direction, 
 	// for it; if it does not come, the preflight says so.
 	link := x.topo.Link(mp.From, mp.To)
 	_ = pollUntil(ctx, 30*time.Second, func() error {
-		if ls := mirror.DescribeLink(ctx, x.topo, link); !ls.Running {
+		if ls := linkstate.Describe(ctx, x.topo, link); !ls.Running {
 			return fmt.Errorf("no mirror process runs for %s", link)
 		}
 		return nil
@@ -262,7 +262,7 @@ func (x *failoverDrill) readLosses(ctx context.Context, dir *Direction) {
 		return
 	}
 	defer c.Close()
-	dir.noteLosses(mirror.ReadLost(ctx, c, x.topo.Link(dir.From, dir.To)))
+	dir.noteLosses(linkstate.ReadLost(ctx, c, x.topo.Link(dir.From, dir.To)))
 }
 
 // planMove plans the run of one direction of a disruptive drill (req, made

@@ -16,7 +16,7 @@ import (
 	"github.com/drctl/drctl/failover"
 	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/rolestate"
-	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/plans"
 	"github.com/drctl/drctl/topology"
 )
@@ -244,11 +244,11 @@ func resumeLikeCLI(t *testing.T, ctx context.Context, topo *topology.Topology, d
 	return id, did
 }
 
-func pausesOf(ctx context.Context, topo *topology.Topology) ([]mirror.Pause, error) {
-	var ps []mirror.Pause
+func pausesOf(ctx context.Context, topo *topology.Topology) ([]linkstate.Pause, error) {
+	var ps []linkstate.Pause
 	err := withClients(ctx, topo, func(cs map[string]sarama.Client) error {
 		var err error
-		ps, err = mirror.Pauses(ctx, cs, topo.Name)
+		ps, err = linkstate.Pauses(ctx, cs, topo.Name)
 		return err
 	})
 	return ps, err

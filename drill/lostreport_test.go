@@ -13,7 +13,7 @@ import (
 	"github.com/drctl/drctl/drill/report"
 	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/internal/kvstore"
-	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -28,7 +28,7 @@ func seedLoss(t *testing.T, topo *topology.Topology) {
 	link := topo.Link("east", "west")
 	stop := drill.StartTestMirror(t, topo)
 	kfaketest.Wait(t, 30*time.Second, "the mirror copied orders", func() (bool, string) {
-		rep, err := mirror.MeasureLag(kfaketest.Ctx(t, 10*time.Second), topo, link)
+		rep, err := linkstate.MeasureLag(kfaketest.Ctx(t, 10*time.Second), topo, link)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -47,7 +47,7 @@ func seedLoss(t *testing.T, topo *topology.Topology) {
 	drill.StartTestMirror(t, topo)
 	west := kfaketest.Dial(t, topo, "west")
 	kfaketest.Wait(t, 30*time.Second, "the mirror recorded the loss", func() (bool, string) {
-		lost, err := mirror.ReadLost(kfaketest.Ctx(t, 10*time.Second), west, link)
+		lost, err := linkstate.ReadLost(kfaketest.Ctx(t, 10*time.Second), west, link)
 		return err == nil && len(lost) == 1, fmt.Sprintf("%v %v", lost, err)
 	})
 }
@@ -117,9 +117,9 @@ func TestFailoverDrillReportsLossesToRetention(t *testing.T) {
 	}
 	var back2 struct {
 		Directions []struct {
-			LostToRetention int64              `json:"lost_to_retention"`
-			LossesRead      *bool              `json:"losses_read"`
-			Losses          []mirror.LostRange `json:"losses"`
+			LostToRetention int64                 `json:"lost_to_retention"`
+			LossesRead      *bool                 `json:"losses_read"`
+			Losses          []linkstate.LostRange `json:"losses"`
 		} `json:"directions"`
 	}
 	if err := json.Unmarshal([]byte(render(t, rec, "json")), &back2); err != nil || len(back2.Directions) != 2 {

@@ -8,7 +8,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/drctl/drctl/failover"
-	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -34,7 +34,7 @@ func nextStep(ctx context.Context, topo *topology.Topology, rec *Record) string 
 	}
 	holding := false
 	_ = withClients(ctx, topo, func(cs map[string]sarama.Client) error {
-		ps, err := mirror.Pauses(ctx, cs, topo.Name)
+		ps, err := linkstate.Pauses(ctx, cs, topo.Name)
 		for _, p := range ps {
 			holding = holding || (!p.Released && time.Now().Before(p.Until))
 		}

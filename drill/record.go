@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/drctl/drctl/inspect"
-	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -157,9 +157,9 @@ type RPO struct {
 	Link    string  `json:"link" yaml:"link"`
 	// LostRecords and Losses are the link's records lost to source
 	// retention before they were mirrored that no operator has
-	// acknowledged (mirror.LagReport.Losses), pending or not.
-	LostRecords int64              `json:"lost_records,omitempty" yaml:"lost_records,omitempty"`
-	Losses      []mirror.LostRange `json:"losses,omitempty" yaml:"losses,omitempty"`
+	// acknowledged (linkstate.LagReport.Losses), pending or not.
+	LostRecords int64                 `json:"lost_records,omitempty" yaml:"lost_records,omitempty"`
+	Losses      []linkstate.LostRange `json:"losses,omitempty" yaml:"losses,omitempty"`
 	// LossesRead says the link's state was read: no Losses then means
 	// none on record. Without it (LossesError says why, or a record from
 	// before drills said) nothing is known of them, not that there were
@@ -219,10 +219,10 @@ type Direction struct {
 	// Losses then means none on record); without it LossesError says why
 	// not (or the drill stopped before, or the record is older than the
 	// field), and nothing is known of them.
-	Losses          []mirror.LostRange `json:"losses,omitempty" yaml:"losses,omitempty"`
-	LostToRetention int64              `json:"lost_to_retention,omitempty" yaml:"lost_to_retention,omitempty"`
-	LossesRead      bool               `json:"losses_read" yaml:"losses_read"`
-	LossesError     string             `json:"losses_error,omitempty" yaml:"losses_error,omitempty"`
+	Losses          []linkstate.LostRange `json:"losses,omitempty" yaml:"losses,omitempty"`
+	LostToRetention int64                 `json:"lost_to_retention,omitempty" yaml:"lost_to_retention,omitempty"`
+	LossesRead      bool                  `json:"losses_read" yaml:"losses_read"`
+	LossesError     string                `json:"losses_error,omitempty" yaml:"losses_error,omitempty"`
 
 	// Unplanned marks the unplanned failover of an unplanned drill. Its
 	// RPORecords is what the run reported for the canary topic,
@@ -253,13 +253,13 @@ type Direction struct {
 
 // noteLosses sets d's losses to source retention from what reading the
 // link's state gave: the losses on record, or why they are not known.
-func (d *Direction) noteLosses(lost []mirror.LostRange, err error) {
+func (d *Direction) noteLosses(lost []linkstate.LostRange, err error) {
 	if err != nil {
 		d.Losses, d.LostToRetention, d.LossesRead = nil, 0, false
 		d.LossesError = fmt.Sprintf("the records of %s->%s lost to source retention were not read on %s: %v", d.From, d.To, d.To, err)
 		return
 	}
-	d.Losses, d.LostToRetention, d.LossesRead, d.LossesError = lost, mirror.TotalLost(lost), true, ""
+	d.Losses, d.LostToRetention, d.LossesRead, d.LossesError = lost, linkstate.TotalLost(lost), true, ""
 }
 
 // Passed reports the verdict as a bool.

@@ -15,7 +15,7 @@ import (
 	"github.com/drctl/drctl/internal/drilllease"
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/rolestate"
-	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/runrecord"
 	"github.com/drctl/drctl/topology"
 )
@@ -176,7 +176,7 @@ func Cleanup(ctx context.Context, topo *topology.Topology, o CleanupOptions) ([]
 func leftBehind(ctx context.Context, topo *topology.Topology, roles rolestate.State, dir string) bool {
 	holding := false
 	_ = withClients(ctx, topo, func(cs map[string]sarama.Client) error {
-		ps, err := mirror.Pauses(ctx, cs, topo.Name)
+		ps, err := linkstate.Pauses(ctx, cs, topo.Name)
 		for _, p := range ps {
 			holding = holding || (!p.Released && time.Now().Before(p.Until))
 		}

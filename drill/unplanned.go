@@ -4,7 +4,7 @@ package drill
 // harming its brokers:
 //
 //  1. the canary application writes to and reads on the active;
-//  2. the mirror's copying active -> standby is paused (a mirror.Pause the
+//  2. the mirror's copying active -> standby is paused (a linkstate.Pause the
 //     running daemons honour, scoped to the link and epoch, recorded with
 //     the drill id, expiring on its own) while the canary goes on writing:
 //     those records never reach the standby, as if the active were lost
@@ -34,7 +34,7 @@ import (
 	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kafkaread"
-	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/plans"
 	"github.com/drctl/drctl/runrecord"
 	"github.com/drctl/drctl/topology"
@@ -105,9 +105,9 @@ func (x *failoverDrill) pauseMirror(ctx context.Context, pp pauseParams) (*Pause
 	}
 	link := x.topo.Link(pp.Source, pp.Target)
 	now := time.Now().UTC()
-	p := mirror.Pause{Topology: x.topo.Name, Source: pp.Source, Target: pp.Target, Epoch: roles.Epoch, ID: x.id,
+	p := linkstate.Pause{Topology: x.topo.Name, Source: pp.Source, Target: pp.Target, Epoch: roles.Epoch, ID: x.id,
 		Holder: plans.LocalActor(), At: now, Until: now.Add(pauseTTL(pp))}
-	if err := withClients(ctx, x.topo, func(cs map[string]sarama.Client) error { return mirror.PutPause(ctx, cs, p) }); err != nil {
+	if err := withClients(ctx, x.topo, func(cs map[string]sarama.Client) error { return linkstate.PutPause(ctx, cs, p) }); err != nil {
 		return nil, err
 	}
 	x.mu.Lock()
@@ -120,7 +120,7 @@ func (x *failoverDrill) pauseMirror(ctx context.Context, pp pauseParams) (*Pause
 	defer dst.Close()
 	tp := topology.TopicPartition{Topic: x.topo.CanaryTopic(), Partition: 0}
 	err = pollUntil(ctx, pauseConfirmWait, func() error {
-		seen, err := mirror.LastObserved(ctx, dst, link)
+		seen, err := linkstate.LastObserved(ctx, dst, link)
 		if err != nil {
 			return err
 		}
@@ -272,7 +272,7 @@ func (x *failoverDrill) awaitObserved(ctx context.Context, from, to string) erro
 	link := x.topo.Link(from, to)
 	tp := topology.TopicPartition{Topic: x.topo.CanaryTopic(), Partition: 0}
 	err = pollUntil(ctx, pauseConfirmWait, func() error {
-		seen, err := mirror.LastObserved(ctx, dst, link)
+		seen, err := linkstate.LastObserved(ctx, dst, link)
 		if err != nil {
 			return err
 		}
@@ -447,17 +447,17 @@ func (x *failoverDrill) releasePause(ctx context.Context) error {
 	}
 	rel := *p
 	rel.Released, rel.At = true, time.Now().UTC()
-	return withClients(ctx, x.topo, func(cs map[string]sarama.Client) error { return mirror.PutPause(ctx, cs, rel) })
+	return withClients(ctx, x.topo, func(cs map[string]sarama.Client) error { return linkstate.PutPause(ctx, cs, rel) })
 }
 
 // ReleasePauses ends every mirror pause of topo that still holds. Only a
 // drill holds a pause, and only while it runs: the caller holds the
 // running lease (the next drill) or cleans up after a stopped one (drctl
 // resume). It returns the pauses it released.
-func ReleasePauses(ctx context.Context, topo *topology.Topology) ([]mirror.Pause, error) {
-	var released []mirror.Pause
+func ReleasePauses(ctx context.Context, topo *topology.Topology) ([]linkstate.Pause, error) {
+	var released []linkstate.Pause
 	err := withClients(ctx, topo, func(cs map[string]sarama.Client) error {
-		ps, err := mirror.Pauses(ctx, cs, topo.Name)
+		ps, err := linkstate.Pauses(ctx, cs, topo.Name)
 		if err != nil {
 			return err
 		}
@@ -472,7 +472,7 @@ func ReleasePauses(ctx context.Context, topo *topology.Topology) ([]mirror.Pause
 			if _, ok := cs[p.Target]; !ok {
 				continue
 			}
-			if err := mirror.PutPause(ctx, cs, rel); err != nil {
+			if err := linkstate.PutPause(ctx, cs, rel); err != nil {
 				errs = append(errs, err)
 				continue
 			}
@@ -483,7 +483,7 @@ func ReleasePauses(ctx context.Context, topo *topology.Topology) ([]mirror.Pause
 	return released, err
 }
 
-func pauseNames(ps []mirror.Pause) string {
+func pauseNames(ps []linkstate.Pause) string {
 	var out []string
 	for _, p := range ps {
 		out = append(out, fmt.Sprintf("%s->%s by %s", p.Source, p.Target, p.ID))

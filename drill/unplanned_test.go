@@ -15,7 +15,7 @@ import (
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/internal/kfaketest"
-	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -116,7 +116,7 @@ func TestUnplannedDrill(t *testing.T) {
 	if err != nil || roles.Active != "east" || roles.Phase != "steady" || roles.Run != nil {
 		t.Errorf("roles after the drill: %+v %v", roles, err)
 	}
-	ps, err := mirror.Pauses(ctx, map[string]sarama.Client{"west": west}, topo.Name)
+	ps, err := linkstate.Pauses(ctx, map[string]sarama.Client{"west": west}, topo.Name)
 	if err != nil || len(ps) != 1 || !ps[0].Released || ps[0].ID != rec.ID {
 		t.Errorf("pauses after the drill: %+v %v", ps, err)
 	}

@@ -22,7 +22,7 @@ import (
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/internal/rolestate"
-	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/plans"
 	"github.com/drctl/drctl/runrecord"
 	"github.com/drctl/drctl/topology"
@@ -64,7 +64,7 @@ type largeLast struct {
 //
 // How the two records stay unmirrored while the mirror observes them (the
 // RPO is computed from the ends it records on west): the test pauses the
-// link east->west as an unplanned drill does (mirror.PutPause at the
+// link east->west as an unplanned drill does (linkstate.PutPause at the
 // current epoch): the mirror copies nothing but goes on recording the
 // source's ends. The pause holds only at that epoch, so the failover's
 // flip ends it and the new link west->east copies normally.
@@ -99,16 +99,16 @@ func unplannedWithLargeLast(t *testing.T, kind string, codec sarama.CompressionC
 	defer cancel()
 	link := ft.Topo.Link("east", "west")
 	now := time.Now().UTC()
-	pause := mirror.Pause{Topology: ft.Name, Source: "east", Target: "west", Epoch: foRoles(t, ft).Epoch,
+	pause := linkstate.Pause{Topology: ft.Name, Source: "east", Target: "west", Epoch: foRoles(t, ft).Epoch,
 		ID: "e2e-" + ft.Name, Holder: "e2e", At: now, Until: now.Add(10 * time.Minute)}
-	if err := mirror.PutPause(ctx, map[string]sarama.Client{"east": eastCl, "west": westCl}, pause); err != nil {
+	if err := linkstate.PutPause(ctx, map[string]sarama.Client{"east": eastCl, "west": westCl}, pause); err != nil {
 		t.Fatal(err)
 	}
 	tp := topology.TopicPartition{Topic: x.orders, Partition: 0}
-	observed := func(want string, ok func(mirror.Observed) bool) {
+	observed := func(want string, ok func(linkstate.Observed) bool) {
 		t.Helper()
 		waitFor(t, 30*time.Second, want, func() error {
-			seen, err := mirror.LastObserved(ctx, westCl, link)
+			seen, err := linkstate.LastObserved(ctx, westCl, link)
 			if err != nil {
 				return err
 			}
@@ -118,10 +118,10 @@ func unplannedWithLargeLast(t *testing.T, kind string, codec sarama.CompressionC
 			return nil
 		})
 	}
-	observed("the mirror holds the pause", func(o mirror.Observed) bool { return o.Paused == pause.ID })
+	observed("the mirror holds the pause", func(o linkstate.Observed) bool { return o.Paused == pause.ID })
 	send([]byte("small"))
 	send(x.large)
-	observed("the mirror observed the 2 records it does not copy", func(o mirror.Observed) bool {
+	observed("the mirror observed the 2 records it does not copy", func(o linkstate.Observed) bool {
 		return o.Paused == pause.ID && o.Mirrored == 1 && o.End == 3
 	})
 	if x.east, err = readPartition(ctx, eastCl, x.orders, 0); err != nil || len(x.east) != 3 || !bytes.Equal(x.east[2].Value, x.large) {

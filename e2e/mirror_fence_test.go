@@ -16,6 +16,7 @@ import (
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/internal/rolestate"
+	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/mirror"
 )
 
@@ -119,7 +120,7 @@ func testFencedZombie(t *testing.T, phase rolestate.Phase) {
 		t.Logf("the zombie hangs with a transaction open on west (try %d)", attempts)
 	}
 
-	// The failover's contract (see mirror.FenceLink): first the newer role
+	// The failover's contract (see linkstate.Fence): first the newer role
 	// state on the target, then the fence.
 	west := mt.dial(t, "west")
 	wcfg, err := mt.Topo.Clusters["west"].SaramaConfig()
@@ -136,7 +137,7 @@ func testFencedZombie(t *testing.T, phase rolestate.Phase) {
 		t.Fatalf("write role state epoch 1 on west: %v", err)
 	}
 	fenceStart := time.Now()
-	fenced, err := mirror.FenceLink(sctx, mt.Topo, link)
+	fenced, err := linkstate.Fence(sctx, mt.Topo, link)
 	if err != nil {
 		t.Fatalf("fence %s: %v", link, err)
 	}

@@ -27,7 +27,7 @@ import (
 
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kafkaread"
-	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -526,13 +526,13 @@ func partitionEnds(client sarama.Client, topic string, n int32) ([]kafkaread.End
 
 // waitCaughtUp waits until the link's committed progress reaches the
 // source's last stable offset on every selected partition.
-func waitCaughtUp(t testing.TB, mt *mirrorTopo, timeout time.Duration) *mirror.LagReport {
+func waitCaughtUp(t testing.TB, mt *mirrorTopo, timeout time.Duration) *linkstate.LagReport {
 	t.Helper()
-	var rep *mirror.LagReport
+	var rep *linkstate.LagReport
 	waitFor(t, timeout, "the mirror caught up (zero lag)", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		r, err := mirror.MeasureLag(ctx, mt.Topo, mt.link())
+		r, err := linkstate.MeasureLag(ctx, mt.Topo, mt.link())
 		if err != nil {
 			return err
 		}

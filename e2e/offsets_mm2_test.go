@@ -21,7 +21,7 @@ import (
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/internal/kfaketest"
-	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/mirror/groupsync"
 )
 
@@ -152,7 +152,7 @@ func TestOffsetsVersusMirrorMaker2RealKafka(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		rep, err := mirror.MeasureLag(ctx, ot.topo, ot.link())
+		rep, err := linkstate.MeasureLag(ctx, ot.topo, ot.link())
 		if err != nil {
 			return err
 		}

@@ -27,7 +27,7 @@ import (
 
 	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/internal/kfaketest"
-	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/mirror/groupsync"
 	"github.com/drctl/drctl/topology"
 )
@@ -352,7 +352,7 @@ func TestOffsetsTranslateRealKafka(t *testing.T) {
 	waitFor(t, 90*time.Second, "the mirror caught up", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		rep, err := mirror.MeasureLag(ctx, ot.topo, ot.link())
+		rep, err := linkstate.MeasureLag(ctx, ot.topo, ot.link())
 		if err != nil {
 			return err
 		}

@@ -18,7 +18,7 @@ import (
 
 	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/kafkaconn"
-	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/plans"
 )
 
@@ -181,7 +181,7 @@ func tlsRoundTrip(t *testing.T, l tlsListeners, mode tlsMode) {
 	waitFor(t, time.Minute, "a mirror process runs west->east", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		if ls := mirror.DescribeLink(ctx, ft.Topo, ft.Topo.Link("west", "east")); !ls.Running {
+		if ls := linkstate.Describe(ctx, ft.Topo, ft.Topo.Link("west", "east")); !ls.Running {
 			return fmt.Errorf("%+v", ls)
 		}
 		return nil

@@ -23,6 +23,7 @@ import (
 	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/internal/kvstore"
 	"github.com/drctl/drctl/internal/rolestate"
+	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/mirror"
 	"github.com/drctl/drctl/mirror/aclsync"
 	"github.com/drctl/drctl/topology"
@@ -58,7 +59,7 @@ func startMirrorPolling(t *testing.T, topo *topology.Topology, source, target st
 	kfaketest.Wait(t, 30*time.Second, "mirror "+link.String()+" running", func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		ls := mirror.DescribeLink(ctx, topo, link)
+		ls := linkstate.Describe(ctx, topo, link)
 		return ls.Error == "" && ls.Running, fmt.Sprintf("%+v", ls)
 	})
 }
@@ -71,7 +72,7 @@ func waitMirrored(t *testing.T, topo *topology.Topology, source, target string) 
 	kfaketest.Wait(t, 30*time.Second, link.String()+" caught up", func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		rep, err := mirror.MeasureLag(ctx, topo, link)
+		rep, err := linkstate.MeasureLag(ctx, topo, link)
 		if err != nil {
 			return false, err.Error()
 		}

@@ -8,7 +8,7 @@ import (
 	"github.com/drctl/drctl/internal/aclfence"
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kafkaread"
-	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -41,7 +41,7 @@ type drainProof struct {
 // transaction needs no WRITE on the topic), and every partition is mirrored
 // to its last stable offset (rep, measured after the fence proof). An
 // error means the proof could not be made this time.
-func proveDrained(ctx context.Context, clusters *kafkaconn.Clusters, topo *topology.Topology, source string, fence aclfence.Proof, rep *mirror.LagReport) (drainProof, error) {
+func proveDrained(ctx context.Context, clusters *kafkaconn.Clusters, topo *topology.Topology, source string, fence aclfence.Proof, rep *linkstate.LagReport) (drainProof, error) {
 	if !fence.Proven() {
 		return drainProof{why: "the fence is not proven: " + fence.Why}, nil
 	}
@@ -74,7 +74,7 @@ func proveDrained(ctx context.Context, clusters *kafkaconn.Clusters, topo *topol
 // mirrored 40 is rule 3 (the open transaction holds records 40 and 41); at
 // high-water mark 40 and mirrored 38 it is rule 4; at 40, 40, 40 it is
 // drained.
-func drainUnproven(rep *mirror.LagReport, high map[topology.TopicPartition]int64) string {
+func drainUnproven(rep *linkstate.LagReport, high map[topology.TopicPartition]int64) string {
 	var open, behind []string
 	for _, p := range rep.Partitions {
 		tp := topology.TopicPartition{Topic: p.Topic, Partition: p.Partition}
@@ -99,7 +99,7 @@ func drainUnproven(rep *mirror.LagReport, high map[topology.TopicPartition]int64
 	return ""
 }
 
-func highKey(rep *mirror.LagReport, high map[topology.TopicPartition]int64) string {
+func highKey(rep *linkstate.LagReport, high map[topology.TopicPartition]int64) string {
 	b := make([]byte, 0, 16*len(rep.Partitions))
 	for _, p := range rep.Partitions {
 		b = fmt.Appendf(b, "%s/%d=%d;", p.Topic, p.Partition, high[topology.TopicPartition{Topic: p.Topic, Partition: p.Partition}])

@@ -12,7 +12,7 @@ import (
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/internal/rolestate"
-	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/plans"
 	"github.com/drctl/drctl/runrecord"
 	"github.com/drctl/drctl/topology"
@@ -105,7 +105,7 @@ func originOnTarget(ctx context.Context, topo *topology.Topology, target sarama.
 	if target == nil {
 		return ""
 	}
-	tps, err := mirror.MirroredPartitions(target, topo)
+	tps, err := linkstate.MirroredPartitions(target, topo)
 	if err != nil {
 		return ""
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/internal/rolestate"
+	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/mirror"
 )
 
@@ -38,7 +39,7 @@ func TestRunReportsCarryLossesToRetention(t *testing.T) {
 		done := make(chan error, 1)
 		go func() { done <- e.Run(ctx) }()
 		kfaketest.Wait(t, 30*time.Second, "the mirror caught up", func() (bool, string) {
-			rep, err := mirror.MeasureLag(kfaketest.Ctx(t, 10*time.Second), topo, topo.Link("east", "west"))
+			rep, err := linkstate.MeasureLag(kfaketest.Ctx(t, 10*time.Second), topo, topo.Link("east", "west"))
 			if err != nil {
 				return false, err.Error()
 			}
@@ -87,8 +88,8 @@ func TestRunReportsCarryLossesToRetention(t *testing.T) {
 	if err := execute(t, topo, back, t.TempDir(), c); err != nil {
 		t.Fatalf("failback to east: %v", err)
 	}
-	lost, err := mirror.ReadLost(kfaketest.Ctx(t, 10*time.Second), kfaketest.Dial(t, topo, "west"), topo.Link("east", "west"))
-	if err != nil || mirror.TotalLost(lost) != 15 {
+	lost, err := linkstate.ReadLost(kfaketest.Ctx(t, 10*time.Second), kfaketest.Dial(t, topo, "west"), topo.Link("east", "west"))
+	if err != nil || linkstate.TotalLost(lost) != 15 {
 		t.Errorf("after a failover and a failback the losses on record of east->west are %v (%v); want the 15, until acknowledged", lost, err)
 	}
 }

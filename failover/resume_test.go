@@ -22,6 +22,7 @@ import (
 	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/internal/kvstore"
 	"github.com/drctl/drctl/internal/rolestate"
+	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/mirror"
 	"github.com/drctl/drctl/plans"
 	"github.com/drctl/drctl/runrecord"
@@ -774,7 +775,7 @@ func waitResumeMirrored(t *testing.T, topo *topology.Topology) {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		rep, err := mirror.MeasureLag(ctx, topo, link)
+		rep, err := linkstate.MeasureLag(ctx, topo, link)
 		cancel()
 		if err == nil && rep.Caught() && allMirrored(rep) && len(rep.Partitions) == partitions {
 			return

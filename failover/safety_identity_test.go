@@ -19,7 +19,7 @@ import (
 	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kfaketest"
-	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -68,7 +68,7 @@ func TestRebuiltClusterFlagged(t *testing.T) {
 	// is measured, so it is all the run has.
 	west := kfaketest.Dial(t, topo, "west")
 	kfaketest.Wait(t, 20*time.Second, "the mirror observed the 9 records it cannot copy", func() (bool, string) {
-		seen, err := mirror.LastObserved(kfaketest.Ctx(t, 10*time.Second), west, topo.Link("east", "west"))
+		seen, err := linkstate.LastObserved(kfaketest.Ctx(t, 10*time.Second), west, topo.Link("east", "west"))
 		if err != nil {
 			return false, err.Error()
 		}

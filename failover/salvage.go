@@ -12,7 +12,7 @@ import (
 	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kafkaread"
-	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -115,11 +115,11 @@ func salvage(ctx context.Context, topo *topology.Topology, stale, active, dir st
 		return nil, fmt.Errorf("salvage: %w", err)
 	}
 	link := topo.Link(stale, active)
-	tps, err := mirror.MirroredPartitions(src, topo)
+	tps, err := linkstate.MirroredPartitions(src, topo)
 	if err != nil {
 		return nil, fmt.Errorf("salvage: list topics on %s: %w", stale, err)
 	}
-	progress, err := mirror.ReadProgress(ctx, src, dst, link, tps)
+	progress, err := linkstate.ReadProgress(ctx, src, dst, link, tps)
 	if err != nil {
 		return nil, fmt.Errorf("salvage: mirror progress of %s on %s: %w", link, active, err)
 	}

@@ -27,7 +27,7 @@ import (
 	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/internal/rolestate"
-	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -261,7 +261,7 @@ func TestUnplannedRunSalvagesALargeLastRecord(t *testing.T) {
 			produceLarge(t, topo, "east", "orders", []byte("small"), big)
 			west := kfaketest.Dial(t, topo, "west")
 			kfaketest.Wait(t, 20*time.Second, "the mirror observed the 2 records it cannot copy", func() (bool, string) {
-				seen, err := mirror.LastObserved(kfaketest.Ctx(t, 10*time.Second), west, topo.Link("east", "west"))
+				seen, err := linkstate.LastObserved(kfaketest.Ctx(t, 10*time.Second), west, topo.Link("east", "west"))
 				if err != nil {
 					return false, err.Error()
 				}

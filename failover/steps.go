@@ -18,7 +18,7 @@ import (
 	"github.com/drctl/drctl/internal/aclfence"
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kafkaread"
-	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/mirror/groupsync"
 	"github.com/drctl/drctl/plans"
 	"github.com/drctl/drctl/topology"
@@ -90,7 +90,7 @@ func registry(topo *topology.Topology, ans answers) *plans.Registry {
 		return drain(ctx, topo, p, rc)
 	}))
 	must(fenceMirrorStep.Register(r, func(ctx context.Context, p linkParams, _ *plans.RunContext) (plans.Result, error) {
-		n, err := mirror.FenceLink(ctx, topo, topo.Link(p.Source, p.Target))
+		n, err := linkstate.Fence(ctx, topo, topo.Link(p.Source, p.Target))
 		if err != nil {
 			return plans.Result{}, err
 		}
@@ -183,7 +183,7 @@ func preflight(ctx context.Context, topo *topology.Topology, p preflightParams) 
 			return plans.Result{}, fmt.Errorf("preflight: %w", err)
 		}
 	}
-	var lost []mirror.LostRange // the link's losses to source retention, for the run's report
+	var lost []linkstate.LostRange // the link's losses to source retention, for the run's report
 	problems, err := identityProblems(w, p.ClusterIDs)
 	if err != nil {
 		return plans.Result{}, fmt.Errorf("preflight: %w", err)
@@ -226,7 +226,7 @@ func preflight(ctx context.Context, topo *topology.Topology, p preflightParams) 
 			}
 		}
 		link := topo.Link(p.From, p.To)
-		ls, _ := mirror.DescribeLinkLagIn(ctx, w.Clusters, link)
+		ls, _ := linkstate.DescribeLagIn(ctx, w.Clusters, link)
 		// Right after a role change (the end of a failback or reseed) the
 		// mirror restarts its link within its role poll and its worker
 		// group is empty for a moment: give it mirrorStartWait to come.
@@ -235,7 +235,7 @@ func preflight(ctx context.Context, topo *topology.Topology, p preflightParams) 
 			case <-ctx.Done():
 			case <-time.After(500 * time.Millisecond):
 			}
-			ls, _ = mirror.DescribeLinkLagIn(ctx, w.Clusters, link)
+			ls, _ = linkstate.DescribeLagIn(ctx, w.Clusters, link)
 		}
 		switch {
 		case ls.Error != "":
@@ -264,7 +264,7 @@ func preflight(ctx context.Context, topo *topology.Topology, p preflightParams) 
 	if len(problems) > 0 {
 		return plans.Result{}, fmt.Errorf("preflight: %d problem(s), nothing was changed:\n  - %s", len(problems), strings.Join(problems, "\n  - "))
 	}
-	if n := mirror.TotalLost(lost); n > 0 {
+	if n := linkstate.TotalLost(lost); n > 0 {
 		// Not a refusal: those records are in neither cluster, and a
 		// failover cannot bring them back; the run's report keeps them.
 		return plans.NewResult(fmt.Sprintf("ready; %d record(s) of %s were lost to source retention before they were mirrored (%d range(s), kept on record until drctl mirror ack-lost): they are in neither cluster",
@@ -274,7 +274,7 @@ func preflight(ctx context.Context, topo *topology.Topology, p preflightParams) 
 }
 
 func topicShapes(client sarama.Client, topo *topology.Topology) (map[string]int32, error) {
-	tps, err := mirror.MirroredPartitions(client, topo)
+	tps, err := linkstate.MirroredPartitions(client, topo)
 	if err != nil {
 		return nil, err
 	}
@@ -437,7 +437,7 @@ func drain(ctx context.Context, topo *topology.Topology, p drainParams, rc *plan
 // then the lag, then the high-water marks, so that what the lag shows was
 // read with the fence already in force. A failed proof is no error: its
 // reason is the proof's.
-func measureDrain(ctx context.Context, topo *topology.Topology, link topology.Link, fenced bool) (*mirror.LagReport, drainProof, error) {
+func measureDrain(ctx context.Context, topo *topology.Topology, link topology.Link, fenced bool) (*linkstate.LagReport, drainProof, error) {
 	clusters := kafkaconn.Open(ctx, topo, link.Source, link.Target)
 	defer clusters.Close()
 	var fence aclfence.Proof
@@ -447,7 +447,7 @@ func measureDrain(ctx context.Context, topo *topology.Topology, link topology.Li
 			fence, ferr = aclfence.Prove(ctx, src, topo, link.Source)
 		}
 	}
-	rep, err := mirror.MeasureLagIn(ctx, clusters, link)
+	rep, err := linkstate.MeasureLagIn(ctx, clusters, link)
 	if err != nil || !fenced {
 		return rep, drainProof{}, err
 	}
@@ -503,7 +503,7 @@ func restoreRoles(ctx context.Context, topo *topology.Topology, rb stateParams, 
 	}
 }
 
-func endsKey(rep *mirror.LagReport) string {
+func endsKey(rep *linkstate.LagReport) string {
 	var b strings.Builder
 	for _, pl := range rep.Partitions {
 		fmt.Fprintf(&b, "%s/%d=%d;", pl.Topic, pl.Partition, pl.SourceEnd)
@@ -595,7 +595,7 @@ func waitReseeded(ctx context.Context, topo *topology.Topology, p waitParams, rc
 			clusters = kafkaconn.Open(ctx, topo, link.Source, link.Target)
 		}
 		lookAt := time.Now()
-		ls, rep := mirror.DescribeLinkLagIn(ctx, clusters, link)
+		ls, rep := linkstate.DescribeLagIn(ctx, clusters, link)
 		poll := reseedPollMax
 		if ls.Error == "" {
 			poll = reseedPoll(prevLag, ls.LagRecords, time.Since(prevAt), time.Since(lookAt))
@@ -664,7 +664,7 @@ func reseedPoll(prevLag, lag int64, between, took time.Duration) time.Duration {
 
 // allMirrored reports whether every partition has mirror progress (a fresh
 // link reports no lag on empty partitions before it ever ran).
-func allMirrored(rep *mirror.LagReport) bool {
+func allMirrored(rep *linkstate.LagReport) bool {
 	for _, p := range rep.Partitions {
 		if p.Mirrored < 0 && p.SourceEnd > 0 {
 			return false

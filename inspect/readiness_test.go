@@ -9,7 +9,7 @@ import (
 
 	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/internal/rolestate"
-	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/linkstate"
 )
 
 // readyStatus: east active, west standby, both answering, the mirror
@@ -21,7 +21,7 @@ func readyStatus() *Status {
 	return &Status{
 		Roles:    Roles{Epoch: 3, Active: "east", Standby: "west", Phase: rolestate.PhaseSteady, Source: "cluster east"},
 		Clusters: []ClusterStatus{c("east", "active"), c("west", "standby")},
-		Mirror:   &mirror.LinkState{Link: "east->west", Running: true, Workers: 1},
+		Mirror:   &linkstate.State{Link: "east->west", Running: true, Workers: 1},
 	}
 }
 
@@ -56,7 +56,9 @@ func TestAssess(t *testing.T) {
 		{"rule 5: link not read with both up", with(func(s *Status) { s.Mirror = nil }), Unknown, "mirror lag not measured"},
 		{"rule 5: link error", with(func(s *Status) { s.Mirror.Error = "boom" }), NotReady, "mirror east->west: boom"},
 		{"rule 5: small lag", with(func(s *Status) { s.Mirror.LagRecords, s.Mirror.LagSeconds = 3, 0.1 }), Ready, "the drain copies them"},
-		{"rule 8: a pause holds the mirror", with(func(s *Status) { s.Pause = &mirror.Pause{ID: "drill-unplanned-x", Until: time.Now().Add(time.Minute)} }), NotReady, "the mirror is paused by drill-unplanned-x"},
+		{"rule 8: a pause holds the mirror", with(func(s *Status) {
+			s.Pause = &linkstate.Pause{ID: "drill-unplanned-x", Until: time.Now().Add(time.Minute)}
+		}), NotReady, "the mirror is paused by drill-unplanned-x"},
 		{"rule 9: a drill with no result", with(func(s *Status) { s.LastDrill = &DrillStatus{ID: "drill-failover-y", Unfinished: true} }), NotReady, "drill drill-failover-y started at"},
 		{"rule 5: losses on record", with(func(s *Status) { s.Mirror.LostUnacknowledged = 15 }), ReadyWarn, "15 records lost to source retention"},
 		{"rule 5: large lag", with(func(s *Status) { s.Mirror.LagRecords, s.Mirror.LagSeconds = 300, 42 }), ReadyWarn, "the drain waits for them"},

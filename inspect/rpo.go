@@ -8,7 +8,7 @@ import (
 
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kafkaread"
-	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -36,9 +36,9 @@ type RPOReport struct {
 	// not yet acknowledged: records in neither cluster, apart from Records
 	// (which the old active may still hold); LostError says why they could
 	// not be read.
-	LostToRetention []mirror.LostRange `json:"lost_to_retention,omitempty"`
-	LostRecords     int64              `json:"lost_records,omitempty"`
-	LostError       string             `json:"lost_error,omitempty"`
+	LostToRetention []linkstate.LostRange `json:"lost_to_retention,omitempty"`
+	LostRecords     int64                 `json:"lost_records,omitempty"`
+	LostError       string                `json:"lost_error,omitempty"`
 }
 
 // liveEndsWait bounds the attempt to read the old active's end offsets: an
@@ -71,7 +71,7 @@ func measureRPO(ctx context.Context, topo *topology.Topology, source, target str
 		return nil, err
 	}
 	link := topo.Link(source, target)
-	seen, err := mirror.LastObserved(ctx, dst, link)
+	seen, err := linkstate.LastObserved(ctx, dst, link)
 	if err != nil {
 		return nil, fmt.Errorf("ends observed by %s on %s: %w", link, target, err)
 	}
@@ -82,7 +82,7 @@ func measureRPO(ctx context.Context, topo *topology.Topology, source, target str
 	slices.SortFunc(tps, topology.TopicPartition.Compare)
 	// The source may be down: the incarnation counted is the one the
 	// link's ledger on the target names.
-	progress, err := mirror.ReadProgress(ctx, nil, dst, link, tps)
+	progress, err := linkstate.ReadProgress(ctx, nil, dst, link, tps)
 	if err != nil {
 		return nil, fmt.Errorf("progress of %s on %s: %w", link, target, err)
 	}
@@ -110,10 +110,10 @@ func measureRPO(ctx context.Context, topo *topology.Topology, source, target str
 		rep.MaxSeconds = max(rep.MaxSeconds, pr.Seconds)
 		rep.Partitions = append(rep.Partitions, pr)
 	}
-	if lost, err := mirror.ReadLost(ctx, dst, link); err != nil {
+	if lost, err := linkstate.ReadLost(ctx, dst, link); err != nil {
 		rep.LostError = fmt.Sprintf("losses to source retention of %s not read: %v", link, err)
 	} else {
-		rep.LostToRetention, rep.LostRecords = lost, mirror.TotalLost(lost)
+		rep.LostToRetention, rep.LostRecords = lost, linkstate.TotalLost(lost)
 	}
 	return rep, nil
 }

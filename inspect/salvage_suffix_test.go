@@ -18,7 +18,7 @@ import (
 
 	"github.com/drctl/drctl/internal/aclfence"
 	"github.com/drctl/drctl/internal/kfaketest"
-	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/linkstate"
 )
 
 func TestConfiguredSalvageSuffixHonoured(t *testing.T) {
@@ -48,7 +48,7 @@ func TestConfiguredSalvageSuffixHonoured(t *testing.T) {
 	defer cancel()
 
 	// The mirror's selection.
-	tps, err := mirror.MirroredPartitions(east, topo)
+	tps, err := linkstate.MirroredPartitions(east, topo)
 	if err != nil {
 		t.Fatal(err)
 	}

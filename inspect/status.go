@@ -17,7 +17,7 @@ import (
 	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/internal/kvstore"
 	"github.com/drctl/drctl/internal/rolestate"
-	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/mirror/aclsync"
 	"github.com/drctl/drctl/mirror/groupsync"
 	"github.com/drctl/drctl/runrecord"
@@ -36,11 +36,11 @@ type Status struct {
 	Groups    []GroupStatus   `json:"groups" yaml:"groups"`
 	// Mirror is the live link active -> standby: its processes and lag
 	// (absent when it was not read; MirrorNotRead then says why).
-	Mirror        *mirror.LinkState `json:"mirror,omitempty" yaml:"mirror,omitempty"`
-	MirrorNotRead string            `json:"mirror_not_read,omitempty" yaml:"mirror_not_read,omitempty"`
+	Mirror        *linkstate.State `json:"mirror,omitempty" yaml:"mirror,omitempty"`
+	MirrorNotRead string           `json:"mirror_not_read,omitempty" yaml:"mirror_not_read,omitempty"`
 	// Pause is a pause that holds the live link now (a drill's; absent:
 	// none, or the pauses could not be read).
-	Pause *mirror.Pause `json:"pause,omitempty" yaml:"pause,omitempty"`
+	Pause *linkstate.Pause `json:"pause,omitempty" yaml:"pause,omitempty"`
 	// ACLs is the ACL parity of the standby with the active, per
 	// principal, and the standby's write fence (absent when a cluster is
 	// unreachable or the roles are moving).
@@ -178,7 +178,7 @@ func CollectStatus(ctx context.Context, topo *topology.Topology) *Status {
 // of the live link it measured for the snapshot (nil when a cluster is
 // unreachable or the lag could not be measured), so that a caller showing
 // both (the TUI) measures it once.
-func CollectStatusLag(ctx context.Context, topo *topology.Topology) (*Status, *mirror.LagReport) {
+func CollectStatusLag(ctx context.Context, topo *topology.Topology) (*Status, *linkstate.LagReport) {
 	clusters := kafkaconn.Open(ctx, topo)
 	defer clusters.Close()
 	return CollectStatusIn(ctx, clusters)
@@ -188,8 +188,8 @@ func CollectStatusLag(ctx context.Context, topo *topology.Topology) (*Status, *m
 // read of the snapshot (topics, groups, roles, fences, drills, runs, the
 // link's lag and group sync) goes through the session's one client per
 // cluster, and a cluster the session has not dialled yet is dialled once.
-func CollectStatusIn(ctx context.Context, clusters *kafkaconn.Clusters) (*Status, *mirror.LagReport) {
-	var lag *mirror.LagReport
+func CollectStatusIn(ctx context.Context, clusters *kafkaconn.Clusters) (*Status, *linkstate.LagReport) {
+	var lag *linkstate.LagReport
 	topo := clusters.Topology()
 	clusters.Connect(ctx)
 	names := topo.ClusterNames()
@@ -283,8 +283,8 @@ func CollectStatusIn(ctx context.Context, clusters *kafkaconn.Clusters) (*Status
 // standby: its state and lag, and the sync of its groups (nil when it
 // could not be read).
 type linkView struct {
-	state mirror.LinkState
-	lag   *mirror.LagReport
+	state linkstate.State
+	lag   *linkstate.LagReport
 	syncs map[string]groupsync.Status
 }
 
@@ -296,7 +296,7 @@ func readLink(ctx context.Context, clusters *kafkaconn.Clusters, standby sarama.
 			v.syncs = syncs
 		}
 	})
-	v.state, v.lag = mirror.DescribeLinkLagIn(ctx, clusters, link)
+	v.state, v.lag = linkstate.DescribeLagIn(ctx, clusters, link)
 	wg.Wait()
 	return v
 }
@@ -673,7 +673,7 @@ func readPause(ctx context.Context, topo *topology.Topology, st *Status, clients
 	if st.Roles.Active == RoleUnknown || len(clients) == 0 {
 		return
 	}
-	ps, _ := mirror.Pauses(ctx, clients, topo.Name)
+	ps, _ := linkstate.Pauses(ctx, clients, topo.Name)
 	link, now := topo.Link(st.Roles.Active, st.Roles.Standby), time.Now()
 	for _, p := range ps {
 		if !p.Holds(link, st.Roles.Epoch, now) {

@@ -1,48 +1,32 @@
 package mirror
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"maps"
 	"math"
 	"slices"
-	"sync"
 	"time"
 
-	"github.com/IBM/sarama"
-
-	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/internal/offsetcommit"
-	"github.com/drctl/drctl/offsettranslate"
+	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/topology"
 )
 
-// Progress checkpoints.
+// Progress checkpoints: when a shard writes them. What a checkpoint holds
+// and how a read of the progress replays the offset map's batches after
+// it are the link's state: linkstate/progress.go.
 //
-// Every transaction writes the offset map's batch for what it copied, and
-// each entry of the batch carries the partition's next source offset
-// (SourceNext): the offset map alone says how far the copy went. The
-// progress group holds checkpoints of it. An exactly-once shard adds its
-// progress to a transaction (AddOffsetsToTxn and TxnOffsetCommit, two more
-// round trips, and the group's commit marker) only when a checkpoint is
-// due: at most every Options.ProgressEvery, in the first transaction that
-// copies a partition the shard started, in a transaction that only moves
-// progress, and in one more transaction once the shard goes idle. A shard
-// that stops writes none: a stop must not wait for the target, and the
-// next reader replays what the last checkpoint does not hold.
-//
-// A checkpoint's metadata names the offset map's partition and the offset
-// just after the transaction's batch. A read of the progress replays the
-// batches from there (replayProgress): a partition's shard never changes
-// (ShardOf), so its later batches are all in that partition, and a
-// checkpoint is always written together with the batch before its offset.
-// A checkpoint that was deleted (a topic reseeded) is not replayed: the
-// partition has no progress, as before.
+// An exactly-once shard adds its progress to a transaction
+// (AddOffsetsToTxn and TxnOffsetCommit, two more round trips, and the
+// group's commit marker) only when a checkpoint is due: at most every
+// Options.ProgressEvery, in the first transaction that copies a partition
+// the shard started, in a transaction that only moves progress, and in one
+// more transaction once the shard goes idle. A shard that stops writes
+// none: a stop must not wait for the target, and the next reader replays
+// what the last checkpoint does not hold.
 //
 // A checkpoint includes every partition the shard owns whose progress
 // moved since its last checkpoint, and, every checkpointRefresh, every
-// partition it owns: so a report's replay stays short (see replayWindow).
+// partition it owns: so a report's replay stays short (linkstate replays
+// a bounded window).
 //
 // A checkpoint is one commit request, which the group coordinator writes
 // as one batch and Kafka refuses above __consumer_offsets'
@@ -65,13 +49,6 @@ func checkpointRefresh(every time.Duration) time.Duration {
 	return max(10*every, 10*time.Second)
 }
 
-// replayWindow bounds a report's replay (committedSoFar): it starts at
-// most this many offsets before the newest checkpoint among the partitions
-// asked for, in each partition of the offset map. A partition whose
-// checkpoint is older (one the shard no longer owns: paused, removed) is
-// reported from its checkpoint, which can only under-state its progress.
-const replayWindow = 2000
-
 // checkpointDue reports whether t's commit writes a checkpoint. A
 // transaction without records (progressOnly) always does.
 func (s *shard) checkpointDue(t *txn, progressOnly bool) bool {
@@ -90,19 +67,13 @@ func (s *shard) checkpointDue(t *txn, progressOnly bool) bool {
 	return false
 }
 
-// maxProgressMetadata bounds the length of a checkpoint's metadata
-// (progressEntry.metadata): "ts=" and a timestamp, " map=" with a
-// partition and an offset, " id=" and a topic id. maxTopicName is the
-// longest topic name Kafka allows.
-const (
-	maxProgressMetadata = 3 + 19 + 5 + 10 + 1 + 19 + 4 + 24
-	maxTopicName        = 249
-)
+// maxTopicName is the longest topic name Kafka allows.
+const maxTopicName = 249
 
 // ckptEntryBytes bounds what a checkpoint entry of a partition of topic
 // takes in the coordinator's batch.
 func (s *shard) ckptEntryBytes(topic string) int {
-	return offsetcommit.RecordBytes(s.progressGroup, topic, maxProgressMetadata)
+	return offsetcommit.RecordBytes(s.progressGroup, topic, linkstate.MaxProgressMetadata)
 }
 
 // boundedCheckpoint returns cands, or those of them whose entries fit
@@ -137,14 +108,14 @@ func (s *shard) boundedCheckpoint(cands []topology.TopicPartition, room int) []t
 // checkpointRefresh, with any progress), exactly-once as many of them as
 // fit MaxCheckpointBytes. mapPos is the offset just after t's batch in the
 // offset map (-1: unknown).
-func (s *shard) checkpoint(t *txn, mapPos int64) map[topology.TopicPartition]progressEntry {
-	out := make(map[topology.TopicPartition]progressEntry, len(t.next))
+func (s *shard) checkpoint(t *txn, mapPos int64) map[topology.TopicPartition]linkstate.Progress {
+	out := make(map[topology.TopicPartition]linkstate.Progress, len(t.next))
 	for tp, n := range t.next {
 		lastTs := t.tsOf[tp]
 		if p, ok := s.parts[tp]; ok {
 			lastTs = max(lastTs, p.lastTs)
 		}
-		out[tp] = progressEntry{next: n, lastTs: lastTs, mapPart: s.offPar, mapPos: mapPos, topicID: s.e.topicID(tp.Topic)}
+		out[tp] = linkstate.Progress{Next: n, LastTs: lastTs, MapPart: s.offPar, MapPos: mapPos, TopicID: s.e.topicID(tp.Topic)}
 	}
 	refresh := time.Since(s.refreshedCkpt) >= checkpointRefresh(s.e.opts.ProgressEvery)
 	var others []topology.TopicPartition
@@ -162,7 +133,7 @@ func (s *shard) checkpoint(t *txn, mapPos int64) map[topology.TopicPartition]pro
 	}
 	for _, tp := range s.boundedCheckpoint(others, room) {
 		p := s.parts[tp]
-		out[tp] = progressEntry{next: p.next, lastTs: p.lastTs, mapPart: s.offPar, mapPos: mapPos, topicID: s.e.topicID(tp.Topic)}
+		out[tp] = linkstate.Progress{Next: p.next, LastTs: p.lastTs, MapPart: s.offPar, MapPos: mapPos, TopicID: s.e.topicID(tp.Topic)}
 	}
 	return out
 }
@@ -171,13 +142,13 @@ func (s *shard) checkpoint(t *txn, mapPos int64) map[topology.TopicPartition]pro
 // done once every partition with progress was checkpointed since it fell
 // due: at once when one checkpoint holds them all, over several (oldest
 // first) when they do not fit one.
-func (s *shard) checkpointed(ck map[topology.TopicPartition]progressEntry, at time.Time) {
+func (s *shard) checkpointed(ck map[topology.TopicPartition]linkstate.Progress, at time.Time) {
 	s.ckptAt = at
 	due := s.refreshedCkpt.Add(checkpointRefresh(s.e.opts.ProgressEvery))
 	full := !at.Before(due)
 	for tp, p := range s.parts {
 		if pe, ok := ck[tp]; ok {
-			p.ckptNext, p.ckptAt = pe.next, at
+			p.ckptNext, p.ckptAt = pe.Next, at
 		}
 		full = full && (p.next < 0 || !p.ckptAt.Before(due))
 	}
@@ -208,73 +179,4 @@ func (s *shard) owed() map[topology.TopicPartition]int64 {
 		out[tp] = s.parts[tp].next
 	}
 	return out
-}
-
-// replayProgress brings the checkpoints in out up to date with the offset
-// map's batches committed after each (see the top of this file). It reads
-// each partition of the offset map that a checkpoint names once, from the
-// earliest such checkpoint, to its last stable offset: a transaction still
-// open is not replayed (its checkpoint, when it has one, is not returned
-// either). A missing offsets topic, or a checkpoint beyond its partition's
-// end (the topic recreated), leaves the checkpoints as they are.
-func replayProgress(ctx context.Context, dst sarama.Client, topic string, out map[topology.TopicPartition]progressEntry, wait progressWait) error {
-	newest := map[int32]int64{}
-	for _, pe := range out {
-		if pe.mapPos >= 0 {
-			newest[pe.mapPart] = max(newest[pe.mapPart], pe.mapPos)
-		}
-	}
-	from := map[int32]int64{}
-	for _, pe := range out {
-		if pe.mapPos < 0 || (wait == committedSoFar && pe.mapPos < newest[pe.mapPart]-replayWindow) {
-			continue
-		}
-		if f, ok := from[pe.mapPart]; !ok || pe.mapPos < f {
-			from[pe.mapPart] = pe.mapPos
-		}
-	}
-	var (
-		mu     sync.Mutex
-		latest = map[topology.TopicPartition]int64{}
-		errs   []error
-		wg     sync.WaitGroup
-	)
-	for part, at := range from {
-		wg.Go(func() {
-			found := map[topology.TopicPartition]int64{}
-			_, err := kafkaread.ReadCommitted(ctx, dst, topic, part, at, func(r kafkaread.Record) error {
-				b, err := offsettranslate.DecodeBatch(r.Value)
-				if err != nil {
-					return fmt.Errorf("partition %d offset %d: %w", part, r.Offset, err)
-				}
-				for _, en := range b.Entries {
-					tp := topology.TopicPartition{Topic: en.Topic, Partition: en.Partition}
-					if pe, ok := out[tp]; ok && pe.mapPos >= 0 && pe.mapPart == part && r.Offset >= pe.mapPos {
-						found[tp] = en.SourceNext
-					}
-				}
-				return nil
-			})
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case err == nil:
-				maps.Copy(latest, found)
-			case errors.Is(err, sarama.ErrUnknownTopicOrPartition), errors.Is(err, sarama.ErrOffsetOutOfRange):
-				// Nothing after the checkpoints survives to replay.
-			default:
-				errs = append(errs, err)
-			}
-		})
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
-	for tp, n := range latest {
-		pe := out[tp]
-		pe.next = n
-		out[tp] = pe
-	}
-	return nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/internal/offsetcommit"
+	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -86,23 +87,23 @@ func TestProgressBetweenCheckpointsComesFromTheOffsetMap(t *testing.T) {
 	}
 	stop()
 	ctx := kfaketest.Ctx(t, 10*time.Second)
-	raw, err := readCheckpoints(ctx, dst, link.ProgressGroup(), []topology.TopicPartition{tp}, settled)
+	raw, err := linkstate.ReadCheckpoints(ctx, dst, link.ProgressGroup(), []topology.TopicPartition{tp}, linkstate.Settled)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("%d transactions committed, %d with the progress; checkpoint %+v", commits.Load(), addOffsets.Load(), raw[tp])
-	if c := raw[tp]; c.next <= 0 || c.next >= 20 || c.mapPos < 0 {
+	if c := raw[tp]; c.Next <= 0 || c.Next >= 20 || c.MapPos < 0 {
 		t.Fatalf("checkpoint %+v: want one from the first transaction (0 < next < 20, with its place in the offset map)", c)
 	}
 	if commits.Load() < 4 || addOffsets.Load() >= commits.Load() {
 		t.Fatalf("%d of %d transactions added the progress: want fewer than all", addOffsets.Load(), commits.Load())
 	}
-	got, err := ReadProgress(ctx, src, dst, link, []topology.TopicPartition{tp})
+	got, err := linkstate.ReadProgress(ctx, src, dst, link, []topology.TopicPartition{tp})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got[tp] != 20 {
-		t.Fatalf("progress %d, want 20 (the checkpoint's %d and the offset map's batches after it)", got[tp], raw[tp].next)
+		t.Fatalf("progress %d, want 20 (the checkpoint's %d and the offset map's batches after it)", got[tp], raw[tp].Next)
 	}
 
 	// Resumed, the mirror copies the new records once: no record after
@@ -122,7 +123,7 @@ func TestProgressBetweenCheckpointsComesFromTheOffsetMap(t *testing.T) {
 	if err := admin.DeleteConsumerGroupOffset(link.ProgressGroup(), "ckpt", 0); err != nil {
 		t.Fatal(err)
 	}
-	got, err = ReadProgress(ctx, src, dst, link, []topology.TopicPartition{tp})
+	got, err = linkstate.ReadProgress(ctx, src, dst, link, []topology.TopicPartition{tp})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,51 +150,15 @@ func TestIdleShardCheckpointsWhatItOwes(t *testing.T) {
 		waitCopied(t, src, dst, "owed", "kfake-east")
 	}
 	waitFor(t, 10*time.Second, "the checkpoint at the end of the copy", func() error {
-		raw, err := readCheckpoints(kfaketest.Ctx(t, 5*time.Second), dst, link.ProgressGroup(), []topology.TopicPartition{tp}, settled)
+		raw, err := linkstate.ReadCheckpoints(kfaketest.Ctx(t, 5*time.Second), dst, link.ProgressGroup(), []topology.TopicPartition{tp}, linkstate.Settled)
 		if err != nil {
 			return err
 		}
-		if raw[tp].next != 15 {
+		if raw[tp].Next != 15 {
 			return fmt.Errorf("checkpoint %+v, want next 15", raw[tp])
 		}
 		return nil
 	})
-}
-
-func TestProgressMetadataRoundTrip(t *testing.T) {
-	for _, c := range []struct {
-		pe   progressEntry
-		want string
-	}{
-		{progressEntry{mapPos: -1}, ""},
-		{progressEntry{lastTs: 1700000000000, mapPos: -1}, "ts=1700000000000"},
-		{progressEntry{mapPart: 3, mapPos: 0}, "map=3@0"},
-		{progressEntry{lastTs: 1700000000000, mapPart: 7, mapPos: 123456}, "ts=1700000000000 map=7@123456"},
-		{progressEntry{lastTs: 1700000000000, mapPart: 7, mapPos: 9, topicID: "AAAAAAAAAAAAAAAAAAAAAQ"}, "ts=1700000000000 map=7@9 id=AAAAAAAAAAAAAAAAAAAAAQ"},
-		{progressEntry{mapPos: -1, topicID: "x"}, "id=x"},
-	} {
-		c.pe.next = 42
-		got := ""
-		if md := c.pe.metadata(); md != nil {
-			got = *md
-		}
-		if got != c.want {
-			t.Errorf("metadata of %+v = %q, want %q", c.pe, got, c.want)
-		}
-		back := parseProgressMetadata(42, got)
-		if back.mapPos < 0 {
-			back.mapPart = c.pe.mapPart // no place: its partition means nothing
-		}
-		if back != c.pe {
-			t.Errorf("parse(%q) = %+v, want %+v", got, back, c.pe)
-		}
-	}
-	// Malformed or foreign metadata is no place in the map.
-	for _, md := range []string{"map=", "map=x@1", "map=1@", "map=-1@5", "map=1@-5", "map=1", "ts=abc", "garbage"} {
-		if pe := parseProgressMetadata(1, md); pe.mapPos != -1 {
-			t.Errorf("parse(%q): place %d, want none", md, pe.mapPos)
-		}
-	}
 }
 
 // TestCheckpointsFitOneCommitRequest: a shard whose partitions' progress
@@ -213,7 +178,7 @@ func TestCheckpointsFitOneCommitRequest(t *testing.T) {
 	src, dst := kfaketest.DialCluster(t, east), kfaketest.DialCluster(t, p.Topology.Clusters["west"])
 	kfaketest.CreateTopicOn(t, src, "wide", parts, nil)
 	group := p.Topology.Link("east", "west").ProgressGroup()
-	limit := 6 * offsetcommit.RecordBytes(group, "wide", maxProgressMetadata)
+	limit := 6 * offsetcommit.RecordBytes(group, "wide", linkstate.MaxProgressMetadata)
 
 	var commits, refused, largest atomic.Int64
 	p.West.ControlKey(int16(kmsg.TxnOffsetCommit), func(req kmsg.Request) (kmsg.Response, error, bool) {
@@ -289,7 +254,7 @@ func TestCheckpointsFitOneCommitRequest(t *testing.T) {
 	for part := range int32(parts) {
 		tps = append(tps, topology.TopicPartition{Topic: "wide", Partition: part})
 	}
-	got, err := ReadProgress(kfaketest.Ctx(t, 10*time.Second), src, dst, link, tps)
+	got, err := linkstate.ReadProgress(kfaketest.Ctx(t, 10*time.Second), src, dst, link, tps)
 	if err != nil {
 		t.Fatal(err)
 	}

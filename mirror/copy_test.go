@@ -10,6 +10,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/drctl/drctl/internal/kfaketest"
+	"github.com/drctl/drctl/linkstate"
 )
 
 // TestFaithfulCopy proves the partition-faithful copy record by record on kfake: same
@@ -137,7 +138,7 @@ func testFaithfulCopy(t *testing.T, delivery string) {
 	waitFor(t, 20*time.Second, "zero lag", func() error {
 		lctx, lcancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer lcancel()
-		rep, err := MeasureLag(lctx, p.Topology, e.Link())
+		rep, err := linkstate.MeasureLag(lctx, p.Topology, e.Link())
 		if err != nil {
 			return err
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/drctl/drctl/internal/aclfence"
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/rolestate"
+	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -62,8 +63,8 @@ type Daemon struct {
 	mu      sync.Mutex
 	current *Engine
 	key     linkKey
-	// pauses are the pause records last read (see Pause).
-	pauses []Pause
+	// pauses are the pause records last read (see linkstate.Pause).
+	pauses []linkstate.Pause
 
 	acls aclRunner // touched by Run's goroutine only
 	// roles is the session the role reads go through (Run's goroutine
@@ -360,7 +361,7 @@ func (d *Daemon) readState(ctx context.Context) (rolestate.View, error) {
 	if len(clients) > 0 {
 		wg.Go(func() {
 			// A pause that cannot be read keeps the last one read: it expires.
-			if ps, err := Pauses(ctx, clients, d.topo.Name); err == nil {
+			if ps, err := linkstate.Pauses(ctx, clients, d.topo.Name); err == nil {
 				d.mu.Lock()
 				d.pauses = ps
 				d.mu.Unlock()
@@ -400,7 +401,7 @@ func (d *Daemon) applyPause() {
 	if e == nil {
 		return
 	}
-	id := pausedBy(ps, key.link, key.epoch, time.Now())
+	id := linkstate.PausedBy(ps, key.link, key.epoch, time.Now())
 	if id != e.PausedBy() {
 		e.SetPaused(id)
 		if id != "" {

@@ -2,8 +2,15 @@
 // topics of one cluster (the source, the live active) to another (the
 // target, the live standby), partition for partition, exactly once, and
 // writes in the same Kafka transactions the offset map that exact group
-// translation reads. It also owns the daemon that follows the live roles,
-// the fencing of a link, and the lag figures a failover gates on.
+// translation reads. It also owns the daemon that follows the live roles.
+//
+// What a link keeps on its target besides the data (progress, the source
+// ends each shard observed, the topic ledger, the losses to retention,
+// the pauses) and the operations on it (lag, fence, pause, reshard,
+// reseed-topic) belong to package linkstate: the engine writes that state
+// through linkstate, and every other package reads and changes it there,
+// so only the front-ends that run a mirror (cmd/drctl, the sandbox) import
+// this package.
 //
 // The mirror never writes to the source cluster: its progress, its offset
 // map and its coordination all live on the target.
@@ -31,8 +38,9 @@
 //     name is never copied into the old incarnation's copy: a shard checks
 //     the topic id when it starts a partition and after every fetch error
 //     that may mean a new log (unknown topic, offset out of range).
-//   - One writer: after FenceLink initialises a link's transactional ids, no
-//     mirror of that direction can write again, even one that wakes up later.
+//   - One writer: after linkstate.Fence initialises a link's transactional
+//     ids, no mirror of that direction can write again, even one that wakes
+//     up later.
 //   - The offset map written with the data is what makes group translation
 //     exact: a committed source position maps to the target offset of the
 //     very record the group would read next; a position past the mirrored end

@@ -25,7 +25,7 @@ type Options struct {
 	// Shards is the link's shard count. 0 keeps the count the link ran
 	// with (the shards topic on the target records it), or NewLinkShards
 	// of the selected source partitions for a link that never ran; any other count must match what the link
-	// ran with (Reshard changes it). The engine settles the count at its
+	// ran with (linkstate.Reshard changes it). The engine settles the count at its
 	// first start and keeps it: a count changed under a running engine
 	// stops it (ShardCountError).
 	Shards int32
@@ -246,7 +246,7 @@ type Engine struct {
 	// data; written to the ends topic for status.
 	resetNote string
 	// paused is the id of the pause that stops the copying ("": none;
-	// see Pause, SetPaused).
+	// see linkstate.Pause, SetPaused).
 	paused string
 	// moved holds the target partitions where a copy did not get the
 	// offset predicted for it (errTargetMoved): something else writes them,

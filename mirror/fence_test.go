@@ -10,6 +10,7 @@ import (
 
 	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/internal/rolestate"
+	"github.com/drctl/drctl/linkstate"
 )
 
 // TestFencedMirrorCannotWrite: once a failover has recorded a newer epoch on
@@ -67,9 +68,9 @@ func TestFencedMirrorCannotWrite(t *testing.T) {
 	if err := rolestate.CompareAndSet(ctx, dst, cfg, 0, next); err != nil {
 		t.Fatal(err)
 	}
-	n, err := FenceLink(ctx, p.Topology, e.Link())
+	n, err := linkstate.Fence(ctx, p.Topology, e.Link())
 	if err != nil || n != 2 {
-		t.Fatalf("FenceLink = %d, %v; want 2 shards fenced", n, err)
+		t.Fatalf("Fence = %d, %v; want 2 shards fenced", n, err)
 	}
 	before := count()
 	send(100)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/internal/kfaketest"
+	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/mirror/groupsync"
 	"github.com/drctl/drctl/offsettranslate"
 	"github.com/drctl/drctl/topology"
@@ -262,7 +263,7 @@ func testGroupTranslationIsExact(t *testing.T, seed uint64) {
 	waitFor(t, 30*time.Second, "the mirror caught up", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		rep, err := MeasureLag(ctx, p.Topology, link)
+		rep, err := linkstate.MeasureLag(ctx, p.Topology, link)
 		if err != nil {
 			return err
 		}

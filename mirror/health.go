@@ -9,6 +9,7 @@ import (
 
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kafkaread"
+	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -46,7 +47,7 @@ func (e *Engine) measureLink(ctx context.Context, src, dst sarama.Client) {
 		warn(linkCtx, e.log, "cannot measure the link's lag: source ends", "err", err)
 		return
 	}
-	progress, err := readProgressFull(ctx, dst, e.link, tps, committedSoFar, e.topicID)
+	progress, err := linkstate.ReadProgressFull(ctx, dst, e.link, tps, linkstate.CommittedSoFar, e.topicID)
 	if err != nil {
 		warn(linkCtx, e.log, "cannot measure the link's lag: progress", "err", err)
 		return
@@ -60,8 +61,8 @@ func (e *Engine) measureLink(ctx context.Context, src, dst sarama.Client) {
 	for _, tp := range tps {
 		from := starts[tp]
 		if p, ok := progress[tp]; ok {
-			from = max(from, p.next)
-			sum += p.next
+			from = max(from, p.Next)
+			sum += p.Next
 		}
 		lag += max(ends[tp]-from, 0)
 		e.metrics.partitionLag(e.link.String(), tp, ends[tp], from)

@@ -18,7 +18,7 @@ import (
 // offset-map topic of the link, and checks that the link's shard count did
 // not change: a source partition must always be written under the same
 // transactional id, so a new shard count needs every old id fenced first
-// (Reshard). An engine asked for no count (Options.Shards 0) takes the
+// (linkstate.Reshard). An engine asked for no count (Options.Shards 0) takes the
 // link's at its first start, and NewLinkShards of the selected source
 // partitions for a new link; it runs runOnce one at a time, and nothing
 // reads the count before this.
@@ -34,7 +34,7 @@ func (e *Engine) ensureInternalTopics(ctx context.Context, src, dst sarama.Clien
 	retention := strconv.FormatInt(e.opts.OffsetsRetention.Milliseconds(), 10)
 	// The ends topic takes a whole view from every shard about once a
 	// second: small segments let the cleaner keep it near one record per
-	// shard (readers start from its end anyway, see latestEnds).
+	// shard (readers start from its end anyway, see linkstate.LastObserved).
 	compacted := map[string]*string{"cleanup.policy": new("compact"), "segment.bytes": new("8388608"),
 		"segment.ms": new("600000"), "min.cleanable.dirty.ratio": new("0.1")}
 	topics := map[string]*sarama.TopicDetail{
@@ -75,7 +75,7 @@ func (e *Engine) ensureInternalTopics(ctx context.Context, src, dst sarama.Clien
 // the one it ran with. It is a configuration mistake, not trouble with a
 // cluster: Engine.Run and Daemon.Run return it instead of retrying.
 // Adopted says the process was not asked for a count: it took Asked from
-// the link at its start, and the link's count changed since (Reshard).
+// the link at its start, and the link's count changed since (linkstate.Reshard).
 type ShardCountError struct {
 	Link       topology.Link
 	Ran, Asked int32

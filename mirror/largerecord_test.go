@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/drctl/drctl/internal/kfaketest"
+	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -93,8 +94,8 @@ func TestRefusedPartitionDoesNotHoldBackItsShard(t *testing.T) {
 		return fmt.Errorf("refused/0 not in the report")
 	})
 
-	// status (inspect.Status lists LinkState.Problems).
-	ls := DescribeLink(context.Background(), p.Topology, p.Topology.Link("east", "west"))
+	// status (inspect.Status lists linkstate.State.Problems).
+	ls := linkstate.Describe(context.Background(), p.Topology, p.Topology.Link("east", "west"))
 	if probs := strings.Join(ls.Problems(), "\n"); !strings.Contains(probs, "refused/0 cannot be copied") {
 		t.Errorf("link problems for status = %q", probs)
 	}
@@ -149,7 +150,7 @@ func TestBlockedPartitionEndsStayRecorded(t *testing.T) {
 	waitFor(t, 20*time.Second, "the ends topic holds refused/0's source end", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		seen, err := LastObserved(ctx, dst, link)
+		seen, err := linkstate.LastObserved(ctx, dst, link)
 		if err != nil {
 			return err
 		}

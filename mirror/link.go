@@ -7,7 +7,7 @@ import (
 // DefaultShards is the most shards a new link gets when it is not given a
 // count (NewLinkShards). A link keeps its count once it has run: every
 // source partition must always be written under the same transactional id,
-// and only Reshard changes it.
+// and only linkstate.Reshard changes it.
 const DefaultShards = 8
 
 // Shard counts of a new link not given one: one shard per

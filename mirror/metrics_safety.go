@@ -1,6 +1,10 @@
 package mirror
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/drctl/drctl/linkstate"
+)
 
 // SafetyMetrics are the series that say the mirror is not copying
 // something it should: blocked partitions, a target that lost its
@@ -31,7 +35,7 @@ func newSafetyMetrics(reg prometheus.Registerer) *SafetyMetrics {
 
 // publishTopicChanges sets drctl_mirror_topic_changed to the changes of
 // this pass, forgetting the topics no longer changed.
-func (e *Engine) publishTopicChanges(changes []TopicChange) {
+func (e *Engine) publishTopicChanges(changes []linkstate.TopicChange) {
 	g := e.metrics.Safety.TopicChanges
 	g.DeletePartialMatch(prometheus.Labels{"link": e.link.String()})
 	for _, c := range changes {

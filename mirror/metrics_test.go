@@ -17,6 +17,7 @@ import (
 	"github.com/drctl/drctl/internal/aclfence"
 	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/internal/rolestate"
+	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -212,7 +213,7 @@ func TestDaemonMetrics(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := FenceLink(ctx, p.Topology, p.Topology.Link("east", "west")); err != nil {
+	if _, err := linkstate.Fence(ctx, p.Topology, p.Topology.Link("east", "west")); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 30*time.Second, "west -> east running, east -> west gauges gone", func() error {

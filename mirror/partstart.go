@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/drctl/drctl/internal/kafkaread"
+	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -24,7 +25,7 @@ import (
 // Reading a joining partition's progress while the shard's transaction is
 // open is safe: the partition is in no open transaction of the shard
 // (partitions join and leave between transactions), no other shard writes
-// it, and the reads wait for any transaction in doubt (settled).
+// it, and the reads wait for any transaction in doubt (linkstate.Settled).
 type starter struct {
 	s      *shard
 	ctx    context.Context
@@ -162,13 +163,15 @@ func (s *shard) prepare(ctx context.Context, added []topology.TopicPartition) *p
 	// the source reads one after another; with several brokers they
 	// overlap too.
 	var (
-		progress         map[topology.TopicPartition]progressEntry
+		progress         map[topology.TopicPartition]linkstate.Progress
 		starts, stables  map[topology.TopicPartition]int64
 		ids              map[string]string
 		serr, lerr, ierr error
 		reads            sync.WaitGroup
 	)
-	reads.Go(func() { progress, r.err = readProgressFull(ctx, s.dst, s.e.link, added, settled, s.e.topicID) })
+	reads.Go(func() {
+		progress, r.err = linkstate.ReadProgressFull(ctx, s.dst, s.e.link, added, linkstate.Settled, s.e.topicID)
+	})
 	reads.Go(func() { starts, serr = kafkaread.StartOffsets(ctx, s.srcCl, added) })
 	reads.Go(func() { stables, lerr = kafkaread.StableOffsets(ctx, s.srcCl, added) })
 	reads.Go(func() { ids, ierr = kafkaread.TopicIDs(ctx, s.srcCl, topicsOf(added)) })
@@ -188,7 +191,7 @@ func (s *shard) prepare(ctx context.Context, added []topology.TopicPartition) *p
 	for i, tp := range added {
 		p := &partState{tp: tp, next: -1, stable: -1, lastSeen: time.Now()}
 		if pe, ok := progress[tp]; ok {
-			p.next, p.lastTs = pe.next, pe.lastTs
+			p.next, p.lastTs = pe.Next, pe.LastTs
 		}
 		var ends *srcEnds
 		if serr == nil && lerr == nil {

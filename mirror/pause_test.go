@@ -2,15 +2,14 @@ package mirror
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/IBM/sarama"
 
-	"github.com/drctl/drctl/internal/fuzzseed"
 	"github.com/drctl/drctl/internal/kfaketest"
+	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -58,9 +57,9 @@ func TestDaemonHonoursPause(t *testing.T) {
 	clients := map[string]sarama.Client{"east": src, "west": dst}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	put := func(pa Pause) {
+	put := func(pa linkstate.Pause) {
 		t.Helper()
-		if err := PutPause(ctx, clients, pa); err != nil {
+		if err := linkstate.PutPause(ctx, clients, pa); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -69,7 +68,7 @@ func TestDaemonHonoursPause(t *testing.T) {
 	held := func(id string) {
 		t.Helper()
 		waitFor(t, 20*time.Second, "the pause "+id+" held and the ends observed", func() error {
-			seen, err := LastObserved(ctx, dst, link)
+			seen, err := linkstate.LastObserved(ctx, dst, link)
 			if err != nil {
 				return err
 			}
@@ -102,12 +101,12 @@ func TestDaemonHonoursPause(t *testing.T) {
 	waitWest(20)
 
 	now := time.Now().UTC()
-	put(Pause{Topology: topo.Name, Source: "east", Target: "west", Epoch: 5, ID: "other-epoch", At: now, Until: now.Add(time.Minute)})
+	put(linkstate.Pause{Topology: topo.Name, Source: "east", Target: "west", Epoch: 5, ID: "other-epoch", At: now, Until: now.Add(time.Minute)})
 	send(10)
 	waitWest(30)
 
 	now = time.Now().UTC()
-	pa := Pause{Topology: topo.Name, Source: "east", Target: "west", Epoch: 0, ID: "drill-1", At: now, Until: now.Add(time.Minute)}
+	pa := linkstate.Pause{Topology: topo.Name, Source: "east", Target: "west", Epoch: 0, ID: "drill-1", At: now, Until: now.Add(time.Minute)}
 	put(pa)
 	held("drill-1") // nothing in flight: west holds 30
 	send(15)
@@ -125,7 +124,7 @@ func TestDaemonHonoursPause(t *testing.T) {
 
 	// A pause whose drill died ends at its expiry.
 	now = time.Now().UTC()
-	put(Pause{Topology: topo.Name, Source: "east", Target: "west", Epoch: 0, ID: "drill-2", At: now, Until: now.Add(5 * time.Second)})
+	put(linkstate.Pause{Topology: topo.Name, Source: "east", Target: "west", Epoch: 0, ID: "drill-2", At: now, Until: now.Add(5 * time.Second)})
 	held("drill-2")
 	send(5)
 	waitWest(50)
@@ -142,7 +141,7 @@ func TestDaemonHonoursPause(t *testing.T) {
 
 // readLag sums, from the ends topic, the source records not mirrored.
 func readLag(ctx context.Context, dst sarama.Client, link topology.Link) (int64, error) {
-	seen, err := LastObserved(ctx, dst, link)
+	seen, err := linkstate.LastObserved(ctx, dst, link)
 	if err != nil {
 		return 0, err
 	}
@@ -151,42 +150,4 @@ func readLag(ctx context.Context, dst sarama.Client, link topology.Link) (int64,
 		n += o.End - o.Mirrored
 	}
 	return n, nil
-}
-
-// FuzzDecodePause: no pause record read back from a cluster panics the
-// daemon's reader; one it accepts names a link of two clusters, and holds
-// only its own link at its own epoch, before its expiry, unreleased.
-func FuzzDecodePause(f *testing.F) {
-	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-	p := Pause{Topology: "payments", Source: "east", Target: "west", Epoch: 4, ID: "drill-unplanned-x", Holder: "ops@box", At: at, Until: at.Add(12 * time.Minute)}
-	released := p
-	released.Released = true
-	var seeds [][]byte
-	for _, v := range []Pause{p, released, {Topology: "payments", Source: "east", Target: "east"}, {}} {
-		raw, _ := json.Marshal(v)
-		seeds = append(seeds, raw)
-	}
-	seeds = append(seeds, []byte(`{"topology":"t","source":"a","target":"b","until":"x"}`), []byte(`null`))
-	fuzzseed.Add(f, seeds...)
-	f.Fuzz(func(t *testing.T, raw []byte) {
-		p, err := DecodePause(raw)
-		if err != nil {
-			return
-		}
-		if p.Topology == "" || p.Source == "" || p.Target == "" || p.Source == p.Target {
-			t.Fatalf("accepted a pause of no link: %+v", p)
-		}
-		link := topology.Link{Topology: p.Topology, Source: p.Source, Target: p.Target}
-		now := p.Until.Add(-time.Second)
-		if p.Holds(link, p.Epoch, now) != !p.Released {
-			t.Fatalf("pause %+v holds %v before its expiry", p, p.Holds(link, p.Epoch, now))
-		}
-		back := topology.Link{Topology: p.Topology, Source: p.Target, Target: p.Source}
-		if p.Holds(back, p.Epoch, now) || p.Holds(link, p.Epoch+1, now) || p.Holds(link, p.Epoch, p.Until) {
-			t.Fatalf("pause %+v holds another link, epoch or time", p)
-		}
-		if id := pausedBy([]Pause{p}, link, p.Epoch, now); (id != "") == p.Released {
-			t.Fatalf("pausedBy %q for %+v", id, p)
-		}
-	})
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/drctl/drctl/internal/kfaketest"
+	"github.com/drctl/drctl/linkstate"
 )
 
 // TestLagDoesNotWaitForTransactionsInDoubt: a transaction that committed
@@ -56,7 +57,7 @@ func TestLagDoesNotWaitForTransactionsInDoubt(t *testing.T) {
 	}
 
 	began := time.Now()
-	rep, err := MeasureLag(kfaketest.Ctx(t, 5*time.Second), p.Topology, link)
+	rep, err := linkstate.MeasureLag(kfaketest.Ctx(t, 5*time.Second), p.Topology, link)
 	if err != nil {
 		t.Fatalf("lag with a transaction in doubt: %v", err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/internal/rolestate"
+	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/mirror/groupsync"
 	"github.com/drctl/drctl/topology"
 )
@@ -79,7 +80,7 @@ func TestRPOSecondsSurviveRestart(t *testing.T) {
 		go func() { done <- e.Run(ctx) }()
 		since := time.Now().UnixMilli()
 		waitFor(t, 30*time.Second, "the ends recorded after this start", func() error {
-			obs, err := LastObserved(context.Background(), dst, link)
+			obs, err := linkstate.LastObserved(context.Background(), dst, link)
 			if err != nil {
 				return err
 			}
@@ -141,7 +142,7 @@ func TestHungGroupSyncCannotCommitAfterFence(t *testing.T) {
 
 	// The failover fences the link while this group sync is "hung" past
 	// its role check; then the source group moves on and the sync wakes.
-	if _, err := FenceLink(ctx, p.Topology, e.Link()); err != nil {
+	if _, err := linkstate.Fence(ctx, p.Topology, e.Link()); err != nil {
 		t.Fatal(err)
 	}
 	commitSource(t, src, group, map[topology.TopicPartition]int64{orders0: 30})

@@ -15,6 +15,7 @@ import (
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/internal/kfaketest"
+	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -52,13 +53,13 @@ func shardsOf(t *testing.T, p *kfaketest.Pair, link topology.Link) int {
 
 // reshardOnceStopped reshards link to n as soon as the worker group of a
 // killed process is empty.
-func reshardOnceStopped(t *testing.T, p *kfaketest.Pair, link topology.Link, n int32) ReshardResult {
+func reshardOnceStopped(t *testing.T, p *kfaketest.Pair, link topology.Link, n int32) linkstate.ReshardResult {
 	t.Helper()
-	var res ReshardResult
+	var res linkstate.ReshardResult
 	waitFor(t, 30*time.Second, "the killed process's session to end", func() error {
 		var err error
-		res, err = Reshard(t.Context(), p.Topology, link, n)
-		if errors.Is(err, ErrLinkRunning) {
+		res, err = linkstate.Reshard(t.Context(), p.Topology, link, n)
+		if errors.Is(err, linkstate.ErrLinkRunning) {
 			return err
 		}
 		if err != nil {
@@ -105,8 +106,8 @@ func TestReshardAcrossAKill(t *testing.T) {
 		}
 		return nil
 	})
-	if _, err := Reshard(ctx, p.Topology, link, 2); !errors.Is(err, ErrLinkRunning) || !strings.Contains(err.Error(), "stop every drctl mirror run") {
-		t.Fatalf("reshard with a mirror process running: got %v, want ErrLinkRunning naming the fix", err)
+	if _, err := linkstate.Reshard(ctx, p.Topology, link, 2); !errors.Is(err, linkstate.ErrLinkRunning) || !strings.Contains(err.Error(), "stop every drctl mirror run") {
+		t.Fatalf("reshard with a mirror process running: got %v, want linkstate.ErrLinkRunning naming the fix", err)
 	}
 	if n := shardsOf(t, p, link); n != 4 {
 		t.Fatalf("a refused reshard left %d shards, want 4", n)
@@ -158,7 +159,7 @@ func TestReshardAcrossAKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 60*time.Second, "every record mirrored exactly once with 6 shards", everyRecordOnce(t, p, "stream", partitions))
-	rep, err := MeasureLag(ctx, p.Topology, link)
+	rep, err := linkstate.MeasureLag(ctx, p.Topology, link)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +194,7 @@ func TestShardChecksTheCountAfterItsFence(t *testing.T) {
 		t.Fatalf("an engine asked for no count of a new link of 4 partitions runs %d shards (adopted %v), want %d", e.opts.Shards, e.adopted, MinShards)
 	}
 	link := e.Link()
-	if _, err := Reshard(t.Context(), p.Topology, link, 3); err != nil {
+	if _, err := linkstate.Reshard(t.Context(), p.Topology, link, 3); err != nil {
 		t.Fatal(err)
 	}
 	kfaketest.Produce(t, p.Topology, "east", "orders", 40)
@@ -290,8 +291,8 @@ func TestNewLinkShards(t *testing.T) {
 func TestReshardRefusals(t *testing.T) {
 	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: `  topics: {include: ["orders"]}`})
 	link := p.Topology.Link("east", "west")
-	if _, err := Reshard(t.Context(), p.Topology, link, 2); !errors.Is(err, ErrNeverRan) || !strings.Contains(err.Error(), "--shards 2") {
-		t.Fatalf("reshard of a link that never ran: got %v, want ErrNeverRan naming its first run", err)
+	if _, err := linkstate.Reshard(t.Context(), p.Topology, link, 2); !errors.Is(err, linkstate.ErrNeverRan) || !strings.Contains(err.Error(), "--shards 2") {
+		t.Fatalf("reshard of a link that never ran: got %v, want linkstate.ErrNeverRan naming its first run", err)
 	}
 	kfaketest.CreateTopic(t, p.Topology, "east", "orders", 2, nil)
 	e, err := NewEngine(p.Topology, "east", "west", Options{Epoch: -1, Shards: 3, TopicSyncInterval: 200 * time.Millisecond})
@@ -304,7 +305,7 @@ func TestReshardRefusals(t *testing.T) {
 	waitFor(t, 30*time.Second, "the link's shards claimed", ownsShards(e, 3))
 	cancel()
 	<-done
-	res, err := Reshard(t.Context(), p.Topology, link, 3)
+	res, err := linkstate.Reshard(t.Context(), p.Topology, link, 3)
 	if err != nil || res.From != 3 || res.To != 3 || res.Fenced != 3 {
 		t.Fatalf("reshard to the count the link has, no process running: %+v, %v; want its 3 ids fenced again (completing an interrupted reshard)", res, err)
 	}
@@ -313,7 +314,7 @@ func TestReshardRefusals(t *testing.T) {
 	ctx, cancel = context.WithCancel(t.Context())
 	go func() { done <- e.Run(ctx) }()
 	waitFor(t, 30*time.Second, "the link's shards claimed again", ownsShards(e, 3))
-	res, err = Reshard(t.Context(), p.Topology, link, 3)
+	res, err = linkstate.Reshard(t.Context(), p.Topology, link, 3)
 	if err != nil || res.Fenced != 0 {
 		t.Fatalf("reshard to the running count: %+v, %v; want nothing done", res, err)
 	}
@@ -366,7 +367,7 @@ func TestReshardFencesAZombie(t *testing.T) {
 		return prod
 	}
 	below, above := zombie(1), zombie(3)
-	if _, err := Reshard(t.Context(), p.Topology, link, 2); err != nil {
+	if _, err := linkstate.Reshard(t.Context(), p.Topology, link, 2); err != nil {
 		t.Fatal(err)
 	}
 	for id, prod := range map[int32]sarama.SyncProducer{1: below, 3: above} {

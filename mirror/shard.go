@@ -18,6 +18,7 @@ import (
 
 	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/internal/rolestate"
+	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/offsettranslate"
 	"github.com/drctl/drctl/topology"
 )
@@ -237,7 +238,7 @@ func (s *shard) copying(inHand, passed bool) bool {
 // open creates the producer (fencing any earlier holder of the shard's
 // transactional id), then checks the role state and the shard count on the
 // target, so that a link a failover retired, or one resharded since this
-// process started, can never write again: the failover (and Reshard)
+// process started, can never write again: the failover (and linkstate.Reshard)
 // record the change on the target before they fence, and every write needs
 // an initialised producer. The source is dialled meanwhile (across a WAN a
 // dial is several round trips) and read only once the check passed.
@@ -525,8 +526,8 @@ func (s *shard) resumeAt(ctx context.Context, tp topology.TopicPartition, next i
 	switch {
 	case next < ends.Start:
 		lost := ends.Start - next
-		r := LostRange{Topic: tp.Topic, Partition: tp.Partition, From: next, To: ends.Start - 1, Records: lost, At: time.Now().UTC()}
-		if err := recordLost(ctx, s.dst, s.e.link, r); err != nil {
+		r := linkstate.LostRange{Topic: tp.Topic, Partition: tp.Partition, From: next, To: ends.Start - 1, Records: lost, At: time.Now().UTC()}
+		if err := linkstate.RecordLost(ctx, s.dst, s.e.link, r); err != nil {
 			s.e.noteTrouble(tp, fmt.Sprintf("%d records removed by retention on %s before they were mirrored (offsets %d to %d), not recorded yet: %v",
 				lost, s.e.link.Source, next, ends.Start-1, err))
 			return 0, err
@@ -580,7 +581,7 @@ func (s *shard) outOfRange(ctx context.Context, tp topology.TopicPartition, at i
 // recreated reports tp, whose source topic has a new id: nothing of the new
 // incarnation is copied (the topic sync holds the topic back).
 func (s *shard) recreated(tp topology.TopicPartition, id string) {
-	s.e.noteTrouble(topology.TopicPartition{Topic: tp.Topic, Partition: -1}, recreatedMessage(s.e.link, tp.Topic))
+	s.e.noteTrouble(topology.TopicPartition{Topic: tp.Topic, Partition: -1}, linkstate.RecreatedMessage(s.e.link, tp.Topic))
 	s.log.Error("source topic recreated: not copying its new incarnation", "partition", tp.String(), "source_id", id, "mirrored_id", s.e.topicID(tp.Topic))
 }
 
@@ -800,14 +801,6 @@ var (
 	headerOriginKey       = []byte(topology.HeaderOrigin)
 	headerSourceOffsetKey = []byte(topology.HeaderSourceOffset)
 )
-
-// keyOf keeps a null key null.
-func keyOf(k []byte) sarama.Encoder {
-	if k == nil {
-		return nil
-	}
-	return sarama.ByteEncoder(k)
-}
 
 func sortPairs(ps []offsettranslate.Pair) {
 	// Acknowledgements of one partition arrive in order; sort defensively

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/drctl/drctl/internal/kfaketest"
+	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/mirror/groupsync"
 	"github.com/drctl/drctl/topology"
 )
@@ -125,24 +126,24 @@ func TestTopicDeletedOnActiveKeepsCopy(t *testing.T) {
 	if d := kfaketest.Records(t, dst, "orders", 0, 0); len(d) != 20 {
 		t.Errorf("west's copy of orders holds %d records, want the 20 mirrored before the delete", len(d))
 	}
-	if v := testutil.ToFloat64(e.metrics.Safety.TopicChanges.WithLabelValues("east->west", "orders", TopicDeleted)); v != 1 {
+	if v := testutil.ToFloat64(e.metrics.Safety.TopicChanges.WithLabelValues("east->west", "orders", linkstate.TopicDeleted)); v != 1 {
 		t.Errorf("drctl_mirror_topic_changed{orders,deleted} = %v, want 1", v)
 	}
 	lag := measureLag(t, p.Topology)
-	if len(lag.TopicChanges) != 1 || lag.TopicChanges[0].Topic != "orders" || lag.TopicChanges[0].Kind != TopicDeleted {
+	if len(lag.TopicChanges) != 1 || lag.TopicChanges[0].Topic != "orders" || lag.TopicChanges[0].Kind != linkstate.TopicDeleted {
 		t.Errorf("lag report topic changes = %+v, want orders deleted", lag.TopicChanges)
 	}
-	ls := DescribeLink(context.Background(), p.Topology, p.Topology.Link("east", "west"))
+	ls := linkstate.Describe(context.Background(), p.Topology, p.Topology.Link("east", "west"))
 	if probs := strings.Join(ls.Problems(), "\n"); !strings.Contains(probs, "topic orders deleted on east: the copy on west is kept") {
 		t.Errorf("link problems for status = %q", probs)
 	}
 }
 
-func measureLag(t *testing.T, topo *topology.Topology) *LagReport {
+func measureLag(t *testing.T, topo *topology.Topology) *linkstate.LagReport {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	rep, err := MeasureLag(ctx, topo, topo.Link("east", "west"))
+	rep, err := linkstate.MeasureLag(ctx, topo, topo.Link("east", "west"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,14 +258,14 @@ func TestTopicRecreatedOnActive(t *testing.T) {
 		t.Fatalf("west's orders holds %d records (last %q), want the old incarnation's 20 untouched", len(d), d[len(d)-1].Value)
 	}
 	lag := measureLag(t, p.Topology)
-	if len(lag.TopicChanges) != 1 || lag.TopicChanges[0].Kind != TopicRecreated || !strings.Contains(lag.Partitions[0].Error, "reseed-topic orders") {
+	if len(lag.TopicChanges) != 1 || lag.TopicChanges[0].Kind != linkstate.TopicRecreated || !strings.Contains(lag.Partitions[0].Error, "reseed-topic orders") {
 		t.Errorf("lag report: changes %+v, orders/0 error %q; want orders recreated with the command to run", lag.TopicChanges, lag.Partitions[0].Error)
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	link := p.Topology.Link("east", "west")
-	res, err := ReseedTopic(ctx, p.Topology, link, "orders", true)
+	res, err := linkstate.ReseedTopic(ctx, p.Topology, link, "orders", true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +294,7 @@ func TestTopicRecreatedOnActive(t *testing.T) {
 		}
 		t.Logf("g-new orders/%d after reseed-topic: target %d, status %s, exact %v", gp.Partition, gp.Target, gp.Status, gp.Exact)
 	}
-	if _, err := ReseedTopic(ctx, p.Topology, link, "orders", false); !errors.Is(err, ErrNotRecreated) {
+	if _, err := linkstate.ReseedTopic(ctx, p.Topology, link, "orders", false); !errors.Is(err, linkstate.ErrNotRecreated) {
 		t.Errorf("a second reseed-topic: %v, want ErrNotRecreated", err)
 	}
 }
@@ -366,7 +367,7 @@ func TestLagReadsSourceTopicIDsAtOnce(t *testing.T) {
 		waitCopied(t, src, dst, fmt.Sprintf("many-%02d", i), "kfake-east")
 	}
 	waitFor(t, 10*time.Second, "the topic ledger written", func() error {
-		ledger, err := ReadTopicLedger(kfaketest.Ctx(t, 10*time.Second), dst, p.Topology.Link("east", "west"))
+		ledger, err := linkstate.ReadTopicLedger(kfaketest.Ctx(t, 10*time.Second), dst, p.Topology.Link("east", "west"))
 		if err != nil {
 			return err
 		}
@@ -425,7 +426,7 @@ func TestLateCheckpointOfAnOldIncarnationIgnored(t *testing.T) {
 	}
 	stop := run()
 	waitCopied(t, src, dst, "orders", "kfake-east")
-	ledger, err := ReadTopicLedger(kfaketest.Ctx(t, 10*time.Second), dst, link)
+	ledger, err := linkstate.ReadTopicLedger(kfaketest.Ctx(t, 10*time.Second), dst, link)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -434,11 +435,11 @@ func TestLateCheckpointOfAnOldIncarnationIgnored(t *testing.T) {
 		t.Fatal("the ledger holds no topic id for orders")
 	}
 	waitFor(t, 10*time.Second, "the checkpoint of the first incarnation, with its topic id", func() error {
-		ck, err := readCheckpoints(kfaketest.Ctx(t, 5*time.Second), dst, link.ProgressGroup(), []topology.TopicPartition{tp}, settled)
+		ck, err := linkstate.ReadCheckpoints(kfaketest.Ctx(t, 5*time.Second), dst, link.ProgressGroup(), []topology.TopicPartition{tp}, linkstate.Settled)
 		if err != nil {
 			return err
 		}
-		if ck[tp].next != 20 || ck[tp].topicID != oldID {
+		if ck[tp].Next != 20 || ck[tp].TopicID != oldID {
 			return fmt.Errorf("checkpoint %+v, want next 20 and topic id %s", ck[tp], oldID)
 		}
 		return nil
@@ -449,15 +450,15 @@ func TestLateCheckpointOfAnOldIncarnationIgnored(t *testing.T) {
 	kfaketest.CreateTopicOn(t, src, "orders", 1, nil)
 	sendN(t, kfaketest.IdempotentProducer(t, east, ""), "orders", 30, "new")
 	ctx := kfaketest.Ctx(t, 60*time.Second)
-	if _, err := ReseedTopic(ctx, p.Topology, link, "orders", false); err != nil {
+	if _, err := linkstate.ReseedTopic(ctx, p.Topology, link, "orders", false); err != nil {
 		t.Fatal(err)
 	}
 	// The late checkpoint: the first incarnation's position, written after
 	// the reseed deleted it, once the copy exists again.
 	kfaketest.CreateTopicOn(t, dst, "orders", 1, nil)
-	late := progressEntry{next: 20, lastTs: time.Now().UnixMilli(), mapPos: -1, topicID: oldID}
-	if err := commitProgress(ctx, dst, link.ProgressGroup(), map[string][]*sarama.PartitionOffsetMetadata{
-		"orders": {{Partition: 0, Offset: late.next, Metadata: late.metadata()}},
+	late := linkstate.Progress{Next: 20, LastTs: time.Now().UnixMilli(), MapPos: -1, TopicID: oldID}
+	if err := linkstate.CommitProgress(ctx, dst, link.ProgressGroup(), map[string][]*sarama.PartitionOffsetMetadata{
+		"orders": {{Partition: 0, Offset: late.Next, Metadata: late.Metadata()}},
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -466,7 +467,7 @@ func TestLateCheckpointOfAnOldIncarnationIgnored(t *testing.T) {
 	// incarnation, and the salvage's and inspect rpo's reads find none
 	// mirrored, from the source's topic id or, with the source down, from
 	// the ledger's.
-	rep, err := MeasureLag(ctx, p.Topology, link)
+	rep, err := linkstate.MeasureLag(ctx, p.Topology, link)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -474,7 +475,7 @@ func TestLateCheckpointOfAnOldIncarnationIgnored(t *testing.T) {
 		t.Errorf("lag %+v: want orders/0 behind by its 30 records", rep.Partitions)
 	}
 	for name, from := range map[string]sarama.Client{"the source": src, "the ledger": nil} {
-		got, err := ReadProgress(ctx, from, dst, link, []topology.TopicPartition{tp})
+		got, err := linkstate.ReadProgress(ctx, from, dst, link, []topology.TopicPartition{tp})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/internal/kfaketest"
+	"github.com/drctl/drctl/linkstate"
 )
 
 // TestLedgerRecordsCreatedTopicsTogether: the topics a pass created are
@@ -48,7 +49,7 @@ func TestLedgerRecordsCreatedTopicsTogether(t *testing.T) {
 		t.Fatalf("source topic ids: %v, %v", ids, err)
 	}
 	waitFor(t, 20*time.Second, "every topic in the ledger", func() error {
-		ledger, err := ReadTopicLedger(context.Background(), dst, link)
+		ledger, err := linkstate.ReadTopicLedger(context.Background(), dst, link)
 		if err != nil {
 			return err
 		}

@@ -9,7 +9,9 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/drctl/drctl/internal/aclfence"
+	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/rolestate"
+	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/mirror/topicsync"
 	"github.com/drctl/drctl/topology"
 )
@@ -70,13 +72,13 @@ type ledgerSyncer struct {
 	mirrors func(topic string) bool
 	// changed receives, every pass, the topics deleted or recreated on the
 	// source (nil: nobody listens).
-	changed func([]TopicChange)
+	changed func([]linkstate.TopicChange)
 	// early receives, during a pass, topics the pass made ready before its
 	// end, admitted as the pass's own are (nil: nobody listens).
 	early func(map[string]readyTopic)
 
 	mu     sync.Mutex
-	ledger TopicLedger
+	ledger linkstate.TopicLedger
 	prod   sarama.SyncProducer
 }
 
@@ -90,7 +92,7 @@ func newTopicSyncer(src, dst sarama.Client, dstCluster *topology.Cluster, link t
 	if err != nil {
 		return nil, fmt.Errorf("target admin: %w", err)
 	}
-	ls := &ledgerSyncer{dst: dst, cl: dstCluster, link: link, mirrors: mirrors, ledger: TopicLedger{}}
+	ls := &ledgerSyncer{dst: dst, cl: dstCluster, link: link, mirrors: mirrors, ledger: linkstate.TopicLedger{}}
 	s, err := topicsync.New(sa, da, mirrors, topicsync.Options{Ownership: ls.ownership, Version: dst.Config().Version, Ready: ls.readyEarly,
 		BeforeCreate: beforeCreate})
 	if err != nil {
@@ -110,7 +112,7 @@ func (a *ledgerSyncer) ownership(name, sourceID string) (bool, string) {
 		return false, ""
 	}
 	if rec.SourceID != sourceID {
-		return false, recreatedMessage(a.link, name)
+		return false, linkstate.RecreatedMessage(a.link, name)
 	}
 	return rec.Created, ""
 }
@@ -126,14 +128,14 @@ func (a *ledgerSyncer) close() {
 
 // recordAll records recs in the ledger (one batch of requests) and returns
 // the failures by topic.
-func (a *ledgerSyncer) recordAll(recs []TopicRecord) map[string]error {
+func (a *ledgerSyncer) recordAll(recs []linkstate.TopicRecord) map[string]error {
 	if len(recs) == 0 {
 		return nil
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.prod == nil {
-		p, err := plainProducer(a.cl)
+		p, err := kafkaconn.NewSyncProducer(a.cl, kafkaconn.ManualPartitions)
 		if err != nil {
 			failed := map[string]error{}
 			for _, rec := range recs {
@@ -143,7 +145,7 @@ func (a *ledgerSyncer) recordAll(recs []TopicRecord) map[string]error {
 		}
 		a.prod = p
 	}
-	failed := writeTopicRecords(a.prod, a.link, recs)
+	failed := linkstate.WriteTopicRecords(a.prod, a.link, recs)
 	for _, rec := range recs {
 		if failed[rec.Topic] == nil {
 			a.ledger[rec.Topic] = rec
@@ -158,7 +160,7 @@ func (a *ledgerSyncer) recordAll(recs []TopicRecord) map[string]error {
 func (a *ledgerSyncer) admit(ts []topicsync.TopicResult) (map[string]readyTopic, map[string]string) {
 	ready := map[string]readyTopic{}
 	troubles := map[string]string{}
-	var recs []TopicRecord
+	var recs []linkstate.TopicRecord
 	a.mu.Lock()
 	for _, t := range ts {
 		switch {
@@ -168,7 +170,7 @@ func (a *ledgerSyncer) admit(ts []topicsync.TopicResult) (map[string]readyTopic,
 			troubles[t.Name] = t.Err.Error()
 		}
 		if _, known := a.ledger[t.Name]; !known && t.SourceID != "" && (t.Created || t.Ready()) {
-			recs = append(recs, TopicRecord{Topic: t.Name, SourceID: t.SourceID, Created: t.Created})
+			recs = append(recs, linkstate.TopicRecord{Topic: t.Name, SourceID: t.SourceID, Created: t.Created})
 		}
 	}
 	a.mu.Unlock()
@@ -202,7 +204,7 @@ func (a *ledgerSyncer) readyEarly(ts []topicsync.TopicResult) {
 func (a *ledgerSyncer) sync(ctx context.Context) (map[string]readyTopic, map[string]string, error) {
 	// The ledger is read afresh every pass: `drctl mirror reseed-topic`
 	// changes it from another process.
-	ledger, err := ReadTopicLedger(ctx, a.dst, a.link)
+	ledger, err := linkstate.ReadTopicLedger(ctx, a.dst, a.link)
 	if err != nil {
 		return nil, nil, fmt.Errorf("target %s: %w", a.link.Target, err)
 	}
@@ -218,9 +220,9 @@ func (a *ledgerSyncer) sync(ctx context.Context) (map[string]readyTopic, map[str
 	for _, t := range rep.Topics {
 		ids[t.Name] = t.SourceID
 	}
-	changes := topicChanges(a.link, a.mirrors, ledger, ids)
+	changes := linkstate.TopicChanges(a.link, a.mirrors, ledger, ids)
 	for _, c := range changes {
-		if c.Kind == TopicDeleted {
+		if c.Kind == linkstate.TopicDeleted {
 			troubles[c.Topic] = c.Message
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/drctl/drctl/internal/kfaketest"
+	"github.com/drctl/drctl/linkstate"
 )
 
 // TestRetentionLossIsCounted: records removed on the source before the
@@ -71,7 +72,7 @@ func TestRetentionLossIsCounted(t *testing.T) {
 	}
 	lctx, lcancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer lcancel()
-	rep, err := MeasureLag(lctx, p.Topology, p.Topology.Link("east", "west"))
+	rep, err := linkstate.MeasureLag(lctx, p.Topology, p.Topology.Link("east", "west"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +93,7 @@ func TestRetentionLossIsCounted(t *testing.T) {
 	before := time.Now()
 	run(15)
 	link := p.Topology.Link("east", "west")
-	rep, err = MeasureLag(lctx, p.Topology, link)
+	rep, err = linkstate.MeasureLag(lctx, p.Topology, link)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,17 +103,17 @@ func TestRetentionLossIsCounted(t *testing.T) {
 		t.Errorf("lag after the loss: pending %d (want 0), unacknowledged %d (want 15), losses %+v (want %s, found before the restart)",
 			rep.TotalLost, rep.LostUnacknowledged, rep.Losses, want)
 	}
-	ls := DescribeLink(lctx, p.Topology, link)
+	ls := linkstate.Describe(lctx, p.Topology, link)
 	if probs := strings.Join(ls.Problems(), "\n"); ls.LostUnacknowledged != 15 || !strings.Contains(probs, want) || !strings.Contains(probs, "drctl mirror ack-lost") {
 		t.Errorf("link state: %d unacknowledged, problems:\n%s\nwant the range and drctl mirror ack-lost", ls.LostUnacknowledged, probs)
 	}
 
 	// Acknowledged, it is gone from the record.
-	n, err := AckLost(lctx, dst, link, rep.Losses)
+	n, err := linkstate.AckLost(lctx, dst, link, rep.Losses)
 	if err != nil || n != 1 {
 		t.Fatalf("AckLost: %d, %v", n, err)
 	}
-	left, err := ReadLost(lctx, dst, link)
+	left, err := linkstate.ReadLost(lctx, dst, link)
 	if err != nil || len(left) != 0 {
 		t.Errorf("losses after the acknowledgement: %+v, %v; want none", left, err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/offsettranslate"
 	"github.com/drctl/drctl/topology"
 )
@@ -585,14 +586,14 @@ func (t *txn) commit(ctx context.Context) error {
 			return s.fail(fmt.Errorf("shard %d: write %s on %s: no acknowledgement within %v", s.id, m.Topic, e.link.Target, e.opts.ProduceTimeout))
 		}
 	}
-	var ck map[topology.TopicPartition]progressEntry
+	var ck map[topology.TopicPartition]linkstate.Progress
 	if s.checkpointDue(t, t.records == 0) {
 		ck = s.checkpoint(t, t.mapEnd)
 	}
 	offsets := map[string][]*sarama.PartitionOffsetMetadata{}
 	for tp, pe := range ck {
-		offsets[tp.Topic] = append(offsets[tp.Topic], &sarama.PartitionOffsetMetadata{Partition: tp.Partition, Offset: pe.next,
-			Metadata: pe.metadata()})
+		offsets[tp.Topic] = append(offsets[tp.Topic], &sarama.PartitionOffsetMetadata{Partition: tp.Partition, Offset: pe.Next,
+			Metadata: pe.Metadata()})
 	}
 	if eos {
 		if len(offsets) > 0 {
@@ -603,7 +604,7 @@ func (t *txn) commit(ctx context.Context) error {
 		if err := s.prod.CommitTxn(); err != nil {
 			return s.fail(fmt.Errorf("shard %d: commit transaction: %w", s.id, err))
 		}
-	} else if err := commitProgress(ctx, s.dst, e.link.ProgressGroup(), offsets); err != nil {
+	} else if err := linkstate.CommitProgress(ctx, s.dst, e.link.ProgressGroup(), offsets); err != nil {
 		return s.fail(fmt.Errorf("shard %d: commit progress: %w", s.id, err))
 	}
 	done := time.Now()

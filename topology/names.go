@@ -31,7 +31,7 @@ const (
 	DrillLocksTopic = "__drctl_drill_locks"
 	// MirrorPausesTopic holds the pauses of a mirror link's copying that
 	// unplanned drills ask for, keyed by topology and link (see
-	// mirror.Pause).
+	// linkstate.Pause).
 	MirrorPausesTopic = "__drctl_mirror_pauses"
 )
 

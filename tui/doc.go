@@ -3,7 +3,7 @@
 // failover, failback, resume and offset sync at a keystroke.
 //
 // It is a front-end only. Everything it shows comes from the functions the
-// CLI calls (inspect.CollectStatus for `drctl status`, mirror.MeasureLag for
+// CLI calls (inspect.CollectStatus for `drctl status`, linkstate.MeasureLag for
 // `drctl mirror lag`, groupsync.Translate for `drctl offsets translate`,
 // failover.PlanFailover for `drctl plan failover`), and every run goes
 // through failover.Execute: the console is one more plans.Hook on the same

@@ -12,7 +12,7 @@ import (
 	"github.com/drctl/drctl/drill"
 	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/rolestate"
-	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/mirror/groupsync"
 	"github.com/drctl/drctl/plans"
 	"github.com/drctl/drctl/topology"
@@ -67,7 +67,7 @@ func steadyStatus() *inspect.Status {
 			{Name: "analytics", Active: inspect.GroupSide{Exists: true, State: "Stable", Members: 2}, Standby: inspect.GroupSide{Exists: true, State: "Empty"}, Sync: synced("analytics", 1.2)},
 			{Name: "billing", Active: inspect.GroupSide{Exists: true, State: "Stable", Members: 1}, Standby: inspect.GroupSide{Exists: true, State: "Empty"}, Sync: synced("billing", 0.9)},
 		},
-		Mirror:   &mirror.LinkState{Link: "east->west", Running: true, Workers: 2, GroupState: "Stable"},
+		Mirror:   &linkstate.State{Link: "east->west", Running: true, Workers: 2, GroupState: "Stable"},
 		Problems: []string{},
 	}
 }
@@ -77,15 +77,15 @@ func side(n int32) inspect.TopicSide {
 }
 
 // lagReport spreads lag records over the topics' partitions.
-func lagReport(st *inspect.Status, lag map[string]int64, at time.Time) *mirror.LagReport {
-	rep := &mirror.LagReport{Link: "east->west", MeasuredAt: at}
+func lagReport(st *inspect.Status, lag map[string]int64, at time.Time) *linkstate.LagReport {
+	rep := &linkstate.LagReport{Link: "east->west", MeasuredAt: at}
 	for _, t := range st.Topics {
 		for p := int32(0); p < t.Active.Partitions; p++ {
 			recs := lag[t.Name] / int64(t.Active.Partitions)
 			if p == 0 {
 				recs += lag[t.Name] % int64(t.Active.Partitions)
 			}
-			pl := mirror.PartitionLag{Topic: t.Name, Partition: p, SourceEnd: 1000 + int64(p)*10, Records: recs}
+			pl := linkstate.PartitionLag{Topic: t.Name, Partition: p, SourceEnd: 1000 + int64(p)*10, Records: recs}
 			pl.Mirrored = pl.SourceEnd - recs
 			if recs > 0 {
 				pl.Seconds = float64(recs) / 300
@@ -98,7 +98,7 @@ func lagReport(st *inspect.Status, lag map[string]int64, at time.Time) *mirror.L
 	return rep
 }
 
-func snapshotOf(st *inspect.Status, lag *mirror.LagReport) *Snapshot {
+func snapshotOf(st *inspect.Status, lag *linkstate.LagReport) *Snapshot {
 	return &Snapshot{Status: st, Lag: lag, At: t0, Took: 300 * time.Millisecond}
 }
 
@@ -167,7 +167,7 @@ func scenarioStale() *Snapshot {
 		Run: &rolestate.Run{ID: "failover-20261201T090000-77", Kind: rolestate.RunFailover, Step: 8, StartedAt: t0.Add(-time.Hour), By: "oncall@host"}}
 	st.Clusters = []inspect.ClusterStatus{cluster("west", "active", 6), cluster("east", "standby", 5)}
 	st.Clusters[1].Stale = true
-	st.Mirror = &mirror.LinkState{Link: "west->east", Error: "no progress: the link never ran"}
+	st.Mirror = &linkstate.State{Link: "west->east", Error: "no progress: the link never ran"}
 	st.Problems = []string{
 		"cluster east holds an older role state (stale); a failover happened without it: reseed it with drctl reseed east",
 		"mirror west->east: no progress: the link never ran",

@@ -7,7 +7,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/drctl/drctl/internal/kafkaconn"
-	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/linkstate"
 )
 
 // LogBytes is the size in bytes of the mirrored partitions' logs on both
@@ -20,7 +20,7 @@ type LogBytes struct {
 
 // measureLogBytes sums the log sizes of the partitions lag measured, on
 // the link's source and target.
-func measureLogBytes(ctx context.Context, clusters *kafkaconn.Clusters, lag *mirror.LagReport, source, target string) (*LogBytes, error) {
+func measureLogBytes(ctx context.Context, clusters *kafkaconn.Clusters, lag *linkstate.LagReport, source, target string) (*LogBytes, error) {
 	want := map[string]bool{}
 	for _, p := range lag.Partitions {
 		want[p.Topic] = true

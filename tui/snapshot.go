@@ -6,7 +6,7 @@ import (
 
 	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/kafkaconn"
-	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/runrecord"
 	"github.com/drctl/drctl/topology"
 )
@@ -16,7 +16,7 @@ import (
 // prints (the same measurement the snapshot's mirror totals come from).
 type Snapshot struct {
 	Status *inspect.Status
-	Lag    *mirror.LagReport
+	Lag    *linkstate.LagReport
 	// LagError is why the lag could not be measured ("" when it was, or
 	// when a cluster is down and it was not tried).
 	LagError string

@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/drctl/drctl/inspect"
-	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/linkstate"
 )
 
 // topicsView is view 2: every selected topic on both sides with its lag;
@@ -46,7 +46,7 @@ type topicLag struct {
 	seconds            float64
 }
 
-func lagByTopic(l *mirror.LagReport) map[string]topicLag {
+func lagByTopic(l *linkstate.LagReport) map[string]topicLag {
 	out := map[string]topicLag{}
 	if l == nil {
 		return out

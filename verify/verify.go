@@ -12,7 +12,7 @@ import (
 
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kafkaread"
-	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/offsettranslate"
 	"github.com/drctl/drctl/topology"
 )
@@ -235,7 +235,7 @@ func Run(ctx context.Context, clusters *kafkaconn.Clusters, link topology.Link, 
 
 // selected lists the mirrored source partitions opts select.
 func selected(src sarama.Client, topo *topology.Topology, opts Options) ([]topology.TopicPartition, error) {
-	all, err := mirror.MirroredPartitions(src, topo)
+	all, err := linkstate.MirroredPartitions(src, topo)
 	if err != nil {
 		return nil, err
 	}

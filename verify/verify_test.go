@@ -10,6 +10,7 @@ import (
 
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kfaketest"
+	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/mirror"
 	"github.com/drctl/drctl/verify"
 )
@@ -26,7 +27,7 @@ func mirrorUntilCaught(t *testing.T, p *kfaketest.Pair) {
 	defer func() { cancel(); <-done }()
 	link := p.Topology.Link("east", "west")
 	kfaketest.Wait(t, 60*time.Second, "the mirror to catch up", func() (bool, string) {
-		rep, err := mirror.MeasureLag(kfaketest.Ctx(t, 10*time.Second), p.Topology, link)
+		rep, err := linkstate.MeasureLag(kfaketest.Ctx(t, 10*time.Second), p.Topology, link)
 		if err != nil {
 			return false, err.Error()
 		}

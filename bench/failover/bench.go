@@ -20,7 +20,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/drctl/drctl/internal/kafkaconn"
-	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/plans"
 	"github.com/drctl/drctl/topology"
 )
@@ -327,7 +327,7 @@ func (b *bench) waitCaughtUp(ctx context.Context, timeout time.Duration) error {
 	last := time.Now()
 	for {
 		mctx, cancel := context.WithTimeout(ctx, time.Minute)
-		rep, err := mirror.MeasureLag(mctx, b.topo, link)
+		rep, err := linkstate.MeasureLag(mctx, b.topo, link)
 		cancel()
 		if err == nil && len(rep.Partitions) == b.o.topics*b.o.partitions && rep.Caught() {
 			never := 0

@@ -14,6 +14,7 @@ import (
 
 	"github.com/drctl/drctl/drill"
 	"github.com/drctl/drctl/inspect"
+	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/mirror"
 	"github.com/drctl/drctl/topology"
 )
@@ -136,7 +137,7 @@ func mirrorLag(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	rep, err := mirror.MeasureLag(ctx, topo, link)
+	rep, err := linkstate.MeasureLag(ctx, topo, link)
 	if err != nil {
 		return withCode(exitUnreachable, err)
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/drctl/drctl/internal/kafkaconn"
-	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -36,9 +36,9 @@ func mirrorAckLostCommand() *cli.Command {
 
 // AckLostResult is what ack-lost removed.
 type AckLostResult struct {
-	Link         string             `json:"link" yaml:"link"`
-	Acknowledged []mirror.LostRange `json:"acknowledged" yaml:"acknowledged"`
-	Records      int64              `json:"records" yaml:"records"`
+	Link         string                `json:"link" yaml:"link"`
+	Acknowledged []linkstate.LostRange `json:"acknowledged" yaml:"acknowledged"`
+	Records      int64                 `json:"records" yaml:"records"`
 }
 
 func mirrorAckLost(c *cli.Context) error {
@@ -70,11 +70,11 @@ func mirrorAckLost(c *cli.Context) error {
 	if err != nil {
 		return withCode(exitUnreachable, err)
 	}
-	losses, err := mirror.ReadLost(ctx, dst, link)
+	losses, err := linkstate.ReadLost(ctx, dst, link)
 	if err != nil {
 		return withCode(exitUnreachable, fmt.Errorf("read the losses of %s on %s: %w", link, link.Target, err))
 	}
-	picked, unmatched := mirror.SelectLost(losses, which)
+	picked, unmatched := linkstate.SelectLost(losses, which)
 	if len(unmatched) > 0 {
 		names := make([]string, len(unmatched))
 		for i, tp := range unmatched {
@@ -83,20 +83,20 @@ func mirrorAckLost(c *cli.Context) error {
 		return withCode(exitBadInput, fmt.Errorf("link %s has no recorded loss on %s: drctl mirror lag lists the recorded losses; nothing was acknowledged",
 			link, strings.Join(names, ", ")))
 	}
-	res := AckLostResult{Link: link.String(), Acknowledged: []mirror.LostRange{}}
+	res := AckLostResult{Link: link.String(), Acknowledged: []linkstate.LostRange{}}
 	if len(picked) > 0 {
 		lines := make([]string, len(picked))
 		for i, r := range picked {
 			lines[i] = "  " + r.String() + ", found " + r.At.Format(time.RFC3339)
 		}
 		q := fmt.Sprintf("acknowledge %d record(s) in %d range(s) lost on %s before they were mirrored to %s?\n%s\n",
-			mirror.TotalLost(picked), len(picked), link.Source, link.Target, strings.Join(lines, "\n"))
+			linkstate.TotalLost(picked), len(picked), link.Source, link.Target, strings.Join(lines, "\n"))
 		if err := cf.YesNo(c.App.Writer, q); err != nil {
 			return err
 		}
-		n, err := mirror.AckLost(ctx, dst, link, picked)
+		n, err := linkstate.AckLost(ctx, dst, link, picked)
 		res.Acknowledged = picked[:n]
-		res.Records = mirror.TotalLost(res.Acknowledged)
+		res.Records = linkstate.TotalLost(res.Acknowledged)
 		if err != nil {
 			return fmt.Errorf("%w (%d of %d range(s) acknowledged; run it again for the rest)", err, n, len(picked))
 		}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/internal/kvstore"
-	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/linkstate"
 )
 
 // TestAckLost: the losses a link recorded are listed by mirror lag until
@@ -24,7 +24,7 @@ func TestAckLost(t *testing.T) {
 	west := kfaketest.Dial(t, p.Topology, "west")
 	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	// Keys other than the mirror's own: ack-lost removes the key each range was read under.
-	for _, r := range []mirror.LostRange{
+	for _, r := range []linkstate.LostRange{
 		{Topic: "orders", Partition: 0, From: 10, To: 24, Records: 15, At: at},
 		{Topic: "orders", Partition: 1, From: 0, To: 4, Records: 5, At: at},
 	} {

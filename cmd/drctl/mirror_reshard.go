@@ -9,11 +9,11 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/linkstate"
 )
 
 // mirrorReshardCommand changes the shard count of the live link while no
-// mirror process of it runs (mirror.Reshard).
+// mirror process of it runs (linkstate.Reshard).
 func mirrorReshardCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "reshard",
@@ -57,9 +57,9 @@ func mirrorReshard(c *cli.Context) error {
 	if err := cf.YesNo(c.App.Writer, fmt.Sprintf("reshard the link %s to %d shards (every mirror process of it stopped)?", link, n)); err != nil {
 		return err
 	}
-	res, err := mirror.Reshard(ctx, topo, link, int32(n))
+	res, err := linkstate.Reshard(ctx, topo, link, int32(n))
 	switch {
-	case errors.Is(err, mirror.ErrLinkRunning), errors.Is(err, mirror.ErrNeverRan):
+	case errors.Is(err, linkstate.ErrLinkRunning), errors.Is(err, linkstate.ErrNeverRan):
 		return withCode(exitBadInput, err)
 	case err != nil:
 		return err

@@ -9,7 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/linkstate"
 )
 
 // mirrorReseedTopicCommand resolves a topic recreated on the live active:
@@ -67,8 +67,8 @@ func mirrorReseedTopic(c *cli.Context) error {
 	if err := cf.YesNo(c.App.Writer, fmt.Sprintf("%s the copy of %s on %s and mirror the new %s from %s?", what, topic, link.Target, topic, link.Source)); err != nil {
 		return err
 	}
-	res, err := mirror.ReseedTopic(ctx, topo, link, topic, c.Bool("salvage"))
-	if errors.Is(err, mirror.ErrNotRecreated) {
+	res, err := linkstate.ReseedTopic(ctx, topo, link, topic, c.Bool("salvage"))
+	if errors.Is(err, linkstate.ErrNotRecreated) {
 		return withCode(exitBadInput, err)
 	}
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/internal/kfaketest"
+	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/mirror"
 	"github.com/drctl/drctl/mirror/groupsync"
 	"github.com/drctl/drctl/topology"
@@ -78,7 +79,7 @@ func newOffsetsEnv(t *testing.T) *offsetsEnv {
 	t.Cleanup(func() { stop(); <-done })
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		rep, err := mirror.MeasureLag(ctx, p.Topology, e.Link())
+		rep, err := linkstate.MeasureLag(ctx, p.Topology, e.Link())
 		if err == nil && rep.Caught() {
 			break
 		}

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/drctl/drctl/drill"
-	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/linkstate"
 )
 
 // lossesIntro heads the reports' section on losses to source retention,
@@ -27,14 +27,14 @@ type linkLosses struct {
 	Read       bool
 	Why        string
 	Records    int64
-	Ranges     []mirror.LostRange
+	Ranges     []linkstate.LostRange
 }
 
 // notRead says why a record holds nothing of a link's losses when it says
 // neither that it read them nor why not.
 const notRead = "the drill did not read the link's state (it stopped before it, or it ran before drills did)"
 
-func newLinkLosses(name, link string, read bool, why string, records int64, ranges []mirror.LostRange) linkLosses {
+func newLinkLosses(name, link string, read bool, why string, records int64, ranges []linkstate.LostRange) linkLosses {
 	l := linkLosses{Name: name, Link: link, Records: records, Ranges: ranges}
 	switch {
 	case read, records > 0, len(ranges) > 0: // older records kept losses without saying they read
@@ -45,7 +45,7 @@ func newLinkLosses(name, link string, read bool, why string, records int64, rang
 		l.Why = notRead
 	}
 	if l.Records == 0 {
-		l.Records = mirror.TotalLost(ranges)
+		l.Records = linkstate.TotalLost(ranges)
 	}
 	return l
 }

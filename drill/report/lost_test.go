@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/drctl/drctl/drill"
-	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/linkstate"
 )
 
 // TestReportsCarryUnacknowledgedLosses: records the link lost to source
@@ -19,7 +19,7 @@ import (
 func TestReportsCarryUnacknowledgedLosses(t *testing.T) {
 	r := sample()
 	r.RPO.LostRecords = 20
-	r.RPO.Losses = []mirror.LostRange{
+	r.RPO.Losses = []linkstate.LostRange{
 		{Topic: "orders", Partition: 0, From: 10, To: 24, Records: 15, At: time.Date(2026, 12, 1, 2, 0, 0, 0, time.UTC)},
 		{Topic: "orders", Partition: 1, From: 0, To: 4, Records: 5, At: time.Date(2026, 12, 1, 2, 0, 0, 0, time.UTC)},
 	}
@@ -50,7 +50,7 @@ func TestReportsCarryUnacknowledgedLosses(t *testing.T) {
 // "not measured" (with why) when it was not, or the record does not say.
 func TestEveryKindReportsLossesPerLink(t *testing.T) {
 	at := time.Date(2026, 12, 1, 2, 0, 0, 0, time.UTC)
-	four := []mirror.LostRange{
+	four := []linkstate.LostRange{
 		{Topic: "orders", Partition: 0, From: 10, To: 24, Records: 15, At: at},
 		{Topic: "orders", Partition: 1, From: 0, To: 4, Records: 5, At: at},
 		{Topic: "payments.eu", Partition: 2, From: 1000, To: 1999, Records: 1000, At: at.Add(time.Hour)},

@@ -1,4 +1,4 @@
-package mirror
+package linkstate
 
 import (
 	"context"
@@ -59,13 +59,13 @@ func ReadTopicLedger(ctx context.Context, dst sarama.Client, link topology.Link)
 
 // writeTopicRecord records rec on the target through prod.
 func writeTopicRecord(prod sarama.SyncProducer, link topology.Link, rec TopicRecord) error {
-	return writeTopicRecords(prod, link, []TopicRecord{rec})[rec.Topic]
+	return WriteTopicRecords(prod, link, []TopicRecord{rec})[rec.Topic]
 }
 
-// writeTopicRecords records recs on the target through prod, in as few
+// WriteTopicRecords records recs on the target through prod, in as few
 // requests as the producer makes of them (a reseed records hundreds of
 // topics at once), and returns the failures by topic.
-func writeTopicRecords(prod sarama.SyncProducer, link topology.Link, recs []TopicRecord) map[string]error {
+func WriteTopicRecords(prod sarama.SyncProducer, link topology.Link, recs []TopicRecord) map[string]error {
 	failed := map[string]error{}
 	msgs := make([]*sarama.ProducerMessage, 0, len(recs))
 	now := time.Now().UnixMilli()
@@ -77,7 +77,7 @@ func writeTopicRecords(prod sarama.SyncProducer, link topology.Link, recs []Topi
 			continue
 		}
 		msgs = append(msgs, &sarama.ProducerMessage{Topic: link.TopicsTopic(), Partition: 0,
-			Key: sarama.StringEncoder(rec.Topic), Value: sarama.ByteEncoder(raw), Metadata: &txnMeta{}})
+			Key: sarama.StringEncoder(rec.Topic), Value: sarama.ByteEncoder(raw)})
 	}
 	err := prod.SendMessages(msgs)
 	if err == nil {
@@ -122,9 +122,9 @@ const (
 	TopicRecreated = "recreated"
 )
 
-// topicChanges compares the ledger with the source's selected topics and
+// TopicChanges compares the ledger with the source's selected topics and
 // their ids (sourceIDs: name -> id, "" when the source reports none).
-func topicChanges(link topology.Link, mirrors func(topic string) bool, ledger TopicLedger, sourceIDs map[string]string) []TopicChange {
+func TopicChanges(link topology.Link, mirrors func(topic string) bool, ledger TopicLedger, sourceIDs map[string]string) []TopicChange {
 	var out []TopicChange
 	for name, rec := range ledger {
 		if !mirrors(name) {
@@ -138,14 +138,14 @@ func topicChanges(link topology.Link, mirrors func(topic string) bool, ledger To
 					link.Source, link.Target, link.Target)})
 		case id != "" && rec.SourceID != "" && id != rec.SourceID:
 			out = append(out, TopicChange{Topic: name, Kind: TopicRecreated, MirroredID: rec.SourceID, SourceID: id,
-				Message: recreatedMessage(link, name)})
+				Message: RecreatedMessage(link, name)})
 		}
 	}
 	slices.SortFunc(out, func(a, b TopicChange) int { return strings.Compare(a.Topic, b.Topic) })
 	return out
 }
 
-func recreatedMessage(link topology.Link, topic string) string {
+func RecreatedMessage(link topology.Link, topic string) string {
 	return fmt.Sprintf("recreated on %s (new topic id): the copy on %s holds the old incarnation and is kept, not mirrored into; "+
 		"run `drctl mirror reseed-topic %s --salvage --yes` (keep the old records in a quarantine topic) or `--drop --yes` to mirror the new one",
 		link.Source, link.Target, topic)

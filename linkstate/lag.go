@@ -1,4 +1,4 @@
-package mirror
+package linkstate
 
 import (
 	"cmp"
@@ -105,7 +105,7 @@ func MeasureLagIn(ctx context.Context, clusters *kafkaconn.Clusters, link topolo
 	if err != nil {
 		return nil, fmt.Errorf("source %s: %w", link.Source, err)
 	}
-	progress, err := progressNext(readProgressFull(ctx, dst, link, tps, committedSoFar, mirrored))
+	progress, err := progressNext(ReadProgressFull(ctx, dst, link, tps, CommittedSoFar, mirrored))
 	if err != nil {
 		return nil, fmt.Errorf("target %s: progress of %s: %w", link.Target, link, err)
 	}
@@ -191,15 +191,18 @@ func partitionBehind(tp topology.TopicPartition, lso, start int64, progress map[
 	return pl
 }
 
+// errFound ends a read that found what it looked for.
+var errFound = errors.New("found")
+
 // oldestUnmirrored sets pl's age from its first committed record at or
 // after from, read on its own.
 func oldestUnmirrored(ctx context.Context, src sarama.Client, pl *PartitionLag, from int64) {
 	var oldest time.Time
 	_, err := kafkaread.ReadCommitted(ctx, src, pl.Topic, pl.Partition, from, func(r kafkaread.Record) error {
 		oldest = r.Timestamp
-		return errStop
+		return errFound
 	})
-	if err != nil && !errors.Is(err, errStop) {
+	if err != nil && !errors.Is(err, errFound) {
 		pl.Error = err.Error()
 		return
 	}
@@ -263,7 +266,7 @@ func addTroubles(ctx context.Context, src, dst sarama.Client, topo *topology.Top
 	if now, err := kafkaread.TopicIDs(ctx, src, slices.Collect(maps.Keys(ids))); err == nil {
 		maps.Copy(ids, now)
 	}
-	rep.TopicChanges = topicChanges(link, topo.Mirrors, ledger, ids)
+	rep.TopicChanges = TopicChanges(link, topo.Mirrors, ledger, ids)
 	for _, c := range rep.TopicChanges {
 		if c.Kind != TopicRecreated {
 			continue

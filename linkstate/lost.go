@@ -1,4 +1,4 @@
-package mirror
+package linkstate
 
 import (
 	"cmp"
@@ -49,10 +49,10 @@ func (r LostRange) String() string {
 // loss (the mirror restarted before it copied past it) replaces it.
 func (r LostRange) key() string { return fmt.Sprintf("%s@%d", r.TopicPartition(), r.From) }
 
-// recordLost writes r to the link's lost topic on the target (creating the
+// RecordLost writes r to the link's lost topic on the target (creating the
 // topic when missing). The mirror skips the range only once this returned
 // nil: a loss is never passed over without a record.
-func recordLost(ctx context.Context, dst sarama.Client, link topology.Link, r LostRange) error {
+func RecordLost(ctx context.Context, dst sarama.Client, link topology.Link, r LostRange) error {
 	raw, err := json.Marshal(r)
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package mirror
+package linkstate
 
 import (
 	"context"
@@ -12,9 +12,9 @@ import (
 	"github.com/drctl/drctl/topology"
 )
 
-// LinkState is what the clusters say about a link, for status: the mirror
+// State is what the clusters say about a link, for status: the mirror
 // processes in its worker group and its lag.
-type LinkState struct {
+type State struct {
 	Link string `json:"link" yaml:"link"`
 	// Running is true when at least one mirror process is in the link's
 	// worker group on the target.
@@ -41,27 +41,27 @@ type LinkState struct {
 	Error        string        `json:"error,omitempty" yaml:"error,omitempty"`
 }
 
-// DescribeLink reads the link's worker group on the target and measures its
+// Describe reads the link's worker group on the target and measures its
 // lag. Problems are reported in Error; it never fails as a whole.
-func DescribeLink(ctx context.Context, topo *topology.Topology, link topology.Link) LinkState {
-	ls, _ := DescribeLinkLag(ctx, topo, link)
+func Describe(ctx context.Context, topo *topology.Topology, link topology.Link) State {
+	ls, _ := DescribeLag(ctx, topo, link)
 	return ls
 }
 
-// DescribeLinkLag is DescribeLink that also returns the per-partition lag
+// DescribeLag is Describe that also returns the per-partition lag
 // it measured (nil when it could not), for callers that show both (the
 // TUI) without measuring twice.
-func DescribeLinkLag(ctx context.Context, topo *topology.Topology, link topology.Link) (LinkState, *LagReport) {
+func DescribeLag(ctx context.Context, topo *topology.Topology, link topology.Link) (State, *LagReport) {
 	clusters := kafkaconn.Open(ctx, topo, link.Target)
 	defer clusters.Close()
-	return DescribeLinkLagIn(ctx, clusters, link)
+	return DescribeLagIn(ctx, clusters, link)
 }
 
-// DescribeLinkLagIn is DescribeLinkLag through a command's session: it uses
+// DescribeLagIn is DescribeLag through a command's session: it uses
 // the session's clients of the link's clusters, dialling them only if the
 // session has not yet.
-func DescribeLinkLagIn(ctx context.Context, clusters *kafkaconn.Clusters, link topology.Link) (LinkState, *LagReport) {
-	ls := LinkState{Link: link.String()}
+func DescribeLagIn(ctx context.Context, clusters *kafkaconn.Clusters, link topology.Link) (State, *LagReport) {
+	ls := State{Link: link.String()}
 	clusters.Connect(ctx, link.Target)
 	dst, err := clusters.Need(link.Target)
 	if err != nil {
@@ -104,7 +104,7 @@ func DescribeLinkLagIn(ctx context.Context, clusters *kafkaconn.Clusters, link t
 // Problems lists, one line each and sorted, what the link cannot copy or
 // copied again: the partitions the target refuses, the topics deleted or
 // recreated on the source, and the last reset of its target.
-func (ls LinkState) Problems() []string {
+func (ls State) Problems() []string {
 	var out []string
 	for tp, msg := range ls.PartitionErrors {
 		out = append(out, fmt.Sprintf("mirror %s: %s cannot be copied: %s", ls.Link, tp, msg))

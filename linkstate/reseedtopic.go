@@ -1,4 +1,4 @@
-package mirror
+package linkstate
 
 import (
 	"context"
@@ -142,7 +142,7 @@ func copyTopic(ctx context.Context, cl sarama.Client, admin sarama.ClusterAdmin,
 				hs = append(hs, *h)
 			}
 			_, _, err := prod.SendMessage(&sarama.ProducerMessage{Topic: into, Partition: p, Key: keyOf(r.Key),
-				Value: sarama.ByteEncoder(r.Value), Headers: hs, Timestamp: r.Timestamp, Metadata: &txnMeta{}})
+				Value: sarama.ByteEncoder(r.Value), Headers: hs, Timestamp: r.Timestamp})
 			if err == nil {
 				n++
 			}
@@ -153,6 +153,14 @@ func copyTopic(ctx context.Context, cl sarama.Client, admin sarama.ClusterAdmin,
 		}
 	}
 	return n, nil
+}
+
+// keyOf keeps a null key null.
+func keyOf(k []byte) sarama.Encoder {
+	if k == nil {
+		return nil
+	}
+	return sarama.ByteEncoder(k)
 }
 
 func waitTopicGone(ctx context.Context, cl sarama.Client, topic string) error {

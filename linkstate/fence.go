@@ -1,4 +1,4 @@
-package mirror
+package linkstate
 
 import (
 	"context"
@@ -12,19 +12,19 @@ import (
 	"github.com/drctl/drctl/topology"
 )
 
-// FenceLink makes every mirror process of link unable to write into its
+// Fence makes every mirror process of link unable to write into its
 // target again, even one that is hung now and wakes up later: it
 // initialises each shard's transactional id, and the group sync's
 // (GroupsTransactionalID), on the target, which aborts the holder's open
 // transaction and fails all its later calls.
 //
 // Contract with the caller (failover): record the new role state (its
-// higher epoch) on the target BEFORE calling FenceLink. A fenced process
+// higher epoch) on the target BEFORE calling Fence. A fenced process
 // can only write again by initialising its id anew, and a shard checks the
 // target's role state right after every initialisation, so it then sees
 // the new epoch and stops. It returns the number of shards fenced; a link
 // that never ran on this target has nothing to fence (0, nil).
-func FenceLink(ctx context.Context, topo *topology.Topology, link topology.Link) (int, error) {
+func Fence(ctx context.Context, topo *topology.Topology, link topology.Link) (int, error) {
 	dst := topo.Clusters[link.Target]
 	if dst == nil {
 		return 0, fmt.Errorf("fence %s: no cluster %q in topology %s", link, link.Target, topo.Name)

@@ -1,4 +1,4 @@
-package mirror
+package linkstate
 
 import (
 	"context"
@@ -49,10 +49,10 @@ var ErrNeverRan = errors.New("the link has not run on its target")
 // every transactional id any count of the link used, which aborts an open
 // transaction and fences its holder. A process that initialised an id
 // before that is fenced; one that does after reads the new count right
-// after its initialisation (shard.open) and stops without writing. The
-// offset map never loses partitions (a shard writes partition id modulo
-// their count) and grows with the count, so its partition count is the
-// largest count the link ever had: the ids FenceLink must fence.
+// after its initialisation (the mirror shard's open) and stops without
+// writing. The offset map never loses partitions (a shard writes partition
+// id modulo their count) and grows with the count, so its partition count
+// is the largest count the link ever had: the ids Fence must fence.
 //
 // A shrink also writes a tombstone into the ends topic for each shard that
 // no longer exists, so that status stops showing what those shards saw.
