@@ -2,7 +2,6 @@ package drill
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -32,27 +31,8 @@ func ensureCanaryTopic(ctx context.Context, client sarama.Client, topo *topology
 	if info.Exists {
 		return false, nil
 	}
-	admin, err := sarama.NewClusterAdminFromClient(client)
-	if err != nil {
-		return false, err
-	}
-	rf := int16(min(3, max(1, len(client.Brokers()))))
-	retention := strconv.FormatInt(topo.Drills.CanaryRetention.Milliseconds(), 10)
-	del := "delete"
-	err = admin.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: rf,
-		ConfigEntries: map[string]*string{"retention.ms": &retention, "cleanup.policy": &del}}, false)
-	if err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {
-		return false, fmt.Errorf("create %s: %w", topic, err)
-	}
-	_, err = kafkaread.Await(ctx, func() (struct{}, error) {
-		if err := client.RefreshMetadata(topic); err != nil {
-			return struct{}{}, err
-		}
-		_, err := client.Leader(topic, 0)
-		return struct{}{}, err
-	})
-	if err != nil {
-		return true, fmt.Errorf("create %s: no leader: %w", topic, err)
+	if err := kafkaread.EnsureTopics(ctx, client, topology.ExpiringTopic(topic, 1, topo.Drills.CanaryRetention)); err != nil {
+		return true, fmt.Errorf("create %s: %w", topic, err)
 	}
 	return true, nil
 }

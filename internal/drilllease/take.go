@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -17,9 +16,6 @@ import (
 	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/topology"
 )
-
-// retention bounds the claims kept; a lease lives far shorter.
-const retention = 24 * time.Hour
 
 // ErrLocked means another holder has the lease; the message names it.
 var ErrLocked = errors.New("held by another drctl")
@@ -82,30 +78,5 @@ func appendClaim(ctx context.Context, c sarama.Client, cluster *topology.Cluster
 }
 
 func ensureTopic(ctx context.Context, c sarama.Client) error {
-	info, err := kafkaread.Topic(ctx, c, topic)
-	if err != nil {
-		return err
-	}
-	if info.Exists {
-		return nil
-	}
-	admin, err := sarama.NewClusterAdminFromClient(c)
-	if err != nil {
-		return err
-	}
-	rf := int16(min(3, max(1, len(c.Brokers()))))
-	ret, del := strconv.FormatInt(retention.Milliseconds(), 10), "delete"
-	err = admin.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: rf,
-		ConfigEntries: map[string]*string{"retention.ms": &ret, "cleanup.policy": &del}}, false)
-	if err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {
-		return fmt.Errorf("create %s: %w", topic, err)
-	}
-	_, err = kafkaread.Await(ctx, func() (struct{}, error) {
-		if err := c.RefreshMetadata(topic); err != nil {
-			return struct{}{}, err
-		}
-		_, err := c.Leader(topic, 0)
-		return struct{}{}, err
-	})
-	return err
+	return kafkaread.EnsureTopics(ctx, c, topology.ExpiringTopic(topic, 1, topology.DrillLocksRetention))
 }

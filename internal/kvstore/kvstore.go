@@ -2,7 +2,6 @@ package kvstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -10,6 +9,7 @@ import (
 
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kafkaread"
+	"github.com/drctl/drctl/topology"
 )
 
 // Put writes value under key in topic, creating the topic (one partition,
@@ -77,29 +77,7 @@ func GetAt(ctx context.Context, client sarama.Client, topic, key string) (value 
 }
 
 func ensure(ctx context.Context, client sarama.Client, topic string) error {
-	info, err := kafkaread.Topic(ctx, client, topic)
-	if err != nil {
-		return fmt.Errorf("look up %s: %w", topic, err)
-	}
-	if info.Exists {
-		return nil
-	}
-	admin, err := sarama.NewClusterAdminFromClient(client)
-	if err != nil {
-		return fmt.Errorf("create %s: %w", topic, err)
-	}
-	rf := int16(min(3, max(1, len(client.Brokers()))))
-	compact := "compact"
-	err = admin.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: rf,
-		ConfigEntries: map[string]*string{"cleanup.policy": &compact}}, false)
-	if err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {
-		return fmt.Errorf("create %s: %w", topic, err)
-	}
-	if err := kafkaread.AwaitLeaders(ctx, client, 15*time.Second, topic); err != nil {
-		return fmt.Errorf("create %s: %w", topic, err)
-	}
-	// The caller writes through client: let it see the new topic now.
-	if err := client.RefreshMetadata(topic); err != nil {
+	if err := kafkaread.EnsureTopics(ctx, client, topology.KeyedTopic(topic, 0)); err != nil {
 		return fmt.Errorf("create %s: %w", topic, err)
 	}
 	return nil

@@ -174,7 +174,7 @@ func (w *writer) run(ctx context.Context) error {
 			return &StaleError{Expected: w.expected, Want: w.next}
 		}
 		at("create the state topic")
-		if err := createTopic(ctx, w.client, info); err != nil {
+		if err := createTopic(ctx, w.client); err != nil {
 			return wrap("first write", err)
 		}
 		if info, err = kafkaread.Topic(ctx, w.client, stateTopic); err != nil {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/IBM/sarama"
 
@@ -93,27 +92,10 @@ func badRecord(topology string, offset int64, err error) error {
 		topology, stateTopic, offset, err, stateTopic)
 }
 
-// createWait bounds the wait for a newly created state topic to get a
-// partition leader.
-const createWait = 15 * time.Second
-
-// createTopic creates the state topic, compacted, with one partition and
-// min(3, brokers) replicas, and waits until its partition has a leader. A
-// concurrent creator's topic is as good as ours. min.compaction.lag.ms stays
-// at the broker default (0): the state is a handful of small records, and
-// kfake rejects the key.
-func createTopic(ctx context.Context, client sarama.Client, info kafkaread.TopicInfo) error {
-	compact := "compact"
-	detail := &sarama.TopicDetail{
-		NumPartitions:     1,
-		ReplicationFactor: int16(min(3, len(info.Brokers))),
-		ConfigEntries:     map[string]*string{"cleanup.policy": &compact},
-	}
-	if err := kafkaread.CreateTopics(ctx, client, map[string]*sarama.TopicDetail{stateTopic: detail}); err != nil {
-		return err
-	}
-	if err := kafkaread.AwaitLeaders(ctx, client, createWait, stateTopic); err != nil {
-		return fmt.Errorf("create topic %s: %w", stateTopic, err)
-	}
-	return nil
+// createTopic creates the state topic (topology.KeyedTopic) and waits
+// until its partition has a leader. A concurrent creator's topic is as good
+// as ours. min.compaction.lag.ms stays at the broker default (0): the
+// state is a handful of small records, and kfake rejects the key.
+func createTopic(ctx context.Context, client sarama.Client) error {
+	return kafkaread.EnsureTopics(ctx, client, topology.KeyedTopic(stateTopic, 0))
 }

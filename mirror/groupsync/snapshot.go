@@ -135,20 +135,10 @@ func ensureGroupsTopic(ctx context.Context, dst sarama.Client, link topology.Lin
 		return nil
 	}
 	// Every sync round rewrites each group's snapshot, and readers start
-	// from the beginning: small segments let the cleaner keep the topic
-	// near one record per group.
-	rf := int16(max(1, min(3, len(info.Brokers))))
-	detail := &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: rf,
-		ConfigEntries: map[string]*string{"cleanup.policy": new("compact"), "segment.bytes": new("8388608"),
-			"segment.ms": new("600000"), "min.cleanable.dirty.ratio": new("0.1"), "max.message.bytes": &maxBytes}}
-	_, err = kafkaread.Await(ctx, func() (struct{}, error) { return struct{}{}, admin.CreateTopic(link.GroupsTopic(), detail, false) })
-	if err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {
+	// from the beginning: a keyed topic's small segments keep it near one
+	// record per group.
+	if err := kafkaread.EnsureTopics(ctx, dst, topology.KeyedTopic(link.GroupsTopic(), snapshotTopicMaxBytes)); err != nil {
 		return fmt.Errorf("target %s: create %s: %w", link.Target, link.GroupsTopic(), err)
-	}
-	// Created is not yet listed: reading it at once failed with an unknown
-	// topic (a warning at every fresh start).
-	if err := kafkaread.AwaitLeaders(ctx, dst, 30*time.Second, link.GroupsTopic()); err != nil {
-		return fmt.Errorf("target %s: %w", link.Target, err)
 	}
 	return nil
 }
