@@ -14,9 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drctl/drctl/internal/drilllease"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/drctl/drctl/internal/drilllease"
 )
 
 // TestLease: a held lease refuses another holder and names the holder;

@@ -337,5 +337,3 @@ func sameRunPlan(p, recorded *plans.Plan, in Inputs) error {
 	}
 	return nil
 }
-
-func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }

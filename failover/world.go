@@ -109,5 +109,3 @@ func (w *world) transition(ctx context.Context, next rolestate.State, runID stri
 	}
 	return nil
 }
-
-var errNoClusters = rolestate.ErrNoneReachable

@@ -86,10 +86,7 @@ func (p *peekConn) Read(b []byte) (int, error) {
 	if !p.done && n > 0 {
 		p.head = append(p.head, b[:n]...)
 		if len(p.head) >= 14 {
-			idLen := int(int16(binary.BigEndian.Uint16(p.head[12:14])))
-			if idLen < 0 {
-				idLen = 0
-			}
+			idLen := max(0, int(int16(binary.BigEndian.Uint16(p.head[12:14]))))
 			if len(p.head) >= 14+idLen {
 				p.record(string(p.head[14 : 14+idLen]))
 			}

@@ -63,8 +63,8 @@ func TestUntilEndsWithItsContextAndTheCheck(t *testing.T) {
 
 func TestBackoffDoublesToItsMaxAndResets(t *testing.T) {
 	b := Backoff{Initial: 100 * time.Millisecond, Max: 400 * time.Millisecond}
-	for i, want := range []time.Duration{100, 200, 400, 400} {
-		want *= time.Millisecond
+	for i, ms := range []int{100, 200, 400, 400} {
+		want := time.Duration(ms) * time.Millisecond
 		if d := b.Next(); d < want || d > want+want/5 {
 			t.Errorf("wait %d = %v; want %v plus at most a fifth", i+1, d, want)
 		}
