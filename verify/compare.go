@@ -59,7 +59,7 @@ type span struct {
 	// unmapped standby records at or past it are tail records that a map
 	// read a moment later may still claim.
 	mapTargetEnd  int64
-	sample        int // compare every sample-th source record; <= 1: all
+	sample        int // compareSampled: every sample-th mapped record; compare: unused
 	details       int // differences kept in detail
 	skipTimestamp bool
 }
@@ -70,8 +70,12 @@ type tally struct {
 	Compared      int64 // source records compared with their copy
 	Identical     int64 // of which identical
 	SourceGone    int64 // standby records whose source record the source no longer holds
-	Counts        map[Kind]int64
-	Details       []Difference
+	// SourceRead and TargetRead count the committed records read from
+	// each side: what the comparison cost.
+	SourceRead, TargetRead int64
+	Counts                 map[Kind]int64
+	Details                []Difference
+	maxDetails             int // differences kept in Details (the others are counted)
 	// ProvenSource and ProvenTarget end the stretch proven identical
 	// from sourceFrom and targetFrom: before the first difference, or the
 	// range's ends when there is none.
@@ -98,7 +102,7 @@ func (t *tally) add(d Difference, provenS, provenT int64) {
 		t.firstDiff = true
 		t.ProvenSource, t.ProvenTarget = provenS, provenT
 	}
-	if len(t.Details) < cap(t.Details) {
+	if len(t.Details) < t.maxDetails {
 		t.Details = append(t.Details, d)
 	}
 }
@@ -145,11 +149,12 @@ func (c *runCursor) source(t int64) (int64, bool) {
 
 // compare walks a partition's source records and its standby records side
 // by side, each once and in offset order, holding only the current record
-// of each: memory does not grow with the partition. src must yield the
+// of each: memory does not grow with the partition. It compares every
+// record; compareSampled compares a sample. src must yield the
 // committed records of [sourceFrom, sourceTo) and dst those of
 // [targetFrom, targetTo); records outside are ignored.
 func compare(sp span, src, dst Records) (*tally, error) {
-	t := &tally{Details: make([]Difference, 0, max(sp.details, 0)), ProvenSource: sp.sourceTo, ProvenTarget: sp.targetTo}
+	t := &tally{maxDetails: sp.details, ProvenSource: sp.sourceTo, ProvenTarget: sp.targetTo}
 	nextSrc, stopSrc := iter.Pull2(src)
 	defer stopSrc()
 	nextDst, stopDst := iter.Pull2(dst)
@@ -157,7 +162,6 @@ func compare(sp span, src, dst Records) (*tally, error) {
 	var (
 		sr, tr     kafkaread.Record
 		sok, tok   = true, true
-		sIdx       int64 // index of sr among the range's source records
 		sCur, tCur = runCursor{runs: sp.runs}, runCursor{runs: sp.runs}
 		// provenS, provenT: just after the last record pair matched.
 		provenS, provenT = sp.sourceFrom, sp.targetFrom
@@ -172,6 +176,7 @@ func compare(sp span, src, dst Records) (*tally, error) {
 			if err != nil {
 				return fmt.Errorf("source: %w", err)
 			}
+			t.SourceRead++
 			if r.Offset < sp.sourceFrom {
 				continue
 			}
@@ -179,7 +184,7 @@ func compare(sp span, src, dst Records) (*tally, error) {
 				sok = false
 				return nil
 			}
-			sr, sIdx = r, t.SourceRecords
+			sr = r
 			t.SourceRecords++
 			return nil
 		}
@@ -194,6 +199,7 @@ func compare(sp span, src, dst Records) (*tally, error) {
 			if err != nil {
 				return fmt.Errorf("standby: %w", err)
 			}
+			t.TargetRead++
 			if r.Offset < sp.targetFrom {
 				continue
 			}
@@ -211,8 +217,6 @@ func compare(sp span, src, dst Records) (*tally, error) {
 	if err := advDst(); err != nil {
 		return t, err
 	}
-	sampling := sp.sample > 1
-	sampled := func() bool { return !sampling || sIdx%int64(sp.sample) == 0 }
 	for sok || tok {
 		var expT, srcOfT int64
 		var sMapped, tMapped bool
@@ -225,14 +229,11 @@ func compare(sp span, src, dst Records) (*tally, error) {
 		var err error
 		switch {
 		case sok && !sMapped:
-			if sampled() {
-				t.add(Difference{Kind: Missing, SourceOffset: sr.Offset, TargetOffset: -1,
-					Why: "the offset map has no copy of this committed source record"}, sr.Offset, provenT)
-			}
+			t.add(Difference{Kind: Missing, SourceOffset: sr.Offset, TargetOffset: -1,
+				Why: "the offset map has no copy of this committed source record"}, sr.Offset, provenT)
 			err = advSrc()
 		case tok && !tMapped:
 			switch {
-			case sampling:
 			case tr.Offset >= sp.mapTargetEnd:
 				if len(t.tail) < maxTail {
 					t.tail = append(t.tail, tr.Offset)
@@ -248,28 +249,24 @@ func compare(sp span, src, dst Records) (*tally, error) {
 			}
 			err = advDst()
 		case sok && tok && expT == tr.Offset:
-			if sampled() {
-				t.Compared++
-				if fields := differs(sr, tr, sp.skipTimestamp); len(fields) == 0 {
-					t.Identical++
-				} else {
-					d := Difference{Kind: ContentDiffers, SourceOffset: sr.Offset, TargetOffset: tr.Offset, Fields: fields,
-						Why: "the standby record the map names differs in " + joinFields(fields)}
-					if t.order.note(sr, tr, sp.skipTimestamp, len(t.Details), t) == OrderDiffers {
-						d.Kind, d.Why = OrderDiffers, orderWhy
-					}
-					t.add(d, sr.Offset, tr.Offset)
+			t.Compared++
+			if fields := differs(sr, tr, sp.skipTimestamp); len(fields) == 0 {
+				t.Identical++
+			} else {
+				d := Difference{Kind: ContentDiffers, SourceOffset: sr.Offset, TargetOffset: tr.Offset, Fields: fields,
+					Why: "the standby record the map names differs in " + joinFields(fields)}
+				if t.order.note(sr, tr, sp.skipTimestamp, len(t.Details), t) == OrderDiffers {
+					d.Kind, d.Why = OrderDiffers, orderWhy
 				}
+				t.add(d, sr.Offset, tr.Offset)
 			}
 			provenS, provenT = sr.Offset+1, tr.Offset+1
 			if err = advSrc(); err == nil {
 				err = advDst()
 			}
 		case sok && (!tok || expT < tr.Offset):
-			if sampled() {
-				t.add(Difference{Kind: Missing, SourceOffset: sr.Offset, TargetOffset: expT,
-					Why: fmt.Sprintf("the map puts its copy at target offset %d, where the standby holds no committed record", expT)}, sr.Offset, expT)
-			}
+			t.add(Difference{Kind: Missing, SourceOffset: sr.Offset, TargetOffset: expT,
+				Why: fmt.Sprintf("the map puts its copy at target offset %d, where the standby holds no committed record", expT)}, sr.Offset, expT)
 			err = advSrc()
 		default:
 			// The standby record copies source offset srcOfT, before
@@ -457,7 +454,7 @@ func (w *orderWindow) note(a, b kafkaread.Record, skipTimestamp bool, detail int
 		delete(w.byID, id)
 	}
 	m := &mismatch{src: digest(a, skipTimestamp), dst: digest(b, skipTimestamp), detail: -1}
-	if detail < cap(t.Details) {
+	if detail < t.maxDetails {
 		m.detail = detail
 	}
 	kind := ContentDiffers

@@ -63,6 +63,7 @@ func TestCompare(t *testing.T) {
 		source, target   []kafkaread.Record
 		targetTo         int64 // default 8
 		sample           int
+		mapped           int64 // sampled: the records the map holds in the range
 		want             []diff
 		compared, gone   int64
 		provenS, provenT int64
@@ -94,10 +95,18 @@ func TestCompare(t *testing.T) {
 			compared: 4, gone: 2, provenS: 11, provenT: 8},
 		{name: "standby ends early", source: source, target: drop(target, 5, 6),
 			want: []diff{{Missing, 8, 5}, {Missing, 9, 6}}, compared: 4, provenS: 8, provenT: 5},
-		{name: "sampled: every second source record", source: source, target: set(set(target, rec(1, "B")), rec(4, "x")), sample: 2,
-			want: nil, compared: 3, provenS: 11, provenT: 8},
+		// Sampled: every second mapped record (source 0, 2, 8) is looked
+		// up on both sides; what lies between is not read.
+		{name: "sampled: every second mapped record", source: source, target: set(set(target, rec(1, "B")), rec(4, "x")), sample: 2,
+			mapped: 6, want: nil, compared: 3, provenS: 11, provenT: 8},
 		{name: "sampled: a sampled record differs", source: source, target: set(target, rec(2, "C")), sample: 2,
-			want: []diff{{ContentDiffers, 2, 2}}, compared: 3, provenS: 2, provenT: 2},
+			mapped: 6, want: []diff{{ContentDiffers, 2, 2}}, compared: 3, provenS: 2, provenT: 2},
+		{name: "sampled: a sampled copy deleted", source: source, target: drop(target, 5), sample: 2,
+			mapped: 6, want: []diff{{Missing, 8, 5}}, compared: 2, provenS: 8, provenT: 5},
+		{name: "sampled: a sampled source record compacted", source: drop(source, 8), target: target, sample: 2,
+			mapped: 6, compared: 2, gone: 1, provenS: 11, provenT: 8},
+		{name: "sampled: unmapped source records are not seen", source: set(source, rec(5, "z")), target: target, sample: 3,
+			mapped: 6, compared: 2, provenS: 11, provenT: 8},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			to := tc.targetTo
@@ -105,7 +114,18 @@ func TestCompare(t *testing.T) {
 				to = 8
 			}
 			sp := span{runs: runs, sourceFrom: 0, sourceTo: 11, targetFrom: 0, targetTo: to, mapTargetEnd: 7, sample: tc.sample, details: 10}
-			got, err := compare(sp, seq(tc.source...), seq(tc.target...))
+			var (
+				got *tally
+				err error
+			)
+			if tc.sample > 1 {
+				src, dst := newStreamReader(seq(tc.source...)), newStreamReader(seq(tc.target...))
+				defer src.stop()
+				defer dst.stop()
+				got, err = compareSampled(sp, src, dst)
+			} else {
+				got, err = compare(sp, seq(tc.source...), seq(tc.target...))
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -116,13 +136,43 @@ func TestCompare(t *testing.T) {
 			if fmt.Sprint(diffs) != fmt.Sprint(tc.want) || got.Differences() != int64(len(tc.want)) {
 				t.Errorf("differences %v (%d), want %v", diffs, got.Differences(), tc.want)
 			}
-			if got.Compared != tc.compared || got.SourceGone != tc.gone || got.SourceRecords != int64(len(tc.source)) {
-				t.Errorf("compared %d of %d, gone %d; want %d of %d, gone %d", got.Compared, got.SourceRecords, got.SourceGone, tc.compared, len(tc.source), tc.gone)
+			records := int64(len(tc.source)) // a sampled run counts the mapped ones
+			if tc.mapped > 0 {
+				records = tc.mapped
+			}
+			if got.Compared != tc.compared || got.SourceGone != tc.gone || got.SourceRecords != records {
+				t.Errorf("compared %d of %d, gone %d; want %d of %d, gone %d", got.Compared, got.SourceRecords, got.SourceGone, tc.compared, records, tc.gone)
 			}
 			if got.ProvenSource != tc.provenS || got.ProvenTarget != tc.provenT {
 				t.Errorf("proven [0, %d) = [0, %d), want [0, %d) = [0, %d)", got.ProvenSource, got.ProvenTarget, tc.provenS, tc.provenT)
 			}
 		})
+	}
+}
+
+// TestSamples: every n-th mapped record of the range, counted from the
+// range's first, across runs and holes; the count is of mapped records.
+func TestSamples(t *testing.T) {
+	runs := []offsettranslate.Run{{Source: 0, Target: 0, Count: 3}, {Source: 7, Target: 4, Count: 5}, {Source: 20, Target: 10, Count: 2}}
+	for _, tc := range []struct {
+		from, to int64
+		n        int
+		want     string
+		mapped   int64
+	}{
+		{0, 100, 1, "[{0 0} {1 1} {2 2} {7 4} {8 5} {9 6} {10 7} {11 8} {20 10} {21 11}]", 10},
+		{0, 100, 3, "[{0 0} {7 4} {10 7} {21 11}]", 10},
+		{1, 100, 3, "[{1 1} {8 5} {11 8}]", 9},
+		{1, 11, 4, "[{1 1} {9 6}]", 6},
+		{5, 9, 1, "[{7 4} {8 5}]", 2},
+		{0, 100, 100, "[{0 0}]", 10},
+		{12, 20, 2, "[]", 0},
+	} {
+		all, mapped := samples(runs, tc.from, tc.to, tc.n)
+		got := fmt.Sprint(append([]sample{}, slices.Collect(all)...))
+		if got != tc.want || mapped != tc.mapped {
+			t.Errorf("samples [%d, %d) every %d: %s of %d, want %s of %d", tc.from, tc.to, tc.n, got, mapped, tc.want, tc.mapped)
+		}
 	}
 }
 

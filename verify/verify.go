@@ -35,9 +35,12 @@ type Options struct {
 	// FromOffset starts each partition's range at this source offset (-1:
 	// not used).
 	FromOffset int64
-	// Sample compares every Sample-th source record only (0 or 1: all).
-	// A sampled run proves nothing: it reports differences seen, and does
-	// not look for standby records no source record maps to.
+	// Sample compares every Sample-th record the offset map holds in the
+	// range only (0 or 1: all), and reads only what it compares: each
+	// side is fetched at the sampled offsets. A sampled run proves
+	// nothing: it reports differences seen, and does not look for
+	// standby records no source record maps to, nor for source records
+	// the map lacks.
 	Sample int
 	// Details is how many differences each partition reports in detail.
 	Details int
@@ -97,9 +100,10 @@ type PartitionReport struct {
 	// ProvenTargetTo). -1 when nothing is proven (sampled, not verified).
 	ProvenSourceTo int64 `json:"proven_source_to"`
 	ProvenTargetTo int64 `json:"proven_target_to"`
-	// SourceRecords counts the committed source records in the range;
-	// Compared those compared with their copy, Identical those found
-	// identical.
+	// SourceRecords counts the committed source records in the range (a
+	// sampled run, which does not read the source whole: the records the
+	// offset map holds in the range); Compared those compared with their
+	// copy, Identical those found identical.
 	SourceRecords int64 `json:"source_records"`
 	Compared      int64 `json:"compared"`
 	Identical     int64 `json:"identical"`
@@ -107,6 +111,11 @@ type PartitionReport struct {
 	// the source no longer holds (compacted, or removed from its head
 	// since it was copied): not compared, not differences.
 	SourceGone int64 `json:"source_gone"`
+	// SourceRead and TargetRead count the committed records the run read
+	// from each side: a full run reads each range once, a sampled one
+	// the batches that hold its samples.
+	SourceRead int64 `json:"source_read"`
+	TargetRead int64 `json:"target_read"`
 	// TimestampsCompared is false when the standby topic uses
 	// LogAppendTime (the broker, not the mirror, set its timestamps).
 	TimestampsCompared bool           `json:"timestamps_compared"`
@@ -139,6 +148,8 @@ type Summary struct {
 	SourceRecords    int64 `json:"source_records"`
 	Compared         int64 `json:"compared"`
 	Differences      int64 `json:"differences"`
+	SourceRead       int64 `json:"source_read"`
+	TargetRead       int64 `json:"target_read"`
 }
 
 // Proven reports whether every partition was verified identical.
@@ -219,6 +230,8 @@ func Run(ctx context.Context, clusters *kafkaconn.Clusters, link topology.Link, 
 		s.SourceRecords += p.SourceRecords
 		s.Compared += p.Compared
 		s.Differences += p.Differences
+		s.SourceRead += p.SourceRead
+		s.TargetRead += p.TargetRead
 		switch p.Status {
 		case Identical:
 			s.Identical++
@@ -391,6 +404,11 @@ func (v *run) partition(ctx context.Context, tp topology.TopicPartition) Partiti
 		}
 	}
 	pr.SourceFrom, pr.SourceTo, pr.TargetFrom, pr.TargetTo = sp.sourceFrom, sp.sourceTo, sp.targetFrom, sp.targetTo
+	if sp.sample > 1 {
+		t, err := v.sampled(ctx, tp, sp)
+		fill(&pr, t, sp.sample, err)
+		return pr
+	}
 	t, err := compare(sp, records(ctx, v.src, tp, sp.sourceFrom, sp.sourceTo), records(ctx, v.dst, tp, sp.targetFrom, sp.targetTo))
 	if err == nil && (len(t.tail) > 0 || t.tailOverflow > 0) {
 		// Tail records may be copies whose map record was not readable
@@ -407,9 +425,24 @@ func (v *run) partition(ctx context.Context, tp topology.TopicPartition) Partiti
 	return pr
 }
 
+// sampled compares the sampled records of one partition, fetching each
+// side at the sampled offsets only.
+func (v *run) sampled(ctx context.Context, tp topology.TopicPartition, sp span) (*tally, error) {
+	src, err := newBatchReader(ctx, v.src, tp)
+	if err != nil {
+		return &tally{}, err
+	}
+	dst, err := newBatchReader(ctx, v.dst, tp)
+	if err != nil {
+		return &tally{}, err
+	}
+	return compareSampled(sp, src, dst)
+}
+
 // fill puts what compare found on a partition into its report.
 func fill(pr *PartitionReport, t *tally, sample int, err error) {
 	pr.SourceRecords, pr.Compared, pr.Identical, pr.SourceGone = t.SourceRecords, t.Compared, t.Identical, t.SourceGone
+	pr.SourceRead, pr.TargetRead = t.SourceRead, t.TargetRead
 	pr.Differences, pr.Details = t.Differences(), t.Details
 	for k, n := range t.Counts {
 		if n > 0 {
@@ -444,7 +477,8 @@ func fill(pr *PartitionReport, t *tally, sample int, err error) {
 type Range struct {
 	SourceFrom, SourceTo int64
 	TargetFrom, TargetTo int64
-	// Sample compares every Sample-th source record only (0 or 1: all).
+	// Sample compares every Sample-th record runs map in the source
+	// range only (0 or 1: all), looking each up in both streams.
 	Sample int
 	// Details is how many differences are kept in detail.
 	Details int
@@ -464,9 +498,18 @@ func Compare(runs []offsettranslate.Run, source, standby Records, r Range) (Part
 	if len(runs) > 0 {
 		end = runs[len(runs)-1].TargetEnd()
 	}
-	t, err := compare(span{runs: runs, sourceFrom: r.SourceFrom, sourceTo: r.SourceTo, targetFrom: r.TargetFrom, targetTo: r.TargetTo,
-		mapTargetEnd: end, sample: r.Sample, details: r.Details, skipTimestamp: r.SkipTimestamp}, source, standby)
-	if err == nil {
+	sp := span{runs: runs, sourceFrom: r.SourceFrom, sourceTo: r.SourceTo, targetFrom: r.TargetFrom, targetTo: r.TargetTo,
+		mapTargetEnd: end, sample: r.Sample, details: r.Details, skipTimestamp: r.SkipTimestamp}
+	var (
+		t   *tally
+		err error
+	)
+	if r.Sample > 1 {
+		src, dst := newStreamReader(source), newStreamReader(standby)
+		defer src.stop()
+		defer dst.stop()
+		t, err = compareSampled(sp, src, dst)
+	} else if t, err = compare(sp, source, standby); err == nil {
 		t.settleTail(runs, r.SourceTo)
 	}
 	fill(&pr, t, r.Sample, err)
@@ -489,25 +532,4 @@ func targetOf(runs []offsettranslate.Run, s, end int64) int64 {
 		return max(end, 0)
 	}
 	return runs[i].Target + max(0, s-runs[i].Source)
-}
-
-var errStop = errors.New("stop")
-
-// records yields the committed records of tp in [from, to), reading as it
-// goes: at most one fetch response is held at a time.
-func records(ctx context.Context, client sarama.Client, tp topology.TopicPartition, from, to int64) Records {
-	return func(yield func(kafkaread.Record, error) bool) {
-		if from >= to {
-			return
-		}
-		_, err := kafkaread.ReadCommitted(ctx, client, tp.Topic, tp.Partition, from, func(r kafkaread.Record) error {
-			if r.Offset >= to || !yield(r, nil) {
-				return errStop
-			}
-			return nil
-		})
-		if err != nil && !errors.Is(err, errStop) {
-			yield(kafkaread.Record{}, err)
-		}
-	}
 }

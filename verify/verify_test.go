@@ -12,6 +12,7 @@ import (
 	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/mirror"
+	"github.com/drctl/drctl/offsettranslate"
 	"github.com/drctl/drctl/verify"
 )
 
@@ -187,5 +188,63 @@ func TestVerify(t *testing.T) {
 	if len(rep.Partitions) != 1 || rep.Partitions[0].Status != verify.NoDifferenceSeen || rep.Partitions[0].SourceFrom != 10 ||
 		rep.Partitions[0].Compared != (rep.Partitions[0].SourceRecords+1)/2 || rep.Partitions[0].ProvenSourceTo != -1 {
 		t.Errorf("sampled a/0 from 10: %+v", rep.Partitions)
+	}
+}
+
+// TestVerifySampleReadsLess: a sampled run fetches each side at the
+// sampled offsets only. The source's records are written one batch each,
+// so it reads one record per sample there; a difference at a sampled
+// offset is found, one between the samples is not looked for.
+func TestVerifySampleReadsLess(t *testing.T) {
+	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: "  topics: {include: [\"s\"]}\n  group_sync_interval: 1h\n"})
+	east := kfaketest.Dial(t, p.Topology, "east")
+	kfaketest.CreateTopicOn(t, east, "s", 1, nil)
+	prod := kfaketest.IdempotentProducer(t, p.Topology.Clusters["east"], "")
+	const records, every = 300, 50
+	for i := range records {
+		if _, _, err := prod.SendMessage(&sarama.ProducerMessage{Topic: "s", Value: sarama.StringEncoder(fmt.Sprintf("record %d", i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mirrorUntilCaught(t, p)
+
+	full := runVerify(t, p, verify.DefaultOptions())
+	opts := verify.DefaultOptions()
+	opts.Sample = every
+	sampled := runVerify(t, p, opts)
+	f, s := full.Partitions[0], sampled.Partitions[0]
+	if f.Status != verify.Identical || f.SourceRead != records || f.TargetRead != records {
+		t.Fatalf("full run: %s, read %d source and %d standby records, want %d each", f.Status, f.SourceRead, f.TargetRead, records)
+	}
+	if s.Status != verify.NoDifferenceSeen || s.SourceRecords != records || s.Compared != records/every || s.SourceRead != records/every || s.TargetRead > f.TargetRead {
+		t.Errorf("sampled every %d: %s, %d of %d compared, read %d source and %d standby records; want %d of %d, %d source records read",
+			every, s.Status, s.Compared, s.SourceRecords, s.SourceRead, s.TargetRead, records/every, records, records/every)
+	}
+	if sampled.Summary.SourceRead != s.SourceRead || sampled.Summary.TargetRead != s.TargetRead {
+		t.Errorf("summary reads %d and %d, partition %d and %d", sampled.Summary.SourceRead, sampled.Summary.TargetRead, s.SourceRead, s.TargetRead)
+	}
+
+	// A record written into the standby between copies is not looked for;
+	// a deleted copy at a sampled offset is missing. The standby's head
+	// is deleted up to the second sample's copy.
+	rogue := kfaketest.IdempotentProducer(t, p.Topology.Clusters["west"], "")
+	if _, _, err := rogue.SendMessage(&sarama.ProducerMessage{Topic: "s", Value: sarama.StringEncoder("rogue")}); err != nil {
+		t.Fatal(err)
+	}
+	west := kfaketest.Dial(t, p.Topology, "west")
+	x, err := offsettranslate.Load(kfaketest.Ctx(t, 10*time.Second), west, p.Topology.Link("east", "west").OffsetsTopic())
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyOf := x.Translate("s", 0, every)
+	if copyOf.Status != offsettranslate.Exact {
+		t.Fatalf("the copy of source offset %d: %+v", every, copyOf)
+	}
+	if err := kfaketest.Admin(t, west).DeleteRecords("s", map[int32]int64{0: copyOf.Target + 1}); err != nil {
+		t.Fatal(err)
+	}
+	s = runVerify(t, p, opts).Partitions[0]
+	if s.Status != verify.Differs || fmt.Sprint(s.ByKind) != "map[missing:2]" || s.Details[0].SourceOffset != 0 || s.Details[1].SourceOffset != every {
+		t.Errorf("sampled, head deleted on the standby: %s %v %+v", s.Status, s.ByKind, s.Details)
 	}
 }

@@ -162,8 +162,9 @@ func verifyText(w io.Writer, rep *verify.Report) error {
 	if s.NoDifferenceSeen > 0 {
 		fmt.Fprintf(w, ", %d with no difference seen in the sample", s.NoDifferenceSeen)
 	}
-	fmt.Fprintf(w, ", %d differ, %d not verified; %s of %s records compared, %s\n", s.Differing, s.NotVerified,
-		grouped(s.Compared), grouped(s.SourceRecords), plural(int(s.Differences), "difference"))
+	fmt.Fprintf(w, ", %d differ, %d not verified; %s of %s records compared, %s; read %s records of %s and %s of %s\n", s.Differing, s.NotVerified,
+		grouped(s.Compared), grouped(s.SourceRecords), plural(int(s.Differences), "difference"),
+		grouped(s.SourceRead), rep.Source, grouped(s.TargetRead), rep.Target)
 	return nil
 }
 
