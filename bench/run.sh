@@ -58,6 +58,17 @@
 #   connection of the mirror to that cluster crosses it; loadgen's count and
 #   verify go direct. Needs clusters started with DRCTL_E2E_WAN=1 (run.sh says
 #   so if they run without it).
+# verify: drctl verify against the copy it checks. BENCH_VERIFY_RECORDS
+#   (BENCH_RECORDS if set, else 1000000) records over BENCH_PARTITIONS
+#   partitions are written once into east; drctl-eos mirrors them (timed as
+#   in throughput: done after, start-up, steady rate); the mirror is stopped
+#   and `drctl verify -o json` runs on the copy in full, then once per
+#   BENCH_VERIFY_SAMPLES ("100 10000") with --sample N. Measured per verify:
+#   its wall time from launch (process start and the offset map included),
+#   the backlog's records over it (the verify rate), its ratio to the
+#   mirror's steady rate, the records it read on each side, its peak RSS and
+#   CPU, and the brokers' CPU meanwhile. The full verify must find every
+#   partition identical.
 #
 # Mirrors use identity topic naming: each writes a topic with the source's name
 # on west, which is deleted (and gone) before the next mirror starts, so every
@@ -84,6 +95,7 @@
 #   BENCH_MEM_PARTITIONS, BENCH_MEM_RECORDS, BENCH_MEM_HOLD, BENCH_MEM_MIRRORS
 #   BENCH_LAT_RATE, BENCH_LAT_DURATION, BENCH_LAT_WARMUP (10s), BENCH_LAT_MIRRORS
 #   BENCH_SCALE_TOPICS, BENCH_SCALE_PARTITIONS, BENCH_SCALE_RECORDS
+#   BENCH_VERIFY_RECORDS, BENCH_VERIFY_SAMPLES
 #   BENCH_WAN_RECORDS, BENCH_WAN_MIRRORS, BENCH_WAN_LATENCIES, BENCH_WAN_JITTER,
 #   BENCH_WAN_SOURCE_MIRRORS, BENCH_WAN_SOURCE_LATENCIES
 #   BENCH_MM2_TASKS, BENCH_MM2_HEAP, BENCH_MM2_TUNING, BENCH_MM2_EXTRA: see bench/mm2.sh
@@ -126,6 +138,8 @@ SCALE_TOPICS="${BENCH_SCALE_TOPICS:-500}"
 SCALE_PARTITIONS="${BENCH_SCALE_PARTITIONS:-20}"
 SCALE_RECORDS="${BENCH_SCALE_RECORDS:-10}"
 SCALE_IDLE="${BENCH_SCALE_IDLE:-10}"
+VERIFY_RECORDS="${BENCH_VERIFY_RECORDS:-${BENCH_RECORDS:-1000000}}"
+VERIFY_SAMPLES="${BENCH_VERIFY_SAMPLES-100 10000}"
 WAN_RECORDS="${BENCH_WAN_RECORDS:-${BENCH_RECORDS:-300000}}"
 WAN_MIRRORS="${BENCH_WAN_MIRRORS:-drctl-alo drctl-eos mm2-alo mm2-eos}"
 WAN_LATENCIES="${BENCH_WAN_LATENCIES:-0 25 50}"
@@ -151,6 +165,7 @@ COPY_TOPIC="bench-$RUN_ID-copy"
 MEM_TOPIC="bench-$RUN_ID-p$MEM_PARTITIONS"
 SCALE_PREFIX="bench-$RUN_ID-s"
 WAN_TOPIC="bench-$RUN_ID-wan"
+VERIFY_TOPIC="bench-$RUN_ID-verify"
 CLK_TCK="$(getconf CLK_TCK)"
 LOADGEN="$WORK/bin/loadgen"
 DRCTL="${BENCH_DRCTL:-$WORK/bin/drctl}"
@@ -898,6 +913,86 @@ run_latency_mirror() { # run_latency_mirror MIRROR
 	[[ "$KEEP" == 1 ]] || delete_topics "$EAST" "$topic" || true
 }
 
+# --- verify: drctl verify against the mirror's copy rate ------------------------------
+
+# json_summary FILE KEY: the number KEY of the "summary" object of a drctl
+# verify JSON report (the last object of the file).
+json_summary() {
+	sed -n '/"summary": {/,/}/p' "$1" | sed -n "s/.*\"$2\": \([0-9-]*\).*/\1/p" | head -n1
+}
+
+# time_verify YAML N: runs drctl verify on the copy (N > 1: --sample N) and
+# appends its verify/sample-N line.
+time_verify() {
+	local yaml=$1 n=$2 name out t0 t1 pid rc=0 rss=0 cpu=0 r c status args=()
+	name="verify/sample-$n"
+	[[ $n == 1 ]] && name="verify/full"
+	out="$WORK/${name//\//-}"
+	args=(-c "$yaml" -o json verify --timeout 1h)
+	((n > 1)) && args+=(--sample "$n")
+	log "$name: drctl ${args[*]}"
+	brokers_mark
+	t0="$(now_ms)"
+	"$DRCTL" "${args[@]}" >"$out.json" 2>"$out.log" </dev/null &
+	pid=$!
+	RUNNING_PID=$pid
+	# VmHWM and the CPU counters are gone once the process has exited: the
+	# last reading counts.
+	while alive "$pid"; do
+		r="$(peak_rss_mb "$pid")"
+		c="$(cpu_of "$pid")"
+		[[ -n "$r" && "$r" != 0 ]] && rss=$r
+		[[ "$c" != 0 ]] && cpu=$c
+		sleep 0.02
+	done
+	wait "$pid" || rc=$?
+	t1="$(now_ms)"
+	RUNNING_PID=""
+	brokers_since
+	status=ok
+	case $rc in
+	0) ;;
+	1) status=differs ;;
+	*) status=failed ;;
+	esac
+	[[ $status == ok ]] || note "$name: drctl verify exited $rc: $(tail -n2 "$out.log" | tr '\n' ' ' | cut -c1-300) (report: $out.json)"
+	echo "$name status=$status exit=$rc wall_s=$(calc "($t1 - $t0) / 1000") rss_mb=$rss cpu_s=$cpu brokers_cpu_s=$BROKERS_S east_cpu_s=$EAST_S west_cpu_s=$WEST_S" \
+		"partitions=$(json_summary "$out.json" partitions) identical=$(json_summary "$out.json" identical)" \
+		"no_difference_seen=$(json_summary "$out.json" no_difference_seen) compared=$(json_summary "$out.json" compared)" \
+		"source_read=$(json_summary "$out.json" source_read) target_read=$(json_summary "$out.json" target_read)" >>"$RAW"
+	log "$name: $(raw_of "$name")"
+}
+
+run_verify() {
+	local m=drctl-eos rc=0 out line usage n
+	produce_source "$VERIFY_TOPIC" "$VERIFY_RECORDS" "$PARTITIONS" verify
+	delete_topics "$WEST" "$VERIFY_TOPIC"
+	start_mirror "$m" "$VERIFY_TOPIC" verify || rc=$?
+	if [[ $rc -eq 3 ]]; then
+		echo "verify/mirror status=unavailable" >>"$RAW"
+		return 0
+	elif [[ $rc -ne 0 ]]; then
+		echo "verify/mirror status=failed" >>"$RAW"
+		return 1
+	fi
+	out="$WORK/verify-$m.count"
+	if ! COUNT_TIMEOUT=$((300 + VERIFY_RECORDS / 5000)) wait_copied "verify/$m" "$VERIFY_TOPIC" "$out"; then
+		echo "verify/mirror status=failed" >>"$RAW"
+		finish_mirror "$m" "$VERIFY_TOPIC" verify
+		return 1
+	fi
+	usage="$(usage_now)"
+	stop_pid "$MIRROR_PID" "verify/$m"
+	line="$(grep '^RESULT' "$out")"
+	echo "verify/mirror status=ok ${line#RESULT } $usage" >>"$RAW"
+	log "verify/$m: copied in $(rget done_s "$line") s, steady $(rget steady_records_per_s "$line") records/s"
+	for n in 1 $VERIFY_SAMPLES; do
+		time_verify "$WORK/verify-$m.yaml" "$n" || true
+	done
+	finish_mirror "$m" "$VERIFY_TOPIC" verify
+	[[ "$KEEP" == 1 ]] || delete_topics "$EAST" "$VERIFY_TOPIC" || true
+}
+
 # --- report ----------------------------------------------------------------------------
 
 raw_of() { grep "^$1 " "$RAW" | tail -n1 || true; }
@@ -1132,6 +1227,56 @@ report_latency() {
 	echo
 }
 
+report_verify() {
+	local line status steady whole n name wall rate
+	line="$(raw_of verify/mirror)"
+	status="$(rget status "$line")"
+	echo "## drctl verify against the mirror's copy rate"
+	echo
+	echo "$VERIFY_RECORDS records ($SIZE-byte values) over $PARTITIONS partitions, written once to east; drctl-eos mirrors them,"
+	echo "is stopped, and \`drctl verify -o json\` checks the copy: in full, then with --sample N."
+	echo
+	if [[ "$status" != ok ]]; then
+		echo "mirror: ${status:-not run}"
+		echo
+		return
+	fi
+	steady="$(rget steady_records_per_s "$line")"
+	whole="$(rget records_per_s "$line")"
+	printf 'The mirror: done after %.1f s (start-up %.1f s), steady %.0f records/s, %.0f records/s over the whole run; CPU %s s, peak RSS %s MiB.\n' \
+		"$(rget done_s "$line")" "$(rget first_s "$line")" "$steady" "$whole" "$(rget cpu_s "$line")" "$(rget rss_mb "$line")"
+	echo
+	echo "| drctl verify | verdict | wall (s) | records/s of the backlog | vs the mirror's steady rate | vs its whole-run rate | records compared | records read (east + west) | peak RSS (MiB) | CPU (s) | brokers' CPU (s): east + west |"
+	echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+	for n in 1 $VERIFY_SAMPLES; do
+		name="verify/sample-$n"
+		[[ $n == 1 ]] && name="verify/full"
+		line="$(raw_of "$name")"
+		[[ -n "$line" ]] || continue
+		wall="$(rget wall_s "$line")"
+		rate="$(calc "$VERIFY_RECORDS / $wall")"
+		local verdict
+		if [[ $n == 1 ]]; then
+			verdict="$(rget identical "$line") of $(rget partitions "$line") identical"
+		else
+			verdict="$(rget no_difference_seen "$line") of $(rget partitions "$line") no difference seen"
+		fi
+		[[ "$(rget status "$line")" == ok ]] || verdict="**$(rget status "$line") (exit $(rget exit "$line"))**, $verdict"
+		printf '| %s | %s | %.2f | %.0f | %.2f | %.2f | %s | %s + %s | %s | %s | %s |\n' \
+			"$([[ $n == 1 ]] && echo full || echo "--sample $n")" "$verdict" "$wall" "$rate" \
+			"$(calc "$rate / $steady")" "$(calc "$rate / $whole")" "$(rget compared "$line")" \
+			"$(rget source_read "$line")" "$(rget target_read "$line")" "$(rget rss_mb "$line")" "$(rget cpu_s "$line")" "$(brokers_split "$line")"
+	done
+	echo
+	echo "- *wall*: from launching drctl verify until it exited: process start, both sessions, the live roles, the"
+	echo "  offset map and every partition. *vs the mirror's steady rate*: the verify rate over the rate the mirror"
+	echo "  copied the same records at (after its start-up); the target is at least 0.5."
+	echo "- *records read*: the committed records drctl verify decoded on each side (its report's source_read and"
+	echo "  target_read); a sampled run fetches the batches that hold its samples."
+	echo "- *peak RSS*, *CPU*: the verify process (VmHWM and user + system time, read every 20 ms while it runs)."
+	echo
+}
+
 report_scale() {
 	local line status
 	line="$(raw_of scale/drctl-eos)"
@@ -1186,6 +1331,7 @@ write_report() {
 		latency) report_latency ;;
 		scale) report_scale ;;
 		wan) report_wan ;;
+		verify) report_verify ;;
 		esac
 	done
 	if [[ -s "$NOTES" ]]; then
@@ -1204,7 +1350,7 @@ save_settings() {
 	local v
 	for v in RUN_ID STAMP SCENARIOS RECORDS SIZE PARTITIONS CONTENDERS VERIFY MEM_PARTITIONS MEM_RECORDS \
 		ROUNDS MEM_HOLD MEM_MIRRORS LAT_RATE LAT_DURATION LAT_WARMUP LAT_MIRRORS SCALE_TOPICS SCALE_PARTITIONS SCALE_RECORDS \
-		WAN_RECORDS WAN_MIRRORS WAN_LATENCIES WAN_JITTER WAN_SOURCE_MIRRORS \
+		WAN_RECORDS WAN_MIRRORS WAN_LATENCIES WAN_JITTER WAN_SOURCE_MIRRORS VERIFY_RECORDS VERIFY_SAMPLES \
 		BENCH_CMD LOAD_START LOAD_END \
 		DURATION_MIN BENCH_MM2_TASKS BENCH_MM2_HEAP BENCH_MM2_TUNING BENCH_MM2_EXTRA BENCH_COPY_RUNS \
 		DRCTL_E2E_KAFKA_VERSION HEAD_DESC; do
@@ -1286,6 +1432,7 @@ main() {
 			;;
 		scale) run_scale || true ;;
 		wan) run_wan || true ;;
+		verify) run_verify || true ;;
 		*) note "unknown scenario '$s' skipped" ;;
 		esac
 	done
