@@ -40,8 +40,8 @@ var helpTexts = map[string]helpText{
 		"reads every committed source record up to the mirror's position and the standby record the exact offset\n" +
 		"map says it became, from both clusters, and compares key, value, headers (drctl's provenance aside) and\n" +
 		"timestamp. It reports the range proven identical, the records compared, and each difference (missing,\n" +
-		"unexpected, content-differs, order-differs) with both offsets. --sample N compares every Nth record for a\n" +
-		"quick look and proves nothing. It changes nothing. Exit 0 identical, 1 a difference (or a partition not\n" +
+		"unexpected, content-differs, order-differs) with both offsets. --sample N compares every Nth record, reading\n" +
+		"only the batches that hold them, for a quick look that proves nothing. It changes nothing. Exit 0 identical, 1 a difference (or a partition not\n" +
 		"verified), 2 bad input, 3 a cluster unreachable. See docs/verify.md.",
 		examples: []string{"drctl verify", "drctl verify --topic orders --partition 3", "drctl verify --since 1h -o json", "drctl verify --sample 100"}},
 	"offsets translate": {examples: []string{"drctl offsets translate --group billing", "drctl offsets translate -g billing -g shipping -o json"}},

@@ -25,7 +25,7 @@ func verifyCommand() *cli.Command {
 			&cli.IntFlag{Name: "partition", Value: -1, Usage: "verify only this partition of --topic"},
 			&cli.DurationFlag{Name: "since", Usage: "start each partition at its first source record this recent (e.g. 1h)"},
 			&cli.Int64Flag{Name: "from-offset", Value: -1, Usage: "start each partition at this source offset"},
-			&cli.IntFlag{Name: "sample", Usage: "compare every Nth record only, for a quick look (proves nothing; default: every record)"},
+			&cli.IntFlag{Name: "sample", Usage: "compare every Nth record only, fetching only the batches that hold them: a quick look that proves nothing (default: every record)"},
 			&cli.IntFlag{Name: "details", Value: 10, Usage: "differences shown in detail per partition (the others are counted)"},
 			&cli.IntFlag{Name: "parallel", Value: 4, Usage: "partitions verified at once"},
 			&cli.DurationFlag{Name: "timeout", Value: time.Hour, Usage: "give up after this long"},
