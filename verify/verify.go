@@ -46,6 +46,11 @@ type Options struct {
 	Details int
 	// Parallel is how many partitions are verified at once.
 	Parallel int
+	// Retired says the link no longer runs: the roles flipped, and its
+	// target is the active cluster, taking writes of its own. The standby
+	// range of each partition then ends at the last copy the map holds:
+	// the records after it are the new active's, not the link's.
+	Retired bool
 	// Progress, when set, is called after each partition, one call at a
 	// time.
 	Progress func(Progress)
@@ -100,6 +105,10 @@ type PartitionReport struct {
 	// ProvenTargetTo). -1 when nothing is proven (sampled, not verified).
 	ProvenSourceTo int64 `json:"proven_source_to"`
 	ProvenTargetTo int64 `json:"proven_target_to"`
+	// SourceEnd is the source's last stable offset when the run read it:
+	// the source offsets [SourceTo, SourceEnd) were not mirrored (yet, or,
+	// on a retired link, ever).
+	SourceEnd int64 `json:"source_end"`
 	// SourceRecords counts the committed source records in the range (a
 	// sampled run, which does not read the source whole: the records the
 	// offset map holds in the range); Compared those compared with their
@@ -132,6 +141,12 @@ type Report struct {
 	Target     string    `json:"target"`
 	StartedAt  time.Time `json:"started_at"`
 	FinishedAt time.Time `json:"finished_at"`
+	// Retired: the link no longer runs (the roles flipped); its standby,
+	// now the active, was looked at up to the last copy only.
+	Retired bool `json:"retired,omitempty"`
+	// Note says why this link was verified, when it is not the live one;
+	// the front-end sets it.
+	Note string `json:"note,omitempty"`
 	// Sample is 1 for a full run, N when every Nth record was compared.
 	Sample     int               `json:"sample"`
 	Partitions []PartitionReport `json:"partitions"`
@@ -177,7 +192,7 @@ func Run(ctx context.Context, clusters *kafkaconn.Clusters, link topology.Link, 
 	if now == nil {
 		now = time.Now
 	}
-	rep := &Report{Link: link.String(), Source: link.Source, Target: link.Target, StartedAt: now().UTC(), Sample: max(opts.Sample, 1)}
+	rep := &Report{Link: link.String(), Source: link.Source, Target: link.Target, Retired: opts.Retired, StartedAt: now().UTC(), Sample: max(opts.Sample, 1)}
 	clusters.Connect(ctx, link.Source, link.Target)
 	src, err := clusters.Need(link.Source)
 	if err != nil {
@@ -278,11 +293,14 @@ type run struct {
 	sourceEnd   map[topology.TopicPartition]int64
 	from        map[topology.TopicPartition]int64 // the option's start, per partition
 	logAppend   map[string]bool                   // standby topics with LogAppendTime
+	// recreated says, per source topic that is not the incarnation the
+	// link recorded copying, why nothing of it can be proven.
+	recreated map[string]string
 }
 
 func prepare(ctx context.Context, src, dst sarama.Client, link topology.Link, tps []topology.TopicPartition, opts Options) (*run, error) {
 	v := &run{src: src, dst: dst, link: link, opts: opts, follower: offsettranslate.NewFollower(link.OffsetsTopic()),
-		from: map[topology.TopicPartition]int64{}, logAppend: map[string]bool{}}
+		from: map[topology.TopicPartition]int64{}, logAppend: map[string]bool{}, recreated: map[string]string{}}
 	// The standby's ends come first: every mirrored record below them is
 	// then in the map read next.
 	var onTarget []topology.TopicPartition
@@ -332,6 +350,9 @@ func prepare(ctx context.Context, src, dst sarama.Client, link topology.Link, tp
 			v.from[tp] = off
 		}
 	}
+	if err := v.checkIncarnations(ctx, topics); err != nil {
+		return nil, err
+	}
 	admin, err := sarama.NewClusterAdminFromClient(dst)
 	if err != nil {
 		return nil, fmt.Errorf("standby %s: %w", link.Target, err)
@@ -358,12 +379,47 @@ func prepare(ctx context.Context, src, dst sarama.Client, link topology.Link, tp
 	return v, nil
 }
 
+// checkIncarnations compares each selected source topic's id with the
+// one the link recorded copying (its topic ledger on the target). A topic
+// deleted and created again under its name since (a reseed wipes and
+// recreates every topic of a stale cluster) holds other records at the
+// same offsets: the map says nothing of them. A link that recorded no id
+// for a topic is not checked.
+func (v *run) checkIncarnations(ctx context.Context, topics map[string]bool) error {
+	ledger, err := linkstate.ReadTopicLedger(ctx, v.dst, v.link)
+	if err != nil {
+		return fmt.Errorf("standby %s: the link's record of its topics: %w", v.link.Target, err)
+	}
+	var names []string
+	for t := range topics {
+		if ledger[t].SourceID != "" {
+			names = append(names, t)
+		}
+	}
+	ids, err := kafkaread.TopicIDs(ctx, v.src, names)
+	if err != nil {
+		return fmt.Errorf("source %s: topic ids: %w", v.link.Source, err)
+	}
+	for _, t := range names {
+		if id, ok := ids[t]; ok && id != "" && id != ledger[t].SourceID {
+			v.recreated[t] = fmt.Sprintf("%s's topic %s is not the one the link %s copied (its id changed: deleted and created again since, as a reseed or drctl mirror reseed-topic does); the records the offset map names are gone from %s, and nothing of %s can be proven through this map",
+				v.link.Source, t, v.link, v.link.Source, t)
+		}
+	}
+	return nil
+}
+
 // partition verifies one partition.
 func (v *run) partition(ctx context.Context, tp topology.TopicPartition) PartitionReport {
 	pr := PartitionReport{Topic: tp.Topic, Partition: tp.Partition, Status: NotVerified, TimestampsCompared: !v.logAppend[tp.Topic],
 		SourceFrom: -1, SourceTo: -1, TargetFrom: -1, TargetTo: -1, ProvenSourceTo: -1, ProvenTargetTo: -1}
+	pr.SourceEnd = v.sourceEnd[tp]
 	if v.mapErr != nil {
 		pr.Reason = v.mapErr.Error()
+		return pr
+	}
+	if why, ok := v.recreated[tp.Topic]; ok {
+		pr.Reason = why
 		return pr
 	}
 	runs, st, inMap := v.follower.Index().Runs(tp.Topic, tp.Partition)
@@ -397,7 +453,12 @@ func (v *run) partition(ctx context.Context, tp topology.TopicPartition) Partiti
 	if onTarget && targetEnd > sp.targetFrom {
 		sp.targetTo = targetEnd
 	}
-	if sp.sample <= 1 && len(runs) == 0 {
+	switch {
+	case v.opts.Retired:
+		// The target took writes of its own since the flip: the link
+		// answers for its copies only.
+		sp.targetTo = max(sp.targetFrom, min(sp.targetTo, sp.mapTargetEnd))
+	case sp.sample <= 1 && len(runs) == 0:
 		sp.targetFrom = 0 // no copy anywhere: any standby record is unexpected
 		if onTarget {
 			sp.targetTo = targetEnd
