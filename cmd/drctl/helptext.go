@@ -41,9 +41,11 @@ var helpTexts = map[string]helpText{
 		"map says it became, from both clusters, and compares key, value, headers (drctl's provenance aside) and\n" +
 		"timestamp. It reports the range proven identical, the records compared, and each difference (missing,\n" +
 		"unexpected, content-differs, order-differs) with both offsets. --sample N compares every Nth record, reading\n" +
-		"only the batches that hold them, for a quick look that proves nothing. It changes nothing. Exit 0 identical, 1 a difference (or a partition not\n" +
-		"verified), 2 bad input, 3 a cluster unreachable. See docs/verify.md.",
-		examples: []string{"drctl verify", "drctl verify --topic orders --partition 3", "drctl verify --since 1h -o json", "drctl verify --sample 100"}},
+		"only the batches that hold them, for a quick look that proves nothing. While a failover's old active awaits\n" +
+		"its wipe, it verifies the link before the flip (the new active holds every copy), and says so; --link names\n" +
+		"any link. It changes nothing. Exit 0 identical, 1 a difference (or a partition not verified), 2 bad input,\n" +
+		"3 a cluster unreachable. See docs/verify.md.",
+		examples: []string{"drctl verify", "drctl verify --topic orders --partition 3", "drctl verify --since 1h -o json", "drctl verify --sample 100", "drctl verify --link 'east->west'"}},
 	"offsets translate": {examples: []string{"drctl offsets translate --group billing", "drctl offsets translate -g billing -g shipping -o json"}},
 	"offsets sync":      {examples: []string{"drctl offsets sync", "drctl offsets sync --group billing --yes"}},
 	"plan": {description: "plan builds a plan from the topology and the live state of both clusters and prints it, changing\n" +

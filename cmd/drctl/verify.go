@@ -13,6 +13,7 @@ import (
 
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/rolestate"
+	"github.com/drctl/drctl/topology"
 	"github.com/drctl/drctl/verify"
 )
 
@@ -21,6 +22,7 @@ func verifyCommand() *cli.Command {
 		Name:  "verify",
 		Usage: "prove the standby identical to the active, record by record, through the offset map",
 		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "link", Usage: "verify the link SOURCE->TARGET (quoted in a shell: 'east->west'), also one the roles left after a failover (default: the live link)"},
 			&cli.StringFlag{Name: "topic", Usage: "verify only this mirrored topic"},
 			&cli.IntFlag{Name: "partition", Value: -1, Usage: "verify only this partition of --topic"},
 			&cli.DurationFlag{Name: "since", Usage: "start each partition at its first source record this recent (e.g. 1h)"},
@@ -74,6 +76,14 @@ func verifyAction(c *cli.Context) error {
 	if opts.Topic != "" && !topo.Mirrors(opts.Topic) {
 		return withCode(exitBadInput, fmt.Errorf("topic %s is not mirrored: mirror.topics in %s does not select it", opts.Topic, topo.Path))
 	}
+	var named *topology.Link
+	if c.IsSet("link") {
+		l, err := parseLink(topo, c.String("link"))
+		if err != nil {
+			return withCode(exitBadInput, err)
+		}
+		named = &l
+	}
 	ctx, cancel := context.WithTimeout(c.Context, c.Duration("timeout"))
 	defer cancel()
 	clusters := kafkaconn.Open(ctx, topo)
@@ -82,7 +92,11 @@ func verifyAction(c *cli.Context) error {
 	if err != nil {
 		return withCode(exitUnreachable, fmt.Errorf("cannot read the live roles: %w", err))
 	}
-	link := topo.Link(roles.Current.Active, roles.Current.Standby)
+	if roles.Lost != "" {
+		return withCode(exitFailure, fmt.Errorf("the live roles are unknown, so which cluster takes writes is too: %s", roles.Lost))
+	}
+	link, note := verifyLink(topo, named, roles.Current)
+	opts.Retired = link.Target == roles.Current.Active
 	s := streams(c)
 	if s.IsTerminal && humanOutput(c) {
 		opts.Progress = func(p verify.Progress) {
@@ -93,6 +107,9 @@ func verifyAction(c *cli.Context) error {
 		}
 	}
 	rep, err := verify.Run(ctx, clusters, link, opts)
+	if rep != nil {
+		rep.Note = note
+	}
 	switch {
 	case errors.Is(err, kafkaconn.ErrUnreachable):
 		return withCode(exitUnreachable, err)
@@ -114,12 +131,60 @@ func verifyAction(c *cli.Context) error {
 	return nil
 }
 
+// parseLink reads --link: SOURCE->TARGET, two clusters of topo. It
+// contacts nothing.
+func parseLink(topo *topology.Topology, s string) (topology.Link, error) {
+	source, target, ok := strings.Cut(s, "->")
+	switch {
+	case !ok && strings.HasSuffix(s, "-"):
+		return topology.Link{}, fmt.Errorf("--link %q: the shell took the '>' of '->' for a redirection (and may have written a file named after the target); quote the link: --link '%s>TARGET'", s, s)
+	case !ok || source == "" || target == "":
+		return topology.Link{}, fmt.Errorf("--link %q: give SOURCE->TARGET, two clusters of %s (%s), quoted in a shell: --link '%s->%s'",
+			s, topo.Path, strings.Join(topo.ClusterNames(), ", "), topo.Active, topo.Standby)
+	}
+	for _, c := range []string{source, target} {
+		if _, known := topo.Clusters[c]; !known {
+			return topology.Link{}, fmt.Errorf("--link %s: %s is no cluster of %s (its clusters: %s)", s, c, topo.Path, strings.Join(topo.ClusterNames(), ", "))
+		}
+	}
+	if source == target {
+		return topology.Link{}, fmt.Errorf("--link %s: a link copies from one cluster to the other; give two clusters", s)
+	}
+	return topo.Link(source, target), nil
+}
+
+// verifyLink decides which link drctl verify checks, and says why when it
+// is not the live one: the link named, or the live link (live active ->
+// live standby), or, after a failover or failback flipped the roles and
+// while the old active awaits its wipe (phase wiping: no mirror runs into
+// it, the live link has copied nothing), the link before the flip, whose
+// offset map and copies are on the new active. Once the old active is
+// wiped, its records are gone and the live link is the one to verify.
+func verifyLink(topo *topology.Topology, named *topology.Link, live rolestate.State) (topology.Link, string) {
+	if named != nil {
+		if named.Target == live.Active {
+			return *named, fmt.Sprintf("%s is the active cluster (epoch %d): the link %s does not run, and %s takes writes of its own; its records are compared up to the link's last copy",
+				live.Active, live.Epoch, named, live.Active)
+		}
+		return *named, ""
+	}
+	if r := live.Run; live.Phase == rolestate.PhaseWiping && r != nil && (r.Kind == rolestate.RunFailover || r.Kind == rolestate.RunFailback) {
+		old := topo.Link(live.Standby, live.Active)
+		return old, fmt.Sprintf("the %s run %s made %s the active cluster (epoch %d); %s, the old active, awaits its wipe and no mirror runs into it. Verified: the link before the flip, %s, up to its last copy on %s (drctl verify --link '%s->%s' names the live link)",
+			r.Kind, r.ID, live.Active, live.Epoch, live.Standby, old, live.Active, live.Active, live.Standby)
+	}
+	return topo.Link(live.Active, live.Standby), ""
+}
+
 func verifyText(w io.Writer, rep *verify.Report) error {
 	mode := "every committed record"
 	if rep.Sample > 1 {
 		mode = fmt.Sprintf("sampled: every %d records, proves nothing", rep.Sample)
 	}
 	fmt.Fprintf(w, "verify %s -> %s (%s)\n", rep.Source, rep.Target, mode)
+	if rep.Note != "" {
+		_ = writeWrapped(w, "  ", "note: "+rep.Note)
+	}
 	for _, p := range rep.Partitions {
 		tp := fmt.Sprintf("%s/%d", p.Topic, p.Partition)
 		counts := fmt.Sprintf("%s of %s records compared", grouped(p.Compared), grouped(p.SourceRecords))
@@ -140,6 +205,10 @@ func verifyText(w io.Writer, rep *verify.Report) error {
 		default:
 			_ = writeWrapped(w, "    ", fmt.Sprintf("%s %s: not verified: %s", rep.Source, tp, p.Reason))
 			continue
+		}
+		if rep.Retired && p.SourceEnd > p.SourceTo {
+			_ = writeWrapped(w, "    ", fmt.Sprintf("  %s's offsets %s were never copied by this link: they are not on %s (the failover's RPO; a reseed salvages them before the wipe)",
+				rep.Source, span(p.SourceTo, p.SourceEnd), rep.Target))
 		}
 		if p.SourceGone > 0 {
 			_ = writeWrapped(w, "    ", fmt.Sprintf("  %s standby records copy source records the source no longer holds (compacted or deleted there since): not compared", grouped(p.SourceGone)))
