@@ -58,6 +58,8 @@ type Drills struct {
 	CanaryUser *SASL
 	// Named holds the named drills, by name.
 	Named map[string]*NamedDrill
+	// Evidence says how drill records are sealed (drills.evidence).
+	Evidence Evidence
 }
 
 // NamedDrill is one drill of the drills: section.
@@ -117,6 +119,7 @@ type rawDrills struct {
 	CanaryRetention *duration                 `yaml:"canary_retention"`
 	CanaryUser      *rawCanaryUser            `yaml:"canary_user"`
 	Named           map[string]*rawNamedDrill `yaml:"named"`
+	Evidence        *rawEvidence              `yaml:"evidence"`
 }
 
 type rawCanaryUser struct {

@@ -200,8 +200,12 @@ func Parse(path string, data []byte, lookup func(string) (string, bool)) (*Topol
 		return nil, wrap(err)
 	}
 	t.Path, t.Digest = path, hex.EncodeToString(sum[:])
+	if err := buildEvidence(t, raw.Drills, root, x); err != nil {
+		return nil, wrap(err)
+	}
 	t.literalPasswords = literalPasswords(&raw, root, x)
 	warnings := append(sharedBootstrap(t, root), passwordFileModes(&raw, root, x)...)
+	warnings = append(warnings, signingKeyFileMode(&raw, root, x)...)
 	for _, w := range append(warnings, insecureTLS(t, root)...) {
 		w.File, w.Msg = path, x.scrub(w.Msg)
 		t.Warnings = append(t.Warnings, w)
