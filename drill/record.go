@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/drctl/drctl/drill/evidence"
 	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/topology"
@@ -62,6 +63,19 @@ type Record struct {
 	// nothing is left to undo), read from the clusters as the drill left
 	// them.
 	Next string `json:"next,omitempty" yaml:"next,omitempty"`
+
+	// Chain links the record to the one recorded before it for the
+	// topology (see Store and drctl drill history --verify). Absent in a
+	// started (unfinished) record and in records made before drctl
+	// chained them.
+	Chain *evidence.Link `json:"chain,omitempty" yaml:"chain,omitempty"`
+
+	// canonical is the record's canonical JSON as stored or read, the
+	// envelope that signs it (nil: none), and how its signature was
+	// checked (see Seal).
+	canonical            []byte
+	envelope             *evidence.Envelope
+	sigCheck, sigProblem string
 }
 
 // Objectives are the targets the verdict was judged against (0: none).
@@ -288,12 +302,20 @@ type Summary struct {
 	// Unfinished: the drill recorded no result (it still runs, or it was
 	// killed); Duration then says "unfinished".
 	Unfinished bool `json:"unfinished,omitempty" yaml:"unfinished,omitempty"`
+	// ChainSeq is the record's place in the topology's hash chain
+	// (absent: not chained); Signed says a signature is stored with it
+	// (drctl drill history --verify checks both).
+	ChainSeq int64 `json:"chain_seq,omitempty" yaml:"chain_seq,omitempty"`
+	Signed   bool  `json:"signed,omitempty" yaml:"signed,omitempty"`
 }
 
 // Summary returns the record's history line.
 func (r *Record) Summary() Summary {
 	s := Summary{ID: r.ID, Drill: r.Drill, Kind: r.Kind, StartedAt: r.StartedAt, Duration: r.Duration().Round(time.Millisecond).String(),
-		Verdict: r.Verdict, Reasons: r.Reasons, Unfinished: r.Unfinished}
+		Verdict: r.Verdict, Reasons: r.Reasons, Unfinished: r.Unfinished, Signed: r.envelope != nil}
+	if r.Chain != nil {
+		s.ChainSeq = r.Chain.Seq
+	}
 	if r.Unfinished || r.FinishedAt.IsZero() {
 		// No result recorded: it still runs, or it was killed. Its length
 		// is not known.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/drctl/drctl/drill/evidence"
 	"github.com/drctl/drctl/failover"
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kafkaread"
@@ -20,8 +21,13 @@ import (
 	"github.com/drctl/drctl/topology"
 )
 
-// resultSuffix names a drill's local result file beside its journal.
-const resultSuffix = ".drill.json"
+// resultSuffix names a drill's local result file beside its journal;
+// envelopeSuffix its signature envelope beside that, and its key in the
+// drills topic beside the record's.
+const (
+	resultSuffix   = ".drill.json"
+	envelopeSuffix = ".dsse"
+)
 
 func dial(ctx context.Context, topo *topology.Topology, name string) (sarama.Client, error) {
 	return kafkaconn.Dial(ctx, topo.Clusters[name], nil)
@@ -30,15 +36,37 @@ func dial(ctx context.Context, topo *topology.Topology, name string) (sarama.Cli
 // Store records rec in the local journal directory and in every reachable
 // cluster. It fails only when neither the directory nor any cluster took
 // it.
+//
+// A result (a record that is not Unfinished) is sealed first: it is linked
+// to the topology's newest chained record (rec.Chain; see chainHead), and,
+// with drills.evidence.signing_key, its canonical JSON is signed. The
+// record is stored as its canonical JSON under its id; the signature
+// envelope beside it (the key id+".dsse" in the drills topic, the file
+// <id>.drill.json.dsse in the journal). rec keeps the bytes stored and the
+// envelope (CanonicalJSON, Envelope).
 func Store(ctx context.Context, topo *topology.Topology, rec *Record, dir string) error {
-	raw, err := json.Marshal(rec)
+	if !rec.Unfinished && rec.Chain == nil {
+		rec.Chain = evidence.Next(chainHead(ctx, topo, dir, rec.ID))
+	}
+	raw, err := canonicalJSON(rec)
 	if err != nil {
 		return err
+	}
+	var env *evidence.Envelope
+	if key := topo.Drills.Evidence.SigningKey; key != nil && !rec.Unfinished {
+		env = evidence.Sign(raw, key)
 	}
 	var errs []error
 	stored := 0
 	if err := os.MkdirAll(dir, 0o700); err == nil {
-		if err := writeFileSync(filepath.Join(dir, rec.ID+resultSuffix), raw); err != nil {
+		path := filepath.Join(dir, rec.ID+resultSuffix)
+		err := writeFileSync(path, raw)
+		if err == nil && env != nil {
+			err = writeFileSync(path+envelopeSuffix, env.Marshal())
+		} else if err == nil {
+			_ = os.Remove(path + envelopeSuffix) // a signature of an earlier content signs nothing now
+		}
+		if err != nil {
 			errs = append(errs, fmt.Errorf("local journal: %w", err))
 		} else {
 			stored++
@@ -51,6 +79,9 @@ func Store(ctx context.Context, topo *topology.Topology, rec *Record, dir string
 			continue
 		}
 		err = kvstore.Put(ctx, c, topology.DrillsTopic, rec.ID, raw)
+		if err == nil && env != nil {
+			err = kvstore.Put(ctx, c, topology.DrillsTopic, rec.ID+envelopeSuffix, env.Marshal())
+		}
 		_ = c.Close()
 		if err != nil {
 			errs = append(errs, fmt.Errorf("cluster %s: %w", name, err))
@@ -60,6 +91,10 @@ func Store(ctx context.Context, topo *topology.Topology, rec *Record, dir string
 	}
 	if stored == 0 {
 		return fmt.Errorf("record drill %s: %w", rec.ID, errors.Join(errs...))
+	}
+	rec.canonical, rec.envelope, rec.sigProblem = raw, env, ""
+	if env != nil {
+		rec.sigCheck = "signed when recorded, with the topology's key"
 	}
 	return nil
 }
@@ -101,43 +136,16 @@ type HistoryOptions struct {
 // History returns the topology's drill records, newest first: the union of
 // both clusters' drills topic and the local journal directory. It is
 // read-only. It returns what it could read; the error (wrapping
-// kafkaconn.ErrUnreachable) names the clusters it could not.
+// kafkaconn.ErrUnreachable) names the clusters it could not. Each record
+// holds the bytes it was read as and its signature envelope, if any.
 func History(ctx context.Context, topo *topology.Topology, o HistoryOptions) ([]Record, error) {
 	byID := map[string]Record{}
-	add := func(r Record) {
-		if r.Topology != topo.Name || (o.Drill != "" && r.Drill != o.Drill) {
-			return
-		}
-		byID[r.ID] = r
-	}
-	dir := o.JournalDir
-	if dir == "" {
-		dir = failover.JournalDir()
-	}
-	if files, err := filepath.Glob(filepath.Join(dir, "*"+resultSuffix)); err == nil {
-		for _, f := range files {
-			raw, err := os.ReadFile(f)
-			if err != nil {
-				continue
-			}
-			if r, err := DecodeRecord(raw); err == nil {
-				add(r)
-			}
-		}
-	}
-	var errs []error
-	for _, name := range topo.ClusterNames() {
-		if o.LocalOnly {
-			break
-		}
-		recs, err := clusterHistory(ctx, topo, name)
-		if err != nil {
-			errs = append(errs, err)
+	copies, failed := readCopies(ctx, topo, o)
+	for _, c := range copies {
+		if o.Drill != "" && c.rec.Drill != o.Drill {
 			continue
 		}
-		for _, r := range recs {
-			add(r)
-		}
+		byID[c.rec.ID] = c.record()
 	}
 	out := make([]Record, 0, len(byID))
 	for _, r := range byID {
@@ -149,10 +157,76 @@ func History(ctx context.Context, topo *topology.Topology, o HistoryOptions) ([]
 	if o.Limit > 0 && len(out) > o.Limit {
 		out = out[:o.Limit]
 	}
+	var errs []error
+	for _, name := range topo.ClusterNames() {
+		if err := failed[name]; err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return out, errors.Join(errs...)
 }
 
-func clusterHistory(ctx context.Context, topo *topology.Topology, name string) ([]Record, error) {
+// storedCopy is what one place holds of one record of the topology: the
+// bytes, the record they decode to, and the signature envelope stored
+// beside it (nil: none, or one that does not parse: envErr).
+type storedCopy struct {
+	source  string
+	cluster bool
+	raw     []byte
+	rec     Record
+	env     *evidence.Envelope
+	envErr  error
+}
+
+func (c storedCopy) record() Record {
+	r := c.rec
+	r.canonical, r.envelope = c.raw, c.env
+	return r
+}
+
+// journalSource names the local journal among the places a record is in.
+const journalSource = "local journal"
+
+// readCopies reads every copy of the topology's records: the local
+// journal's first, then each cluster's in name order. failed holds the
+// clusters it could not read, with why.
+func readCopies(ctx context.Context, topo *topology.Topology, o HistoryOptions) (copies []storedCopy, failed map[string]error) {
+	dir := o.JournalDir
+	if dir == "" {
+		dir = failover.JournalDir()
+	}
+	var out []storedCopy
+	if files, err := filepath.Glob(filepath.Join(dir, "*"+resultSuffix)); err == nil {
+		for _, f := range files {
+			raw, err := os.ReadFile(f)
+			if err != nil {
+				continue
+			}
+			c := storedCopy{source: journalSource, raw: raw}
+			if env, err := os.ReadFile(f + envelopeSuffix); err == nil {
+				c.env, c.envErr = evidence.ParseEnvelope(env)
+			}
+			if c.rec, err = DecodeRecord(raw); err == nil && c.rec.Topology == topo.Name {
+				out = append(out, c)
+			}
+		}
+	}
+	failed = map[string]error{}
+	for _, name := range topo.ClusterNames() {
+		if o.LocalOnly {
+			break
+		}
+		cs, err := clusterCopies(ctx, topo, name)
+		if err != nil {
+			failed[name] = err
+			continue
+		}
+		out = append(out, cs...)
+	}
+	return out, failed
+}
+
+func clusterCopies(ctx context.Context, topo *topology.Topology, name string) ([]storedCopy, error) {
 	c, err := dial(ctx, topo, name)
 	if err != nil {
 		return nil, err
@@ -170,12 +244,22 @@ func clusterHistory(ctx context.Context, topo *topology.Topology, name string) (
 	if err != nil {
 		return nil, fmt.Errorf("cluster %s: read %s: %w", name, topology.DrillsTopic, err)
 	}
-	var out []Record
-	for _, raw := range latest {
-		if r, err := DecodeRecord(raw); err == nil {
-			out = append(out, r)
+	var out []storedCopy
+	for key, raw := range latest {
+		if strings.HasSuffix(key, envelopeSuffix) {
+			continue
 		}
+		r, err := DecodeRecord(raw)
+		if err != nil || r.Topology != topo.Name {
+			continue
+		}
+		cp := storedCopy{source: name, cluster: true, raw: raw, rec: r}
+		if env := latest[key+envelopeSuffix]; len(env) > 0 {
+			cp.env, cp.envErr = evidence.ParseEnvelope(env)
+		}
+		out = append(out, cp)
 	}
+	slices.SortFunc(out, func(a, b storedCopy) int { return strings.Compare(a.rec.ID, b.rec.ID) })
 	return out, nil
 }
 
@@ -186,7 +270,7 @@ func Find(ctx context.Context, topo *topology.Topology, id string, o HistoryOpti
 	var match []Record
 	for _, r := range hist {
 		if r.ID == id {
-			return &r, nil
+			return sealChecked(topo, r), nil
 		}
 		if strings.HasPrefix(r.ID, id) {
 			match = append(match, r)
@@ -194,7 +278,7 @@ func Find(ctx context.Context, topo *topology.Topology, id string, o HistoryOpti
 	}
 	switch len(match) {
 	case 1:
-		return &match[0], nil
+		return sealChecked(topo, match[0]), nil
 	case 0:
 		if err != nil {
 			return nil, fmt.Errorf("no drill %s found (%w); drctl drill history lists them", id, err)
@@ -202,6 +286,25 @@ func Find(ctx context.Context, topo *topology.Topology, id string, o HistoryOpti
 		return nil, fmt.Errorf("%w: no drill %s in the history of %s; drctl drill history lists them", ErrBadInput, id, topo.Name)
 	}
 	return nil, fmt.Errorf("%w: %d drills start with %s; give more of the id", ErrBadInput, len(match), id)
+}
+
+// clusterHistory returns the topology's records one cluster holds.
+func clusterHistory(ctx context.Context, topo *topology.Topology, name string) ([]Record, error) {
+	cs, err := clusterCopies(ctx, topo, name)
+	out := make([]Record, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, c.record())
+	}
+	return out, err
+}
+
+// sealChecked checks r's signature with the topology's key, if it has one,
+// and returns r with the outcome (Record.Seal).
+func sealChecked(topo *topology.Topology, r Record) *Record {
+	if k := topo.Drills.Evidence.SigningKey; k != nil {
+		r.checkSignature(k.PublicKey(), "the topology's key "+evidence.KeyID(k.PublicKey()))
+	}
+	return &r
 }
 
 // DecodeRecord decodes a drill record read back from a cluster or the

@@ -256,6 +256,23 @@ func VerifyChain(copies []Copy) *ChainReport {
 			}
 		}
 	}
+	// A sequence number nothing holds and no later record names: removed
+	// with the record after it, so its id is not known.
+	covered := map[int64]bool{}
+	for seq := range bySeq {
+		covered[seq] = true
+	}
+	for _, p := range rep.Problems {
+		if p.Kind == ProblemRemoved {
+			covered[p.Seq] = true
+		}
+	}
+	for seq := int64(1); seq < rep.NewestSeq; seq++ {
+		if !covered[seq] {
+			add(Problem{Seq: seq, Kind: ProblemRemoved, Message: fmt.Sprintf(
+				"the record at seq %d was removed: no copy holds it, and the record after it is gone too, so its id is not known", seq)})
+		}
+	}
 	for _, seq := range slices.Sorted(maps.Keys(bySeq)) {
 		if ids := bySeq[seq]; len(ids) > 1 {
 			add(Problem{ID: ids[1], Seq: seq, Kind: ProblemFork, Message: fmt.Sprintf(

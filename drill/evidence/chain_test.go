@@ -81,6 +81,11 @@ func TestVerifyChain(t *testing.T) {
 		}},
 		{name: "removed from every copy", copies: without(chainOf(4), "r2"), problems: []string{"removed:r2"}},
 		{name: "the first removed", copies: without(chainOf(3), "r1"), problems: []string{"removed:r1"}},
+		{name: "two in a row removed", copies: without(without(chainOf(5), "r2"), "r3"), problems: []string{"removed:r3", "removed:"}, check: func(t *testing.T, r *ChainReport) {
+			if r.Problems[1].Seq != 2 || !strings.Contains(r.Problems[1].Message, "seq 2 was removed") {
+				t.Errorf("problem %+v", r.Problems[1])
+			}
+		}},
 		{name: "edited in every copy", copies: edited(chainOf(4), "r2"), problems: []string{"edited:r2"}},
 		{name: "edited on one cluster", copies: edited(chainOf(4), "r3", "west"), problems: []string{"edited:r3"}, check: func(t *testing.T, r *ChainReport) {
 			if p := r.Problems[0]; !slices.Equal(p.Sources, []string{"west"}) || !strings.Contains(p.Message, "r3 (seq 3) was edited on west") || !strings.Contains(p.Message, "which r4 recorded") {
