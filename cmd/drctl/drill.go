@@ -22,8 +22,8 @@ import (
 func drillCommand() *cli.Command {
 	return &cli.Command{
 		Name:        "drill",
-		Usage:       "DR drills with evidence: run, schedule, history, report",
-		Subcommands: commands(drillRunCommand(), drillScheduleCommand(), drillHistoryCommand(), drillReportCommand()),
+		Usage:       "DR drills with evidence: run, schedule, history, report, verify-report, evidence-key",
+		Subcommands: commands(drillRunCommand(), drillScheduleCommand(), drillHistoryCommand(), drillReportCommand(), drillVerifyReportCommand(), drillEvidenceKeyCommand()),
 	}
 }
 
@@ -39,8 +39,8 @@ func drillRunCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "kind", Usage: "canary, failover or unplanned (without NAME)"},
 			&cli.BoolFlag{Name: "yes", Usage: "do not ask for confirmation of a disruptive drill"},
-			&cli.StringFlag{Name: "report", Usage: "also write the report to this file (format from --format)"},
-			&cli.StringFlag{Name: "format", Value: "md", Usage: "format of --report: md, json, junit or html"},
+			&cli.StringFlag{Name: "report", Usage: "also write the report to this file (format from --format; a signed drill's json gets FILE.dsse beside it)"},
+			&cli.StringFlag{Name: "format", Value: "md", Usage: "format of --report: md, json, junit, html or dsse (the signed envelope)"},
 			&cli.DurationFlag{Name: "wait", Value: time.Minute, Usage: "how long to wait for another drill (e.g. a scheduled canary) to finish before refusing; 0 refuses at once"},
 		},
 		Action: func(c *cli.Context) error {
@@ -128,23 +128,57 @@ func drillError(err error) error {
 	return err
 }
 
+// formatDSSE is the report format of a signed drill's DSSE envelope (the
+// signed JSON inside): drill run and drill report write it beside the
+// package report's formats.
+const formatDSSE = "dsse"
+
 func checkReportFormat(f string) error {
-	if slices.Contains(report.Formats, f) {
+	if slices.Contains(report.Formats, f) || f == formatDSSE {
 		return nil
 	}
-	return withCode(exitBadInput, fmt.Errorf("--format %q is not a report format; use md, json, junit or html", f))
+	return withCode(exitBadInput, fmt.Errorf("--format %q is not a report format; use md, json, junit, html or dsse", f))
 }
 
+// writeReportTo writes rec in format to w; dsse is the signed envelope,
+// which an unsigned drill does not have (exit 1).
+func writeReportTo(w io.Writer, rec *drill.Record, format string) error {
+	if format != formatDSSE {
+		return report.Write(w, rec, format)
+	}
+	env := rec.Envelope()
+	if env == nil {
+		return withCode(exitFailure, fmt.Errorf("drill %s is not signed (drills.evidence.signing_key was not set when it was recorded): it has no dsse envelope", rec.ID))
+	}
+	_, err := w.Write(env.Marshal())
+	return err
+}
+
+// writeReport writes rec to path; the json of a signed drill gets its
+// envelope beside it, as path.dsse (drctl drill verify-report path checks
+// the pair).
 func writeReport(path string, rec *drill.Record, format string) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
-	if err := report.Write(f, rec, format); err != nil {
+	if err := writeReportTo(f, rec, format); err != nil {
 		f.Close()
+		_ = os.Remove(path)
+		if _, ok := errors.AsType[*exitError](err); ok {
+			return err
+		}
 		return fmt.Errorf("report %s: %w", path, err)
 	}
-	return f.Close()
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if env := rec.Envelope(); format == "json" && env != nil {
+		if err := os.WriteFile(path+".dsse", env.Marshal(), 0o644); err != nil {
+			return fmt.Errorf("report %s: its signature: %w", path, err)
+		}
+	}
+	return nil
 }
 
 func drillSummary(w io.Writer, r *drill.Record) error {
@@ -156,6 +190,9 @@ func drillSummary(w io.Writer, r *drill.Record) error {
 		fmt.Fprintf(w, "  - %s\n", s)
 	}
 	fmt.Fprintf(w, "full evidence: drctl drill report %s --format md|json|junit|html\n", r.ID)
+	if env := r.Envelope(); env != nil {
+		fmt.Fprintf(w, "signed with key %s: --format json --out FILE writes FILE.dsse beside it, which drctl drill verify-report FILE checks\n", strings.Join(env.KeyIDs(), ", "))
+	}
 	return nil
 }
 
@@ -166,11 +203,22 @@ func drillHistoryCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "drill", Usage: "only the drills of this name"},
 			&cli.IntFlag{Name: "limit", Value: 50, Usage: "at most this many (0: all)"},
+			&cli.BoolFlag{Name: "verify", Usage: "check the history's hash chain and signatures instead of listing it: exit 0 intact, 1 a record removed or edited"},
+			&cli.StringFlag{Name: "public-key", TakesFile: true, Usage: "with --verify: check signatures with this public key (default: the topology's signing key)"},
 		},
 		Action: func(c *cli.Context) error {
+			if c.Bool("verify") && (c.IsSet("drill") || c.IsSet("limit")) {
+				return withCode(exitBadInput, errors.New("--verify checks the topology's whole chain: it takes no --drill or --limit"))
+			}
+			if c.IsSet("public-key") && !c.Bool("verify") {
+				return withCode(exitBadInput, errors.New("--public-key checks signatures: use it with --verify"))
+			}
 			topo, err := loadTopology(c)
 			if err != nil {
 				return err
+			}
+			if c.Bool("verify") {
+				return historyVerify(c, topo)
 			}
 			ctx, cancel := context.WithTimeout(c.Context, 30*time.Second)
 			defer cancel()
@@ -200,8 +248,8 @@ func drillReportCommand() *cli.Command {
 		Usage:     "print a drill's full evidence",
 		ArgsUsage: "ID",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "format", Value: "md", Usage: "md, json, junit or html"},
-			&cli.StringFlag{Name: "out", TakesFile: true, Usage: "write to this file instead of standard output"},
+			&cli.StringFlag{Name: "format", Value: "md", Usage: "md, json, junit, html or dsse (the signed envelope of the json)"},
+			&cli.StringFlag{Name: "out", TakesFile: true, Usage: "write to this file instead of standard output (a signed drill's json gets FILE.dsse beside it)"},
 		},
 		Action: func(c *cli.Context) error {
 			args, err := drillArgs(c)
@@ -227,7 +275,7 @@ func drillReportCommand() *cli.Command {
 			if path := c.String("out"); path != "" {
 				return writeReport(path, rec, c.String("format"))
 			}
-			return report.Write(c.App.Writer, rec, c.String("format"))
+			return writeReportTo(c.App.Writer, rec, c.String("format"))
 		},
 	}
 }

@@ -99,19 +99,32 @@ var helpTexts = map[string]helpText{
 	"tui":     {examples: []string{"drctl tui", "drctl tui --read-only --interval 5s"}},
 	"drill": {description: "drill rehearses disaster recovery and keeps the evidence: a drill (a canary, a planned or an\n" +
 		"unplanned failover) measures RPO, RTO, duplicates and loss, judges them against the objectives and is\n" +
-		"recorded in both clusters; history lists the drills and report prints one in full.",
+		"recorded in both clusters, hash-chained and (with a signing key) signed; history lists the drills,\n" +
+		"report prints one in full, verify-report checks a signed report.",
 		examples: []string{"drctl drill run", "drctl drill history", "drctl drill report ID --format html --out drill.html"}},
 	"drill run": {examples: []string{"drctl drill run", "drctl drill run --kind failover --yes", "drctl drill run nightly --report drill.md"}},
 	"drill schedule": {description: "schedule runs the drills the topology schedules (its drills section), each at its time, and\n" +
 		"records each one as drill run does; it runs until stopped.",
 		examples: []string{"drctl drill schedule"}},
 	"drill history": {description: "history lists the recorded drills, newest first, from both clusters and the local journal:\n" +
-		"id, name, kind, verdict and the measured figures. It changes nothing.",
-		examples: []string{"drctl drill history", "drctl drill history --drill nightly --limit 10 -o json"}},
+		"id, name, kind, verdict and the measured figures. It changes nothing. With --verify it checks instead\n" +
+		"that the history is whole: each record carries the digest of the one before, so a removed or edited\n" +
+		"record is named (exit 1), as is a signature that does not verify; an intact chain exits 0.",
+		examples: []string{"drctl drill history", "drctl drill history --drill nightly --limit 10 -o json", "drctl drill history --verify"}},
 	"drill report": {description: "report prints the full evidence of one drill (its id from drill history): the timeline, the\n" +
-		"measured RPO, RTO, duplicates and loss against the objectives, as Markdown, JSON, JUnit XML or a\n" +
-		"self-contained HTML page (--format), to standard output or --out.",
-		examples: []string{"drctl drill report ID", "drctl drill report ID --format html --out drill.html"}},
+		"measured RPO, RTO, duplicates and loss against the objectives and an Evidence section for auditors,\n" +
+		"as Markdown, JSON (the record as signed), JUnit XML, a self-contained HTML page or the signed DSSE\n" +
+		"envelope (--format), to standard output or --out; the JSON of a signed drill gets FILE.dsse beside it.",
+		examples: []string{"drctl drill report ID", "drctl drill report ID --format html --out drill.html", "drctl drill report ID --format json --out drill.json"}},
+	"drill verify-report": {description: "verify-report checks a signed drill report: FILE is the report's JSON (its DSSE envelope\n" +
+		"FILE.dsse beside it, or --signature) or the envelope itself. The signature must verify with the\n" +
+		"signer's public key (--public-key, or the topology's signing key) over the very bytes of the report.\n" +
+		"Exit 0 valid, 1 invalid or tampered (it says why), 2 bad input. It contacts no cluster.",
+		examples: []string{"drctl drill verify-report drill.json --public-key evidence.pub", "drctl drill verify-report drill.json.dsse --public-key evidence.pub -o json"}},
+	"drill evidence-key": {description: "evidence-key prints the public key of the topology's drills.evidence.signing_key, PEM, with\n" +
+		"its key id: what an auditor needs to check signed drill reports, and nothing secret. With --new FILE\n" +
+		"it makes a new ed25519 signing key in FILE (mode 0600, never overwriting) and prints its public key.",
+		examples: []string{"drctl drill evidence-key > evidence.pub", "drctl drill evidence-key --new /etc/drctl/evidence.pem"}},
 	"version": {examples: []string{"drctl version", "drctl version -o json", "drctl --version"}},
 }
 

@@ -12,19 +12,24 @@ import (
 )
 
 // HTML writes the record as one self-contained HTML file: the verdict, the
-// measurements against objectives, the records lost to source retention
-// per link, a timeline of the steps and the canary latency over time, both
+// measurements against objectives, the Evidence section for an auditor,
+// the records lost to source retention per link, a timeline of the steps and the canary latency over time, both
 // as inline SVG. No external asset, no script.
 func HTML(w io.Writer, r *drill.Record) error {
 	cs := checks(r)
 	data := struct {
 		R                          *drill.Record
 		Checks                     []check
+		Tested, Integrity          []evidenceFact
+		Topics                     []evidenceTopic
+		Rules                      []ruleRow
+		EvidenceIntro, Disclaimer  string
 		Losses                     []linkLosses
 		LossesIntro                template.HTML
 		Timeline, Latency          template.HTML
 		Started, Duration, PassTxt string
-	}{R: r, Checks: cs, Losses: lossesOf(r), LossesIntro: template.HTML(lossesIntro(htmlCode)),
+	}{R: r, Checks: cs, Tested: testedFacts(r, cs), Integrity: integrityFacts(r), Topics: evidenceTopics(r, cs), Rules: ruleRows,
+		EvidenceIntro: evidenceIntro, Disclaimer: evidenceDisclaimer, Losses: lossesOf(r), LossesIntro: template.HTML(lossesIntro(htmlCode)),
 		Timeline: template.HTML(timelineSVG(r)), Latency: template.HTML(latencySVG(r)),
 		Started: r.StartedAt.UTC().Format(time.RFC3339), Duration: r.Duration().Round(time.Millisecond).String(), PassTxt: passText(cs)}
 	return page.Execute(w, data)
@@ -68,7 +73,8 @@ table{border-collapse:collapse;width:100%;font-size:.92rem}td,th{text-align:left
 th{background:#f4f6fa}.ok{color:#1f8a4c;font-weight:600}.bad{color:#c0392b;font-weight:700}.info{color:#1d2430}
 .na{color:#8a93a2;font-style:italic}tr.unmeasured td{color:#8a93a2;background:#fafbfc}
 .meta td:first-child{width:9rem;color:#5a6473}code{font-size:.88rem}svg{display:block;margin-top:.5rem}
-.note{color:#5a6473;font-size:.9rem}.note code{white-space:nowrap}.link small{display:block;color:#5a6473}td.num{text-align:right}
+.note{color:#5a6473;font-size:.9rem}table.evidence td.what{width:10rem;font-weight:600}table.evidence td.note{width:16rem}
+table.evidence td{overflow-wrap:anywhere}h3{font-size:1rem;margin-top:1.4rem}.evidence-box{border-left:4px solid #2e7dd7;padding-left:1rem}.note code{white-space:nowrap}.link small{display:block;color:#5a6473}td.num{text-align:right}
 </style></head><body>
 <h1>Drill {{.R.Drill}} <span class="verdict {{.R.Verdict}}">{{upper .R.Verdict}}</span></h1>
 <table class="meta">
@@ -86,6 +92,28 @@ th{background:#f4f6fa}.ok{color:#1f8a4c;font-weight:600}.bad{color:#c0392b;font-
 {{range .Checks}}<tr{{if not .Result.Measured}} class="unmeasured"{{end}}><td>{{.Name}}</td><td>{{.Measured}}</td><td>{{.Objective}}</td><td><span class="{{resultClass .Result}}">{{.Result}}</span></td></tr>
 {{end}}</table>
 {{with .R.Preflight}}{{if .Problems}}<p>Failover preflight problems:</p><ul>{{range .Problems}}<li>{{.}}</li>{{end}}</ul>{{end}}{{end}}
+<h2>Evidence</h2>
+<div class="evidence-box">
+<p class="note">{{.EvidenceIntro}}</p>
+<h3>What was tested</h3>
+<table class="evidence"><tr><th></th><th>This drill</th><th>What it is</th></tr>
+{{range .Tested}}<tr><td class="what">{{.Name}}</td><td{{if .Bad}} class="bad"{{end}}>{{.Value}}</td><td class="note">{{.Note}}</td></tr>
+{{end}}</table>
+<h3>What was measured</h3>
+<table class="evidence"><tr><th>Evidence</th><th>What it shows</th><th>Measured</th><th>Result</th></tr>
+{{range .Topics}}{{if .Checks}}{{$t := .}}{{range $i, $c := .Checks}}<tr>{{if eq $i 0}}<td class="what" rowspan="{{len $t.Checks}}">{{$t.Name}}</td><td class="note" rowspan="{{len $t.Checks}}">{{$t.Shows}}</td>{{end}}<td>{{$c.Name}}: {{$c.Measured}}</td><td><span class="{{resultClass $c.Result}}">{{$c.Result}}</span></td></tr>
+{{end}}{{else}}<tr class="unmeasured"><td class="what">{{.Name}}</td><td class="note">{{.Shows}}</td><td>{{.Missing}}</td><td><span class="na">not measured</span></td></tr>
+{{end}}{{end}}</table>
+<h3>Integrity of this record</h3>
+<table class="evidence"><tr><th></th><th>This record</th><th>How to check</th></tr>
+{{range .Integrity}}<tr><td class="what">{{.Name}}</td><td{{if .Bad}} class="bad"{{end}}>{{.Value}}</td><td class="note">{{.Note}}</td></tr>
+{{end}}</table>
+<h3>What recovery-testing rules ask</h3>
+<table class="evidence"><tr><th>Rule</th><th>What it asks</th><th>Where this report answers</th></tr>
+{{range .Rules}}<tr><td class="what">{{.Rule}}</td><td>{{.Asks}}</td><td>{{.Where}}</td></tr>
+{{end}}</table>
+<p class="note">{{.Disclaimer}}</p>
+</div>
 <h2>Lost to source retention</h2>
 <p class="note">{{.LossesIntro}}</p>
 <table class="losses"><tr><th>Link</th><th>Topic</th><th>Partition</th><th>Offsets</th><th>Records</th><th>Found at</th></tr>

@@ -11,7 +11,8 @@ import (
 
 // Markdown writes the record as a Markdown document: header, verdict with
 // reasons, measurements against objectives (those not measured last, apart
-// from the passes), the records lost to source retention per link, the
+// from the passes), the Evidence section for an auditor, the records lost
+// to source retention per link, the
 // steps with timings, and the steps of each role change a disruptive drill
 // ran.
 func Markdown(w io.Writer, r *drill.Record) error {
@@ -51,6 +52,7 @@ func Markdown(w io.Writer, r *drill.Record) error {
 			fmt.Fprintf(&b, "- %s\n", pr)
 		}
 	}
+	mdEvidence(&b, r, cs)
 	mdLosses(&b, lossesOf(r))
 	b.WriteString("\n## Steps\n\n")
 	mdSteps(&b, r.Steps)

@@ -1,7 +1,6 @@
 package report
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -30,12 +29,16 @@ func Write(w io.Writer, r *drill.Record, format string) error {
 	return fmt.Errorf("report format %q is not known; use md, json, junit or html", format)
 }
 
-// JSON writes the record as indented JSON (the stable schema of
-// docs/drills.md).
+// JSON writes the record's canonical JSON (the stable schema of
+// docs/drills.md): the very bytes the drill recorded, which its digest and
+// signature cover.
 func JSON(w io.Writer, r *drill.Record) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
+	raw, err := r.CanonicalJSON()
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(raw)
+	return err
 }
 
 // result is how a check came out. A check that did not happen is never
