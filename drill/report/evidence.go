@@ -65,7 +65,18 @@ func kindOf(name string) (evidenceKind, bool) {
 type evidenceTopic struct {
 	Name, Shows string
 	Checks      []check
-	Missing     string
+	// Missing says why nothing was measured: not measured, or, with
+	// MissingNA, nothing to measure in this kind of drill.
+	Missing   string
+	MissingNA bool
+}
+
+// MissingResult is how a topic with no check came out.
+func (t evidenceTopic) MissingResult() result {
+	if t.MissingNA {
+		return resultNA
+	}
+	return resultNotMeasured
 }
 
 // notIdentical says why a drill holds no record-by-record proof.
@@ -88,9 +99,9 @@ func evidenceTopics(r *drill.Record, cs []check) []evidenceTopic {
 	}
 	out[evIdentical].Missing = notIdentical
 	if r.Kind == "canary" {
-		out[evFence].Missing = "a canary drill moves no role, so there is no fence to prove"
-	} else {
-		out[evReadiness].Missing = "a disruptive drill runs the failover itself: its run's preflight is among the run's steps"
+		out[evFence].Missing, out[evFence].MissingNA = "a canary drill moves no role, so there is no fence to prove", true
+	} else if len(out[evReadiness].Checks) == 0 {
+		out[evReadiness].Missing, out[evReadiness].MissingNA = "a disruptive drill runs the failover itself: its run's preflight is among the run's steps", true
 	}
 	return out
 }
@@ -220,7 +231,7 @@ func mdEvidence(b *strings.Builder, r *drill.Record, cs []check) {
 	b.WriteString("\n### What was measured\n\n| Evidence | What it shows | Measured | Result |\n|---|---|---|---|\n")
 	for _, t := range evidenceTopics(r, cs) {
 		if len(t.Checks) == 0 {
-			fmt.Fprintf(b, "| %s | %s | %s | %s |\n", t.Name, mdEscape(t.Shows), mdEscape(t.Missing), resultText(resultNotMeasured))
+			fmt.Fprintf(b, "| %s | %s | %s | %s |\n", t.Name, mdEscape(t.Shows), mdEscape(t.Missing), resultText(t.MissingResult()))
 			continue
 		}
 		for i, c := range t.Checks {

@@ -75,7 +75,7 @@ func TestEvidenceSection(t *testing.T) {
 	_ = Markdown(&md, sample())
 	for _, want := range []string{
 		"| The outcome | FAIL: ",
-		"| One writer (fence) | The old active refused application writes once the roles moved, so no two clusters took writes at once. | a canary drill moves no role, so there is no fence to prove | _not measured_ |",
+		"| One writer (fence) | The old active refused application writes once the roles moved, so no two clusters took writes at once. | a canary drill moves no role, so there is no fence to prove | _n/a_ |",
 		"| The objective | RPO ≤ 30 s; canary latency ≤ 500 ms |",
 		"| Hash chain | not chained: recorded before drctl chained drill records",
 	} {

@@ -102,7 +102,7 @@ table.evidence td{overflow-wrap:anywhere}h3{font-size:1rem;margin-top:1.4rem}.ev
 <h3>What was measured</h3>
 <table class="evidence"><tr><th>Evidence</th><th>What it shows</th><th>Measured</th><th>Result</th></tr>
 {{range .Topics}}{{if .Checks}}{{$t := .}}{{range $i, $c := .Checks}}<tr>{{if eq $i 0}}<td class="what" rowspan="{{len $t.Checks}}">{{$t.Name}}</td><td class="note" rowspan="{{len $t.Checks}}">{{$t.Shows}}</td>{{end}}<td>{{$c.Name}}: {{$c.Measured}}</td><td><span class="{{resultClass $c.Result}}">{{$c.Result}}</span></td></tr>
-{{end}}{{else}}<tr class="unmeasured"><td class="what">{{.Name}}</td><td class="note">{{.Shows}}</td><td>{{.Missing}}</td><td><span class="na">not measured</span></td></tr>
+{{end}}{{else}}<tr class="unmeasured"><td class="what">{{.Name}}</td><td class="note">{{.Shows}}</td><td>{{.Missing}}</td><td><span class="na">{{.MissingResult}}</span></td></tr>
 {{end}}{{end}}</table>
 <h3>Integrity of this record</h3>
 <table class="evidence"><tr><th></th><th>This record</th><th>How to check</th></tr>
