@@ -167,9 +167,10 @@ func clusterHead(ctx context.Context, c sarama.Client, topoName, exclude string)
 			if id == exclude || seen[id] || len(r.Value) == 0 || strings.HasSuffix(id, envelopeSuffix) {
 				return nil
 			}
-			rec, err := DecodeRecord(r.Value)
-			if err != nil || rec.Topology != topoName || rec.Chain == nil {
-				return nil
+			// Another topology's record, or not a record: not this chain's.
+			rec, derr := DecodeRecord(r.Value)
+			if derr != nil || rec.Topology != topoName || rec.Chain == nil {
+				return nil //nolint:nilerr // skipped, as History skips it
 			}
 			seen[id] = true
 			best = newerHead(best, &evidence.Head{ID: rec.ID, Digest: evidence.Digest(r.Value), Seq: rec.Chain.Seq})
