@@ -228,6 +228,8 @@ func (x *failoverDrill) move(ctx context.Context, mp moveParams) (_ *Direction, 
 			x.app.pointWrite(mp.To)
 		case e.Type == plans.EventStepDone && e.Name == failover.StepTranslateGroups:
 			x.app.pointRead(mp.To)
+		case e.Type == plans.EventStepStarted && e.Name == runrecord.StepWipe:
+			x.proveCopied(ctx, dir) // the run waits: the old active is intact until its wipe
 		}
 	}}
 	err = failover.Execute(ctx, x.topo, p, failover.RunOptions{JSON: watch, JournalDir: x.journal, Interrupts: x.interrupts,

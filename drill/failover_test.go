@@ -12,7 +12,9 @@ import (
 
 // TestFailoverDrill: a real planned failover and failback with the canary
 // application following the roles; every acknowledged canary record is read
-// exactly once, each direction has its RTO, and the roles end as they began.
+// exactly once, each direction has its RTO and its proof that the new
+// active holds the canary topic as the link copied it, and the roles end
+// as they began.
 func TestFailoverDrill(t *testing.T) {
 	p := newPair(t, "drills: {allow_disruptive: true}\n")
 	topo := p.Topology
@@ -44,6 +46,11 @@ func TestFailoverDrill(t *testing.T) {
 			if s.Status != "done" || s.StartedAt.IsZero() {
 				t.Errorf("run %s step %+v", dir.RunID, s)
 			}
+		}
+		// Right after the flip the canary topic on the new active was
+		// proven identical to what the link copied, every record of it.
+		if pr := dir.Proof; !pr.Proven() || pr.Compared == 0 || pr.Compared != pr.SourceRecords || len(pr.Ranges) != 1 || pr.Link != dir.From+"->"+dir.To {
+			t.Errorf("%s -> %s: proof %+v", dir.From, dir.To, pr)
 		}
 	}
 	roles, err := inspect.CollectRoles(ctx, topo)

@@ -72,6 +72,9 @@ func Judge(r *Record) {
 		if d.ReRead > 0 {
 			add("%s -> %s: the canary group re-read %d of %d records", d.From, d.To, d.ReRead, d.Records)
 		}
+		if p := d.Proof; p != nil && p.Differing > 0 {
+			add("%s -> %s: the canary topic on %s differs from what %s holds: %d difference(s) on %d of %d partition(s)", d.From, d.To, d.To, d.From, p.Differences, p.Differing, p.Partitions)
+		}
 		if d.FenceNote != "" && !d.FenceVerified {
 			add("%s -> %s: fence not verified: %s", d.From, d.To, d.FenceNote)
 		}

@@ -248,6 +248,11 @@ type Direction struct {
 	// run's salvage put in quarantine (exactly the unmirrored ones, record
 	// by record; SalvageMismatch says how not).
 	Unplanned bool `json:"unplanned,omitempty" yaml:"unplanned,omitempty"`
+	// Proof is the canary topic on To compared record by record with
+	// what the link From -> To copied of it, after the run's flip and
+	// before its wipe of From (absent: the run stopped before its wipe,
+	// or a record older than the field).
+	Proof *Proof `json:"proof,omitempty" yaml:"proof,omitempty"`
 	// RPOReported says the unplanned run reported its RPO (RPORecords,
 	// RPOAllRecords, RPOSeconds); Held counts the records the old active's
 	// canary partition held before the failover (what UnmirroredAll is

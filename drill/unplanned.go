@@ -205,6 +205,8 @@ func (x *failoverDrill) unplanned(ctx context.Context, mp moveParams) (_ *Direct
 			rpo = decode[inspect.RPOReport](e.Outputs)
 		case e.Type == plans.EventStepDone && e.Name == failover.StepTranslateGroups:
 			x.app.pointRead(mp.To)
+		case e.Type == plans.EventStepStarted && e.Name == runrecord.StepWipe:
+			x.proveCopied(ctx, dir) // the run waits: the old active is intact until its wipe
 		}
 	}}
 	err = failover.Execute(ctx, x.topo, p, failover.RunOptions{JSON: watch, JournalDir: x.journal, Interrupts: x.interrupts,

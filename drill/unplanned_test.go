@@ -74,6 +74,16 @@ func TestUnplannedDrill(t *testing.T) {
 			t.Errorf("step summary %q lacks %q", s.Summary, want)
 		}
 	}
+	// At the flip, before the wipe: the canary topic on west proven
+	// identical to what the link copied, every record of its range; the
+	// records the pause held back are past the range (the RPO above), not
+	// differences.
+	for _, dir := range []Direction{u, back} {
+		if pr := dir.Proof; !pr.Proven() || pr.Compared == 0 || pr.Compared != pr.SourceRecords {
+			t.Errorf("%s -> %s: proof %+v", dir.From, dir.To, pr)
+		}
+	}
+	t.Logf("proofs: %+v %+v", *u.Proof, *back.Proof)
 	if back.Unplanned || back.To != "east" || back.Lost != 0 || back.Duplicated != 0 || back.ReRead != 0 || back.RPORecords != 0 || back.RTOWriteSeconds <= 0 {
 		t.Errorf("failback direction %+v", back)
 	}

@@ -37,7 +37,7 @@ var topicText = [evKinds]struct{ Name, Shows string }{
 	evRetention: {"Records lost to source retention", "Records removed from the source before the mirror copied them: in neither cluster, kept on record until acknowledged. A record of the past, not a failure of the drill."},
 	evFence:     {"One writer (fence)", "The old active refused application writes once the roles moved, so no two clusters took writes at once."},
 	evReadiness: {"Failover readiness", "Whether a failover could have started at the time, and what would have stopped it."},
-	evIdentical: {"Standby proven identical", "A record-by-record comparison of the standby with the source through the offset map."},
+	evIdentical: {"Standby proven identical", "A record-by-record comparison of the recovered side with the source through the offset map; a disruptive drill compares the canary topic at each flip, before the old active is wiped (drctl verify compares every topic, on demand)."},
 }
 
 // kindOf files a check under what it shows.
@@ -52,6 +52,8 @@ func kindOf(name string) (evidenceKind, bool) {
 	case strings.HasPrefix(name, "canary records replicated"), strings.HasPrefix(name, "canary duplicates"), strings.HasPrefix(name, "canary order"),
 		strings.HasPrefix(name, "group sync"), strings.HasSuffix(name, "canary lost / duplicated / re-read"), strings.HasSuffix(name, ": salvage"):
 		return evIntegrity, true
+	case strings.HasSuffix(name, "proven identical"):
+		return evIdentical, true
 	case strings.HasSuffix(name, "fence verified"):
 		return evFence, true
 	case strings.HasPrefix(name, "failover preflight"):
@@ -79,8 +81,12 @@ func (t evidenceTopic) MissingResult() result {
 	return resultNotMeasured
 }
 
-// notIdentical says why a drill holds no record-by-record proof.
-const notIdentical = "this drill does not compare records; drctl verify does, on demand, for the live link (docs/verify.md)"
+// notIdentical says why a drill holds no record-by-record proof, by kind.
+var notIdentical = map[string]string{
+	"canary":    "a canary drill does not compare records; drctl verify does, on demand, for the live link (docs/verify.md)",
+	"unplanned": "no role change of this drill recorded a comparison (its run stopped before its wipe, or the record is older than the comparison)",
+	"failover":  "no role change of this drill recorded a comparison (its run stopped before its wipe, or the record is older than the comparison)",
+}
 
 func evidenceTopics(r *drill.Record, cs []check) []evidenceTopic {
 	out := make([]evidenceTopic, evKinds)
@@ -97,7 +103,9 @@ func evidenceTopics(r *drill.Record, cs []check) []evidenceTopic {
 			out[k].Missing = stopped
 		}
 	}
-	out[evIdentical].Missing = notIdentical
+	if len(out[evIdentical].Checks) == 0 {
+		out[evIdentical].Missing = notIdentical[r.Kind]
+	}
 	if r.Kind == "canary" {
 		out[evFence].Missing, out[evFence].MissingNA = "a canary drill moves no role, so there is no fence to prove", true
 	} else if len(out[evReadiness].Checks) == 0 {

@@ -42,7 +42,7 @@ func TestEvidenceSection(t *testing.T) {
 		}
 		for _, want := range []string{"## Evidence", "### What was tested", "### What was measured", "### Integrity of this record", "### What recovery-testing rules ask",
 			"| DORA Art. 11(6)(a) |", "| DORA Art. 12(7) |", "| SOC 2, TSC A1.3 |", "drctl claims no compliance with any rule",
-			"| Standby proven identical | A record-by-record comparison of the standby with the source through the offset map. | " + notIdentical + " | _not measured_ |",
+			"| Standby proven identical | " + topicText[evIdentical].Shows + " | " + notIdentical[r.Kind] + " | _not measured_ |",
 			"| Signature | not signed: no signature is stored with this record"} {
 			if !strings.Contains(md.String(), want) {
 				t.Errorf("%s: markdown lacks %q:\n%s", r.Kind, want, md.String())
@@ -92,6 +92,44 @@ func TestEvidenceSection(t *testing.T) {
 		"| Record digest | " + evidence.Digest(raw) + " |"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("chained: markdown lacks %q", want)
+		}
+	}
+}
+
+// TestProofReported: a planned role change's comparison of the canary
+// topic right after the flip is reported under Standby proven identical:
+// the ranges proven when identical (ok), the differences when not (FAIL,
+// and a reason), not measured with why when it could not be compared.
+func TestProofReported(t *testing.T) {
+	proven := &drill.Proof{Link: "east->west", Topic: "drctl-canary.payments", Partitions: 1, Identical: 1, SourceRecords: 1240, Compared: 1240,
+		Ranges: []drill.ProvenRange{{Partition: 0, SourceFrom: 0, SourceTo: 1240, TargetFrom: 0, TargetTo: 1240}}}
+	differs := &drill.Proof{Link: "east->west", Topic: "drctl-canary.payments", Partitions: 1, Differing: 1, SourceRecords: 1240, Compared: 1240, Differences: 2,
+		Reasons: []string{"drctl-canary.payments/0: the value differs"}}
+	gone := &drill.Proof{Link: "east->west", Topic: "drctl-canary.payments", Partitions: 1, NotVerified: 1,
+		Reasons: []string{"drctl-canary.payments/0 not verified: the standby holds no offset map"}}
+	for _, tc := range []struct {
+		p    *drill.Proof
+		row  string
+		fail bool
+	}{
+		{proven, "| east → west: canary topic proven identical | 1 of 1 partition(s) identical, 1,240 of 1,240 records compared: east drctl-canary.payments/0 [0, 1,240) = west [0, 1,240) (the canary topic, compared after the flip, before the wipe) | identical | ok |", false},
+		{differs, "| east → west: canary topic proven identical | 0 of 1 partition(s) identical, 1,240 of 1,240 records compared: 2 difference(s): drctl-canary.payments/0: the value differs | identical | **FAIL** |", true},
+		{gone, "| east → west: canary topic proven identical | 0 of 1 partition(s) identical, 0 of 0 records compared; drctl-canary.payments/0 not verified: the standby holds no offset map | - | _not measured_ |", false},
+	} {
+		r := planned()
+		r.Directions[0].Proof = tc.p
+		drill.Judge(r)
+		var md bytes.Buffer
+		_ = Markdown(&md, r)
+		if !strings.Contains(md.String(), tc.row) {
+			t.Errorf("markdown lacks %q:\n%s", tc.row, md.String())
+		}
+		if got := r.Verdict == drill.Fail; got != tc.fail {
+			t.Errorf("verdict %s, reasons %q", r.Verdict, r.Reasons)
+		}
+		_, section, _ := strings.Cut(md.String(), "## Evidence")
+		if ev := rowOf(section, "| Standby proven identical |"); !strings.Contains(ev, "canary topic proven identical") {
+			t.Errorf("the Evidence section does not file the proof under Standby proven identical: %q", ev)
 		}
 	}
 }

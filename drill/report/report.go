@@ -246,6 +246,9 @@ func directionChecks(r *drill.Record, d drill.Direction) []check {
 	} else {
 		out = append(out, notMeasured(name+": canary lost / duplicated / re-read", tallyStopped))
 	}
+	if p := d.Proof; p != nil {
+		out = append(out, proofCheck(name, d, p))
+	}
 	fence := name + ": fence verified"
 	switch {
 	case d.FenceVerified:
@@ -260,6 +263,33 @@ func directionChecks(r *drill.Record, d drill.Direction) []check {
 		out = append(out, check{fence, "not checked (fence: none, or no drills.canary_user)", "-", resultNA, nil})
 	}
 	return append(out, directionLosses(d).check())
+}
+
+// proofCheck is the record-by-record proof of a planned role change: the
+// canary topic on the new active identical to what the link copied of it.
+func proofCheck(name string, d drill.Direction, p *drill.Proof) check {
+	name += ": canary topic proven identical"
+	if p.Error != "" {
+		return notMeasured(name, "the comparison could not run: "+p.Error)
+	}
+	of := fmt.Sprintf("%s of %s partition(s) identical, %s of %s records compared", n(p.Identical), n(p.Partitions), n64(p.Compared), n64(p.SourceRecords))
+	v := vals("partitions", p.Partitions, "identical", p.Identical, "differing", p.Differing, "not_verified", p.NotVerified,
+		"source_records", p.SourceRecords, "compared", p.Compared, "differences", p.Differences)
+	switch {
+	case p.Differing > 0:
+		return check{name, fmt.Sprintf("%s: %s difference(s): %s", of, n64(p.Differences), strings.Join(p.Reasons[:min(3, len(p.Reasons))], "; ")), "identical", resultFail, v}
+	case p.NotVerified > 0 || p.Partitions == 0:
+		return notMeasured(name, fmt.Sprintf("%s; %s", of, strings.Join(p.Reasons, "; ")))
+	}
+	var ranges []string
+	for _, r := range p.Ranges[:min(3, len(p.Ranges))] {
+		ranges = append(ranges, fmt.Sprintf("%s %s/%d [%s, %s) = %s [%s, %s)", d.From, p.Topic, r.Partition, n64(r.SourceFrom), n64(r.SourceTo), d.To, n64(r.TargetFrom), n64(r.TargetTo)))
+	}
+	m := fmt.Sprintf("%s: %s (the canary topic, compared after the flip, before the wipe)", of, strings.Join(ranges, ", "))
+	if len(p.Notes) > 0 {
+		m += "; " + strings.Join(p.Notes[:min(3, len(p.Notes))], "; ")
+	}
+	return check{name, m, "identical", resultOK, v}
 }
 
 // directionName names a role change in its checks ("east → west",
