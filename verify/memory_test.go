@@ -22,6 +22,9 @@ import (
 	"github.com/drctl/drctl/verify"
 )
 
+// raceDetector is set when the tests run with the race detector (race_test.go).
+var raceDetector bool
+
 // childTopology names the topology file TestVerifyMemoryChild verifies;
 // without it that test is skipped.
 const childTopology = "DRCTL_VERIFY_MEMORY_CHILD_TOPOLOGY"
@@ -34,6 +37,9 @@ const childTopology = "DRCTL_VERIFY_MEMORY_CHILD_TOPOLOGY"
 // TestVerifyMemoryChild), so that its peak resident set (VmHWM) is its
 // own and not the kfake clusters'.
 func TestVerifyMemory(t *testing.T) {
+	if raceDetector {
+		t.Skip("the race detector's memory is not the verify's")
+	}
 	const (
 		partitions = 10_000
 		perPart    = 3
