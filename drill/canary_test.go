@@ -48,7 +48,7 @@ func runDrill(t *testing.T, topo *topology.Topology, d *topology.NamedDrill, dir
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	rec, err := Run(ctx, topo, d, Options{JournalDir: dir})
+	rec, err := Run(ctx, kfaketest.Session(t, topo), d, Options{JournalDir: dir})
 	if err != nil {
 		t.Fatalf("drill %s: %v", d.Name, err)
 	}

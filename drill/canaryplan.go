@@ -57,7 +57,8 @@ func groupWait(topo *topology.Topology) time.Duration {
 // canaryPlan builds the canary drill: every step only reads, except that
 // the canary topic, its records and the canary group's position are
 // written on the active cluster.
-func canaryPlan(topo *topology.Topology, d *topology.NamedDrill, id, active, standby, journalDir string) (*plans.Plan, *plans.Registry) {
+func canaryPlan(clusters *kafkaconn.Clusters, d *topology.NamedDrill, id, active, standby, journalDir string) (*plans.Plan, *plans.Registry) {
+	topo := clusters.Topology()
 	p := plans.New(id, "drill-canary")
 	cp := canaryParams{Drill: id, Active: active, Standby: standby, Records: d.Params.Records, Rate: d.Params.Rate,
 		WaitMS: canaryWait(d).Milliseconds(), GroupWaitMS: groupWait(topo).Milliseconds()}
@@ -74,10 +75,11 @@ func canaryPlan(topo *topology.Topology, d *topology.NamedDrill, id, active, sta
 			panic(err) // encodable by construction
 		}
 	}
-	return p, canaryRegistry(topo, journalDir)
+	return p, canaryRegistry(clusters, journalDir)
 }
 
-func canaryRegistry(topo *topology.Topology, journalDir string) *plans.Registry {
+func canaryRegistry(clusters *kafkaconn.Clusters, journalDir string) *plans.Registry {
+	topo := clusters.Topology()
 	r := plans.NewRegistry()
 	reg := func(name string, f func(ctx context.Context, cp canaryParams, rc *plans.RunContext) (plans.Result, error)) {
 		_ = plans.NewStepType[canaryParams](name).Register(r, f)
@@ -114,7 +116,7 @@ func canaryRegistry(topo *topology.Topology, journalDir string) *plans.Registry 
 		return plans.NewResult(summary, g)
 	})
 	reg(StepFailoverPreflight, func(ctx context.Context, cp canaryParams, _ *plans.RunContext) (plans.Result, error) {
-		pf := failoverPreflight(ctx, topo, cp.Standby)
+		pf := failoverPreflight(ctx, clusters, cp.Standby)
 		summary := "a failover to " + cp.Standby + " could start now"
 		if !pf.Ready {
 			summary = fmt.Sprintf("%d problem(s): %s", len(pf.Problems), strings.Join(pf.Problems, "; "))
@@ -123,7 +125,7 @@ func canaryRegistry(topo *topology.Topology, journalDir string) *plans.Registry 
 	})
 	reg(StepRPO, func(ctx context.Context, cp canaryParams, _ *plans.RunContext) (plans.Result, error) {
 		link := topo.Link(cp.Active, cp.Standby)
-		rep, err := linkstate.MeasureLag(ctx, topo, link)
+		rep, err := linkstate.MeasureLag(ctx, clusters, link)
 		if err != nil {
 			return plans.Result{}, fmt.Errorf("lag of %s: %w", link, err)
 		}
@@ -139,7 +141,7 @@ func canaryRegistry(topo *topology.Topology, journalDir string) *plans.Registry 
 		return plans.NewResult(summary, rpo)
 	})
 	reg(StepRTO, func(ctx context.Context, cp canaryParams, _ *plans.RunContext) (plans.Result, error) {
-		rto := estimateRTO(ctx, topo, journalDir)
+		rto := estimateRTO(ctx, clusters, journalDir)
 		if rto.From == "" {
 			return plans.NewResult("no disruptive drill has measured an RTO yet", rto)
 		}
@@ -226,13 +228,14 @@ func primeCanary(ctx context.Context, topo *topology.Topology, id, active, stand
 // preflight, then asks the readiness verdict that status and the TUI show
 // (inspect.Assess); refusals, problems and a NOT READY or UNKNOWN verdict
 // become the result's problems.
-func failoverPreflight(ctx context.Context, topo *topology.Topology, to string) *PreflightResult {
+func failoverPreflight(ctx context.Context, clusters *kafkaconn.Clusters, to string) *PreflightResult {
 	pf := &PreflightResult{To: to}
-	p, err := failover.PlanFailover(ctx, topo, failover.FailoverRequest{To: to})
+	p, err := failover.PlanFailover(ctx, clusters, failover.FailoverRequest{To: to})
 	if err == nil {
-		_, err = failover.Preflight(ctx, topo, p)
+		_, err = failover.Preflight(ctx, clusters, p)
 	}
-	v := inspect.CollectStatus(ctx, topo).Readiness
+	st, _ := inspect.CollectStatus(ctx, clusters)
+	v := st.Readiness
 	pf.Readiness = &v
 	if err != nil {
 		pf.Problems = problemLines(err)
@@ -265,7 +268,8 @@ func problemLines(err error) []string {
 // estimateRTO is the write RTO of the last disruptive drill in the history
 // that measured one (the slower direction; a direction whose run failed
 // measured none), or an empty estimate.
-func estimateRTO(ctx context.Context, topo *topology.Topology, journalDir string) RTO {
+func estimateRTO(ctx context.Context, clusters *kafkaconn.Clusters, journalDir string) RTO {
+	topo := clusters.Topology()
 	hist, err := History(ctx, topo, HistoryOptions{JournalDir: journalDir})
 	if err != nil && !errors.Is(err, kafkaconn.ErrUnreachable) {
 		return RTO{Estimated: true}

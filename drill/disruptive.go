@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/drctl/drctl/failover"
+	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/rolestate"
 	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/plans"
@@ -39,9 +40,11 @@ type holdParams struct {
 // application that follows the roles, and where each direction's records
 // begin.
 type failoverDrill struct {
-	topo    *topology.Topology
-	id      string
-	journal string
+	topo *topology.Topology
+	// clusters is the drill's session, which its failover runs use too.
+	clusters *kafkaconn.Clusters
+	id       string
+	journal  string
 	// interrupts are the drill's, passed on to the failover runs it starts.
 	interrupts *plans.Interrupts
 	// noteRun records a run in the drill's started record before it runs.
@@ -85,7 +88,8 @@ func (x *failoverDrill) Failed() []Direction {
 // active to standby with the canary application writing and reading
 // through it, a hold, a failback, and the tally of the canary. failed
 // returns, after the run, the directions whose step failed.
-func failoverPlan(topo *topology.Topology, d *topology.NamedDrill, id, active, standby string, o Options, noteRun func(runID string) error) (p *plans.Plan, r *plans.Registry, cleanup func(), failed func() []Direction) {
+func failoverPlan(clusters *kafkaconn.Clusters, d *topology.NamedDrill, id, active, standby string, o Options, noteRun func(runID string) error) (p *plans.Plan, r *plans.Registry, cleanup func(), failed func() []Direction) {
+	topo := clusters.Topology()
 	p = plans.New(id, "drill-failover")
 	_ = p.SetInputs(map[string]any{"topology": topo.Name, "topology_digest": topo.Digest, "drill": d.Name, "active": active, "standby": standby})
 	cp := canaryParams{Drill: id, Active: active, Standby: standby, Records: d.Params.Records, Rate: d.Params.Rate}
@@ -112,7 +116,7 @@ func failoverPlan(topo *topology.Topology, d *topology.NamedDrill, id, active, s
 			panic(err)
 		}
 	}
-	x := &failoverDrill{topo: topo, id: id, journal: o.journalDir(), interrupts: o.Interrupts, noteRun: noteRun, app: newFollower(topo, id, d.Params.Rate)}
+	x := &failoverDrill{topo: topo, clusters: clusters, id: id, journal: o.journalDir(), interrupts: o.Interrupts, noteRun: noteRun, app: newFollower(topo, id, d.Params.Rate)}
 	r = plans.NewRegistry()
 	_ = plans.NewStepType[canaryParams](StepCanaryTopic).Register(r, func(ctx context.Context, cp canaryParams, _ *plans.RunContext) (plans.Result, error) {
 		res, err := canaryTopicStep(ctx, topo, cp)
@@ -200,7 +204,7 @@ func (x *failoverDrill) move(ctx context.Context, mp moveParams) (_ *Direction, 
 	// for it; if it does not come, the preflight says so.
 	link := x.topo.Link(mp.From, mp.To)
 	_ = pollUntil(ctx, 30*time.Second, func() error {
-		if ls := linkstate.Describe(ctx, x.topo, link); !ls.Running {
+		if ls := linkstate.Describe(ctx, x.clusters, link); !ls.Running {
 			return fmt.Errorf("no mirror process runs for %s", link)
 		}
 		return nil
@@ -232,7 +236,7 @@ func (x *failoverDrill) move(ctx context.Context, mp moveParams) (_ *Direction, 
 			x.proveCopied(ctx, dir) // the run waits: the old active is intact until its wipe
 		}
 	}}
-	err = failover.Execute(ctx, x.topo, p, failover.RunOptions{JSON: watch, JournalDir: x.journal, Interrupts: x.interrupts,
+	err = failover.Execute(ctx, x.clusters, p, failover.RunOptions{JSON: watch, JournalDir: x.journal, Interrupts: x.interrupts,
 		Confirm: func(string) error { x.app.stopWrites(); return nil }})
 	// After the drain, whether the run finished or not: the losses found
 	// while the mirror caught up are on record too.
@@ -275,7 +279,7 @@ func (x *failoverDrill) planMove(ctx context.Context, mp moveParams, req failove
 	if mp.Failback {
 		req.Kind = rolestate.RunFailback
 	}
-	p, err := failover.PlanFailover(ctx, x.topo, req)
+	p, err := failover.PlanFailover(ctx, x.clusters, req)
 	if err != nil {
 		return nil, fmt.Errorf("plan the %s to %s: %w", what, mp.To, err)
 	}

@@ -26,7 +26,7 @@ func TestFailoverRefusedWhileDrillRuns(t *testing.T) {
 	startMirror(t, topo)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	before, err := inspect.CollectRoles(ctx, topo)
+	before, err := inspect.CollectRoles(ctx, kfaketest.Session(t, topo))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,11 +36,11 @@ func TestFailoverRefusedWhileDrillRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, req := range []failover.FailoverRequest{{To: "west"}, {To: "west", Mode: failover.Unplanned, ForceUnplanned: true}} {
-		plan, err := failover.PlanFailover(ctx, topo, req)
+		plan, err := failover.PlanFailover(ctx, kfaketest.Session(t, topo), req)
 		if err != nil {
 			t.Fatalf("plan %+v: %v", req, err)
 		}
-		err = failover.Execute(ctx, topo, plan, failover.RunOptions{JournalDir: t.TempDir(), Yes: true})
+		err = failover.Execute(ctx, kfaketest.Session(t, topo), plan, failover.RunOptions{JournalDir: t.TempDir(), Yes: true})
 		if !errors.Is(err, drilllease.ErrDrillRunning) {
 			t.Fatalf("%+v while a drill runs: %v", req, err)
 		}
@@ -49,16 +49,16 @@ func TestFailoverRefusedWhileDrillRuns(t *testing.T) {
 				t.Errorf("%+v: refusal %q does not say %q", req, err, want)
 			}
 		}
-		after, err := inspect.CollectRoles(ctx, topo)
+		after, err := inspect.CollectRoles(ctx, kfaketest.Session(t, topo))
 		if err != nil || after.Active != before.Active || after.Epoch != before.Epoch || after.Phase != "steady" || after.Run != nil {
 			t.Fatalf("roles moved after a refused %+v: %+v -> %+v (%v)", req, before, after, err)
 		}
 	}
-	plan, err := failover.PlanFailover(ctx, topo, failover.FailoverRequest{To: "west"})
+	plan, err := failover.PlanFailover(ctx, kfaketest.Session(t, topo), failover.FailoverRequest{To: "west"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := failover.Preflight(drilllease.WithHolder(ctx, holder), topo, plan); err != nil {
+	if _, err := failover.Preflight(drilllease.WithHolder(ctx, holder), kfaketest.Session(t, topo), plan); err != nil {
 		t.Errorf("the drill's own preflight: %v", err)
 	}
 	// A drill that ends within the preflight's wait (a canary takes
@@ -69,7 +69,7 @@ func TestFailoverRefusedWhileDrillRuns(t *testing.T) {
 		released <- lease.Release(ctx)
 	}()
 	began := time.Now()
-	if _, err := failover.Preflight(ctx, topo, plan); err != nil {
+	if _, err := failover.Preflight(ctx, kfaketest.Session(t, topo), plan); err != nil {
 		t.Errorf("preflight while the drill ends: %v", err)
 	}
 	if err := <-released; err != nil {
@@ -78,7 +78,7 @@ func TestFailoverRefusedWhileDrillRuns(t *testing.T) {
 	if took := time.Since(began); took < time.Second {
 		t.Errorf("preflight passed after %v, before the drill's lease was released", took)
 	}
-	if _, err := failover.Preflight(ctx, topo, plan); err != nil {
+	if _, err := failover.Preflight(ctx, kfaketest.Session(t, topo), plan); err != nil {
 		t.Errorf("preflight after the drill ended: %v", err)
 	}
 }
@@ -109,7 +109,7 @@ func TestCanaryBesideARunRecordsNoResult(t *testing.T) {
 	startMirror(t, topo)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	before, err := inspect.CollectRoles(ctx, topo)
+	before, err := inspect.CollectRoles(ctx, kfaketest.Session(t, topo))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func TestCanaryBesideARunRecordsNoResult(t *testing.T) {
 		}
 	}
 	dir := t.TempDir()
-	rec, err := Run(ctx, topo, smallCanary(), Options{JournalDir: dir, Out: &onFirstWrite{f: record}})
+	rec, err := Run(ctx, kfaketest.Session(t, topo), smallCanary(), Options{JournalDir: dir, Out: &onFirstWrite{f: record}})
 	if !errors.Is(err, ErrBusy) || rec != nil {
 		t.Fatalf("canary beside a failback: record %+v, err %v; want ErrBusy and no record", rec, err)
 	}
@@ -140,7 +140,7 @@ func TestCanaryBesideARunRecordsNoResult(t *testing.T) {
 		t.Errorf("drill history after the canary: %d record(s) (%v), want none", len(hist), err)
 	}
 	// With the failback still recorded, the next canary does not start.
-	if rec, err := Run(ctx, topo, smallCanary(), Options{JournalDir: dir}); !errors.Is(err, ErrBusy) || rec != nil {
+	if rec, err := Run(ctx, kfaketest.Session(t, topo), smallCanary(), Options{JournalDir: dir}); !errors.Is(err, ErrBusy) || rec != nil {
 		t.Errorf("canary while the failback is recorded: record %+v, err %v; want ErrBusy", rec, err)
 	}
 }

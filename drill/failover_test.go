@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/drctl/drctl/inspect"
+	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -23,7 +24,7 @@ func TestFailoverDrill(t *testing.T) {
 	d.Params.Rate, d.Params.Hold = 20, time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	rec, err := Run(ctx, topo, d, Options{JournalDir: t.TempDir(), Yes: true})
+	rec, err := Run(ctx, kfaketest.Session(t, topo), d, Options{JournalDir: t.TempDir(), Yes: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +54,7 @@ func TestFailoverDrill(t *testing.T) {
 			t.Errorf("%s -> %s: proof %+v", dir.From, dir.To, pr)
 		}
 	}
-	roles, err := inspect.CollectRoles(ctx, topo)
+	roles, err := inspect.CollectRoles(ctx, kfaketest.Session(t, topo))
 	if err != nil || roles.Active != "east" || roles.Phase != "steady" || roles.Run != nil || roles.Epoch < 4 {
 		t.Errorf("roles after the drill: %+v %v", roles, err)
 	}
@@ -74,7 +75,7 @@ func TestFailoverDrill(t *testing.T) {
 func TestDisruptiveDrillRefused(t *testing.T) {
 	p := newPair(t, "")
 	for _, k := range []topology.DrillKind{topology.DrillFailover, topology.DrillUnplanned} {
-		_, err := Run(context.Background(), p.Topology, topology.DefaultDrill(k), Options{JournalDir: t.TempDir(), Yes: true})
+		_, err := Run(context.Background(), kfaketest.Session(t, p.Topology), topology.DefaultDrill(k), Options{JournalDir: t.TempDir(), Yes: true})
 		if !errors.Is(err, ErrBadInput) {
 			t.Errorf("%s without allow_disruptive: %v", k, err)
 		}

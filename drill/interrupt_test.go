@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/drctl/drctl/inspect"
+	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/plans"
 )
 
@@ -22,7 +23,7 @@ func TestInterruptedCanary(t *testing.T) {
 	in.Interrupt() // before the first step: the run stops at once
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	rec, err := Run(ctx, topo, smallCanary(), Options{JournalDir: dir, Interrupts: in})
+	rec, err := Run(ctx, kfaketest.Session(t, topo), smallCanary(), Options{JournalDir: dir, Interrupts: in})
 	if !errors.Is(err, plans.ErrInterrupted) || rec == nil || rec.Verdict != Fail || !hasReason(rec, "step canary-topic did not run") {
 		t.Fatalf("interrupted canary: %v %+v", err, rec)
 	}
@@ -30,7 +31,7 @@ func TestInterruptedCanary(t *testing.T) {
 	if len(hist) != 1 || hist[0].ID != rec.ID || hist[0].Verdict != Fail {
 		t.Errorf("the interrupted drill is not in the history: %+v", hist)
 	}
-	roles, err := inspect.CollectRoles(ctx, topo)
+	roles, err := inspect.CollectRoles(ctx, kfaketest.Session(t, topo))
 	if err != nil || roles.Active != "east" || roles.Epoch != 0 && roles.Phase != "steady" {
 		t.Errorf("roles: %+v %v", roles, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/drilllease"
 	"github.com/drctl/drctl/internal/kafkaconn"
+	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/plans"
 	"github.com/drctl/drctl/topology"
 )
@@ -29,7 +30,7 @@ func interruptAt(dir, step string) Options {
 // progress) and no drill lease is left for the next drill or a failover.
 func assertCleanAfter(t *testing.T, ctx context.Context, topo *topology.Topology, what string) {
 	t.Helper()
-	roles, err := inspect.CollectRoles(ctx, topo)
+	roles, err := inspect.CollectRoles(ctx, kfaketest.Session(t, topo))
 	if err != nil || roles.Active != "east" || roles.Phase != "steady" || roles.Run != nil {
 		t.Errorf("%s: roles %+v %v", what, roles, err)
 	}
@@ -55,7 +56,7 @@ func TestCanaryInterruptedAtEachStep(t *testing.T) {
 	defer cancel()
 	steps := []string{StepCanaryTopic, StepCanary, StepGroupSync, StepFailoverPreflight, StepRPO, StepRTO}
 	for i, step := range steps {
-		rec, err := Run(ctx, topo, smallCanary(), interruptAt(dir, step))
+		rec, err := Run(ctx, kfaketest.Session(t, topo), smallCanary(), interruptAt(dir, step))
 		last := i == len(steps)-1
 		if !last && (!errors.Is(err, plans.ErrInterrupted) || rec == nil || rec.Verdict != Fail) {
 			t.Fatalf("interrupted at %s: %v %+v", step, err, rec)
@@ -85,21 +86,21 @@ func TestFailoverDrillInterrupted(t *testing.T) {
 	defer cancel()
 	d := topology.DefaultDrill(topology.DrillFailover)
 	d.Params.Rate, d.Params.Hold = 20, time.Second
-	rec, err := Run(ctx, topo, d, interruptAt(dir, StepCanaryTopic))
+	rec, err := Run(ctx, kfaketest.Session(t, topo), d, interruptAt(dir, StepCanaryTopic))
 	if !errors.Is(err, plans.ErrInterrupted) || rec == nil || rec.Verdict != Fail {
 		t.Fatalf("interrupted at %s: %v %+v", StepCanaryTopic, err, rec)
 	}
 	assertCleanAfter(t, ctx, topo, "failover drill interrupted at "+StepCanaryTopic)
 	// The failback run gets the interrupt: it stops before changing
 	// anything, and the drill records the step as failed by it.
-	rec, err = Run(ctx, topo, d, interruptAt(dir, StepFailback))
+	rec, err = Run(ctx, kfaketest.Session(t, topo), d, interruptAt(dir, StepFailback))
 	if !errors.Is(err, plans.ErrInterrupted) || rec == nil || rec.Verdict != Fail || !hasReason(rec, "step drill-failback failed") || !hasReason(rec, "interrupted") {
 		t.Fatalf("interrupted at %s: %v %+v", StepFailback, err, rec)
 	}
-	if roles, err := inspect.CollectRoles(ctx, topo); err != nil || roles.Active != "west" || roles.Phase != "steady" || roles.Run != nil {
+	if roles, err := inspect.CollectRoles(ctx, kfaketest.Session(t, topo)); err != nil || roles.Active != "west" || roles.Phase != "steady" || roles.Run != nil {
 		t.Fatalf("after the interrupted failback: %+v %v", roles, err)
 	}
-	next, err := Run(ctx, topo, d, Options{JournalDir: dir, Yes: true})
+	next, err := Run(ctx, kfaketest.Session(t, topo), d, Options{JournalDir: dir, Yes: true})
 	if err != nil || next.Verdict != Pass || next.Active != "east" {
 		t.Fatalf("the failover drill after an interrupted failback: %v %+v", err, next)
 	}
@@ -107,14 +108,14 @@ func TestFailoverDrillInterrupted(t *testing.T) {
 	// Interrupted during its hold, right after its failover, the drill stops with the
 	// roles moved; the next failover drill first makes the active it found
 	// active again, then runs and passes, and the roles end as first found.
-	rec, err = Run(ctx, topo, d, interruptAt(dir, StepHold))
+	rec, err = Run(ctx, kfaketest.Session(t, topo), d, interruptAt(dir, StepHold))
 	if !errors.Is(err, plans.ErrInterrupted) || rec == nil || rec.Verdict != Fail {
 		t.Fatalf("interrupted at %s: %v %+v", StepHold, err, rec)
 	}
-	if roles, err := inspect.CollectRoles(ctx, topo); err != nil || roles.Active != "west" {
+	if roles, err := inspect.CollectRoles(ctx, kfaketest.Session(t, topo)); err != nil || roles.Active != "west" {
 		t.Fatalf("after the interrupted failover: %+v %v", roles, err)
 	}
-	next, err = Run(ctx, topo, d, Options{JournalDir: dir, Yes: true})
+	next, err = Run(ctx, kfaketest.Session(t, topo), d, Options{JournalDir: dir, Yes: true})
 	if err != nil || next.Verdict != Pass || next.Active != "east" {
 		t.Fatalf("the next failover drill: %v %+v", err, next)
 	}

@@ -32,7 +32,7 @@ func TestKilledDrillIsAProblem(t *testing.T) {
 	})
 	sigkill(t, child)
 
-	st := inspect.CollectStatus(ctx, topo)
+	st, _ := inspect.CollectStatus(ctx, kfaketest.Session(t, topo))
 	problems := strings.Join(st.Problems, "\n")
 	for _, want := range []string{"is paused by drill-unplanned-", "recorded no result", "drctl resume"} {
 		if !strings.Contains(problems, want) {
@@ -53,10 +53,10 @@ func TestKilledDrillIsAProblem(t *testing.T) {
 		t.Errorf("history's newest line %+v; want it unfinished, with no duration", s)
 	}
 
-	if did, err := Cleanup(ctx, topo, CleanupOptions{JournalDir: dir}); err != nil || len(did) == 0 {
+	if did, err := Cleanup(ctx, kfaketest.Session(t, topo), CleanupOptions{JournalDir: dir}); err != nil || len(did) == 0 {
 		t.Fatalf("clean-up after the killed drill: %q %v", did, err)
 	}
-	st = inspect.CollectStatus(ctx, topo)
+	st, _ = inspect.CollectStatus(ctx, kfaketest.Session(t, topo))
 	if st.Pause != nil || (st.LastDrill != nil && st.LastDrill.Unfinished) {
 		t.Errorf("after the clean-up: pause %+v, last drill %+v; want neither", st.Pause, st.LastDrill)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/drctl/drctl/failover"
 	"github.com/drctl/drctl/inspect"
+	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/internal/rolestate"
 	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/plans"
@@ -47,7 +48,7 @@ func TestDrillChild(t *testing.T) {
 	}
 	d := topology.DefaultDrill(topology.DrillKind(c.Kind))
 	d.Params.Records, d.Params.Rate, d.Params.Hold = 30, 20, c.Hold
-	_, err = Run(context.Background(), topo, d, Options{JournalDir: c.Journal, Yes: true})
+	_, err = Run(context.Background(), kfaketest.Session(t, topo), d, Options{JournalDir: c.Journal, Yes: true})
 	t.Fatalf("the drill was to be killed; it ended: %v", err)
 }
 
@@ -70,7 +71,7 @@ func waitRoles(t *testing.T, ctx context.Context, topo *topology.Topology, what 
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		r, err := inspect.CollectRoles(ctx, topo)
+		r, err := inspect.CollectRoles(ctx, kfaketest.Session(t, topo))
 		if err == nil && ok(r) {
 			return r
 		}
@@ -106,7 +107,7 @@ func TestKilledDrillRestoredByNextDrill(t *testing.T) {
 		if s.Active != "west" || s.Phase != rolestate.PhaseSteady {
 			return false
 		}
-		_, err := failover.ResumeID(ctx, topo, "")
+		_, err := failover.ResumeID(ctx, kfaketest.Session(t, topo), "")
 		return errors.Is(err, failover.ErrNothingToResume)
 	})
 	sigkill(t, child)
@@ -119,7 +120,7 @@ func TestKilledDrillRestoredByNextDrill(t *testing.T) {
 	var out strings.Builder
 	d := topology.DefaultDrill(topology.DrillFailover)
 	d.Params.Rate, d.Params.Hold = 20, time.Second
-	next, err := Run(ctx, topo, d, Options{JournalDir: dir, Yes: true, Out: &out})
+	next, err := Run(ctx, kfaketest.Session(t, topo), d, Options{JournalDir: dir, Yes: true, Out: &out})
 	if err != nil || next.Verdict != Pass || next.Active != "east" {
 		t.Fatalf("the next drill: %v %+v\n%s", err, next, out.String())
 	}
@@ -153,7 +154,7 @@ func TestKilledUnplannedDrillCleanedUpByResume(t *testing.T) {
 	sigkill(t, child)
 	runID := st.Run.ID
 
-	if _, err := failover.ResumeID(ctx, topo, ""); err != nil {
+	if _, err := failover.ResumeID(ctx, kfaketest.Session(t, topo), ""); err != nil {
 		t.Fatalf("after the kill a run should be in progress: %v", err)
 	}
 	if ps, err := pausesOf(ctx, topo); err != nil || len(ps) != 1 || ps[0].Released {
@@ -172,10 +173,10 @@ func TestKilledUnplannedDrillCleanedUpByResume(t *testing.T) {
 		t.Errorf("pauses after the clean-up: %+v %v", ps, err)
 	}
 	// Nothing is left: a second resume says so and changes nothing.
-	if _, err := failover.ResumeID(ctx, topo, ""); !errors.Is(err, failover.ErrNothingToResume) {
+	if _, err := failover.ResumeID(ctx, kfaketest.Session(t, topo), ""); !errors.Is(err, failover.ErrNothingToResume) {
 		t.Errorf("a second resume: %v", err)
 	}
-	if did, err := Cleanup(ctx, topo, CleanupOptions{JournalDir: dir}); err != nil || len(did) != 0 {
+	if did, err := Cleanup(ctx, kfaketest.Session(t, topo), CleanupOptions{JournalDir: dir}); err != nil || len(did) != 0 {
 		t.Errorf("a second clean-up: %q %v", did, err)
 	}
 	if next := runDrill(t, topo, smallCanary(), dir); next.Verdict != Pass {
@@ -198,7 +199,7 @@ func TestInterruptMidFailoverReachesTheRun(t *testing.T) {
 	in := &plans.Interrupts{}
 	go func() {
 		for ctx.Err() == nil {
-			if r, err := inspect.CollectRoles(ctx, topo); err == nil && r.Run != nil {
+			if r, err := inspect.CollectRoles(ctx, kfaketest.Session(t, topo)); err == nil && r.Run != nil {
 				in.Interrupt()
 				return
 			}
@@ -207,7 +208,7 @@ func TestInterruptMidFailoverReachesTheRun(t *testing.T) {
 	}()
 	d := topology.DefaultDrill(topology.DrillFailover)
 	d.Params.Rate, d.Params.Hold = 20, time.Second
-	rec, err := Run(ctx, topo, d, Options{JournalDir: dir, Yes: true, Interrupts: in})
+	rec, err := Run(ctx, kfaketest.Session(t, topo), d, Options{JournalDir: dir, Yes: true, Interrupts: in})
 	if !errors.Is(err, plans.ErrInterrupted) || rec == nil || rec.Verdict != Fail || len(rec.RunIDs) != 1 {
 		t.Fatalf("interrupted mid-failover: %v %+v", err, rec)
 	}
@@ -215,7 +216,7 @@ func TestInterruptMidFailoverReachesTheRun(t *testing.T) {
 	if !hasReason(rec, "drctl resume "+runID+" finishes it") {
 		t.Errorf("the drill's reasons do not name the run to resume: %q", rec.Reasons)
 	}
-	roles, err := inspect.CollectRoles(ctx, topo)
+	roles, err := inspect.CollectRoles(ctx, kfaketest.Session(t, topo))
 	if err != nil || roles.Run == nil || roles.Run.ID != runID {
 		t.Fatalf("the run should have stopped resumable: %+v %v", roles, err)
 	}
@@ -230,14 +231,14 @@ func TestInterruptMidFailoverReachesTheRun(t *testing.T) {
 // then clean up after the stopped drill.
 func resumeLikeCLI(t *testing.T, ctx context.Context, topo *topology.Topology, dir string) (string, []string) {
 	t.Helper()
-	id, err := failover.ResumeID(ctx, topo, "")
+	id, err := failover.ResumeID(ctx, kfaketest.Session(t, topo), "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := failover.Resume(ctx, topo, id, failover.RunOptions{JournalDir: dir, Yes: true}); err != nil {
+	if err := failover.Resume(ctx, kfaketest.Session(t, topo), id, failover.RunOptions{JournalDir: dir, Yes: true}); err != nil {
 		t.Fatalf("resume %s: %v", id, err)
 	}
-	did, err := Cleanup(ctx, topo, CleanupOptions{JournalDir: dir})
+	did, err := Cleanup(ctx, kfaketest.Session(t, topo), CleanupOptions{JournalDir: dir})
 	if err != nil {
 		t.Fatalf("clean-up: %v (did %q)", err, did)
 	}

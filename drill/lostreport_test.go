@@ -28,7 +28,7 @@ func seedLoss(t *testing.T, topo *topology.Topology) {
 	link := topo.Link("east", "west")
 	stop := drill.StartTestMirror(t, topo)
 	kfaketest.Wait(t, 30*time.Second, "the mirror copied orders", func() (bool, string) {
-		rep, err := linkstate.MeasureLag(kfaketest.Ctx(t, 10*time.Second), topo, link)
+		rep, err := linkstate.MeasureLag(kfaketest.Ctx(t, 10*time.Second), kfaketest.Session(t, topo), link)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -75,7 +75,7 @@ func TestFailoverDrillReportsLossesToRetention(t *testing.T) {
 	d.Params.Rate, d.Params.Hold = 20, time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	rec, err := drill.Run(ctx, topo, d, drill.Options{JournalDir: t.TempDir(), Yes: true})
+	rec, err := drill.Run(ctx, kfaketest.Session(t, topo), d, drill.Options{JournalDir: t.TempDir(), Yes: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func TestUnreadableLossesAreNotMeasured(t *testing.T) {
 	d.Params.Records, d.Params.Rate = 20, 100
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	canary, err := drill.Run(ctx, topo, d, drill.Options{JournalDir: t.TempDir()})
+	canary, err := drill.Run(ctx, kfaketest.Session(t, topo), d, drill.Options{JournalDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,8 +8,8 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/drctl/drctl/failover"
+	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/linkstate"
-	"github.com/drctl/drctl/topology"
 )
 
 // nextStep is the one command an operator runs after a disruptive drill
@@ -17,7 +17,8 @@ import (
 // it left unfinished is resumed; roles it left moved, or a mirror pause it
 // left holding, are put back by drctl resume (it restores what a stopped
 // drill left); otherwise nothing is left to undo and status says the rest.
-func nextStep(ctx context.Context, topo *topology.Topology, rec *Record) string {
+func nextStep(ctx context.Context, clusters *kafkaconn.Clusters, rec *Record) string {
+	topo := clusters.Topology()
 	roles, err := liveRoles(ctx, topo)
 	if err != nil {
 		return fmt.Sprintf("drctl status: the clusters could not be read after the drill (%v)", err)
@@ -26,7 +27,7 @@ func nextStep(ctx context.Context, topo *topology.Topology, rec *Record) string 
 		return fmt.Sprintf("drctl resume %s: the drill's %s is unfinished (phase %s); resume finishes it and then puts the roles back where the drill found them (%s active)",
 			roles.Run.ID, roles.Run.Kind, roles.Phase, rec.Active)
 	}
-	if id, err := failover.ResumeID(ctx, topo, ""); err == nil {
+	if id, err := failover.ResumeID(ctx, clusters, ""); err == nil {
 		return fmt.Sprintf("drctl resume %s: a cluster still records that run in progress", id)
 	}
 	if rec.Active != "" && roles.Active != rec.Active {

@@ -54,7 +54,7 @@ func TestFailedDrillNamesTheNextCommand(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	rec, err := Run(ctx, topo, unplannedDrill(), Options{JournalDir: t.TempDir(), Yes: true})
+	rec, err := Run(ctx, kfaketest.Session(t, topo), unplannedDrill(), Options{JournalDir: t.TempDir(), Yes: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,8 @@ import (
 // It runs under the caller's lease, before the caller's own drill, and
 // returns the refreshed roles and what it did ("" when nothing). A history
 // or run list that cannot be read restores nothing.
-func restoreRoles(ctx context.Context, topo *topology.Topology, roles rolestate.State, o Options) (rolestate.State, string, error) {
+func restoreRoles(ctx context.Context, clusters *kafkaconn.Clusters, roles rolestate.State, o Options) (rolestate.State, string, error) {
+	topo := clusters.Topology()
 	hist, err := History(ctx, topo, HistoryOptions{JournalDir: o.journalDir()})
 	if err != nil || len(hist) == 0 {
 		return roles, "", nil //nolint:nilerr // no readable history: nothing to restore, the drill goes on
@@ -41,7 +42,7 @@ func restoreRoles(ctx context.Context, topo *topology.Topology, roles rolestate.
 	if !topology.DrillKind(last.Kind).Disruptive() || last.Verdict == Pass || last.Active == "" || topo.Clusters[last.Active] == nil {
 		return roles, "", nil
 	}
-	others, err := runsSince(ctx, topo, last)
+	others, err := runsSince(ctx, clusters, last)
 	if err != nil {
 		return roles, "", nil //nolint:nilerr // cannot tell who moved the roles: leave them
 	}
@@ -53,7 +54,7 @@ func restoreRoles(ctx context.Context, topo *topology.Topology, roles rolestate.
 	case last.Active == roles.Active:
 		note = fmt.Sprintf("the roles were as it found them (%s active)", last.Active)
 	default:
-		if now, done, err = failBackTo(ctx, topo, roles, last, o); err != nil {
+		if now, done, err = failBackTo(ctx, clusters, roles, last, o); err != nil {
 			return roles, "", err
 		}
 		note = done
@@ -75,9 +76,7 @@ func restoreRoles(ctx context.Context, topo *topology.Topology, roles rolestate.
 
 // runsSince returns the runs the clusters recorded that started after
 // drill last did and are not its own, sorted.
-func runsSince(ctx context.Context, topo *topology.Topology, last Record) ([]string, error) {
-	clusters := kafkaconn.Open(ctx, topo)
-	defer clusters.Close()
+func runsSince(ctx context.Context, clusters *kafkaconn.Clusters, last Record) ([]string, error) {
 	runs, err := runrecord.List(ctx, clusters)
 	if err != nil {
 		return nil, err
@@ -98,16 +97,17 @@ func runsSince(ctx context.Context, topo *topology.Topology, last Record) ([]str
 
 // failBackTo runs the failover that makes the cluster last found active
 // active again.
-func failBackTo(ctx context.Context, topo *topology.Topology, roles rolestate.State, last Record, o Options) (rolestate.State, string, error) {
+func failBackTo(ctx context.Context, clusters *kafkaconn.Clusters, roles rolestate.State, last Record, o Options) (rolestate.State, string, error) {
+	topo := clusters.Topology()
 	req := failover.FailoverRequest{To: last.Active}
 	if last.Active == topo.Active {
 		req.Kind = rolestate.RunFailback
 	}
-	p, err := failover.PlanFailover(ctx, topo, req)
+	p, err := failover.PlanFailover(ctx, clusters, req)
 	if err != nil {
 		return roles, "", fmt.Errorf("drill %s stopped with %s active; plan its restore to %s: %w", last.ID, roles.Active, last.Active, err)
 	}
-	if err := failover.Execute(ctx, topo, p, failover.RunOptions{JournalDir: o.journalDir(), Yes: true, Out: o.Out, Interrupts: o.Interrupts}); err != nil {
+	if err := failover.Execute(ctx, clusters, p, failover.RunOptions{JournalDir: o.journalDir(), Yes: true, Out: o.Out, Interrupts: o.Interrupts}); err != nil {
 		return roles, "", fmt.Errorf("drill %s stopped with %s active; its restore to %s (run %s): %w (drctl resume %s finishes it)", last.ID, roles.Active, last.Active, p.ID, err, p.ID)
 	}
 	now, err := liveRoles(ctx, topo)
@@ -130,7 +130,8 @@ type CleanupOptions struct {
 // drills' running lease for the time: while a drill runs, it does nothing
 // and says so. It returns what it did, one line each (none: nothing was
 // left).
-func Cleanup(ctx context.Context, topo *topology.Topology, o CleanupOptions) ([]string, error) {
+func Cleanup(ctx context.Context, clusters *kafkaconn.Clusters, o CleanupOptions) ([]string, error) {
+	topo := clusters.Topology()
 	roles, err := liveRoles(ctx, topo)
 	if err != nil {
 		return nil, err
@@ -138,10 +139,10 @@ func Cleanup(ctx context.Context, topo *topology.Topology, o CleanupOptions) ([]
 	if roles.Phase != rolestate.PhaseSteady || roles.Run != nil {
 		return nil, nil // a run is in progress: resume it first
 	}
-	if _, err := failover.ResumeID(ctx, topo, ""); err == nil {
+	if _, err := failover.ResumeID(ctx, clusters, ""); err == nil {
 		return nil, nil // a run's last state reached one cluster only: resume it first
 	}
-	if !leftBehind(ctx, topo, roles, o.JournalDir) {
+	if !leftBehind(ctx, clusters, roles, o.JournalDir) {
 		return nil, nil // nothing to put right: change nothing, not even the lease
 	}
 	holder := NewHolder()
@@ -162,7 +163,7 @@ func Cleanup(ctx context.Context, topo *topology.Topology, o CleanupOptions) ([]
 	if len(released) > 0 {
 		did = append(did, "released the mirror pause(s) a stopped drill left: "+pauseNames(released))
 	}
-	_, restored, err := restoreRoles(ctx, topo, roles, Options{Out: o.Out, JournalDir: o.JournalDir})
+	_, restored, err := restoreRoles(ctx, clusters, roles, Options{Out: o.Out, JournalDir: o.JournalDir})
 	if restored != "" {
 		did = append(did, restored)
 	}
@@ -173,7 +174,8 @@ func Cleanup(ctx context.Context, topo *topology.Topology, o CleanupOptions) ([]
 // something to put right: a mirror pause still holding, or a newest drill
 // that is disruptive, did not pass, and recorded no result or found
 // another cluster active.
-func leftBehind(ctx context.Context, topo *topology.Topology, roles rolestate.State, dir string) bool {
+func leftBehind(ctx context.Context, clusters *kafkaconn.Clusters, roles rolestate.State, dir string) bool {
+	topo := clusters.Topology()
 	holding := false
 	_ = withClients(ctx, topo, func(cs map[string]sarama.Client) error {
 		ps, err := linkstate.Pauses(ctx, cs, topo.Name)

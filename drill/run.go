@@ -92,7 +92,8 @@ func Resolve(topo *topology.Topology, name string, kind topology.DrillKind) (*to
 // Run runs drill d and returns its judged, recorded result. An error means
 // the drill could not run (ErrBadInput, kafkaconn.ErrUnreachable, ErrBusy) and no
 // verdict exists; a failed check is a Record with verdict fail.
-func Run(ctx context.Context, topo *topology.Topology, d *topology.NamedDrill, o Options) (*Record, error) {
+func Run(ctx context.Context, clusters *kafkaconn.Clusters, d *topology.NamedDrill, o Options) (*Record, error) {
+	topo := clusters.Topology()
 	if d.Kind.Disruptive() {
 		if !topo.Drills.AllowDisruptive {
 			return nil, fmt.Errorf("%w: a %s drill moves the active role; %s does not allow it (set drills.allow_disruptive: true, for staging or a maintenance window)", ErrBadInput, d.Kind, topo.Path)
@@ -102,7 +103,7 @@ func Run(ctx context.Context, topo *topology.Topology, d *topology.NamedDrill, o
 	if holder == "" {
 		holder = NewHolder()
 	}
-	roles, lease, err := acquireRunning(ctx, topo, d, holder, o)
+	roles, lease, err := acquireRunning(ctx, clusters, d, holder, o)
 	if err != nil {
 		return nil, err
 	}
@@ -137,7 +138,7 @@ func Run(ctx context.Context, topo *topology.Topology, d *topology.NamedDrill, o
 			fmt.Fprintf(o.Out, "released the mirror pause(s) a stopped drill left: %s\n", pauseNames(released))
 		}
 		var restored string
-		if roles, restored, err = restoreRoles(ctx, topo, roles, o); err != nil {
+		if roles, restored, err = restoreRoles(ctx, clusters, roles, o); err != nil {
 			return nil, err
 		}
 		if restored != "" && o.Out != nil {
@@ -158,7 +159,7 @@ func Run(ctx context.Context, topo *topology.Topology, d *topology.NamedDrill, o
 	failed := func() []Direction { return nil }
 	switch d.Kind {
 	case topology.DrillCanary:
-		p, reg = canaryPlan(topo, d, id, roles.Active, roles.Standby, o.journalDir())
+		p, reg = canaryPlan(clusters, d, id, roles.Active, roles.Standby, o.journalDir())
 	default:
 		// Recorded as started before its first change, and again with
 		// each run it starts: a drill killed outright is still found by
@@ -175,7 +176,7 @@ func Run(ctx context.Context, topo *topology.Topology, d *topology.NamedDrill, o
 			rec.RunIDs = started.RunIDs
 			return Store(ctx, topo, &started, o.journalDir())
 		}
-		p, reg, cleanup, failed = failoverPlan(topo, d, id, roles.Active, roles.Standby, o, noteRun)
+		p, reg, cleanup, failed = failoverPlan(clusters, d, id, roles.Active, roles.Standby, o, noteRun)
 	}
 	runErr := execute(ctx, p, reg, rec, o)
 	cleanup()
@@ -192,7 +193,7 @@ func Run(ctx context.Context, topo *topology.Topology, d *topology.NamedDrill, o
 	Judge(rec)
 	if d.Kind.Disruptive() && rec.Verdict != Pass {
 		nctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		rec.Next = nextStep(nctx, topo, rec)
+		rec.Next = nextStep(nctx, clusters, rec)
 		cancel()
 	}
 	if err := Store(ctx, topo, rec, o.journalDir()); err != nil {
@@ -388,7 +389,8 @@ func liveRoles(ctx context.Context, topo *topology.Topology) (rolestate.State, e
 // drill lease, waiting up to o.WaitBusy for another drill to let go of it
 // (the checks are made again after each wait: the other drill may have
 // moved the roles). It returns the live roles the lease was taken under.
-func acquireRunning(ctx context.Context, topo *topology.Topology, d *topology.NamedDrill, holder string, o Options) (rolestate.State, *Lock, error) {
+func acquireRunning(ctx context.Context, clusters *kafkaconn.Clusters, d *topology.NamedDrill, holder string, o Options) (rolestate.State, *Lock, error) {
+	topo := clusters.Topology()
 	deadline := time.Now().Add(o.WaitBusy)
 	told := false
 	for {
@@ -403,7 +405,7 @@ func acquireRunning(ctx context.Context, topo *topology.Topology, d *topology.Na
 			// A run killed while it wrote its last state leaves it on one
 			// cluster only: the roles look steady, but a failover would be
 			// refused half-way.
-			if id, err := failover.ResumeID(ctx, topo, ""); err == nil {
+			if id, err := failover.ResumeID(ctx, clusters, ""); err == nil {
 				return roles, nil, fmt.Errorf("%w: run %s did not finish (a cluster still records it in progress); a drill never runs beside a failover, failback or reseed: finish it with drctl resume %s", ErrBusy, id, id)
 			}
 		}

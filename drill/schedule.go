@@ -12,6 +12,7 @@ import (
 
 	"github.com/robfig/cron/v3"
 
+	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -243,7 +244,9 @@ func (s *Scheduler) runSlot(ctx context.Context, d *topology.NamedDrill, slot ti
 		case <-running:
 		}
 	}()
-	rec, err := Run(context.WithoutCancel(ctx), s.Topo, d, o)
+	clusters := kafkaconn.Open(context.WithoutCancel(ctx), s.Topo)
+	defer clusters.Close()
+	rec, err := Run(context.WithoutCancel(ctx), clusters, d, o)
 	close(running)
 	if errors.Is(err, ErrBusy) && rec == nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/drctl/drctl/inspect"
+	"github.com/drctl/drctl/internal/kfaketest"
 )
 
 func drillProblem(st *inspect.Status) string {
@@ -26,7 +27,7 @@ func TestStatusShowsLastDrill(t *testing.T) {
 	startMirror(t, topo)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	st := inspect.CollectStatus(ctx, topo)
+	st, _ := inspect.CollectStatus(ctx, kfaketest.Session(t, topo))
 	if st.LastDrill == nil || !st.LastDrill.Stale || !strings.Contains(drillProblem(st), "no drill passed within drills.stale_after (1h0m0s): no drill has passed yet") {
 		t.Fatalf("before any drill: %+v %v", st.LastDrill, st.Problems)
 	}
@@ -34,7 +35,7 @@ func TestStatusShowsLastDrill(t *testing.T) {
 	if rec.Verdict != Pass {
 		t.Fatalf("canary: %v", rec.Reasons)
 	}
-	st = inspect.CollectStatus(ctx, topo)
+	st, _ = inspect.CollectStatus(ctx, kfaketest.Session(t, topo))
 	if d := st.LastDrill; d == nil || d.ID != rec.ID || d.Verdict != "pass" || d.Stale || d.LastPassAt == nil {
 		t.Fatalf("after a pass: %+v", st.LastDrill)
 	}

@@ -209,7 +209,7 @@ func (x *failoverDrill) unplanned(ctx context.Context, mp moveParams) (_ *Direct
 			x.proveCopied(ctx, dir) // the run waits: the old active is intact until its wipe
 		}
 	}}
-	err = failover.Execute(ctx, x.topo, p, failover.RunOptions{JSON: watch, JournalDir: x.journal, Interrupts: x.interrupts,
+	err = failover.Execute(ctx, x.clusters, p, failover.RunOptions{JSON: watch, JournalDir: x.journal, Interrupts: x.interrupts,
 		Confirm: func(string) error { return nil }})
 	// The roles moved (or the run stopped): the pause has done its work.
 	_ = x.releasePause(context.WithoutCancel(ctx))

@@ -38,7 +38,7 @@ func TestUnplannedDrill(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	d := unplannedDrill()
-	rec, err := Run(ctx, topo, d, Options{JournalDir: t.TempDir(), Yes: true})
+	rec, err := Run(ctx, kfaketest.Session(t, topo), d, Options{JournalDir: t.TempDir(), Yes: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func TestUnplannedDrill(t *testing.T) {
 		}
 	}
 	// The home roles, no pause holding, and the mirror copies again.
-	roles, err := inspect.CollectRoles(ctx, topo)
+	roles, err := inspect.CollectRoles(ctx, kfaketest.Session(t, topo))
 	if err != nil || roles.Active != "east" || roles.Phase != "steady" || roles.Run != nil {
 		t.Errorf("roles after the drill: %+v %v", roles, err)
 	}
@@ -173,7 +173,7 @@ func TestUnplannedDrillRepeated(t *testing.T) {
 	d := unplannedDrill()
 	d.Params.Hold = 10 * time.Millisecond
 	for i := range 3 {
-		rec, err := Run(ctx, topo, d, Options{JournalDir: t.TempDir(), Yes: true})
+		rec, err := Run(ctx, kfaketest.Session(t, topo), d, Options{JournalDir: t.TempDir(), Yes: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -204,7 +204,7 @@ func TestUnplannedDrillFencesTheActive(t *testing.T) {
 	startMirror(t, topo)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	rec, err := Run(ctx, topo, unplannedDrill(), Options{JournalDir: t.TempDir(), Yes: true})
+	rec, err := Run(ctx, kfaketest.Session(t, topo), unplannedDrill(), Options{JournalDir: t.TempDir(), Yes: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +219,7 @@ func TestUnplannedDrillFencesTheActive(t *testing.T) {
 			t.Errorf("%s -> %s: fence verified %v (%s)", d.From, d.To, d.FenceVerified, d.FenceNote)
 		}
 	}
-	roles, err := inspect.CollectRoles(ctx, topo)
+	roles, err := inspect.CollectRoles(ctx, kfaketest.Session(t, topo))
 	if err != nil || roles.Active != "east" || roles.Phase != "steady" {
 		t.Errorf("roles after the drill: %+v %v", roles, err)
 	}

@@ -44,7 +44,7 @@ func TestDrillWaitsForAnotherDrill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec, err := Run(ctx, topo, smallCanary(), Options{JournalDir: t.TempDir()}); !errors.Is(err, ErrBusy) || rec != nil {
+	if rec, err := Run(ctx, kfaketest.Session(t, topo), smallCanary(), Options{JournalDir: t.TempDir()}); !errors.Is(err, ErrBusy) || rec != nil {
 		t.Fatalf("a drill beside another without waiting: %+v %v; want ErrBusy", rec, err)
 	}
 	var out lockedBuffer
@@ -52,7 +52,7 @@ func TestDrillWaitsForAnotherDrill(t *testing.T) {
 	var rec *Record
 	go func() {
 		var err error
-		rec, err = Run(ctx, topo, smallCanary(), Options{JournalDir: t.TempDir(), Out: &out, WaitBusy: time.Minute})
+		rec, err = Run(ctx, kfaketest.Session(t, topo), smallCanary(), Options{JournalDir: t.TempDir(), Out: &out, WaitBusy: time.Minute})
 		done <- err
 	}()
 	kfaketest.Wait(t, 30*time.Second, "the drill says it waits", func() (bool, string) {

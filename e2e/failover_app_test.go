@@ -94,7 +94,7 @@ func (a *foApp) start(ctx context.Context) func() {
 func (a *foApp) watchRoles(ctx context.Context) {
 	for ctx.Err() == nil {
 		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		r, err := inspect.CollectRoles(rctx, a.ft.Topo)
+		r, err := inspect.CollectRoles(rctx, session(a.t, a.ft.Topo))
 		cancel()
 		if err == nil && r.Active != "" {
 			a.mu.Lock()

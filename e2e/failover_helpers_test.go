@@ -562,7 +562,7 @@ func (ft *foTopo) waitLinkCaught(t testing.TB, source, target string, timeout ti
 	waitFor(t, timeout, fmt.Sprintf("the mirror %s->%s caught up", source, target), func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		rep, err := linkstate.MeasureLag(ctx, ft.Topo, ft.Topo.Link(source, target))
+		rep, err := linkstate.MeasureLag(ctx, session(t, ft.Topo), ft.Topo.Link(source, target))
 		if err != nil {
 			return err
 		}

@@ -276,7 +276,7 @@ func foRoles(t testing.TB, ft *foTopo) inspect.Roles {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	r, err := inspect.CollectRoles(ctx, ft.Topo)
+	r, err := inspect.CollectRoles(ctx, session(t, ft.Topo))
 	if err != nil {
 		t.Fatalf("roles: %v", err)
 	}

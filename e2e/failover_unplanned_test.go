@@ -109,7 +109,7 @@ func TestFailoverUnplannedRealKafka(t *testing.T) {
 	waitFor(t, time.Minute, "the mirror recorded the 45 records it cannot copy", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		rpo, err := inspect.ObservedRPO(ctx, ft.Topo, "east", "west")
+		rpo, err := inspect.ObservedRPO(ctx, session(t, ft.Topo), "east", "west")
 		if err != nil {
 			return err
 		}

@@ -361,7 +361,7 @@ func sourceEnds(t testing.TB, mt *mirrorTopo, timeout time.Duration) map[string]
 	waitFor(t, timeout, "the source's end offsets", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		rep, err := linkstate.MeasureLag(ctx, mt.Topo, mt.link())
+		rep, err := linkstate.MeasureLag(ctx, session(t, mt.Topo), mt.link())
 		if err != nil {
 			return err
 		}
@@ -387,7 +387,7 @@ func waitMirroredPast(t testing.TB, mt *mirrorTopo, ends map[string]int64, timeo
 	waitFor(t, timeout, "the mirror copied past the source's end offsets", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		rep, err := linkstate.MeasureLag(ctx, mt.Topo, mt.link())
+		rep, err := linkstate.MeasureLag(ctx, session(t, mt.Topo), mt.link())
 		if err != nil {
 			return err
 		}

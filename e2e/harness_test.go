@@ -18,6 +18,10 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+
+	"github.com/drctl/drctl/internal/kafkaconn"
+	"github.com/drctl/drctl/internal/kfaketest"
+	"github.com/drctl/drctl/topology"
 )
 
 // The e2e tier runs against two real Apache Kafka clusters started by
@@ -299,4 +303,11 @@ clusters:
 active: east
 standby: west
 `, name, env.East, env.User, passwordVar, env.West, env.User, passwordVar)
+}
+
+// session is the test's session with the clusters of topo (one per test and
+// topology, as a command holds one), closed when the test ends.
+func session(t testing.TB, topo *topology.Topology) *kafkaconn.Clusters {
+	t.Helper()
+	return kfaketest.Session(t, topo)
 }

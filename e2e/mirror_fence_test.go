@@ -137,7 +137,7 @@ func testFencedZombie(t *testing.T, phase rolestate.Phase) {
 		t.Fatalf("write role state epoch 1 on west: %v", err)
 	}
 	fenceStart := time.Now()
-	fenced, err := linkstate.Fence(sctx, mt.Topo, link)
+	fenced, err := linkstate.Fence(sctx, session(t, mt.Topo), link)
 	if err != nil {
 		t.Fatalf("fence %s: %v", link, err)
 	}

@@ -532,7 +532,7 @@ func waitCaughtUp(t testing.TB, mt *mirrorTopo, timeout time.Duration) *linkstat
 	waitFor(t, timeout, "the mirror caught up (zero lag)", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		r, err := linkstate.MeasureLag(ctx, mt.Topo, mt.link())
+		r, err := linkstate.MeasureLag(ctx, session(t, mt.Topo), mt.link())
 		if err != nil {
 			return err
 		}

@@ -152,7 +152,7 @@ func TestOffsetsVersusMirrorMaker2RealKafka(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		rep, err := linkstate.MeasureLag(ctx, ot.topo, ot.link())
+		rep, err := linkstate.MeasureLag(ctx, session(t, ot.topo), ot.link())
 		if err != nil {
 			return err
 		}

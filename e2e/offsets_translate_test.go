@@ -352,7 +352,7 @@ func TestOffsetsTranslateRealKafka(t *testing.T) {
 	waitFor(t, 90*time.Second, "the mirror caught up", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		rep, err := linkstate.MeasureLag(ctx, ot.topo, ot.link())
+		rep, err := linkstate.MeasureLag(ctx, session(t, ot.topo), ot.link())
 		if err != nil {
 			return err
 		}

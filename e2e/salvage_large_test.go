@@ -98,7 +98,7 @@ func TestSalvageLargeRecordRealKafka(t *testing.T) {
 		}
 	}
 
-	_, err := failover.Salvage(ctx, ft.Topo, "east", "west")
+	_, err := failover.Salvage(ctx, session(t, ft.Topo), "east", "west")
 	qe, ok := errors.AsType[*failover.QuarantineError](err)
 	if !ok {
 		t.Fatalf("salvage of a record that fits its topic only compressed: got %v, want a QuarantineError", err)
@@ -131,7 +131,7 @@ func TestSalvageLargeRecordRealKafka(t *testing.T) {
 		"max.message.bytes": {Operation: sarama.IncrementalAlterConfigsOperationSet, Value: &raised}}, false); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := failover.Salvage(ctx, ft.Topo, "east", "west")
+	rep, err := failover.Salvage(ctx, session(t, ft.Topo), "east", "west")
 	if err != nil {
 		t.Fatalf("salvage after raising %s's max.message.bytes: %v", intoPacked, err)
 	}

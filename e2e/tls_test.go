@@ -181,7 +181,7 @@ func tlsRoundTrip(t *testing.T, l tlsListeners, mode tlsMode) {
 	waitFor(t, time.Minute, "a mirror process runs west->east", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		if ls := linkstate.Describe(ctx, ft.Topo, ft.Topo.Link("west", "east")); !ls.Running {
+		if ls := linkstate.Describe(ctx, session(t, ft.Topo), ft.Topo.Link("west", "east")); !ls.Running {
 			return fmt.Errorf("%+v", ls)
 		}
 		return nil
@@ -218,7 +218,7 @@ func TestTLSErrorsRealKafka(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	before, err := inspect.CollectRoles(ctx, good.Topo)
+	before, err := inspect.CollectRoles(ctx, session(t, good.Topo))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +273,7 @@ func TestTLSErrorsRealKafka(t *testing.T) {
 		})
 	}
 
-	after, err := inspect.CollectRoles(ctx, good.Topo)
+	after, err := inspect.CollectRoles(ctx, session(t, good.Topo))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -84,7 +84,7 @@ func TestTUIInTmux(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	st := inspect.CollectStatus(ctx, ft.Topo)
+	st, _ := inspect.CollectStatus(ctx, session(t, ft.Topo))
 	if st.Roles.Active != "east" || st.Roles.Phase != "steady" || st.Roles.Epoch < 4 {
 		t.Fatalf("roles after the round trip through the console: %+v", st.Roles)
 	}

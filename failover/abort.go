@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/rolestate"
 	"github.com/drctl/drctl/plans"
 	"github.com/drctl/drctl/runrecord"
@@ -47,8 +48,9 @@ type AbortReport struct {
 // record of both clusters and in the local journal. Past the point of no
 // return it refuses (ErrPastPointOfNoReturn) and changes nothing. A process
 // still running the run must be stopped first. Abort is idempotent.
-func Abort(ctx context.Context, topo *topology.Topology, id string, o AbortOptions) (*AbortReport, error) {
-	id, err := runInProgress(ctx, topo, id, ErrNothingToAbort)
+func Abort(ctx context.Context, clusters *kafkaconn.Clusters, id string, o AbortOptions) (*AbortReport, error) {
+	topo := clusters.Topology()
+	id, err := runInProgress(ctx, clusters, id, ErrNothingToAbort)
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +60,7 @@ func Abort(ctx context.Context, topo *topology.Topology, id string, o AbortOptio
 	}
 	jpath := filepath.Join(dir, id+".jsonl")
 	js, _ := plans.ReadJournal(jpath)
-	w := connect(ctx, topo)
+	w := within(ctx, clusters)
 	defer w.Close()
 	rec := runrecord.Load(ctx, w.Clusters, id)
 	var p *plans.Plan
@@ -108,7 +110,7 @@ func Abort(ctx context.Context, topo *topology.Topology, id string, o AbortOptio
 		}
 	}
 	if fenceAt >= 0 && reached >= fenceAt && topo.Failover.Fence == topology.FenceACL {
-		removed, err := Unfence(ctx, topo, fenced)
+		removed, err := Unfence(ctx, clusters, fenced)
 		if err != nil {
 			return nil, fmt.Errorf("abort %s: remove the fence from %s: %w (nothing else was undone; run drctl abort %s again)", id, fenced, err, id)
 		}

@@ -59,7 +59,7 @@ func startMirrorPolling(t *testing.T, topo *topology.Topology, source, target st
 	kfaketest.Wait(t, 30*time.Second, "mirror "+link.String()+" running", func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		ls := linkstate.Describe(ctx, topo, link)
+		ls := linkstate.Describe(ctx, kfaketest.Session(t, topo), link)
 		return ls.Error == "" && ls.Running, fmt.Sprintf("%+v", ls)
 	})
 }
@@ -72,7 +72,7 @@ func waitMirrored(t *testing.T, topo *topology.Topology, source, target string) 
 	kfaketest.Wait(t, 30*time.Second, link.String()+" caught up", func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		rep, err := linkstate.MeasureLag(ctx, topo, link)
+		rep, err := linkstate.MeasureLag(ctx, kfaketest.Session(t, topo), link)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -95,7 +95,7 @@ func waitStandbyFenced(t *testing.T, topo *topology.Topology, target string) {
 	if topo.Failover.Fence != topology.FenceACL || !topo.Mirror.ACLs.Enabled {
 		return
 	}
-	roles, err := inspect.CollectRoles(kfaketest.Ctx(t, 20*time.Second), topo)
+	roles, err := inspect.CollectRoles(kfaketest.Ctx(t, 20*time.Second), kfaketest.Session(t, topo))
 	if err != nil || roles.Standby != target || (roles.Phase != rolestate.PhaseSteady && roles.Phase != "") {
 		return
 	}

@@ -7,14 +7,20 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/mirror"
 	"github.com/drctl/drctl/topology"
 )
 
 // TestFailoverConnections counts the TCP connections one planned failover
-// opens to the clusters (the mirror beside it counted apart, by its own
-// client id).
+// opens to the clusters, as drctl failover makes it: one session, the plan
+// and the whole run through it (the mirror beside it counted apart, by its
+// own client id). Each step, each record of the run's progress and each
+// look at the drain used to open its own;
+// now the session's clients and producers are opened once, and what is
+// left is the role state's compare-and-set producers, the lease's claims
+// and the topic creations' controller connections.
 func TestFailoverConnections(t *testing.T) {
 	conns := kfaketest.NewConns()
 	p := kfaketest.NewPair(t, kfaketest.Options{
@@ -44,7 +50,8 @@ func TestFailoverConnections(t *testing.T) {
 	id := topo.Clusters["east"].ClientID
 	before := conns.ByClient(id)
 	pctx, pcancel := context.WithTimeout(ctx, 30*time.Second)
-	plan, err := PlanFailover(pctx, topo, FailoverRequest{To: "west"})
+	clusters := kafkaconn.Open(pctx, topo)
+	plan, err := PlanFailover(pctx, clusters, FailoverRequest{To: "west"})
 	pcancel()
 	if err != nil {
 		t.Fatal(err)
@@ -52,9 +59,26 @@ func TestFailoverConnections(t *testing.T) {
 	planned := conns.ByClient(id)
 	rctx, rcancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer rcancel()
-	if err := Execute(rctx, topo, plan, RunOptions{JournalDir: t.TempDir(), Confirm: func(string) error { return nil }}); err != nil {
+	if err := Execute(rctx, clusters, plan, RunOptions{JournalDir: t.TempDir(), Confirm: func(string) error { return nil }}); err != nil {
 		t.Fatalf("failover: %v", err)
 	}
+	clusters.Close()
 	ran := conns.ByClient(id)
-	t.Logf("connections of client id %q: plan %d, run %d (the mirror's: %d)", id, planned-before, ran-planned, conns.ByClient("mirror-under-test"))
+	t.Logf("connections of client id %q: the session and the plan %d, the run %d, in all %d (the mirror's meanwhile: %d)",
+		id, planned-before, ran-planned, ran-before, conns.ByClient("mirror-under-test"))
+	if planned-before > 2*perClient {
+		t.Errorf("making the plan opened %d connections; one session opens %d (one client per cluster)", planned-before, 2*perClient)
+	}
+	if n := ran - before; n > maxFailoverConnections {
+		t.Errorf("one planned failover opened %d connections, more than %d", n, maxFailoverConnections)
+	}
 }
+
+// perClient is what one sarama client of a one-broker kfake cluster opens:
+// the bootstrap connection and the connection to the broker by its id.
+const perClient = 2
+
+// maxFailoverConnections bounds the connections of one planned failover
+// of this test, with some headroom for retries (docs/failover.md has the
+// figures).
+const maxFailoverConnections = 50

@@ -95,7 +95,7 @@ func runWithClock(t *testing.T, topo *topology.Topology, plan *plans.Plan, clock
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if err := Execute(ctx, topo, plan, RunOptions{JournalDir: t.TempDir(), Yes: true, Hooks: []plans.Hook{clock}}); err != nil {
+	if err := Execute(ctx, kfaketest.Session(t, topo), plan, RunOptions{JournalDir: t.TempDir(), Yes: true, Hooks: []plans.Hook{clock}}); err != nil {
 		t.Fatalf("failover: %v", err)
 	}
 	return clock

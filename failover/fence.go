@@ -7,13 +7,15 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/drctl/drctl/internal/aclfence"
+	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/topology"
 )
 
 // Fence adds and verifies drctl's DENY WRITE ACLs on cluster (see
 // aclfence.Fence).
-func Fence(ctx context.Context, topo *topology.Topology, cluster string) (*aclfence.Record, error) {
-	w := connect(ctx, topo, cluster)
+func Fence(ctx context.Context, clusters *kafkaconn.Clusters, cluster string) (*aclfence.Record, error) {
+	topo := clusters.Topology()
+	w := within(ctx, clusters, cluster)
 	defer w.Close()
 	client, err := w.Need(cluster)
 	if err != nil {
@@ -24,8 +26,9 @@ func Fence(ctx context.Context, topo *topology.Topology, cluster string) (*aclfe
 
 // Unfence removes exactly the ACLs drctl's fence added (see
 // aclfence.Unfence).
-func Unfence(ctx context.Context, topo *topology.Topology, cluster string) ([]aclfence.ACL, error) {
-	w := connect(ctx, topo, cluster)
+func Unfence(ctx context.Context, clusters *kafkaconn.Clusters, cluster string) ([]aclfence.ACL, error) {
+	topo := clusters.Topology()
+	w := within(ctx, clusters, cluster)
 	defer w.Close()
 	client, err := w.Need(cluster)
 	if err != nil {

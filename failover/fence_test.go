@@ -92,7 +92,7 @@ func TestFenceACLOnKfake(t *testing.T) {
 	westBefore := aclsOf(t, kfaketest.Admin(t, kfaketest.Dial(t, topo, "west")))
 
 	ctx := kfaketest.Ctx(t, 60*time.Second)
-	rec, err := Fence(ctx, topo, "east")
+	rec, err := Fence(ctx, kfaketest.Session(t, topo), "east")
 	if err != nil {
 		t.Fatalf("fence east: %v", err)
 	}
@@ -125,7 +125,7 @@ func TestFenceACLOnKfake(t *testing.T) {
 	}
 
 	// Fencing again changes nothing and duplicates nothing.
-	rec2, err := Fence(ctx, topo, "east")
+	rec2, err := Fence(ctx, kfaketest.Session(t, topo), "east")
 	if err != nil {
 		t.Fatalf("fence east again: %v", err)
 	}
@@ -139,7 +139,7 @@ func TestFenceACLOnKfake(t *testing.T) {
 		t.Errorf("fence twice changed the ACLs:\n got %q\nwant %q", again, fenced)
 	}
 
-	removed, err := Unfence(ctx, topo, "east")
+	removed, err := Unfence(ctx, kfaketest.Session(t, topo), "east")
 	if err != nil {
 		t.Fatalf("unfence east: %v", err)
 	}
@@ -163,7 +163,7 @@ func TestFenceACLOnKfake(t *testing.T) {
 	}
 
 	// Unfencing an unfenced cluster removes nothing.
-	if removed, err := Unfence(ctx, topo, "east"); err != nil || len(removed) != 0 {
+	if removed, err := Unfence(ctx, kfaketest.Session(t, topo), "east"); err != nil || len(removed) != 0 {
 		t.Errorf("unfence twice: removed %+v, %v", removed, err)
 	}
 	if after := aclsOf(t, east); !reflect.DeepEqual(after, aclsBefore) {
@@ -194,7 +194,7 @@ func TestUnfenceRemovesManyACLsInOneRequest(t *testing.T) {
 	}
 	before := aclsOf(t, east)
 	ctx := kfaketest.Ctx(t, 60*time.Second)
-	rec, err := Fence(ctx, topo, "east")
+	rec, err := Fence(ctx, kfaketest.Session(t, topo), "east")
 	if err != nil {
 		t.Fatalf("fence east: %v", err)
 	}
@@ -208,7 +208,7 @@ func TestUnfenceRemovesManyACLsInOneRequest(t *testing.T) {
 		filters.Add(int32(len(r.(*kmsg.DeleteACLsRequest).Filters)))
 		return nil, nil, false
 	})
-	removed, err := Unfence(ctx, topo, "east")
+	removed, err := Unfence(ctx, kfaketest.Session(t, topo), "east")
 	if err != nil {
 		t.Fatalf("unfence east: %v", err)
 	}

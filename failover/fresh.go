@@ -7,7 +7,6 @@ import (
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/rolestate"
 	"github.com/drctl/drctl/plans"
-	"github.com/drctl/drctl/topology"
 )
 
 // CheckFresh refuses a saved plan that went stale since it was made: the
@@ -18,7 +17,8 @@ import (
 // rolestate.ErrNoneReachable means no cluster could say what the roles are.
 // apply calls it before it prints the plan; Execute's guard checks the
 // same again before every step.
-func CheckFresh(ctx context.Context, topo *topology.Topology, p *plans.Plan) error {
+func CheckFresh(ctx context.Context, clusters *kafkaconn.Clusters, p *plans.Plan) error {
+	topo := clusters.Topology()
 	var in Inputs
 	if err := p.DecodeInputs(&in); err != nil {
 		return err
@@ -34,8 +34,7 @@ func CheckFresh(ctx context.Context, topo *topology.Topology, p *plans.Plan) err
 	if err := verifyPlan(topo, p, in); err != nil {
 		return err
 	}
-	clusters := kafkaconn.Open(ctx, topo)
-	defer clusters.Close()
+	clusters.Connect(ctx)
 	v, err := rolestate.ResolveLive(ctx, clusters)
 	if err != nil {
 		return fmt.Errorf("cannot read the live roles to check plan %s: %w", p.ID, err)

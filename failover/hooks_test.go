@@ -95,7 +95,7 @@ func TestBeforeHookFailsNothingChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := kfaketest.Ctx(t, 3*time.Minute)
-	if err := Resume(ctx, topo, plan.ID, RunOptions{JournalDir: journal, Confirm: c.confirm}); err != nil {
+	if err := Resume(ctx, kfaketest.Session(t, topo), plan.ID, RunOptions{JournalDir: journal, Confirm: c.confirm}); err != nil {
 		t.Fatalf("resume after the hook was fixed: %v", err)
 	}
 	if got, want := readLog(t, log), "before west east\nafter west east\n"; got != want {
@@ -127,7 +127,7 @@ func TestBeforeHookRunsOnceFirst(t *testing.T) {
 		return nil
 	}
 	ctx := kfaketest.Ctx(t, 3*time.Minute)
-	if err := Execute(ctx, topo, plan, RunOptions{JournalDir: t.TempDir(), Confirm: confirm}); err != nil {
+	if err := Execute(ctx, kfaketest.Session(t, topo), plan, RunOptions{JournalDir: t.TempDir(), Confirm: confirm}); err != nil {
 		t.Fatalf("failover: %v", err)
 	}
 	if atFence != "before west east\n" {

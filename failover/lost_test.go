@@ -26,7 +26,7 @@ func TestLostRoleStateRefusesToAct(t *testing.T) {
 	startMirror(t, topo, "east", "west")
 	waitMirrored(t, topo, "east", "west")
 	plan := planTo(t, topo, "west")
-	if err := Execute(kfaketest.Ctx(t, 2*time.Minute), topo, plan, RunOptions{JournalDir: t.TempDir(), Yes: true}); err != nil {
+	if err := Execute(kfaketest.Ctx(t, 2*time.Minute), kfaketest.Session(t, topo), plan, RunOptions{JournalDir: t.TempDir(), Yes: true}); err != nil {
 		t.Fatalf("failover: %v", err)
 	}
 	wantSteadyWest(t, p)
@@ -37,7 +37,7 @@ func TestLostRoleStateRefusesToAct(t *testing.T) {
 		}
 	}
 
-	st := inspect.CollectStatus(kfaketest.Ctx(t, 20*time.Second), topo)
+	st, _ := inspect.CollectStatus(kfaketest.Ctx(t, 20*time.Second), kfaketest.Session(t, topo))
 	problems := strings.Join(st.Problems, "\n")
 	if st.Roles.Active != inspect.RoleUnknown || st.Readiness.Level != inspect.Unknown {
 		t.Errorf("status roles %+v, readiness %s; want unknown", st.Roles, st.Readiness.Level)
@@ -45,12 +45,12 @@ func TestLostRoleStateRefusesToAct(t *testing.T) {
 	if !strings.Contains(problems, "drctl roles restore --active CLUSTER") || strings.Contains(problems, "reseed-topic") {
 		t.Errorf("status problems:\n%s\nwant how to restore the roles, and no advice to reseed a topic", problems)
 	}
-	_, err := PlanFailover(kfaketest.Ctx(t, 20*time.Second), topo, FailoverRequest{To: "west"})
+	_, err := PlanFailover(kfaketest.Ctx(t, 20*time.Second), kfaketest.Session(t, topo), FailoverRequest{To: "west"})
 	if !errors.Is(err, rolestate.ErrLost) {
 		t.Errorf("a plan with the roles lost: %v; want a refusal", err)
 	}
 
-	got, err := RestoreState(kfaketest.Ctx(t, 30*time.Second), topo, "west")
+	got, err := RestoreState(kfaketest.Ctx(t, 30*time.Second), kfaketest.Session(t, topo), "west")
 	if err != nil {
 		t.Fatalf("restore: %v", err)
 	}
@@ -58,10 +58,10 @@ func TestLostRoleStateRefusesToAct(t *testing.T) {
 		t.Errorf("restored %s; want west active above epoch %d", got, before.Epoch)
 	}
 	wantSteadyWest(t, p)
-	if _, err := RestoreState(kfaketest.Ctx(t, 30*time.Second), topo, "east"); !errors.Is(err, ErrNothingToRestore) {
+	if _, err := RestoreState(kfaketest.Ctx(t, 30*time.Second), kfaketest.Session(t, topo), "east"); !errors.Is(err, ErrNothingToRestore) {
 		t.Errorf("a second restore: %v; want nothing to restore", err)
 	}
-	st = inspect.CollectStatus(kfaketest.Ctx(t, 20*time.Second), topo)
+	st, _ = inspect.CollectStatus(kfaketest.Ctx(t, 20*time.Second), kfaketest.Session(t, topo))
 	if st.Roles.Active != "west" {
 		t.Errorf("status after the restore: %+v", st.Roles)
 	}

@@ -39,7 +39,7 @@ func TestRunReportsCarryLossesToRetention(t *testing.T) {
 		done := make(chan error, 1)
 		go func() { done <- e.Run(ctx) }()
 		kfaketest.Wait(t, 30*time.Second, "the mirror caught up", func() (bool, string) {
-			rep, err := linkstate.MeasureLag(kfaketest.Ctx(t, 10*time.Second), topo, topo.Link("east", "west"))
+			rep, err := linkstate.MeasureLag(kfaketest.Ctx(t, 10*time.Second), kfaketest.Session(t, topo), topo.Link("east", "west"))
 			if err != nil {
 				return false, err.Error()
 			}
@@ -61,17 +61,17 @@ func TestRunReportsCarryLossesToRetention(t *testing.T) {
 	}
 	pass()
 
-	rep, err := inspect.MeasureRPO(kfaketest.Ctx(t, 20*time.Second), topo, "east", "west")
+	rep, err := inspect.MeasureRPO(kfaketest.Ctx(t, 20*time.Second), kfaketest.Session(t, topo), "east", "west")
 	if err != nil || rep.LostRecords != 15 || len(rep.LostToRetention) != 1 {
 		t.Fatalf("RPO report %+v %v; want the 15 records lost to retention", rep, err)
 	}
-	res, err := reportRPO(kfaketest.Ctx(t, 20*time.Second), topo, linkParams{Source: "east", Target: "west"})
+	res, err := reportRPO(kfaketest.Ctx(t, 20*time.Second), kfaketest.Session(t, topo), linkParams{Source: "east", Target: "west"})
 	if err != nil || !strings.Contains(res.Summary, "15 record(s) were lost to source retention") {
 		t.Errorf("the unplanned run's RPO step says %q (%v); want the loss", res.Summary, err)
 	}
 	startMirror(t, topo, "east", "west")
 	waitMirrored(t, topo, "east", "west")
-	res, err = Preflight(kfaketest.Ctx(t, 30*time.Second), topo, planTo(t, topo, "west"))
+	res, err = Preflight(kfaketest.Ctx(t, 30*time.Second), kfaketest.Session(t, topo), planTo(t, topo, "west"))
 	if err != nil || !strings.Contains(res.Summary, "15 record(s) of east->west were lost to source retention") || !strings.Contains(res.Summary, "drctl mirror ack-lost") {
 		t.Errorf("the planned failover's preflight says %q (%v); want the loss and how to acknowledge it", res.Summary, err)
 	}
@@ -81,7 +81,7 @@ func TestRunReportsCarryLossesToRetention(t *testing.T) {
 		t.Fatalf("failover to west: %v", err)
 	}
 	waitMirrored(t, topo, "west", "east")
-	back, err := PlanFailover(kfaketest.Ctx(t, 30*time.Second), topo, FailoverRequest{To: "east", Kind: rolestate.RunFailback})
+	back, err := PlanFailover(kfaketest.Ctx(t, 30*time.Second), kfaketest.Session(t, topo), FailoverRequest{To: "east", Kind: rolestate.RunFailback})
 	if err != nil {
 		t.Fatal(err)
 	}

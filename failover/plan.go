@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/rolestate"
 	"github.com/drctl/drctl/plans"
 	"github.com/drctl/drctl/runrecord"
@@ -197,7 +198,8 @@ type FailoverRequest struct {
 // finishes it). An unplanned failover of an active that answers is
 // refused unless req.ForceUnplanned, and then fences it first. Two names
 // for one cluster (equal cluster ids) are refused.
-func PlanFailover(ctx context.Context, topo *topology.Topology, req FailoverRequest) (*plans.Plan, error) {
+func PlanFailover(ctx context.Context, clusters *kafkaconn.Clusters, req FailoverRequest) (*plans.Plan, error) {
+	topo := clusters.Topology()
 	to := req.To
 	kind := req.Kind
 	if kind == "" {
@@ -222,7 +224,7 @@ func PlanFailover(ctx context.Context, topo *topology.Topology, req FailoverRequ
 	if _, ok := topo.Clusters[to]; !ok {
 		return nil, fmt.Errorf("%w: no cluster %q in %s; use one of %v", ErrRefused, to, topo.Path, topo.ClusterNames())
 	}
-	w := connect(ctx, topo)
+	w := within(ctx, clusters)
 	defer w.Close()
 	v := w.view(ctx)
 	if v.Lost != "" {
@@ -298,8 +300,8 @@ type ReseedOptions struct {
 
 // PlanReseed builds the plan that rebuilds cluster stale; see
 // PlanReseedWith.
-func PlanReseed(ctx context.Context, topo *topology.Topology, stale string) (*plans.Plan, error) {
-	return PlanReseedWith(ctx, topo, stale, ReseedOptions{})
+func PlanReseed(ctx context.Context, clusters *kafkaconn.Clusters, stale string) (*plans.Plan, error) {
+	return PlanReseedWith(ctx, clusters, stale, ReseedOptions{})
 }
 
 // ErrNotStale means a reseed was asked of a cluster that is not stale; the
@@ -312,11 +314,12 @@ var ErrNotStale = errors.New("not stale")
 // run was not resumed (it holds an older role state, or none while the
 // active holds one), or one that returned with another cluster id. Any
 // other cluster (the healthy standby) is refused unless o.Force.
-func PlanReseedWith(ctx context.Context, topo *topology.Topology, stale string, o ReseedOptions) (*plans.Plan, error) {
+func PlanReseedWith(ctx context.Context, clusters *kafkaconn.Clusters, stale string, o ReseedOptions) (*plans.Plan, error) {
+	topo := clusters.Topology()
 	if _, ok := topo.Clusters[stale]; !ok {
 		return nil, fmt.Errorf("%w: no cluster %q in %s", ErrRefused, stale, topo.Path)
 	}
-	w := connect(ctx, topo)
+	w := within(ctx, clusters)
 	defer w.Close()
 	v := w.view(ctx)
 	if v.Lost != "" {

@@ -18,15 +18,15 @@ func TestPlanFacts(t *testing.T) {
 	topo := p.Topology
 	kfaketest.CreateTopic(t, topo, "east", "orders", 1, nil)
 	kfaketest.CreateTopic(t, topo, "west", "orders", 1, nil)
-	planned, err := PlanFailover(kfaketest.Ctx(t, 30*time.Second), topo, FailoverRequest{To: "west"})
+	planned, err := PlanFailover(kfaketest.Ctx(t, 30*time.Second), kfaketest.Session(t, topo), FailoverRequest{To: "west"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	unplanned, err := PlanFailover(kfaketest.Ctx(t, 30*time.Second), topo, FailoverRequest{To: "west", Mode: Unplanned, ForceUnplanned: true})
+	unplanned, err := PlanFailover(kfaketest.Ctx(t, 30*time.Second), kfaketest.Session(t, topo), FailoverRequest{To: "west", Mode: Unplanned, ForceUnplanned: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	reseed, err := PlanReseedWith(kfaketest.Ctx(t, 30*time.Second), topo, "west", ReseedOptions{Force: true})
+	reseed, err := PlanReseedWith(kfaketest.Ctx(t, 30*time.Second), kfaketest.Session(t, topo), "west", ReseedOptions{Force: true})
 	if err != nil {
 		t.Fatal(err)
 	}

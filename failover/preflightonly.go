@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/plans"
-	"github.com/drctl/drctl/topology"
 )
 
 // Preflight runs the preflight step of plan p alone, as its run would, and
 // changes nothing: drills use it to prove that a failover could start now.
-func Preflight(ctx context.Context, topo *topology.Topology, p *plans.Plan) (plans.Result, error) {
+func Preflight(ctx context.Context, clusters *kafkaconn.Clusters, p *plans.Plan) (plans.Result, error) {
 	for _, s := range p.Steps {
 		if s.Name != StepPreflight {
 			continue
@@ -19,7 +19,7 @@ func Preflight(ctx context.Context, topo *topology.Topology, p *plans.Plan) (pla
 		if err != nil {
 			return plans.Result{}, err
 		}
-		return preflight(ctx, topo, pp)
+		return preflight(ctx, clusters, pp)
 	}
 	return plans.Result{}, fmt.Errorf("plan %s has no %s step", p.ID, StepPreflight)
 }

@@ -41,7 +41,7 @@ func TestNoAtTheQuestionChangesNothing(t *testing.T) {
 	})
 	var out strings.Builder
 	var asked []string
-	err := Execute(kfaketest.Ctx(t, time.Minute), topo, plan, RunOptions{JournalDir: journal, Out: &out, Hooks: []plans.Hook{seen},
+	err := Execute(kfaketest.Ctx(t, time.Minute), kfaketest.Session(t, topo), plan, RunOptions{JournalDir: journal, Out: &out, Hooks: []plans.Hook{seen},
 		Confirm: func(q string) error {
 			asked = append(asked, q)
 			return errors.New("the operator said no")
@@ -68,7 +68,7 @@ func TestNoAtTheQuestionChangesNothing(t *testing.T) {
 		t.Errorf("the journal offers run %s to resume after a no", st.Plan.ID)
 	}
 	// Without anyone to ask, the run stops at the same place.
-	err = Execute(kfaketest.Ctx(t, time.Minute), topo, planTo(t, topo, "west"), RunOptions{JournalDir: journal})
+	err = Execute(kfaketest.Ctx(t, time.Minute), kfaketest.Session(t, topo), planTo(t, topo, "west"), RunOptions{JournalDir: journal})
 	if !errors.Is(err, ErrNotConfirmed) || !strings.Contains(err.Error(), "--yes") {
 		t.Errorf("run with nobody to ask: %v; want a refusal naming --yes", err)
 	}

@@ -40,12 +40,12 @@ func execute(t *testing.T, topo *topology.Topology, p *plans.Plan, journal strin
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	return Execute(ctx, topo, p, RunOptions{JournalDir: journal, Confirm: c.confirm})
+	return Execute(ctx, kfaketest.Session(t, topo), p, RunOptions{JournalDir: journal, Confirm: c.confirm})
 }
 
 func planTo(t *testing.T, topo *topology.Topology, to string) *plans.Plan {
 	t.Helper()
-	p, err := PlanFailover(kfaketest.Ctx(t, 30*time.Second), topo, FailoverRequest{To: to})
+	p, err := PlanFailover(kfaketest.Ctx(t, 30*time.Second), kfaketest.Session(t, topo), FailoverRequest{To: to})
 	if err != nil {
 		t.Fatalf("plan failover to %s: %v", to, err)
 	}
@@ -332,17 +332,17 @@ func TestRefusalUnreachableStandby(t *testing.T) {
 		{"east", "east is already the active"},
 		{"north", "north"},
 	} {
-		_, err := PlanFailover(kfaketest.Ctx(t, 30*time.Second), topo, FailoverRequest{To: tc.to})
+		_, err := PlanFailover(kfaketest.Ctx(t, 30*time.Second), kfaketest.Session(t, topo), FailoverRequest{To: tc.to})
 		if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("plan failover to %s: got %v, want a refusal saying %q", tc.to, err, tc.want)
 		}
 	}
 	saved := planTo(t, topo, "west")
 	before := snapshots(t, topo, "east")
-	p.West.Close()
+	p.Stop("west")
 
 	began := time.Now()
-	_, err := PlanFailover(kfaketest.Ctx(t, 30*time.Second), topo, FailoverRequest{To: "west"})
+	_, err := PlanFailover(kfaketest.Ctx(t, 30*time.Second), kfaketest.Session(t, topo), FailoverRequest{To: "west"})
 	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "west") || !strings.Contains(err.Error(), "unreachable") {
 		t.Errorf("plan failover to a stopped west: got %v, want a refusal naming west as unreachable", err)
 	}
@@ -427,12 +427,12 @@ func TestRefusalDrainTimeout(t *testing.T) {
 	// Resuming the failed run must not pick the failover up again.
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	rerr := Resume(ctx, topo, plan.ID, RunOptions{JournalDir: journal, Confirm: c.confirm})
+	rerr := Resume(ctx, kfaketest.Session(t, topo), plan.ID, RunOptions{JournalDir: journal, Confirm: c.confirm})
 	if !errors.Is(rerr, plans.ErrStalePlan) {
 		t.Errorf("resume after the rollback: got %v, want plans.ErrStalePlan", rerr)
 	}
 	assertUnchanged(t, topo, after)
-	if _, err := PlanFailover(kfaketest.Ctx(t, 30*time.Second), topo, FailoverRequest{To: "west"}); err != nil {
+	if _, err := PlanFailover(kfaketest.Ctx(t, 30*time.Second), kfaketest.Session(t, topo), FailoverRequest{To: "west"}); err != nil {
 		t.Errorf("a new failover cannot be planned after the rollback: %v", err)
 	}
 }

@@ -27,7 +27,7 @@ func TestPlanFailoverRefusesBadRequests(t *testing.T) {
 		{FailoverRequest{To: "north"}, `no cluster "north"`},
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		p, err := PlanFailover(ctx, topo, tc.req)
+		p, err := PlanFailover(ctx, kfaketest.Session(t, topo), tc.req)
 		cancel()
 		if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), tc.want) || p != nil {
 			t.Errorf("%+v: plan %v, err %v; want a refusal containing %q", tc.req, p != nil, err, tc.want)

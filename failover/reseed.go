@@ -43,18 +43,19 @@ const MirrorStopTimeout = time.Minute
 // state stops: Wipe waits up to MirrorStopTimeout for them to leave
 // before it deletes anything (the healthy standby's mirror is still
 // running when a forced reseed reaches its wipe). Idempotent.
-func Wipe(ctx context.Context, topo *topology.Topology, stale, active string) (*WipeReport, error) {
-	return wipe(ctx, topo, stale, active, nil)
+func Wipe(ctx context.Context, clusters *kafkaconn.Clusters, stale, active string) (*WipeReport, error) {
+	return wipe(ctx, clusters, stale, active, nil)
 }
 
 // wipe is Wipe reporting its wait for the mirror to rc (nil: none), whose
 // first interrupt stops the wait with nothing deleted.
-func wipe(ctx context.Context, topo *topology.Topology, stale, active string, rc *plans.RunContext) (*WipeReport, error) {
-	client, err := kafkaconn.Dial(ctx, topo.Clusters[stale], nil)
+func wipe(ctx context.Context, clusters *kafkaconn.Clusters, stale, active string, rc *plans.RunContext) (*WipeReport, error) {
+	topo := clusters.Topology()
+	clusters.Redial(ctx, stale)
+	client, err := clusters.Need(stale)
 	if err != nil {
 		return nil, fmt.Errorf("wipe: %w", err)
 	}
-	defer client.Close()
 	admin, err := sarama.NewClusterAdminFromClient(client)
 	if err != nil {
 		return nil, fmt.Errorf("wipe %s: %w", stale, err)
@@ -83,7 +84,7 @@ func wipe(ctx context.Context, topo *topology.Topology, stale, active string, rc
 			return nil, fmt.Errorf("wipe %s: %w", stale, err)
 		}
 	}
-	if err := forgetProgress(ctx, topo, stale, active); err != nil {
+	if err := forgetProgress(ctx, clusters, stale, active); err != nil {
 		return nil, fmt.Errorf("wipe %s: %w", stale, err)
 	}
 	return rep, nil
@@ -204,12 +205,13 @@ func orUnknown(s string) string {
 // a topic) would be wiped unsalvaged. The link is fenced and its
 // direction retired by then; a future mirror of that direction starts
 // from a wiped, re-seeded cluster.
-func forgetProgress(ctx context.Context, topo *topology.Topology, stale, active string) error {
-	client, err := kafkaconn.Dial(ctx, topo.Clusters[active], nil)
+func forgetProgress(ctx context.Context, clusters *kafkaconn.Clusters, stale, active string) error {
+	topo := clusters.Topology()
+	clusters.Redial(ctx, active)
+	client, err := clusters.Need(active)
 	if err != nil {
 		return err
 	}
-	defer client.Close()
 	admin, err := sarama.NewClusterAdminFromClient(client)
 	if err != nil {
 		return fmt.Errorf("%s: %w", active, err)

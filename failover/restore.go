@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/rolestate"
 	"github.com/drctl/drctl/runrecord"
-	"github.com/drctl/drctl/topology"
 )
 
 // ErrNothingToRestore means a cluster holds role state: there is nothing to
@@ -20,11 +20,12 @@ var ErrNothingToRestore = errors.New("the role state is there; nothing to restor
 // clusters' run records wrote (so that no mirror or run of the time before
 // can win over it). The operator names the active: drctl only refuses to
 // guess. It needs both clusters, and refuses when either holds state.
-func RestoreState(ctx context.Context, topo *topology.Topology, active string) (rolestate.State, error) {
+func RestoreState(ctx context.Context, clusters *kafkaconn.Clusters, active string) (rolestate.State, error) {
+	topo := clusters.Topology()
 	if _, ok := topo.Clusters[active]; !ok {
 		return rolestate.State{}, fmt.Errorf("no cluster %q in %s; use one of %v", active, topo.Path, topo.ClusterNames())
 	}
-	w := connect(ctx, topo)
+	w := within(ctx, clusters)
 	defer w.Close()
 	for _, name := range topo.ClusterNames() {
 		if _, err := w.Need(name); err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/plans"
 	"github.com/drctl/drctl/topology"
 )
@@ -64,7 +65,9 @@ func runPlan(path string) int {
 	}
 	events := &holdingStream{hold: hold, stdin: bufio.NewReader(os.Stdin)}
 	yes := func(string) error { return nil }
-	if err := Execute(context.Background(), topo, p, RunOptions{JournalDir: os.Getenv(envJournal), JSON: events, Confirm: yes}); err != nil {
+	clusters := kafkaconn.Open(context.Background(), topo)
+	defer clusters.Close()
+	if err := Execute(context.Background(), clusters, p, RunOptions{JournalDir: os.Getenv(envJournal), JSON: events, Confirm: yes}); err != nil {
 		fmt.Fprintln(os.Stderr, "execute:", err)
 		return 1
 	}

@@ -154,7 +154,7 @@ func plannedSteps(t *testing.T) []string {
 	pair := kfaketest.NewPair(t, kfaketest.Options{Mirror: resumeMirrorYAML, Extra: resumeFailoverYAML})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	p, err := PlanFailover(ctx, pair.Topology, FailoverRequest{To: "west"})
+	p, err := PlanFailover(ctx, kfaketest.Session(t, pair.Topology), FailoverRequest{To: "west"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +240,7 @@ func setUpResume(t *testing.T) *resumeWorld {
 
 	pctx, pcancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer pcancel()
-	if w.plan, err = PlanFailover(pctx, w.topo, FailoverRequest{To: "west"}); err != nil {
+	if w.plan, err = PlanFailover(pctx, kfaketest.Session(t, w.topo), FailoverRequest{To: "west"}); err != nil {
 		t.Fatal(err)
 	}
 	var in Inputs
@@ -401,7 +401,7 @@ func (w *resumeWorld) killAndResume(t *testing.T, c killCase) {
 		dir, how = t.TempDir(), "from another machine"
 		// drctl resume without a run id finds the run in the role state
 		// from begin until finish.
-		id, err := ResumeID(ctx, w.topo, "")
+		id, err := ResumeID(ctx, kfaketest.Session(t, w.topo), "")
 		switch {
 		case named && (err != nil || id != w.plan.ID):
 			t.Errorf("drctl resume without a run id: %q, %v; want %s", id, err, w.plan.ID)
@@ -411,7 +411,7 @@ func (w *resumeWorld) killAndResume(t *testing.T, c killCase) {
 	}
 	begun := time.Now()
 	yes := func(string) error { return nil }
-	err = Resume(ctx, w.topo, w.plan.ID, RunOptions{JournalDir: dir, Confirm: yes})
+	err = Resume(ctx, kfaketest.Session(t, w.topo), w.plan.ID, RunOptions{JournalDir: dir, Confirm: yes})
 	if rec == nil && !c.sameJournal {
 		// Nothing changed and nothing knows the run but the dead
 		// machine's journal: the other machine applies the saved plan.
@@ -424,7 +424,7 @@ func (w *resumeWorld) killAndResume(t *testing.T, c killCase) {
 		if lerr != nil {
 			t.Fatal(lerr)
 		}
-		err = Execute(ctx, w.topo, p, RunOptions{JournalDir: dir, Confirm: yes})
+		err = Execute(ctx, kfaketest.Session(t, w.topo), p, RunOptions{JournalDir: dir, Confirm: yes})
 	}
 	if err != nil {
 		t.Fatalf("resume %s %s: %v", w.plan.ID, how, err)
@@ -775,7 +775,7 @@ func waitResumeMirrored(t *testing.T, topo *topology.Topology) {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		rep, err := linkstate.MeasureLag(ctx, topo, link)
+		rep, err := linkstate.MeasureLag(ctx, kfaketest.Session(t, topo), link)
 		cancel()
 		if err == nil && rep.Caught() && allMirrored(rep) && len(rep.Partitions) == partitions {
 			return

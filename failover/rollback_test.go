@@ -32,7 +32,7 @@ func TestRollbackWaitsForABrokerThatListsNoneAlive(t *testing.T) {
 
 	restored := rolestate.State{Topology: topo.Name, Epoch: 2, Active: "east", Standby: "west", Phase: rolestate.PhaseSteady}
 	ctx := kfaketest.Ctx(t, 45*time.Second)
-	if err := restoreRoles(ctx, topo, stateParams{State: restored, Clusters: []string{"west", "east"}}, run.ID); err != nil {
+	if err := restoreRoles(ctx, kfaketest.Session(t, topo), stateParams{State: restored, Clusters: []string{"west", "east"}}, run.ID); err != nil {
 		t.Fatalf("restore the roles: %v", err)
 	}
 	if n := brokerless.Load(); n > 0 {

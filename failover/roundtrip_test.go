@@ -239,7 +239,7 @@ func TestRoundTrip(t *testing.T) {
 		if failback {
 			req.Kind = rolestate.RunFailback
 		}
-		plan, err := PlanFailover(pctx, topo, req)
+		plan, err := PlanFailover(pctx, kfaketest.Session(t, topo), req)
 		pcancel()
 		if err != nil {
 			t.Fatal(err)
@@ -250,7 +250,7 @@ func TestRoundTrip(t *testing.T) {
 		}
 		rctx, rcancel := context.WithTimeout(ctx, 2*time.Minute)
 		defer rcancel()
-		if err := Execute(rctx, topo, plan, RunOptions{JournalDir: t.TempDir(), Confirm: confirm}); err != nil {
+		if err := Execute(rctx, kfaketest.Session(t, topo), plan, RunOptions{JournalDir: t.TempDir(), Confirm: confirm}); err != nil {
 			t.Fatalf("failover to %s: %v", to, err)
 		}
 		a.mu.Lock()
@@ -280,7 +280,7 @@ func TestRoundTrip(t *testing.T) {
 	a.consumeAll("east")
 	a.check("after failback to east")
 
-	st := inspect.CollectStatus(ctx, topo)
+	st, _ := inspect.CollectStatus(ctx, kfaketest.Session(t, topo))
 	if st.Roles.Active != "east" || st.Roles.Phase != "steady" || st.Roles.Epoch < 4 {
 		t.Errorf("roles after the round trip: %+v", st.Roles)
 	}

@@ -5,14 +5,14 @@ import (
 	"fmt"
 
 	"github.com/drctl/drctl/inspect"
+	"github.com/drctl/drctl/internal/kafkaconn"
 
 	"github.com/drctl/drctl/plans"
-	"github.com/drctl/drctl/topology"
 )
 
 // reportRPO is the action of the RPO step.
-func reportRPO(ctx context.Context, topo *topology.Topology, p linkParams) (plans.Result, error) {
-	rep, err := inspect.MeasureRPO(ctx, topo, p.Source, p.Target)
+func reportRPO(ctx context.Context, clusters *kafkaconn.Clusters, p linkParams) (plans.Result, error) {
+	rep, err := inspect.MeasureRPO(ctx, clusters, p.Source, p.Target)
 	if err != nil {
 		return plans.Result{}, err
 	}

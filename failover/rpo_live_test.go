@@ -28,7 +28,7 @@ func TestRPOReadLiveFromAnAnsweringActive(t *testing.T) {
 	go func() { done <- d.Run(ctx) }()
 	waitMirrored(t, topo, "east", "west")
 	kfaketest.Wait(t, 30*time.Second, "the mirror observed east's end", func() (bool, string) {
-		rep, err := inspect.ObservedRPO(kfaketest.Ctx(t, 10*time.Second), topo, "east", "west")
+		rep, err := inspect.ObservedRPO(kfaketest.Ctx(t, 10*time.Second), kfaketest.Session(t, topo), "east", "west")
 		if err != nil || len(rep.Partitions) == 0 {
 			return false, "no observation yet"
 		}
@@ -38,7 +38,7 @@ func TestRPOReadLiveFromAnAnsweringActive(t *testing.T) {
 	<-done
 	kfaketest.Produce(t, topo, "east", "orders", 7)
 
-	rep, err := inspect.MeasureRPO(kfaketest.Ctx(t, 10*time.Second), topo, "east", "west")
+	rep, err := inspect.MeasureRPO(kfaketest.Ctx(t, 10*time.Second), kfaketest.Session(t, topo), "east", "west")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestRPOReadLiveFromAnAnsweringActive(t *testing.T) {
 
 	p.Stop("east")
 	start := time.Now()
-	rep, err = inspect.MeasureRPO(kfaketest.Ctx(t, 30*time.Second), topo, "east", "west")
+	rep, err = inspect.MeasureRPO(kfaketest.Ctx(t, 30*time.Second), kfaketest.Session(t, topo), "east", "west")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,6 @@ import (
 	"github.com/drctl/drctl/internal/drilllease"
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/plans"
-	"github.com/drctl/drctl/topology"
 )
 
 // A run's lease: one drctl at a time runs a run, whether it started it or
@@ -32,19 +31,19 @@ var ErrRunTakenOver = errors.New("another drctl took the run over")
 
 // runLease is a held run lease and the goroutine that renews it.
 type runLease struct {
-	cluster *topology.Cluster
-	key     string
-	holder  string
-	done    chan struct{}
-	stopped chan struct{}
+	clusters *kafkaconn.Clusters
+	on       string
+	key      string
+	holder   string
+	done     chan struct{}
+	stopped  chan struct{}
 }
 
 // takeRunLease takes run p's lease on cluster `on` (the cluster that is or
 // becomes the active: every run needs it) and renews it until release;
 // when a renewal finds another holder, it calls lost.
-func takeRunLease(ctx context.Context, topo *topology.Topology, p *plans.Plan, on string, lost context.CancelCauseFunc) (*runLease, error) {
-	cluster := topo.Clusters[on]
-	l := &runLease{cluster: cluster, key: "run/" + p.ID, holder: drilllease.NewHolder(), done: make(chan struct{}), stopped: make(chan struct{})}
+func takeRunLease(ctx context.Context, clusters *kafkaconn.Clusters, p *plans.Plan, on string, lost context.CancelCauseFunc) (*runLease, error) {
+	l := &runLease{clusters: clusters, on: on, key: "run/" + p.ID, holder: drilllease.NewHolder(), done: make(chan struct{}), stopped: make(chan struct{})}
 	if err := l.claim(ctx); err != nil {
 		if errors.Is(err, drilllease.ErrLocked) {
 			return nil, fmt.Errorf("%w: %v; it goes on there (drctl status shows its step); if that drctl is gone, its lease lapses within %s and drctl resume %s goes on",
@@ -56,14 +55,16 @@ func takeRunLease(ctx context.Context, topo *topology.Topology, p *plans.Plan, o
 	return l, nil
 }
 
+// claim claims the lease through the run's session (its client of the
+// cluster, dialled again when it failed before).
 func (l *runLease) claim(ctx context.Context) error {
-	c, err := kafkaconn.Dial(ctx, l.cluster, nil)
+	l.clusters.Redial(ctx, l.on)
+	c, err := l.clusters.Need(l.on)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
 	now := time.Now().UTC()
-	return drilllease.Take(ctx, c, l.cluster, drilllease.Claim{Key: l.key, Holder: l.holder, At: now, Expires: now.Add(runLeaseTTL)})
+	return drilllease.Take(ctx, c, l.clusters.Topology().Clusters[l.on], drilllease.Claim{Key: l.key, Holder: l.holder, At: now, Expires: now.Add(runLeaseTTL)})
 }
 
 // renew claims the lease again every runLeaseRenew until release; a renewal
@@ -96,10 +97,9 @@ func (l *runLease) release() {
 	<-l.stopped
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := kafkaconn.Dial(ctx, l.cluster, nil)
+	c, err := l.clusters.Need(l.on)
 	if err != nil {
 		return // it lapses
 	}
-	defer c.Close()
-	_ = drilllease.Give(ctx, c, l.cluster, l.key, l.holder, "")
+	_ = drilllease.Give(ctx, c, l.clusters.Topology().Clusters[l.on], l.key, l.holder, "")
 }

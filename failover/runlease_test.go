@@ -33,7 +33,7 @@ func TestOneResumeAtATime(t *testing.T) {
 		}
 		return nil
 	})
-	if err := Execute(kfaketest.Ctx(t, time.Minute), topo, plan, RunOptions{JournalDir: journal, Interrupts: in, Yes: true, Hooks: []plans.Hook{stopAtBegin}}); !errors.Is(err, plans.ErrInterrupted) {
+	if err := Execute(kfaketest.Ctx(t, time.Minute), kfaketest.Session(t, topo), plan, RunOptions{JournalDir: journal, Interrupts: in, Yes: true, Hooks: []plans.Hook{stopAtBegin}}); !errors.Is(err, plans.ErrInterrupted) {
 		t.Fatalf("the run did not stop after begin: %v", err)
 	}
 
@@ -53,7 +53,7 @@ func TestOneResumeAtATime(t *testing.T) {
 	for i := range errs {
 		wg.Go(func() {
 			<-start
-			errs[i] = Resume(kfaketest.Ctx(t, 2*time.Minute), topo, plan.ID, RunOptions{JournalDir: t.TempDir(), Yes: true, Hooks: []plans.Hook{count}})
+			errs[i] = Resume(kfaketest.Ctx(t, 2*time.Minute), kfaketest.Session(t, topo), plan.ID, RunOptions{JournalDir: t.TempDir(), Yes: true, Hooks: []plans.Hook{count}})
 		})
 	}
 	close(start)
@@ -90,7 +90,7 @@ func TestOneResumeAtATime(t *testing.T) {
 	if err := drilllease.Take(kfaketest.Ctx(t, 10*time.Second), other, topo.Clusters["west"], drilllease.Claim{Key: "run/x", Holder: "elsewhere/1/a", At: now, Expires: now.Add(time.Second)}); err != nil {
 		t.Fatal(err)
 	}
-	l := &runLease{cluster: topo.Clusters["west"], key: "run/x", holder: "here/2/b", done: make(chan struct{}), stopped: make(chan struct{})}
+	l := &runLease{clusters: kfaketest.Session(t, topo), on: "west", key: "run/x", holder: "here/2/b", done: make(chan struct{}), stopped: make(chan struct{})}
 	if err := l.claim(kfaketest.Ctx(t, 10*time.Second)); !errors.Is(err, drilllease.ErrLocked) {
 		t.Fatalf("a claim within another's lease: %v; want ErrLocked", err)
 	}
@@ -109,14 +109,14 @@ func TestRunLeaseLostStopsTheRun(t *testing.T) {
 	runLeaseRenew = 100 * time.Millisecond
 	t.Cleanup(func() { runLeaseRenew = 10 * time.Second })
 	c := kfaketest.Dial(t, topo, "west")
-	l := &runLease{cluster: topo.Clusters["west"], key: "run/y", holder: "here/2/b", done: make(chan struct{}), stopped: make(chan struct{})}
+	l := &runLease{clusters: kfaketest.Session(t, topo), on: "west", key: "run/y", holder: "here/2/b", done: make(chan struct{}), stopped: make(chan struct{})}
 	past := time.Now().UTC().Add(-time.Minute)
 	// Its claim expired long ago (it slept), and another took the run.
-	if err := drilllease.Take(kfaketest.Ctx(t, 10*time.Second), c, l.cluster, drilllease.Claim{Key: l.key, Holder: l.holder, At: past, Expires: past.Add(time.Second)}); err != nil {
+	if err := drilllease.Take(kfaketest.Ctx(t, 10*time.Second), c, topo.Clusters["west"], drilllease.Claim{Key: l.key, Holder: l.holder, At: past, Expires: past.Add(time.Second)}); err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now().UTC()
-	if err := drilllease.Take(kfaketest.Ctx(t, 10*time.Second), c, l.cluster, drilllease.Claim{Key: l.key, Holder: "elsewhere/1/a", At: now, Expires: now.Add(time.Minute)}); err != nil {
+	if err := drilllease.Take(kfaketest.Ctx(t, 10*time.Second), c, topo.Clusters["west"], drilllease.Claim{Key: l.key, Holder: "elsewhere/1/a", At: now, Expires: now.Add(time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
 	var lostWith atomic.Value

@@ -56,7 +56,8 @@ func JournalDir() string {
 // or the local journal know it already. Progress goes to the local journal
 // (a step that cannot be journaled does not run), to both clusters (at
 // least one must record each step), and to the human or JSON view.
-func Execute(ctx context.Context, topo *topology.Topology, p *plans.Plan, o RunOptions) error {
+func Execute(ctx context.Context, clusters *kafkaconn.Clusters, p *plans.Plan, o RunOptions) error {
+	topo := clusters.Topology()
 	if err := p.Validate(); err != nil {
 		return err
 	}
@@ -72,12 +73,11 @@ func Execute(ctx context.Context, topo *topology.Topology, p *plans.Plan, o RunO
 	if err := verifyPlan(topo, p, in); err != nil {
 		return err
 	}
-	// The run's session: every read and write of the run's own bookkeeping
-	// (its record, the guard's role checks) goes through it; a cluster that
-	// fails is dialled again when next needed, the others never.
-	session := kafkaconn.Open(ctx, topo)
-	defer session.Close()
-	rec := runrecord.Load(ctx, session, p.ID)
+	// The run goes through one session, its caller's: every step, the
+	// guard's role checks and the run's record; a cluster that failed is
+	// dialled again when next needed, the others never.
+	clusters.Redial(ctx)
+	rec := runrecord.Load(ctx, clusters, p.ID)
 	if rec != nil && rec.Plan != nil {
 		if err := sameRunPlan(p, rec.Plan, in); err != nil {
 			return err
@@ -87,7 +87,7 @@ func Execute(ctx context.Context, topo *topology.Topology, p *plans.Plan, o RunO
 	// machine) is refused while this one holds the lease.
 	runCtx, lost := context.WithCancelCause(ctx)
 	defer lost(nil)
-	lease, err := takeRunLease(ctx, topo, p, in.To, lost)
+	lease, err := takeRunLease(ctx, clusters, p, in.To, lost)
 	if err != nil {
 		return err
 	}
@@ -122,7 +122,7 @@ func Execute(ctx context.Context, topo *topology.Topology, p *plans.Plan, o RunO
 			start = s
 		}
 	}
-	store := &runStore{session: session, rec: &runrecord.Record{Plan: p, Done: make([]bool, len(p.Steps)), Outputs: map[int]json.RawMessage{}, Started: -1}}
+	store := &runStore{session: clusters, rec: &runrecord.Record{Plan: p, Done: make([]bool, len(p.Steps)), Outputs: map[int]json.RawMessage{}, Started: -1}}
 	for i := 0; i < start.From; i++ {
 		store.rec.Done[i] = true
 	}
@@ -139,9 +139,9 @@ func Execute(ctx context.Context, topo *topology.Topology, p *plans.Plan, o RunO
 	}
 	hooks = append(hooks, o.Hooks...)
 	ex := &plans.Executor{
-		Registry:   registry(topo, answers{confirm: o.Confirm, yes: o.Yes, salvageTo: o.SalvageTo}),
+		Registry:   registry(clusters, answers{confirm: o.Confirm, yes: o.Yes, salvageTo: o.SalvageTo}),
 		Hooks:      hooks,
-		Guard:      guard(topo, in, session),
+		Guard:      guard(topo, in, clusters),
 		Actor:      plans.LocalActor(),
 		Interrupts: o.Interrupts,
 	}
@@ -260,17 +260,18 @@ var ErrNothingToAbort = errors.New("no run is in progress; nothing to abort")
 
 // ResumeID returns the run to resume: id if given, else the run the live
 // role state names (ErrNothingToResume when none).
-func ResumeID(ctx context.Context, topo *topology.Topology, id string) (string, error) {
-	return runInProgress(ctx, topo, id, ErrNothingToResume)
+func ResumeID(ctx context.Context, clusters *kafkaconn.Clusters, id string) (string, error) {
+	return runInProgress(ctx, clusters, id, ErrNothingToResume)
 }
 
 // runInProgress is id if given, else the run the live role state names;
 // none is an error wrapping nothing, with the live state.
-func runInProgress(ctx context.Context, topo *topology.Topology, id string, nothing error) (string, error) {
+func runInProgress(ctx context.Context, clusters *kafkaconn.Clusters, id string, nothing error) (string, error) {
+	topo := clusters.Topology()
 	if id != "" {
 		return id, nil
 	}
-	w := connect(ctx, topo)
+	w := within(ctx, clusters)
 	defer w.Close()
 	if len(w.clients) == 0 {
 		return "", fmt.Errorf("no cluster reachable to find the run in progress: %v", w.Errors())
@@ -292,7 +293,7 @@ func runInProgress(ctx context.Context, topo *topology.Topology, id string, noth
 
 // Resume finishes run id: it takes the plan from the local journal or,
 // failing that, from the clusters, and runs what is left.
-func Resume(ctx context.Context, topo *topology.Topology, id string, o RunOptions) error {
+func Resume(ctx context.Context, clusters *kafkaconn.Clusters, id string, o RunOptions) error {
 	dir := o.JournalDir
 	if dir == "" {
 		dir = JournalDir()
@@ -307,9 +308,7 @@ func Resume(ctx context.Context, topo *topology.Topology, id string, o RunOption
 			return fmt.Errorf("%w: run %s (%s); check drctl status and plan again", ErrAborted, id, st.LastError)
 		}
 	}
-	clusters := kafkaconn.Open(ctx, topo)
 	rec := runrecord.Load(ctx, clusters, id)
-	clusters.Close()
 	if rec != nil && rec.Aborted != nil {
 		return fmt.Errorf("%w: run %s was aborted by %s at %s (%s); check drctl status and plan again", ErrAborted, id,
 			rec.Aborted.By, rec.Aborted.At.Format(time.RFC3339), rec.Aborted.Reason)
@@ -323,7 +322,7 @@ func Resume(ctx context.Context, topo *topology.Topology, id string, o RunOption
 		}
 		p = rec.Plan
 	}
-	return Execute(ctx, topo, p, o)
+	return Execute(ctx, clusters, p, o)
 }
 
 // sameRunPlan refuses a plan that is not the one the clusters recorded for

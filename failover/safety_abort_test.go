@@ -40,7 +40,7 @@ func TestAbortBeforeFlip(t *testing.T) {
 	in := &plans.Interrupts{}
 	done := make(chan error, 1)
 	go func() {
-		done <- Execute(kfaketest.Ctx(t, 2*time.Minute), topo, plan, RunOptions{JournalDir: journal, Interrupts: in})
+		done <- Execute(kfaketest.Ctx(t, 2*time.Minute), kfaketest.Session(t, topo), plan, RunOptions{JournalDir: journal, Interrupts: in})
 	}()
 	kfaketest.Wait(t, 60*time.Second, "the run is draining", func() (bool, string) {
 		st, err := plans.ReadJournal(filepath.Join(journal, plan.ID+".jsonl"))
@@ -62,7 +62,7 @@ func TestAbortBeforeFlip(t *testing.T) {
 		t.Fatal("east is not fenced: the test did not stop where it meant to")
 	}
 
-	st := inspect.CollectStatus(kfaketest.Ctx(t, 20*time.Second), topo)
+	st, _ := inspect.CollectStatus(kfaketest.Ctx(t, 20*time.Second), kfaketest.Session(t, topo))
 	if st.Roles.Run == nil || st.Roles.Run.Step != drainAt {
 		t.Errorf("status shows run %+v; want it at step index %d (the drain)", st.Roles.Run, drainAt)
 	}
@@ -73,7 +73,7 @@ func TestAbortBeforeFlip(t *testing.T) {
 		}
 	}
 
-	rep, err := Abort(kfaketest.Ctx(t, 60*time.Second), topo, "", AbortOptions{Reason: "drill called off", JournalDir: journal})
+	rep, err := Abort(kfaketest.Ctx(t, 60*time.Second), kfaketest.Session(t, topo), "", AbortOptions{Reason: "drill called off", JournalDir: journal})
 	if err != nil {
 		t.Fatalf("abort: %v", err)
 	}
@@ -114,11 +114,11 @@ func TestAbortBeforeFlip(t *testing.T) {
 	if js.Outcome != plans.OutcomeAborted || !strings.Contains(js.LastError, "drill called off") {
 		t.Errorf("the journal ends %q %q; want aborted with the reason", js.Outcome, js.LastError)
 	}
-	st = inspect.CollectStatus(kfaketest.Ctx(t, 20*time.Second), topo)
+	st, _ = inspect.CollectStatus(kfaketest.Ctx(t, 20*time.Second), kfaketest.Session(t, topo))
 	if strings.Contains(strings.Join(st.Problems, "\n"), plan.ID) {
 		t.Errorf("status still lists the aborted run: %q", st.Problems)
 	}
-	err = Resume(kfaketest.Ctx(t, 60*time.Second), topo, plan.ID, RunOptions{JournalDir: journal, Yes: true})
+	err = Resume(kfaketest.Ctx(t, 60*time.Second), kfaketest.Session(t, topo), plan.ID, RunOptions{JournalDir: journal, Yes: true})
 	if err == nil || !strings.Contains(err.Error(), "aborted") {
 		t.Errorf("resume of the aborted run: %v; want a refusal saying it was aborted", err)
 	}
@@ -149,7 +149,7 @@ func TestAbortAfterFlip(t *testing.T) {
 	}
 	setState(t, topo, 0, sp.State, "west", "east")
 	before := snapshots(t, topo, "east", "west")
-	_, err := Abort(kfaketest.Ctx(t, 60*time.Second), topo, plan.ID, AbortOptions{Reason: "too late", JournalDir: t.TempDir()})
+	_, err := Abort(kfaketest.Ctx(t, 60*time.Second), kfaketest.Session(t, topo), plan.ID, AbortOptions{Reason: "too late", JournalDir: t.TempDir()})
 	if !errors.Is(err, ErrPastPointOfNoReturn) || !strings.Contains(err.Error(), "drctl resume "+plan.ID) {
 		t.Fatalf("abort after the flip: got %v, want a refusal naming drctl resume", err)
 	}

@@ -79,7 +79,7 @@ func TestRebuiltClusterFlagged(t *testing.T) {
 	p.Stop("east")
 	p.West.DropControl()
 
-	plan, err := PlanFailover(kfaketest.Ctx(t, 30*time.Second), topo, FailoverRequest{To: "west", Mode: Unplanned})
+	plan, err := PlanFailover(kfaketest.Ctx(t, 30*time.Second), kfaketest.Session(t, topo), FailoverRequest{To: "west", Mode: Unplanned})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestRebuiltClusterFlagged(t *testing.T) {
 	journal := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := Execute(ctx, topo, plan, RunOptions{JournalDir: journal, Yes: true}); !errors.Is(err, kafkaconn.ErrUnreachable) {
+	if err := Execute(ctx, kfaketest.Session(t, topo), plan, RunOptions{JournalDir: journal, Yes: true}); !errors.Is(err, kafkaconn.ErrUnreachable) {
 		t.Fatalf("the unplanned run should stop at east while it is down; got %v", err)
 	}
 
@@ -104,7 +104,7 @@ func TestRebuiltClusterFlagged(t *testing.T) {
 	}
 	t.Cleanup(rebuilt.Close)
 
-	st := inspect.CollectStatus(kfaketest.Ctx(t, 20*time.Second), topo)
+	st, _ := inspect.CollectStatus(kfaketest.Ctx(t, 20*time.Second), kfaketest.Session(t, topo))
 	var east *inspect.ClusterStatus
 	for i := range st.Clusters {
 		if st.Clusters[i].Name == "east" {
@@ -121,7 +121,7 @@ func TestRebuiltClusterFlagged(t *testing.T) {
 		}
 	}
 
-	if err := Resume(ctx, topo, plan.ID, RunOptions{JournalDir: journal, Yes: true}); err != nil {
+	if err := Resume(ctx, kfaketest.Session(t, topo), plan.ID, RunOptions{JournalDir: journal, Yes: true}); err != nil {
 		t.Fatalf("resume: %v", err)
 	}
 	var salvage SalvageReport

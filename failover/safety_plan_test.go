@@ -130,7 +130,7 @@ func TestTamperedPlanRefused(t *testing.T) {
 			q := roundTrip(t, plan, tc.edit)
 			// apply checks the plan before it prints it: its titles need
 			// not be what would run.
-			if err := CheckFresh(kfaketest.Ctx(t, 20*time.Second), topo, q); !errors.Is(err, ErrPlanChanged) {
+			if err := CheckFresh(kfaketest.Ctx(t, 20*time.Second), kfaketest.Session(t, topo), q); !errors.Is(err, ErrPlanChanged) {
 				t.Errorf("CheckFresh of the edited plan: got %v, want ErrPlanChanged", err)
 			}
 			before := snapshots(t, topo, "east", "west")
@@ -181,7 +181,7 @@ func TestTamperedPlanRefused(t *testing.T) {
 		before := snapshots(t, topo, "east", "west")
 		var c confirmCounter
 		ctx := kfaketest.Ctx(t, 60*time.Second)
-		err = Resume(ctx, topo, q.ID, RunOptions{JournalDir: t.TempDir(), Confirm: c.confirm})
+		err = Resume(ctx, kfaketest.Session(t, topo), q.ID, RunOptions{JournalDir: t.TempDir(), Confirm: c.confirm})
 		if err == nil || !strings.Contains(err.Error(), "the plan was changed after it was made") {
 			t.Fatalf("resume of an edited run: got %v, want a refusal", err)
 		}
@@ -218,12 +218,14 @@ func TestOneClusterTwoNamesRefused(t *testing.T) {
 		plan func() (*plans.Plan, error)
 	}{
 		{"planned", func() (*plans.Plan, error) {
-			return PlanFailover(kfaketest.Ctx(t, 30*time.Second), topo, FailoverRequest{To: "west"})
+			return PlanFailover(kfaketest.Ctx(t, 30*time.Second), kfaketest.Session(t, topo), FailoverRequest{To: "west"})
 		}},
 		{"unplanned", func() (*plans.Plan, error) {
-			return PlanFailover(kfaketest.Ctx(t, 30*time.Second), topo, FailoverRequest{To: "west", Mode: Unplanned})
+			return PlanFailover(kfaketest.Ctx(t, 30*time.Second), kfaketest.Session(t, topo), FailoverRequest{To: "west", Mode: Unplanned})
 		}},
-		{"reseed", func() (*plans.Plan, error) { return PlanReseed(kfaketest.Ctx(t, 30*time.Second), topo, "west") }},
+		{"reseed", func() (*plans.Plan, error) {
+			return PlanReseed(kfaketest.Ctx(t, 30*time.Second), kfaketest.Session(t, topo), "west")
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := tc.plan()
@@ -253,7 +255,7 @@ func TestOneClusterTwoNamesRecorded(t *testing.T) {
 	setState(t, topo, 0, s, "west")
 	p.Stop("east")
 	before := snapshots(t, topo, "west")
-	_, err := PlanFailover(kfaketest.Ctx(t, 30*time.Second), topo, FailoverRequest{To: "west", Mode: Unplanned})
+	_, err := PlanFailover(kfaketest.Ctx(t, 30*time.Second), kfaketest.Session(t, topo), FailoverRequest{To: "west", Mode: Unplanned})
 	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "one cluster") || !strings.Contains(err.Error(), "recorded") {
 		t.Fatalf("got %v, want a refusal naming one cluster under two names, as recorded", err)
 	}

@@ -63,7 +63,7 @@ func TestReseedOfHealthyStandbyRefused(t *testing.T) {
 	waitMirrored(t, topo, "east", "west")
 	waitGroupSynced(t, topo, "west", "billing", 3) // the snapshot must not race the first sync round
 	before := snapshots(t, topo, "east", "west")
-	_, err := PlanReseed(kfaketest.Ctx(t, 30*time.Second), topo, "west")
+	_, err := PlanReseed(kfaketest.Ctx(t, 30*time.Second), kfaketest.Session(t, topo), "west")
 	if !errors.Is(err, ErrRefused) {
 		t.Fatalf("reseed of the healthy standby: got %v, want a refusal", err)
 	}
@@ -79,7 +79,7 @@ func TestReseedOfHealthyStandbyRefused(t *testing.T) {
 
 	// Forced, the salvage copies nothing: every record on west came from
 	// east, the cluster it would salvage into.
-	rep, err := Salvage(kfaketest.Ctx(t, 60*time.Second), topo, "west", "east")
+	rep, err := Salvage(kfaketest.Ctx(t, 60*time.Second), kfaketest.Session(t, topo), "west", "east")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestSalvageKeepsProvenance(t *testing.T) {
 		[]sarama.RecordHeader{headerOf("app", "1")},
 		[]sarama.RecordHeader{headerOf(topology.HeaderOrigin, "kfake-north"), {Key: []byte(topology.HeaderSourceOffset), Value: off[:]}},
 	)
-	rep, err := Salvage(kfaketest.Ctx(t, 60*time.Second), topo, "west", "east")
+	rep, err := Salvage(kfaketest.Ctx(t, 60*time.Second), kfaketest.Session(t, topo), "west", "east")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func TestSalvageKeepsProvenance(t *testing.T) {
 		}
 	}
 	// Idempotent: a second salvage adds nothing.
-	if _, err := Salvage(kfaketest.Ctx(t, 60*time.Second), topo, "west", "east"); err != nil {
+	if _, err := Salvage(kfaketest.Ctx(t, 60*time.Second), kfaketest.Session(t, topo), "west", "east"); err != nil {
 		t.Fatal(err)
 	}
 	if recs, _ := readCommitted(kfaketest.Dial(t, topo, "east"), "orders"+topo.Failover.SalvageTopicSuffix, 0); len(recs) != 2 {
@@ -164,14 +164,14 @@ func TestUnplannedWithLiveActiveRefused(t *testing.T) {
 	seedOrders(t, topo)
 	kfaketest.CreateTopic(t, topo, "west", "orders", 3, nil)
 	before := snapshots(t, topo, "east", "west")
-	_, err := PlanFailover(kfaketest.Ctx(t, 30*time.Second), topo, FailoverRequest{To: "west", Mode: Unplanned})
+	_, err := PlanFailover(kfaketest.Ctx(t, 30*time.Second), kfaketest.Session(t, topo), FailoverRequest{To: "west", Mode: Unplanned})
 	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "answers") || !strings.Contains(err.Error(), "--force-unplanned") {
 		t.Fatalf("unplanned failover of a live active: got %v, want a refusal naming --force-unplanned", err)
 	}
 	assertUnchanged(t, topo, before)
 
 	p.Stop("east")
-	saved, err := PlanFailover(kfaketest.Ctx(t, 30*time.Second), topo, FailoverRequest{To: "west", Mode: Unplanned})
+	saved, err := PlanFailover(kfaketest.Ctx(t, 30*time.Second), kfaketest.Session(t, topo), FailoverRequest{To: "west", Mode: Unplanned})
 	if err != nil {
 		t.Fatalf("unplanned failover with east down: %v", err)
 	}
@@ -186,7 +186,7 @@ func TestUnplannedWithLiveActiveRefused(t *testing.T) {
 	assertUnchanged(t, topo, before)
 	noStepDone(t, topo, saved.ID)
 
-	forced, err := PlanFailover(kfaketest.Ctx(t, 30*time.Second), topo, FailoverRequest{To: "west", Mode: Unplanned, ForceUnplanned: true})
+	forced, err := PlanFailover(kfaketest.Ctx(t, 30*time.Second), kfaketest.Session(t, topo), FailoverRequest{To: "west", Mode: Unplanned, ForceUnplanned: true})
 	if err != nil {
 		t.Fatalf("forced: %v", err)
 	}
@@ -218,12 +218,12 @@ func TestSalvageAfterWipe(t *testing.T) {
 	cancel()
 	<-done
 
-	if _, err := Wipe(kfaketest.Ctx(t, 60*time.Second), topo, "east", "west"); err != nil {
+	if _, err := Wipe(kfaketest.Ctx(t, 60*time.Second), kfaketest.Session(t, topo), "east", "west"); err != nil {
 		t.Fatal(err)
 	}
 	kfaketest.CreateTopic(t, topo, "east", "orders", 1, nil)
 	kfaketest.Produce(t, topo, "east", "orders", 5)
-	rep, err := Salvage(kfaketest.Ctx(t, 60*time.Second), topo, "east", "west")
+	rep, err := Salvage(kfaketest.Ctx(t, 60*time.Second), kfaketest.Session(t, topo), "east", "west")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +259,7 @@ func TestSalvageAfterTheTopicWasRecreated(t *testing.T) {
 	}
 	salvage := func(want int64) {
 		t.Helper()
-		rep, err := Salvage(kfaketest.Ctx(t, 60*time.Second), topo, "west", "east")
+		rep, err := Salvage(kfaketest.Ctx(t, 60*time.Second), kfaketest.Session(t, topo), "west", "east")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -308,7 +308,7 @@ func TestForcedReseedOfHealthyStandbyWithMirrorRunning(t *testing.T) {
 	seedOrders(t, topo)
 	startMirrorPolling(t, topo, "east", "west", 2*time.Second)
 	waitMirrored(t, topo, "east", "west")
-	plan, err := PlanReseedWith(kfaketest.Ctx(t, 30*time.Second), topo, "west", ReseedOptions{Force: true})
+	plan, err := PlanReseedWith(kfaketest.Ctx(t, 30*time.Second), kfaketest.Session(t, topo), "west", ReseedOptions{Force: true})
 	if err != nil {
 		t.Fatalf("forced reseed of the standby: %v", err)
 	}
@@ -391,7 +391,7 @@ func TestWipeWaitsOnlyForTheMirror(t *testing.T) {
 		}
 		return nil
 	})
-	ex := &plans.Executor{Registry: registry(topo, answers{}), Hooks: []plans.Hook{hook}, Interrupts: in}
+	ex := &plans.Executor{Registry: registry(kfaketest.Session(t, topo), answers{}), Hooks: []plans.Hook{hook}, Interrupts: in}
 	done := make(chan error, 1)
 	go func() { done <- ex.Run(context.Background(), plan) }()
 	select {
@@ -425,7 +425,7 @@ func TestWipeWaitsOnlyForTheMirror(t *testing.T) {
 	leave := holdGroup(t, topo, "west", "billing", "orders")
 	topo.Failover.ClientsTimeout = 2 * time.Second
 	start := time.Now()
-	_, err := Wipe(kfaketest.Ctx(t, 2*time.Minute), topo, "west", "east")
+	_, err := Wipe(kfaketest.Ctx(t, 2*time.Minute), kfaketest.Session(t, topo), "west", "east")
 	for _, want := range []string{"group billing: client ", " on 127.0.0.1", "failover.clients.timeout", "stop or move those consumers", "nothing was deleted"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("wipe with billing active on west: %v; want a refusal saying %q", err, want)
@@ -452,7 +452,7 @@ func TestWipeWaitsOnlyForTheMirror(t *testing.T) {
 		}
 		return nil
 	})
-	again := &plans.Executor{Registry: registry(topo, answers{}), Hooks: []plans.Hook{progress}}
+	again := &plans.Executor{Registry: registry(kfaketest.Session(t, topo), answers{}), Hooks: []plans.Hook{progress}}
 	if err := again.Run(kfaketest.Ctx(t, 2*time.Minute), plan); err != nil {
 		t.Fatalf("the wipe after the consumer left: %v", err)
 	}

@@ -39,7 +39,7 @@ func TestInterruptStopsLongWait(t *testing.T) {
 		}
 		return nil
 	})
-	ex := &plans.Executor{Registry: registry(topo, answers{}), Hooks: []plans.Hook{hook}, Interrupts: in}
+	ex := &plans.Executor{Registry: registry(kfaketest.Session(t, topo), answers{}), Hooks: []plans.Hook{hook}, Interrupts: in}
 	done := make(chan error, 1)
 	go func() { done <- ex.Run(context.Background(), plan) }()
 	select {
@@ -77,7 +77,7 @@ func TestStatusUnknownWhenNothingAnswers(t *testing.T) {
 	p.Stop("west")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	st := inspect.CollectStatus(ctx, p.Topology)
+	st, _ := inspect.CollectStatus(ctx, kfaketest.Session(t, p.Topology))
 	if st.Roles.Active != inspect.RoleUnknown || st.Roles.Standby != inspect.RoleUnknown || st.Roles.Phase != inspect.RoleUnknown {
 		t.Errorf("roles with no cluster reachable: %+v; want unknown", st.Roles)
 	}

@@ -89,22 +89,23 @@ const (
 // naming the record, the cause and the fix; a record written but not read
 // back is an error too. Records salvaged from an earlier copy of the topic
 // (before a wipe) never hide newer ones.
-func Salvage(ctx context.Context, topo *topology.Topology, stale, active string) (*SalvageReport, error) {
-	return salvage(ctx, topo, stale, active, "")
+func Salvage(ctx context.Context, clusters *kafkaconn.Clusters, stale, active string) (*SalvageReport, error) {
+	return salvage(ctx, clusters, stale, active, "")
 }
 
 // SalvageToDir is Salvage saving the records into files under dir instead
 // of quarantine topics (see salvageFile): the way out when the active
 // cluster cannot take them.
-func SalvageToDir(ctx context.Context, topo *topology.Topology, stale, active, dir string) (*SalvageReport, error) {
+func SalvageToDir(ctx context.Context, clusters *kafkaconn.Clusters, stale, active, dir string) (*SalvageReport, error) {
 	if dir == "" {
 		return nil, errors.New("salvage to a directory: no directory given")
 	}
-	return salvage(ctx, topo, stale, active, dir)
+	return salvage(ctx, clusters, stale, active, dir)
 }
 
-func salvage(ctx context.Context, topo *topology.Topology, stale, active, dir string) (*SalvageReport, error) {
-	w := connect(ctx, topo, stale, active)
+func salvage(ctx context.Context, clusters *kafkaconn.Clusters, stale, active, dir string) (*SalvageReport, error) {
+	topo := clusters.Topology()
+	w := within(ctx, clusters, stale, active)
 	defer w.Close()
 	src, err := w.Need(stale)
 	if err != nil {
@@ -440,7 +441,7 @@ func ensureSalvageTopic(ctx context.Context, src, dst sarama.Client, topic, into
 		return want, nil
 	}
 	v := strconv.Itoa(want)
-	rf := int16(min(3, max(1, len(dst.Brokers()))))
+	rf := topology.InternalReplicas(len(dst.Brokers()))
 	err = admin.CreateTopic(into, &sarama.TopicDetail{NumPartitions: int32(len(parts)), ReplicationFactor: rf,
 		ConfigEntries: map[string]*string{"max.message.bytes": &v}}, false)
 	if err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {

@@ -109,7 +109,7 @@ func TestSalvageLargeRecord(t *testing.T) {
 	big := bytes.Repeat([]byte{'x'}, bigRecordBytes)
 	produceLarge(t, topo, "east", "orders", []byte("before"), big, []byte("after"))
 
-	rep, err := Salvage(kfaketest.Ctx(t, time.Minute), topo, "east", "west")
+	rep, err := Salvage(kfaketest.Ctx(t, time.Minute), kfaketest.Session(t, topo), "east", "west")
 	if err != nil {
 		t.Fatalf("salvage of a record over 1 MB: %v", err)
 	}
@@ -161,7 +161,7 @@ func TestSalvageResumesFromWhatItVerified(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	rep, err := Salvage(kfaketest.Ctx(t, time.Minute), topo, "east", "west")
+	rep, err := Salvage(kfaketest.Ctx(t, time.Minute), kfaketest.Session(t, topo), "east", "west")
 	if err != nil {
 		t.Fatalf("resumed salvage: %v", err)
 	}
@@ -222,7 +222,7 @@ func TestSalvageStopsOnARecordItCannotWrite(t *testing.T) {
 	into := topo.SalvageTopic("orders")
 	failProduceTo(p.West, into, kerr.TopicAuthorizationFailed.Code)
 
-	rep, err := Salvage(kfaketest.Ctx(t, time.Minute), topo, "east", "west")
+	rep, err := Salvage(kfaketest.Ctx(t, time.Minute), kfaketest.Session(t, topo), "east", "west")
 	if err == nil {
 		t.Fatalf("salvage into a topic the active refuses succeeded: %+v", rep)
 	}
@@ -271,21 +271,21 @@ func TestUnplannedRunSalvagesALargeLastRecord(t *testing.T) {
 			p.Stop("east")
 			p.West.DropControl()
 
-			plan, err := PlanFailover(kfaketest.Ctx(t, 30*time.Second), topo, FailoverRequest{To: "west", Mode: Unplanned})
+			plan, err := PlanFailover(kfaketest.Ctx(t, 30*time.Second), kfaketest.Session(t, topo), FailoverRequest{To: "west", Mode: Unplanned})
 			if err != nil {
 				t.Fatal(err)
 			}
 			journal := t.TempDir()
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			if err := Execute(ctx, topo, plan, RunOptions{JournalDir: journal, Yes: true}); !errors.Is(err, kafkaconn.ErrUnreachable) {
+			if err := Execute(ctx, kfaketest.Session(t, topo), plan, RunOptions{JournalDir: journal, Yes: true}); !errors.Is(err, kafkaconn.ErrUnreachable) {
 				t.Fatalf("the unplanned run should stop at east while it is down; got %v", err)
 			}
 			p.Restart(t, "east")
 
 			into := topo.SalvageTopic("orders")
 			allow := failProduceTo(p.West, into, kerr.TopicAuthorizationFailed.Code)
-			err = Resume(ctx, topo, plan.ID, RunOptions{JournalDir: journal, Yes: true})
+			err = Resume(ctx, kfaketest.Session(t, topo), plan.ID, RunOptions{JournalDir: journal, Yes: true})
 			if _, ok := errors.AsType[*QuarantineError](err); !ok {
 				t.Fatalf("resume while west refuses the quarantine: got %v, want a QuarantineError", err)
 			}
@@ -307,7 +307,7 @@ func TestUnplannedRunSalvagesALargeLastRecord(t *testing.T) {
 			} else {
 				allow()
 			}
-			if err := Resume(ctx, topo, plan.ID, o); err != nil {
+			if err := Resume(ctx, kfaketest.Session(t, topo), plan.ID, o); err != nil {
 				t.Fatalf("resume (%s): %v", way, err)
 			}
 			var rep SalvageReport
@@ -341,7 +341,7 @@ func TestUnplannedRunSalvagesALargeLastRecord(t *testing.T) {
 			if len(got) != 2 || string(got[1]) != "small" || !bytes.Equal(got[2], big) {
 				t.Errorf("salvaged offsets %v (the large one %d bytes), want 1 (small) and 2 (%d bytes)", slices.Sorted(maps.Keys(got)), len(got[2]), len(big))
 			}
-			st := inspect.CollectStatus(ctx, topo)
+			st, _ := inspect.CollectStatus(ctx, kfaketest.Session(t, topo))
 			if st.Roles.Active != "west" || st.Roles.Phase != "steady" {
 				t.Errorf("roles after the resumed run: %+v", st.Roles)
 			}

@@ -47,16 +47,18 @@ type answers struct {
 // after it nothing was changed.
 var ErrNotConfirmed = errors.New("not confirmed")
 
-// registry returns the actions of every step, bound to topo.
-func registry(topo *topology.Topology, ans answers) *plans.Registry {
+// registry returns the actions of every step, bound to the run's session
+// with the clusters of its topology.
+func registry(clusters *kafkaconn.Clusters, ans answers) *plans.Registry {
+	topo := clusters.Topology()
 	r := plans.NewRegistry()
 	var errs []error
 	must := func(err error) { errs = append(errs, err) }
 	must(preflightStep.Register(r, func(ctx context.Context, p preflightParams, _ *plans.RunContext) (plans.Result, error) {
-		return preflight(ctx, topo, p)
+		return preflight(ctx, clusters, p)
 	}))
 	stateStep := func(ctx context.Context, p stateParams, rc *plans.RunContext) (plans.Result, error) {
-		w := connect(ctx, topo, p.Clusters...)
+		w := within(ctx, clusters, p.Clusters...)
 		defer w.Close()
 		if err := w.transition(ctx, p.State, rc.Plan.ID, p.Clusters...); err != nil {
 			return plans.Result{}, err
@@ -67,40 +69,40 @@ func registry(topo *topology.Topology, ans answers) *plans.Registry {
 		must(t.Register(r, stateStep))
 	}
 	must(rpoStep.Register(r, func(ctx context.Context, p linkParams, _ *plans.RunContext) (plans.Result, error) {
-		return reportRPO(ctx, topo, p)
+		return reportRPO(ctx, clusters, p)
 	}))
 	must(confirmStoppedStep.Register(r, func(_ context.Context, p clusterParams, rc *plans.RunContext) (plans.Result, error) {
 		drained := slices.ContainsFunc(rc.Plan.Steps, func(s plans.Step) bool { return s.Name == StepDrain })
 		return confirmStopped(p.Cluster, drained, ans)
 	}))
 	must(fenceActiveStep.Register(r, func(ctx context.Context, p clusterParams, _ *plans.RunContext) (plans.Result, error) {
-		return fenceCluster(ctx, topo, p.Cluster, ans)
+		return fenceCluster(ctx, clusters, p.Cluster, ans)
 	}))
 	must(fenceStaleStep.Register(r, func(ctx context.Context, p clusterParams, _ *plans.RunContext) (plans.Result, error) {
 		if topo.Failover.Fence == topology.FenceNone {
 			return plans.NewResult("fence none: nothing to do on the stale cluster (the mirror does not run into it until it is wiped)", nil)
 		}
-		rec, err := Fence(ctx, topo, p.Cluster)
+		rec, err := Fence(ctx, clusters, p.Cluster)
 		if err != nil {
 			return plans.Result{}, fmt.Errorf("%w; when %s is back, run drctl resume", err, p.Cluster)
 		}
 		return plans.NewResult(fmt.Sprintf("%d DENY WRITE ACL(s) in place on %s", len(rec.Added)+len(rec.Existing), p.Cluster), rec)
 	}))
 	must(drainStep.Register(r, func(ctx context.Context, p drainParams, rc *plans.RunContext) (plans.Result, error) {
-		return drain(ctx, topo, p, rc)
+		return drain(ctx, clusters, p, rc)
 	}))
 	must(fenceMirrorStep.Register(r, func(ctx context.Context, p linkParams, _ *plans.RunContext) (plans.Result, error) {
-		n, err := linkstate.Fence(ctx, topo, topo.Link(p.Source, p.Target))
+		n, err := linkstate.Fence(ctx, clusters, topo.Link(p.Source, p.Target))
 		if err != nil {
 			return plans.Result{}, err
 		}
 		return plans.NewResult(fmt.Sprintf("%d shard(s) of %s->%s fenced", n, p.Source, p.Target), map[string]int{"shards": n})
 	}))
 	must(translateStep.Register(r, func(ctx context.Context, p translateParams, _ *plans.RunContext) (plans.Result, error) {
-		return translateGroups(ctx, topo, p)
+		return translateGroups(ctx, clusters, p)
 	}))
 	must(unfenceNewStep.Register(r, func(ctx context.Context, p clusterParams, _ *plans.RunContext) (plans.Result, error) {
-		removed, err := Unfence(ctx, topo, p.Cluster)
+		removed, err := Unfence(ctx, clusters, p.Cluster)
 		if err != nil {
 			return plans.Result{}, err
 		}
@@ -121,15 +123,15 @@ func registry(topo *topology.Topology, ans answers) *plans.Registry {
 		return res, nil
 	}))
 	must(salvageStep.Register(r, func(ctx context.Context, p reseedParams, rc *plans.RunContext) (plans.Result, error) {
-		w := connect(ctx, topo, p.Stale)
+		w := within(ctx, clusters, p.Stale)
 		changed := identityOf(w, rc, p.Stale)
 		w.Close()
 		var rep *SalvageReport
 		var err error
 		if ans.salvageTo != "" {
-			rep, err = SalvageToDir(ctx, topo, p.Stale, p.Active, ans.salvageTo)
+			rep, err = SalvageToDir(ctx, clusters, p.Stale, p.Active, ans.salvageTo)
 		} else {
-			rep, err = Salvage(ctx, topo, p.Stale, p.Active)
+			rep, err = Salvage(ctx, clusters, p.Stale, p.Active)
 		}
 		if _, ok := errors.AsType[*QuarantineError](err); ok {
 			// Past the flip nothing goes back: the way on that loses
@@ -150,7 +152,7 @@ func registry(topo *topology.Topology, ans answers) *plans.Registry {
 		return plans.NewResult(msg, rep)
 	}))
 	must(wipeStep.Register(r, func(ctx context.Context, p reseedParams, rc *plans.RunContext) (plans.Result, error) {
-		rep, err := wipe(ctx, topo, p.Stale, p.Active, rc)
+		rep, err := wipe(ctx, clusters, p.Stale, p.Active, rc)
 		if err != nil {
 			return plans.Result{}, err
 		}
@@ -158,7 +160,7 @@ func registry(topo *topology.Topology, ans answers) *plans.Registry {
 			len(rep.TopicsDeleted), someNames(rep.TopicsDeleted), len(rep.GroupsDeleted), someNames(rep.GroupsDeleted)), rep)
 	}))
 	must(waitReseededStep.Register(r, func(ctx context.Context, p waitParams, rc *plans.RunContext) (plans.Result, error) {
-		return waitReseeded(ctx, topo, p, rc)
+		return waitReseeded(ctx, clusters, p, rc)
 	}))
 	if err := errors.Join(errs...); err != nil {
 		panic(err) // two steps of one name: a programming error, caught by every test
@@ -171,12 +173,13 @@ func registry(topo *topology.Topology, ans answers) *plans.Registry {
 // within its role poll (5 s) after the roles change.
 const mirrorStartWait = 10 * time.Second
 
-func preflight(ctx context.Context, topo *topology.Topology, p preflightParams) (plans.Result, error) {
+func preflight(ctx context.Context, clusters *kafkaconn.Clusters, p preflightParams) (plans.Result, error) {
+	topo := clusters.Topology()
 	names := []string{p.To}
 	if !p.Unplanned || p.Force {
 		names = append(names, p.From)
 	}
-	w := connect(ctx, topo)
+	w := within(ctx, clusters)
 	defer w.Close()
 	for _, n := range names {
 		if _, err := w.Need(n); err != nil {
@@ -226,7 +229,7 @@ func preflight(ctx context.Context, topo *topology.Topology, p preflightParams) 
 			}
 		}
 		link := topo.Link(p.From, p.To)
-		ls, _ := linkstate.DescribeLagIn(ctx, w.Clusters, link)
+		ls, _ := linkstate.DescribeLag(ctx, w.Clusters, link)
 		// Right after a role change (the end of a failback or reseed) the
 		// mirror restarts its link within its role poll and its worker
 		// group is empty for a moment: give it mirrorStartWait to come.
@@ -235,7 +238,7 @@ func preflight(ctx context.Context, topo *topology.Topology, p preflightParams) 
 			case <-ctx.Done():
 			case <-time.After(500 * time.Millisecond):
 			}
-			ls, _ = linkstate.DescribeLagIn(ctx, w.Clusters, link)
+			ls, _ = linkstate.DescribeLag(ctx, w.Clusters, link)
 		}
 		switch {
 		case ls.Error != "":
@@ -317,13 +320,14 @@ func confirmStopped(cluster string, drained bool, ans answers) (plans.Result, er
 	return plans.NewResult(fmt.Sprintf("the operator confirmed at %s that producers on %s stopped; %s", time.Now().UTC().Format(time.RFC3339), cluster, next), nil)
 }
 
-func fenceCluster(ctx context.Context, topo *topology.Topology, cluster string, ans answers) (plans.Result, error) {
+func fenceCluster(ctx context.Context, clusters *kafkaconn.Clusters, cluster string, ans answers) (plans.Result, error) {
+	topo := clusters.Topology()
 	if topo.Failover.Fence == topology.FenceNone {
 		// Nothing to put in place: the operator was asked (or --yes
 		// answered) before the run's first change.
 		return plans.NewResult(fmt.Sprintf("fence none: no ACLs on %s; that its producers stopped was confirmed before the run began", cluster), nil)
 	}
-	rec, err := Fence(ctx, topo, cluster)
+	rec, err := Fence(ctx, clusters, cluster)
 	if err != nil {
 		return plans.Result{}, err
 	}
@@ -337,7 +341,8 @@ func fenceCluster(ctx context.Context, topo *topology.Topology, cluster string, 
 // period is not needed. On timeout it restores the plan's starting roles
 // and removes its fence, so both clusters are as they were, and returns
 // ErrDrainTimeout.
-func drain(ctx context.Context, topo *topology.Topology, p drainParams, rc *plans.RunContext) (plans.Result, error) {
+func drain(ctx context.Context, clusters *kafkaconn.Clusters, p drainParams, rc *plans.RunContext) (plans.Result, error) {
+	topo := clusters.Topology()
 	timeout, err := time.ParseDuration(p.Timeout)
 	if err != nil {
 		return plans.Result{}, err
@@ -363,7 +368,7 @@ func drain(ctx context.Context, topo *topology.Topology, p drainParams, rc *plan
 		// hung broker must not hold the drain (and its rollback) for long.
 		mctx, cancel := context.WithTimeout(ctx, min(20*time.Second, max(time.Second, timeout-time.Since(start))))
 		measured := time.Now()
-		rep, proof, err := measureDrain(mctx, topo, link, fenced)
+		rep, proof, err := measureDrain(mctx, clusters, link, fenced)
 		took := time.Since(measured)
 		cancel()
 		if err == nil {
@@ -414,7 +419,7 @@ func drain(ctx context.Context, topo *topology.Topology, p drainParams, rc *plan
 					why += "; the drain was not proven complete either: " + proof.why
 				}
 			}
-			return plans.Result{}, rollbackDrain(ctx, topo, p, why, rc.Plan.ID)
+			return plans.Result{}, rollbackDrain(ctx, clusters, p, why, rc.Plan.ID)
 		}
 		// While a proof holds, the next measurement is the one that can
 		// confirm it: no sooner than the settle allows.
@@ -437,9 +442,9 @@ func drain(ctx context.Context, topo *topology.Topology, p drainParams, rc *plan
 // then the lag, then the high-water marks, so that what the lag shows was
 // read with the fence already in force. A failed proof is no error: its
 // reason is the proof's.
-func measureDrain(ctx context.Context, topo *topology.Topology, link topology.Link, fenced bool) (*linkstate.LagReport, drainProof, error) {
-	clusters := kafkaconn.Open(ctx, topo, link.Source, link.Target)
-	defer clusters.Close()
+func measureDrain(ctx context.Context, clusters *kafkaconn.Clusters, link topology.Link, fenced bool) (*linkstate.LagReport, drainProof, error) {
+	topo := clusters.Topology()
+	clusters.Redial(ctx, link.Source, link.Target)
 	var fence aclfence.Proof
 	var ferr error
 	if fenced {
@@ -447,32 +452,32 @@ func measureDrain(ctx context.Context, topo *topology.Topology, link topology.Li
 			fence, ferr = aclfence.Prove(ctx, src, topo, link.Source)
 		}
 	}
-	rep, err := linkstate.MeasureLagIn(ctx, clusters, link)
+	rep, err := linkstate.MeasureLag(ctx, clusters, link)
 	if err != nil || !fenced {
 		return rep, drainProof{}, err
 	}
 	if ferr != nil {
-		return rep, drainProof{why: "the fence could not be read on every broker: " + ferr.Error()}, nil
+		return rep, drainProof{why: "the fence could not be read on every broker: " + ferr.Error()}, nil //nolint:nilerr // a failed proof is the proof's reason, not the drain's error
 	}
 	proof, perr := proveDrained(ctx, clusters, topo, link.Source, fence, rep)
 	if perr != nil {
-		return rep, drainProof{why: perr.Error()}, nil
+		return rep, drainProof{why: perr.Error()}, nil //nolint:nilerr // as above
 	}
 	return rep, proof, nil
 }
 
-func rollbackDrain(ctx context.Context, topo *topology.Topology, p drainParams, why string, runID string) error {
+func rollbackDrain(ctx context.Context, clusters *kafkaconn.Clusters, p drainParams, why string, runID string) error {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
 	var undo []string
 	if p.Fence == string(topology.FenceACL) {
-		if removed, err := Unfence(rctx, topo, p.Source); err != nil {
+		if removed, err := Unfence(rctx, clusters, p.Source); err != nil {
 			undo = append(undo, "unfence "+p.Source+" failed: "+err.Error()+" (run drctl unfence "+p.Source+")")
 		} else {
 			undo = append(undo, fmt.Sprintf("removed the %d fence ACL(s) from %s", len(removed), p.Source))
 		}
 	}
-	if err := restoreRoles(rctx, topo, p.Rollback, runID); err != nil {
+	if err := restoreRoles(rctx, clusters, p.Rollback, runID); err != nil {
 		undo = append(undo, "restoring the roles failed: "+err.Error())
 	} else {
 		undo = append(undo, "roles restored ("+p.Rollback.State.String()+")")
@@ -487,9 +492,9 @@ func rollbackDrain(ctx context.Context, topo *topology.Topology, p drainParams, 
 // still fail, and its controller may not yet list it as alive), until ctx
 // ends. The transition is idempotent: a cluster already restored is left
 // alone, so a write whose outcome was unknown is not repeated.
-func restoreRoles(ctx context.Context, topo *topology.Topology, rb stateParams, runID string) error {
+func restoreRoles(ctx context.Context, clusters *kafkaconn.Clusters, rb stateParams, runID string) error {
 	for {
-		w := connect(ctx, topo, rb.Clusters...)
+		w := within(ctx, clusters, rb.Clusters...)
 		err := w.transition(ctx, rb.State, runID, rb.Clusters...)
 		w.Close()
 		if err == nil || !(errors.Is(err, kafkaconn.ErrUnreachable) || kafkaread.Retriable(err)) {
@@ -511,9 +516,10 @@ func endsKey(rep *linkstate.LagReport) string {
 	return b.String()
 }
 
-func translateGroups(ctx context.Context, topo *topology.Topology, p translateParams) (plans.Result, error) {
+func translateGroups(ctx context.Context, clusters *kafkaconn.Clusters, p translateParams) (plans.Result, error) {
+	topo := clusters.Topology()
 	link := topo.Link(p.Source, p.Target)
-	w := connect(ctx, topo, p.Source, p.Target)
+	w := within(ctx, clusters, p.Source, p.Target)
 	defer w.Close()
 	rep, err := groupsync.Translate(ctx, w.Clusters, link, groupsync.TranslateOptions{FromSnapshot: p.FromSnapshot})
 	if err != nil {
@@ -565,7 +571,8 @@ func runHooks(ctx context.Context, p hooksParams) (plans.Result, error) {
 	return plans.NewResult(fmt.Sprintf("%d hook(s) ran", len(ran)), ran)
 }
 
-func waitReseeded(ctx context.Context, topo *topology.Topology, p waitParams, rc *plans.RunContext) (plans.Result, error) {
+func waitReseeded(ctx context.Context, clusters *kafkaconn.Clusters, p waitParams, rc *plans.RunContext) (plans.Result, error) {
+	topo := clusters.Topology()
 	timeout, err := time.ParseDuration(p.Timeout)
 	if err != nil {
 		return plans.Result{}, err
@@ -576,34 +583,26 @@ func waitReseeded(ctx context.Context, topo *topology.Topology, p waitParams, rc
 	// the target has caught up once the mirror is past it. Zero lag is no
 	// test: while producers write to the active, the lag is rarely zero.
 	goal := map[topology.TopicPartition]int64{}
-	// One session for the whole wait, dialled again after a failure: a
-	// new one per round cost both clusters their handshakes and metadata
-	// every half second, and a round (link state and lag together) took
-	// 1.5 to 4 s at 1,200 partitions when it measured the lag twice.
-	var clusters *kafkaconn.Clusters
-	defer func() {
-		if clusters != nil {
-			clusters.Close()
-		}
-	}()
+	// The run's session for the whole wait, its clients of the link dialled
+	// again after a failed look: a new session per round cost both clusters
+	// their handshakes and metadata every half second, and a round (link
+	// state and lag together) took 1.5 to 4 s at 1,200 partitions when it
+	// measured the lag twice.
 	var (
 		prevLag int64 = -1 // the lag of the previous look (-1: none)
 		prevAt  time.Time
 	)
 	for {
-		if clusters == nil {
-			clusters = kafkaconn.Open(ctx, topo, link.Source, link.Target)
-		}
+		clusters.Redial(ctx, link.Source, link.Target)
 		lookAt := time.Now()
-		ls, rep := linkstate.DescribeLagIn(ctx, clusters, link)
+		ls, rep := linkstate.DescribeLag(ctx, clusters, link)
 		poll := reseedPollMax
 		if ls.Error == "" {
 			poll = reseedPoll(prevLag, ls.LagRecords, time.Since(prevAt), time.Since(lookAt))
 			prevLag, prevAt = ls.LagRecords, time.Now()
 		}
 		if ls.Error != "" {
-			clusters.Close()
-			clusters = nil
+			clusters.Drop(link.Source, link.Target)
 		}
 		switch {
 		case ls.Error == "" && ls.Running:

@@ -85,7 +85,7 @@ func TestUnplannedFailoverRPOAndSalvage(t *testing.T) {
 	produce(37)
 	// Wait until the mirror has observed the new end on east.
 	waitFor(t, 20*time.Second, "the mirror observed 137 records on east", func() error {
-		rep, err := inspect.ObservedRPO(ctx, topo, "east", "west")
+		rep, err := inspect.ObservedRPO(ctx, kfaketest.Session(t, topo), "east", "west")
 		if err != nil {
 			return err
 		}
@@ -98,7 +98,7 @@ func TestUnplannedFailoverRPOAndSalvage(t *testing.T) {
 	p.Stop("east") // the site goes down
 	p.West.DropControl()
 	pctx, pcancel := context.WithTimeout(ctx, 30*time.Second)
-	plan, err := PlanFailover(pctx, topo, FailoverRequest{To: "west", Mode: Unplanned})
+	plan, err := PlanFailover(pctx, kfaketest.Session(t, topo), FailoverRequest{To: "west", Mode: Unplanned})
 	pcancel()
 	if err != nil {
 		t.Fatal(err)
@@ -106,7 +106,7 @@ func TestUnplannedFailoverRPOAndSalvage(t *testing.T) {
 	journal := t.TempDir()
 	rctx, rcancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer rcancel()
-	err = Execute(rctx, topo, plan, RunOptions{JournalDir: journal, Confirm: func(string) error { return nil }})
+	err = Execute(rctx, kfaketest.Session(t, topo), plan, RunOptions{JournalDir: journal, Confirm: func(string) error { return nil }})
 	if err == nil || !errors.Is(err, kafkaconn.ErrUnreachable) {
 		t.Fatalf("the unplanned run should stop at the stale cluster while east is down; got %v", err)
 	}
@@ -119,13 +119,13 @@ func TestUnplannedFailoverRPOAndSalvage(t *testing.T) {
 	if rpo.Records != 37 {
 		t.Errorf("reported RPO = %d records, want 37", rpo.Records)
 	}
-	st := inspect.CollectStatus(ctx, topo)
+	st, _ := inspect.CollectStatus(ctx, kfaketest.Session(t, topo))
 	if st.Roles.Active != "west" {
 		t.Errorf("after the unplanned failover the active is %s", st.Roles.Active)
 	}
 
 	p.Restart(t, "east") // the old active comes back
-	if err := Resume(rctx, topo, plan.ID, RunOptions{JournalDir: journal, Confirm: func(string) error { return nil }}); err != nil {
+	if err := Resume(rctx, kfaketest.Session(t, topo), plan.ID, RunOptions{JournalDir: journal, Confirm: func(string) error { return nil }}); err != nil {
 		t.Fatalf("resume: %v", err)
 	}
 	var salvage SalvageReport
@@ -147,7 +147,7 @@ func TestUnplannedFailoverRPOAndSalvage(t *testing.T) {
 	if n != 37 {
 		t.Errorf("the quarantine topics on west hold %d records, want 37", n)
 	}
-	st = inspect.CollectStatus(ctx, topo)
+	st, _ = inspect.CollectStatus(ctx, kfaketest.Session(t, topo))
 	if st.Roles.Active != "west" || st.Roles.Phase != "steady" {
 		t.Errorf("roles after the resumed run: %+v", st.Roles)
 	}

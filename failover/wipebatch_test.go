@@ -43,7 +43,7 @@ func TestWipeDeletesInBatches(t *testing.T) {
 		groupRequests.Add(1)
 		return nil, nil, false
 	})
-	rep, err := Wipe(kfaketest.Ctx(t, time.Minute), topo, "west", "east")
+	rep, err := Wipe(kfaketest.Ctx(t, time.Minute), kfaketest.Session(t, topo), "west", "east")
 	if err != nil {
 		t.Fatalf("wipe west: %v", err)
 	}
@@ -95,7 +95,7 @@ func TestSalvageReadsTheEndsInOneRequestPerBroker(t *testing.T) {
 		listOffsets.Add(1)
 		return nil, nil, false
 	})
-	rep, err := Salvage(kfaketest.Ctx(t, time.Minute), topo, "west", "east")
+	rep, err := Salvage(kfaketest.Ctx(t, time.Minute), kfaketest.Session(t, topo), "west", "east")
 	if err != nil {
 		t.Fatalf("salvage west: %v", err)
 	}
@@ -138,7 +138,7 @@ func TestWipeRetriesATransientRefusal(t *testing.T) {
 		}
 		return resp, nil, true
 	})
-	rep, err := Wipe(kfaketest.Ctx(t, time.Minute), topo, "west", "east")
+	rep, err := Wipe(kfaketest.Ctx(t, time.Minute), kfaketest.Session(t, topo), "west", "east")
 	if err != nil {
 		t.Fatalf("wipe west: %v", err)
 	}

@@ -39,14 +39,15 @@ type WipeTopic struct {
 // PreviewWipe reads what p's wipe step would delete on its cluster now; nil
 // when p has no wipe step. A cluster that does not answer gives a preview
 // with Error set, never an empty list.
-func PreviewWipe(ctx context.Context, topo *topology.Topology, p *plans.Plan) *WipePreview {
+func PreviewWipe(ctx context.Context, clusters *kafkaconn.Clusters, p *plans.Plan) *WipePreview {
+	topo := clusters.Topology()
 	for i, s := range p.Steps {
 		rp, err := wipeStep.Params(s)
 		if err != nil {
 			continue
 		}
 		pv := &WipePreview{Step: i + 1, Cluster: rp.Stale, Topics: []WipeTopic{}, Groups: []string{}}
-		if err := pv.read(ctx, topo, topo.Link(rp.Active, rp.Stale)); err != nil {
+		if err := pv.read(ctx, clusters, topo.Link(rp.Active, rp.Stale)); err != nil {
 			pv.Error = err.Error()
 		}
 		return pv
@@ -54,12 +55,13 @@ func PreviewWipe(ctx context.Context, topo *topology.Topology, p *plans.Plan) *W
 	return nil
 }
 
-func (pv *WipePreview) read(ctx context.Context, topo *topology.Topology, link topology.Link) error {
-	client, err := kafkaconn.Dial(ctx, topo.Clusters[pv.Cluster], nil)
+func (pv *WipePreview) read(ctx context.Context, clusters *kafkaconn.Clusters, link topology.Link) error {
+	topo := clusters.Topology()
+	clusters.Connect(ctx, pv.Cluster)
+	client, err := clusters.Need(pv.Cluster)
 	if err != nil {
 		return err
 	}
-	defer client.Close()
 	admin, err := sarama.NewClusterAdminFromClient(client)
 	if err != nil {
 		return fmt.Errorf("%s: %w", pv.Cluster, err)

@@ -24,7 +24,7 @@ func TestPreviewWipe(t *testing.T) {
 	if text := plan.Text(); strings.Contains(text, "principals") {
 		t.Errorf("a fence: none plan names principals:\n%s", text)
 	}
-	pv := PreviewWipe(kfaketest.Ctx(t, 20*time.Second), topo, plan)
+	pv := PreviewWipe(kfaketest.Ctx(t, 20*time.Second), kfaketest.Session(t, topo), plan)
 	if pv == nil || pv.Cluster != "east" || pv.Step != stepIndex(t, plan, runrecord.StepWipe)+1 || pv.Error != "" {
 		t.Fatalf("preview %+v; want east's, at the wipe step", pv)
 	}
@@ -47,8 +47,8 @@ func TestPreviewWipe(t *testing.T) {
 		}
 	}
 
-	p.East.Close()
-	pv = PreviewWipe(kfaketest.Ctx(t, 20*time.Second), topo, plan)
+	p.Stop("east")
+	pv = PreviewWipe(kfaketest.Ctx(t, 20*time.Second), kfaketest.Session(t, topo), plan)
 	if pv == nil || pv.Error == "" || len(pv.Topics) != 0 || !strings.Contains(strings.Join(pv.Lines(), "\n"), "unknown now, east did not answer") {
 		t.Errorf("preview with east down: %+v; want it unknown", pv)
 	}

@@ -16,7 +16,7 @@ func TestForcedUnplannedQuestionSpeaksOfNoDrain(t *testing.T) {
 	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: ordersBillingYAML, Extra: fenceNoneYAML})
 	topo := p.Topology
 	kfaketest.CreateTopic(t, topo, "east", "orders", 1, nil)
-	plan, err := PlanFailover(kfaketest.Ctx(t, 30*time.Second), topo, FailoverRequest{To: "west", Mode: Unplanned, ForceUnplanned: true})
+	plan, err := PlanFailover(kfaketest.Ctx(t, 30*time.Second), kfaketest.Session(t, topo), FailoverRequest{To: "west", Mode: Unplanned, ForceUnplanned: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestForcedUnplannedQuestionSpeaksOfNoDrain(t *testing.T) {
 // speaks of abort, not of resume.
 func TestAbortWithNothingInProgressSaysAbort(t *testing.T) {
 	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: ordersBillingYAML, Extra: fenceNoneYAML})
-	_, err := Abort(kfaketest.Ctx(t, 30*time.Second), p.Topology, "", AbortOptions{JournalDir: t.TempDir()})
+	_, err := Abort(kfaketest.Ctx(t, 30*time.Second), kfaketest.Session(t, p.Topology), "", AbortOptions{JournalDir: t.TempDir()})
 	if !errors.Is(err, ErrNothingToAbort) || strings.Contains(err.Error(), "resume") {
 		t.Errorf("abort with no run: %v; want ErrNothingToAbort, without resume", err)
 	}

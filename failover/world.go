@@ -11,27 +11,19 @@ import (
 	"github.com/drctl/drctl/topology"
 )
 
-// world is one step's session with the clusters of a topology: each
-// cluster dialled at most once (kafkaconn.Clusters), with the clients of
-// the reachable ones at hand.
+// world is a step's view of the session with the clusters of a topology
+// (kafkaconn.Clusters, each cluster dialled at most once), with the
+// clients of the reachable ones it asked for at hand.
 type world struct {
 	*kafkaconn.Clusters
 	topo    *topology.Topology
 	clients map[string]sarama.Client
-	// shared marks a world over a run's session: Close leaves it open.
-	shared bool
 }
 
-// connect dials the named clusters (all when none is named) at once; a
-// cluster that cannot be reached is recorded, not fatal.
-func connect(ctx context.Context, topo *topology.Topology, names ...string) *world {
-	s := kafkaconn.Open(ctx, topo, names...)
-	return &world{Clusters: s, topo: topo, clients: s.Clients()}
-}
-
-// within is a world over a run's session: the named clusters (all when
-// none is named) that the session does not reach yet are dialled again,
-// the others are used as they are, and Close leaves the session open.
+// within is a world over the command's (or the run's) session: the named
+// clusters (all when none is named) that the session does not reach yet
+// are dialled again, the others are used as they are, and Close leaves the
+// session open.
 func within(ctx context.Context, session *kafkaconn.Clusters, names ...string) *world {
 	session.Redial(ctx, names...)
 	clients := session.Clients()
@@ -44,15 +36,12 @@ func within(ctx context.Context, session *kafkaconn.Clusters, names ...string) *
 		}
 		clients = named
 	}
-	return &world{Clusters: session, topo: session.Topology(), clients: clients, shared: true}
+	return &world{Clusters: session, topo: session.Topology(), clients: clients}
 }
 
-// Close closes the world's clients, unless they are a run's session.
-func (w *world) Close() {
-	if !w.shared {
-		w.Clusters.Close()
-	}
-}
+// Close does nothing: the clients belong to the session, which its owner
+// closes.
+func (w *world) Close() {}
 
 // view resolves the live roles from the reachable clusters.
 func (w *world) view(ctx context.Context) rolestate.View {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/drctl/drctl/inspect"
+	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -33,7 +34,9 @@ mirror:
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	st := inspect.CollectStatus(ctx, topo)
+	clusters := kafkaconn.Open(ctx, topo)
+	defer clusters.Close()
+	st, _ := inspect.CollectStatus(ctx, clusters)
 	fmt.Println("unreachable:", st.Unreachable())
 	fmt.Println("active:", st.Roles.Active, "epoch:", st.Roles.Epoch)
 	// Output:

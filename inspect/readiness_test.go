@@ -85,11 +85,11 @@ func TestStatusActiveDownSaysUnknown(t *testing.T) {
 	kfaketest.CreateTopicOn(t, east, "orders", 2, nil)
 	kfaketest.CreateTopicOn(t, west, "orders", 2, nil)
 	kfaketest.CommitOn(t, west, "billing", "orders", map[int32]int64{0: 0})
-	p.East.Close()
+	p.Stop("east")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 14*time.Second)
 	defer cancel()
-	st := CollectStatus(ctx, p.Topology)
+	st, _ := CollectStatus(ctx, kfaketest.Session(t, p.Topology))
 	if len(st.Topics) != 1 || !st.Topics[0].Active.Unknown || st.Topics[0].Active.Exists || st.Topics[0].Standby.Unknown || !st.Topics[0].Standby.Exists {
 		t.Errorf("topics = %+v, want orders unknown on the active, present on the standby", st.Topics)
 	}
@@ -103,10 +103,10 @@ func TestStatusActiveDownSaysUnknown(t *testing.T) {
 		t.Errorf("readiness = %+v, want %s", st.Readiness, UnplannedOnly)
 	}
 
-	p.West.Close()
+	p.Stop("west")
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 14*time.Second)
 	defer cancel2()
-	st = CollectStatus(ctx2, p.Topology)
+	st, _ = CollectStatus(ctx2, kfaketest.Session(t, p.Topology))
 	if st.Roles.Active != RoleUnknown || st.Readiness.Level != Unknown {
 		t.Errorf("both down: roles %+v, readiness %+v, want unknown and %s", st.Roles, st.Readiness, Unknown)
 	}

@@ -53,19 +53,19 @@ const liveEndsWait = 3 * time.Second
 // the mirror may have stopped observing long before (hung or stopped), and
 // what it never saw was still left behind. Records counts source offsets,
 // so transaction markers in the range count too.
-func MeasureRPO(ctx context.Context, topo *topology.Topology, source, target string) (*RPOReport, error) {
-	return measureRPO(ctx, topo, source, target, true)
+func MeasureRPO(ctx context.Context, clusters *kafkaconn.Clusters, source, target string) (*RPOReport, error) {
+	return measureRPO(ctx, clusters, source, target, true)
 }
 
 // ObservedRPO is MeasureRPO from what the target holds alone (the ends the
 // mirror last observed), as it is when the source is down.
-func ObservedRPO(ctx context.Context, topo *topology.Topology, source, target string) (*RPOReport, error) {
-	return measureRPO(ctx, topo, source, target, false)
+func ObservedRPO(ctx context.Context, clusters *kafkaconn.Clusters, source, target string) (*RPOReport, error) {
+	return measureRPO(ctx, clusters, source, target, false)
 }
 
-func measureRPO(ctx context.Context, topo *topology.Topology, source, target string, tryLive bool) (*RPOReport, error) {
-	clusters := kafkaconn.Open(ctx, topo, target)
-	defer clusters.Close()
+func measureRPO(ctx context.Context, clusters *kafkaconn.Clusters, source, target string, tryLive bool) (*RPOReport, error) {
+	topo := clusters.Topology()
+	clusters.Connect(ctx, target)
 	dst, err := clusters.Need(target)
 	if err != nil {
 		return nil, err

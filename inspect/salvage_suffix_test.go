@@ -78,7 +78,7 @@ func TestConfiguredSalvageSuffixHonoured(t *testing.T) {
 	}
 
 	// Status.
-	st := CollectStatus(ctx, topo)
+	st, _ := CollectStatus(ctx, kfaketest.Session(t, topo))
 	if len(st.Unreachable()) != 0 {
 		t.Fatalf("unreachable: %v", st.Unreachable())
 	}

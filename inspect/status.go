@@ -166,29 +166,16 @@ type clusterView struct {
 	groups map[string]GroupSide
 }
 
-// CollectStatus connects to both clusters and builds the snapshot. It
-// returns within ctx's deadline even when a cluster does not answer; an
-// unreachable cluster is part of the snapshot, not an error.
-func CollectStatus(ctx context.Context, topo *topology.Topology) *Status {
-	st, _ := CollectStatusLag(ctx, topo)
-	return st
-}
-
-// CollectStatusLag is CollectStatus that also returns the per-partition lag
-// of the live link it measured for the snapshot (nil when a cluster is
+// CollectStatus builds the snapshot through the command's session: every
+// read (topics, groups, roles, fences, drills, runs, the link's lag and
+// group sync) goes through its one client per cluster, and a cluster the
+// session has not dialled yet is dialled once. It also returns the
+// per-partition lag of the live link it measured (nil when a cluster is
 // unreachable or the lag could not be measured), so that a caller showing
-// both (the TUI) measures it once.
-func CollectStatusLag(ctx context.Context, topo *topology.Topology) (*Status, *linkstate.LagReport) {
-	clusters := kafkaconn.Open(ctx, topo)
-	defer clusters.Close()
-	return CollectStatusIn(ctx, clusters)
-}
-
-// CollectStatusIn is CollectStatusLag through a command's session: every
-// read of the snapshot (topics, groups, roles, fences, drills, runs, the
-// link's lag and group sync) goes through the session's one client per
-// cluster, and a cluster the session has not dialled yet is dialled once.
-func CollectStatusIn(ctx context.Context, clusters *kafkaconn.Clusters) (*Status, *linkstate.LagReport) {
+// both (the TUI) measures it once. It returns within ctx's deadline even
+// when a cluster does not answer; an unreachable cluster is part of the
+// snapshot, not an error.
+func CollectStatus(ctx context.Context, clusters *kafkaconn.Clusters) (*Status, *linkstate.LagReport) {
 	var lag *linkstate.LagReport
 	topo := clusters.Topology()
 	clusters.Connect(ctx)
@@ -296,7 +283,7 @@ func readLink(ctx context.Context, clusters *kafkaconn.Clusters, standby sarama.
 			v.syncs = syncs
 		}
 	})
-	v.state, v.lag = linkstate.DescribeLagIn(ctx, clusters, link)
+	v.state, v.lag = linkstate.DescribeLag(ctx, clusters, link)
 	wg.Wait()
 	return v
 }
@@ -540,9 +527,8 @@ func unionKeys[V any](a, b map[string]V) []string {
 
 // CollectRoles reads only the live roles: from both clusters at once, the
 // higher epoch wins. It fails only when no cluster can be reached.
-func CollectRoles(ctx context.Context, topo *topology.Topology) (Roles, error) {
-	clusters := kafkaconn.Open(ctx, topo)
-	defer clusters.Close()
+func CollectRoles(ctx context.Context, clusters *kafkaconn.Clusters) (Roles, error) {
+	clusters.Connect(ctx)
 	v, err := rolestate.ResolveLive(ctx, clusters)
 	if err != nil {
 		return Roles{}, err

@@ -34,7 +34,7 @@ func TestStatusFencedOnKfake(t *testing.T) {
 	kfaketest.CreateTopic(t, topo, "east", "orders", 1, nil)
 	ctx := kfaketest.Ctx(t, 60*time.Second)
 	fenced := func() map[string]string {
-		st, _ := CollectStatusLag(ctx, topo)
+		st, _ := CollectStatus(ctx, kfaketest.Session(t, topo))
 		out := map[string]string{}
 		for _, c := range st.Clusters {
 			switch {
@@ -66,7 +66,7 @@ func TestStatusFencedOnKfake(t *testing.T) {
 
 	// drctl's own principal (a super user) may fence; ops may not.
 	permitted := func(topo *topology.Topology) map[string]string {
-		st, _ := CollectStatusLag(ctx, topo)
+		st, _ := CollectStatus(ctx, kfaketest.Session(t, topo))
 		out := map[string]string{}
 		for _, c := range st.Clusters {
 			if c.FencePermitted == nil {

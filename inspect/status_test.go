@@ -26,7 +26,7 @@ func TestStatusBothReachable(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	st := CollectStatus(ctx, p.Topology)
+	st, _ := CollectStatus(ctx, kfaketest.Session(t, p.Topology))
 
 	if len(st.Unreachable()) != 0 {
 		t.Fatalf("unreachable: %v (%+v)", st.Unreachable(), st.Clusters)
@@ -63,11 +63,11 @@ func TestStatusBothReachable(t *testing.T) {
 
 func TestStatusOneClusterDown(t *testing.T) {
 	p := kfaketest.NewPair(t, kfaketest.Options{})
-	p.West.Close()
+	p.Stop("west")
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 14*time.Second)
 	defer cancel()
-	st := CollectStatus(ctx, p.Topology)
+	st, _ := CollectStatus(ctx, kfaketest.Session(t, p.Topology))
 	if took := time.Since(start); took > 15*time.Second {
 		t.Errorf("status took %v with a cluster down", took)
 	}
@@ -91,7 +91,7 @@ func TestValidateOnline(t *testing.T) {
 	p := kfaketest.NewPair(t, kfaketest.Options{SASL: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	v := ValidateOnline(ctx, p.Topology)
+	v := ValidateOnline(ctx, kfaketest.Session(t, p.Topology))
 	if v.Failed() {
 		t.Fatalf("validation failed: %+v", v.Checks)
 	}
@@ -123,7 +123,7 @@ func TestValidateOnlineWrongPassword(t *testing.T) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	v := ValidateOnline(ctx, topo)
+	v := ValidateOnline(ctx, kfaketest.Session(t, topo))
 	if took := time.Since(start); took > 15*time.Second {
 		t.Errorf("took %v", took)
 	}

@@ -116,11 +116,11 @@ func missingOps(authorized int32, want ...int) []string {
 // once: reachability and authentication, broker version, the permissions
 // drctl needs, and which selected topics and groups exist. It changes
 // nothing on either cluster.
-func ValidateOnline(ctx context.Context, topo *topology.Topology) *Validation {
+func ValidateOnline(ctx context.Context, clusters *kafkaconn.Clusters) *Validation {
+	topo := clusters.Topology()
 	v := ValidateOffline(topo)
 	v.Online = true
-	clusters := kafkaconn.Open(ctx, topo)
-	defer clusters.Close()
+	clusters.Connect(ctx)
 	results := make([][]Check, len(topo.ClusterNames()))
 	ids := make([]string, len(results))
 	var wg sync.WaitGroup

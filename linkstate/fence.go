@@ -24,16 +24,17 @@ import (
 // target's role state right after every initialisation, so it then sees
 // the new epoch and stops. It returns the number of shards fenced; a link
 // that never ran on this target has nothing to fence (0, nil).
-func Fence(ctx context.Context, topo *topology.Topology, link topology.Link) (int, error) {
+func Fence(ctx context.Context, clusters *kafkaconn.Clusters, link topology.Link) (int, error) {
+	topo := clusters.Topology()
 	dst := topo.Clusters[link.Target]
 	if dst == nil {
 		return 0, fmt.Errorf("fence %s: no cluster %q in topology %s", link, link.Target, topo.Name)
 	}
-	client, err := kafkaconn.Dial(ctx, dst, nil)
+	clusters.Connect(ctx, link.Target)
+	client, err := clusters.Need(link.Target)
 	if err != nil {
 		return 0, fmt.Errorf("fence %s: %w", link, err)
 	}
-	defer client.Close()
 	if err := client.RefreshMetadata(link.ShardsTopic()); err != nil {
 		if errors.Is(err, sarama.ErrUnknownTopicOrPartition) {
 			return 0, nil

@@ -73,17 +73,10 @@ func (r *LagReport) Caught() bool {
 }
 
 // MeasureLag compares the source's last stable offsets with the link's
-// committed progress on the target, for every selected source topic.
-func MeasureLag(ctx context.Context, topo *topology.Topology, link topology.Link) (*LagReport, error) {
-	clusters := kafkaconn.Open(ctx, topo, link.Source, link.Target)
-	defer clusters.Close()
-	return MeasureLagIn(ctx, clusters, link)
-}
-
-// MeasureLagIn is MeasureLag through a command's session: it uses the
-// session's clients of the link's clusters, dialling them only if the
-// session has not yet.
-func MeasureLagIn(ctx context.Context, clusters *kafkaconn.Clusters, link topology.Link) (*LagReport, error) {
+// committed progress on the target, for every selected source topic,
+// through the command's session (its clients of the link's clusters,
+// dialled only if the session has not yet).
+func MeasureLag(ctx context.Context, clusters *kafkaconn.Clusters, link topology.Link) (*LagReport, error) {
 	topo := clusters.Topology()
 	clusters.Connect(ctx, link.Source, link.Target)
 	src, err := clusters.Need(link.Source)

@@ -37,7 +37,7 @@ func TestLagAgeIsTheOldestUnmirroredRecord(t *testing.T) {
 			}
 		}
 	}
-	rep, err := MeasureLag(kfaketest.Ctx(t, time.Minute), p.Topology, topology.Link{Topology: p.Topology.Name, Source: "east", Target: "west"})
+	rep, err := MeasureLag(kfaketest.Ctx(t, time.Minute), kfaketest.Session(t, p.Topology), topology.Link{Topology: p.Topology.Name, Source: "east", Target: "west"})
 	if err != nil {
 		t.Fatal(err)
 	}

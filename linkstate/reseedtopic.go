@@ -44,18 +44,18 @@ type ReseedTopicResult struct {
 // the incarnation the mirror copies. The mirror does not copy a recreated
 // topic meanwhile, so the steps never race with it; an interrupted run can
 // be run again.
-func ReseedTopic(ctx context.Context, topo *topology.Topology, link topology.Link, topic string, salvage bool) (ReseedTopicResult, error) {
+func ReseedTopic(ctx context.Context, clusters *kafkaconn.Clusters, link topology.Link, topic string, salvage bool) (ReseedTopicResult, error) {
+	topo := clusters.Topology()
 	res := ReseedTopicResult{Link: link.String(), Topic: topic}
-	src, err := kafkaconn.Dial(ctx, topo.Clusters[link.Source], nil)
+	clusters.Connect(ctx, link.Source, link.Target)
+	src, err := clusters.Need(link.Source)
 	if err != nil {
 		return res, err
 	}
-	defer src.Close()
-	dst, err := kafkaconn.Dial(ctx, topo.Clusters[link.Target], nil)
+	dst, err := clusters.Need(link.Target)
 	if err != nil {
 		return res, err
 	}
-	defer dst.Close()
 	now, err := kafkaread.Topic(ctx, src, topic)
 	if err != nil {
 		return res, fmt.Errorf("source %s: %w", link.Source, err)
@@ -118,7 +118,7 @@ func ReseedTopic(ctx context.Context, topo *topology.Topology, link topology.Lin
 // the same partition count when missing), partition for partition, and
 // returns how many it copied.
 func copyTopic(ctx context.Context, cl sarama.Client, admin sarama.ClusterAdmin, c *topology.Cluster, from, into string, partitions int32) (int64, error) {
-	rf := int16(min(3, max(len(cl.Brokers()), 1)))
+	rf := topology.InternalReplicas(len(cl.Brokers()))
 	err := admin.CreateTopic(into, &sarama.TopicDetail{NumPartitions: partitions, ReplicationFactor: rf}, false)
 	if err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {
 		return 0, fmt.Errorf("create %s: %w", into, err)

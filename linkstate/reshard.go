@@ -56,7 +56,8 @@ var ErrNeverRan = errors.New("the link has not run on its target")
 //
 // A shrink also writes a tombstone into the ends topic for each shard that
 // no longer exists, so that status stops showing what those shards saw.
-func Reshard(ctx context.Context, topo *topology.Topology, link topology.Link, n int32) (ReshardResult, error) {
+func Reshard(ctx context.Context, clusters *kafkaconn.Clusters, link topology.Link, n int32) (ReshardResult, error) {
+	topo := clusters.Topology()
 	res := ReshardResult{Link: link.String(), To: n}
 	c := topo.Clusters[link.Target]
 	if c == nil {
@@ -65,11 +66,11 @@ func Reshard(ctx context.Context, topo *topology.Topology, link topology.Link, n
 	if n < 1 {
 		return res, fmt.Errorf("reshard %s: %d shards: use 1 or more", link, n)
 	}
-	dst, err := kafkaconn.Dial(ctx, c, nil)
+	clusters.Connect(ctx, link.Target)
+	dst, err := clusters.Need(link.Target)
 	if err != nil {
 		return res, fmt.Errorf("target %s: %w", link.Target, err)
 	}
-	defer dst.Close()
 	shards, err := kafkaread.Topic(ctx, dst, link.ShardsTopic())
 	if err != nil {
 		return res, fmt.Errorf("target %s: %w", link.Target, err)
@@ -169,9 +170,7 @@ func recreateShardsTopic(ctx context.Context, dst sarama.Client, admin sarama.Cl
 	if err := waitTopicGone(ctx, dst, link.ShardsTopic()); err != nil {
 		return err
 	}
-	rf := max(int16(min(3, len(dst.Brokers()))), 1)
-	return kafkaread.CreateTopics(ctx, dst, map[string]*sarama.TopicDetail{link.ShardsTopic(): {
-		NumPartitions: n, ReplicationFactor: rf, ConfigEntries: map[string]*string{"retention.ms": new("3600000")}}})
+	return kafkaread.EnsureTopics(ctx, dst, topology.ExpiringTopic(link.ShardsTopic(), n, time.Hour))
 }
 
 // awaitShardCount waits until the target's metadata shows the shards topic

@@ -42,25 +42,18 @@ type State struct {
 }
 
 // Describe reads the link's worker group on the target and measures its
-// lag. Problems are reported in Error; it never fails as a whole.
-func Describe(ctx context.Context, topo *topology.Topology, link topology.Link) State {
-	ls, _ := DescribeLag(ctx, topo, link)
+// lag, through the command's session (its clients of the link's clusters,
+// dialled only if the session has not yet). Problems are reported in
+// Error; it never fails as a whole.
+func Describe(ctx context.Context, clusters *kafkaconn.Clusters, link topology.Link) State {
+	ls, _ := DescribeLag(ctx, clusters, link)
 	return ls
 }
 
-// DescribeLag is Describe that also returns the per-partition lag
-// it measured (nil when it could not), for callers that show both (the
-// TUI) without measuring twice.
-func DescribeLag(ctx context.Context, topo *topology.Topology, link topology.Link) (State, *LagReport) {
-	clusters := kafkaconn.Open(ctx, topo, link.Target)
-	defer clusters.Close()
-	return DescribeLagIn(ctx, clusters, link)
-}
-
-// DescribeLagIn is DescribeLag through a command's session: it uses
-// the session's clients of the link's clusters, dialling them only if the
-// session has not yet.
-func DescribeLagIn(ctx context.Context, clusters *kafkaconn.Clusters, link topology.Link) (State, *LagReport) {
+// DescribeLag is Describe that also returns the per-partition lag it
+// measured (nil when it could not), for callers that show both (status,
+// the TUI) without measuring twice.
+func DescribeLag(ctx context.Context, clusters *kafkaconn.Clusters, link topology.Link) (State, *LagReport) {
 	ls := State{Link: link.String()}
 	clusters.Connect(ctx, link.Target)
 	dst, err := clusters.Need(link.Target)
@@ -82,7 +75,7 @@ func DescribeLagIn(ctx context.Context, clusters *kafkaconn.Clusters, link topol
 		ls.GroupState, ls.Workers = descs[0].State, len(descs[0].Members)
 		ls.Running = ls.Workers > 0
 	}
-	rep, err := MeasureLagIn(ctx, clusters, link)
+	rep, err := MeasureLag(ctx, clusters, link)
 	if err != nil {
 		ls.Error = err.Error()
 		return ls, nil

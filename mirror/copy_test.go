@@ -138,7 +138,7 @@ func testFaithfulCopy(t *testing.T, delivery string) {
 	waitFor(t, 20*time.Second, "zero lag", func() error {
 		lctx, lcancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer lcancel()
-		rep, err := linkstate.MeasureLag(lctx, p.Topology, e.Link())
+		rep, err := linkstate.MeasureLag(lctx, kfaketest.Session(t, p.Topology), e.Link())
 		if err != nil {
 			return err
 		}

@@ -97,7 +97,7 @@ func TestDaemonFollowsRoles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := linkstate.Fence(ctx, p.Topology, p.Topology.Link("east", "west")); err != nil {
+	if _, err := linkstate.Fence(ctx, kfaketest.Session(t, p.Topology), p.Topology.Link("east", "west")); err != nil {
 		t.Fatal(err)
 	}
 	send(kfaketest.IdempotentProducer(t, west, ""), 30, "from-west")
@@ -196,7 +196,7 @@ func TestDaemonFollowsATransitionPromptly(t *testing.T) {
 	// A failover's flip: west active, east stale (wiping), the old link fenced.
 	p, d, st := daemonAtFlip(t, 10*time.Second)
 	ctx := context.Background()
-	if _, err := linkstate.Fence(ctx, p.Topology, p.Topology.Link("east", "west")); err != nil {
+	if _, err := linkstate.Fence(ctx, kfaketest.Session(t, p.Topology), p.Topology.Link("east", "west")); err != nil {
 		t.Fatal(err)
 	}
 	// The daemon sees the flip at its next read (within StatePoll) and

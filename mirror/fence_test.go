@@ -68,7 +68,7 @@ func TestFencedMirrorCannotWrite(t *testing.T) {
 	if err := rolestate.CompareAndSet(ctx, dst, cfg, 0, next); err != nil {
 		t.Fatal(err)
 	}
-	n, err := linkstate.Fence(ctx, p.Topology, e.Link())
+	n, err := linkstate.Fence(ctx, kfaketest.Session(t, p.Topology), e.Link())
 	if err != nil || n != 2 {
 		t.Fatalf("Fence = %d, %v; want 2 shards fenced", n, err)
 	}

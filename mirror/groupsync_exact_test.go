@@ -263,7 +263,7 @@ func testGroupTranslationIsExact(t *testing.T, seed uint64) {
 	waitFor(t, 30*time.Second, "the mirror caught up", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		rep, err := linkstate.MeasureLag(ctx, p.Topology, link)
+		rep, err := linkstate.MeasureLag(ctx, kfaketest.Session(t, p.Topology), link)
 		if err != nil {
 			return err
 		}

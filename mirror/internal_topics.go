@@ -3,9 +3,6 @@ package mirror
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
-	"strconv"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -30,30 +27,22 @@ func (e *Engine) ensureInternalTopics(ctx context.Context, src, dst sarama.Clien
 			return err
 		}
 	}
-	rf := max(int16(min(3, len(dst.Brokers()))), 1)
-	retention := strconv.FormatInt(e.opts.OffsetsRetention.Milliseconds(), 10)
 	// The ends topic takes a whole view from every shard about once a
-	// second: small segments let the cleaner keep it near one record per
-	// shard (readers start from its end anyway, see linkstate.LastObserved).
-	compacted := map[string]*string{"cleanup.policy": new("compact"), "segment.bytes": new("8388608"),
-		"segment.ms": new("600000"), "min.cleanable.dirty.ratio": new("0.1")}
-	topics := map[string]*sarama.TopicDetail{
-		e.link.ShardsTopic(): {NumPartitions: shards, ReplicationFactor: rf,
-			ConfigEntries: map[string]*string{"retention.ms": new("3600000")}},
-		e.link.OffsetsTopic(): {NumPartitions: shards, ReplicationFactor: rf,
-			ConfigEntries: map[string]*string{"cleanup.policy": new("delete"), "retention.ms": &retention}},
-		e.link.EndsTopic():   {NumPartitions: 1, ReplicationFactor: rf, ConfigEntries: compacted},
-		e.link.TopicsTopic(): {NumPartitions: 1, ReplicationFactor: rf, ConfigEntries: compacted},
+	// second, and the topic ledger a record per topic: keyed topics, whose
+	// small segments let the cleaner keep them near one record per key
+	// (readers start from the ends topic's end anyway, see latestEnds).
+	specs := []topology.TopicSpec{
+		topology.ExpiringTopic(e.link.ShardsTopic(), shards, time.Hour),
+		topology.ExpiringTopic(e.link.OffsetsTopic(), shards, e.opts.OffsetsRetention),
+		topology.KeyedTopic(e.link.EndsTopic(), 0),
+		topology.KeyedTopic(e.link.TopicsTopic(), 0),
 	}
 	// One request and one wait for all four: a reseed's link starts on a
 	// wiped cluster and creates them all while the failover waits.
-	if err := kafkaread.CreateTopics(ctx, dst, topics); err != nil {
-		return fmt.Errorf("target %s: %w", e.link.Target, err)
-	}
 	// CreateTopics answers before every broker's metadata has the new
-	// topics; until they show, targetChange would take a topic just
-	// created for one the target lost.
-	if err := kafkaread.AwaitLeaders(ctx, dst, 30*time.Second, slices.Collect(maps.Keys(topics))...); err != nil {
+	// topics; EnsureTopics waits until they show, or targetChange would
+	// take a topic just created for one the target lost.
+	if err := kafkaread.EnsureTopics(ctx, dst, specs...); err != nil {
 		return fmt.Errorf("target %s: %w", e.link.Target, err)
 	}
 	ran, err := e.linkShards(dst)

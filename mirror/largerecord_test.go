@@ -95,7 +95,7 @@ func TestRefusedPartitionDoesNotHoldBackItsShard(t *testing.T) {
 	})
 
 	// status (inspect.Status lists linkstate.State.Problems).
-	ls := linkstate.Describe(context.Background(), p.Topology, p.Topology.Link("east", "west"))
+	ls := linkstate.Describe(context.Background(), kfaketest.Session(t, p.Topology), p.Topology.Link("east", "west"))
 	if probs := strings.Join(ls.Problems(), "\n"); !strings.Contains(probs, "refused/0 cannot be copied") {
 		t.Errorf("link problems for status = %q", probs)
 	}

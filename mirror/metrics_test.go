@@ -213,7 +213,7 @@ func TestDaemonMetrics(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := linkstate.Fence(ctx, p.Topology, p.Topology.Link("east", "west")); err != nil {
+	if _, err := linkstate.Fence(ctx, kfaketest.Session(t, p.Topology), p.Topology.Link("east", "west")); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 30*time.Second, "west -> east running, east -> west gauges gone", func() error {

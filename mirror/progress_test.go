@@ -57,7 +57,7 @@ func TestLagDoesNotWaitForTransactionsInDoubt(t *testing.T) {
 	}
 
 	began := time.Now()
-	rep, err := linkstate.MeasureLag(kfaketest.Ctx(t, 5*time.Second), p.Topology, link)
+	rep, err := linkstate.MeasureLag(kfaketest.Ctx(t, 5*time.Second), kfaketest.Session(t, p.Topology), link)
 	if err != nil {
 		t.Fatalf("lag with a transaction in doubt: %v", err)
 	}

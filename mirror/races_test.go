@@ -142,7 +142,7 @@ func TestHungGroupSyncCannotCommitAfterFence(t *testing.T) {
 
 	// The failover fences the link while this group sync is "hung" past
 	// its role check; then the source group moves on and the sync wakes.
-	if _, err := linkstate.Fence(ctx, p.Topology, e.Link()); err != nil {
+	if _, err := linkstate.Fence(ctx, kfaketest.Session(t, p.Topology), e.Link()); err != nil {
 		t.Fatal(err)
 	}
 	commitSource(t, src, group, map[topology.TopicPartition]int64{orders0: 30})

@@ -58,7 +58,7 @@ func reshardOnceStopped(t *testing.T, p *kfaketest.Pair, link topology.Link, n i
 	var res linkstate.ReshardResult
 	waitFor(t, 30*time.Second, "the killed process's session to end", func() error {
 		var err error
-		res, err = linkstate.Reshard(t.Context(), p.Topology, link, n)
+		res, err = linkstate.Reshard(t.Context(), kfaketest.Session(t, p.Topology), link, n)
 		if errors.Is(err, linkstate.ErrLinkRunning) {
 			return err
 		}
@@ -106,7 +106,7 @@ func TestReshardAcrossAKill(t *testing.T) {
 		}
 		return nil
 	})
-	if _, err := linkstate.Reshard(ctx, p.Topology, link, 2); !errors.Is(err, linkstate.ErrLinkRunning) || !strings.Contains(err.Error(), "stop every drctl mirror run") {
+	if _, err := linkstate.Reshard(ctx, kfaketest.Session(t, p.Topology), link, 2); !errors.Is(err, linkstate.ErrLinkRunning) || !strings.Contains(err.Error(), "stop every drctl mirror run") {
 		t.Fatalf("reshard with a mirror process running: got %v, want linkstate.ErrLinkRunning naming the fix", err)
 	}
 	if n := shardsOf(t, p, link); n != 4 {
@@ -159,7 +159,7 @@ func TestReshardAcrossAKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 60*time.Second, "every record mirrored exactly once with 6 shards", everyRecordOnce(t, p, "stream", partitions))
-	rep, err := linkstate.MeasureLag(ctx, p.Topology, link)
+	rep, err := linkstate.MeasureLag(ctx, kfaketest.Session(t, p.Topology), link)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +194,7 @@ func TestShardChecksTheCountAfterItsFence(t *testing.T) {
 		t.Fatalf("an engine asked for no count of a new link of 4 partitions runs %d shards (adopted %v), want %d", e.opts.Shards, e.adopted, MinShards)
 	}
 	link := e.Link()
-	if _, err := linkstate.Reshard(t.Context(), p.Topology, link, 3); err != nil {
+	if _, err := linkstate.Reshard(t.Context(), kfaketest.Session(t, p.Topology), link, 3); err != nil {
 		t.Fatal(err)
 	}
 	kfaketest.Produce(t, p.Topology, "east", "orders", 40)
@@ -291,7 +291,7 @@ func TestNewLinkShards(t *testing.T) {
 func TestReshardRefusals(t *testing.T) {
 	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: `  topics: {include: ["orders"]}`})
 	link := p.Topology.Link("east", "west")
-	if _, err := linkstate.Reshard(t.Context(), p.Topology, link, 2); !errors.Is(err, linkstate.ErrNeverRan) || !strings.Contains(err.Error(), "--shards 2") {
+	if _, err := linkstate.Reshard(t.Context(), kfaketest.Session(t, p.Topology), link, 2); !errors.Is(err, linkstate.ErrNeverRan) || !strings.Contains(err.Error(), "--shards 2") {
 		t.Fatalf("reshard of a link that never ran: got %v, want linkstate.ErrNeverRan naming its first run", err)
 	}
 	kfaketest.CreateTopic(t, p.Topology, "east", "orders", 2, nil)
@@ -305,7 +305,7 @@ func TestReshardRefusals(t *testing.T) {
 	waitFor(t, 30*time.Second, "the link's shards claimed", ownsShards(e, 3))
 	cancel()
 	<-done
-	res, err := linkstate.Reshard(t.Context(), p.Topology, link, 3)
+	res, err := linkstate.Reshard(t.Context(), kfaketest.Session(t, p.Topology), link, 3)
 	if err != nil || res.From != 3 || res.To != 3 || res.Fenced != 3 {
 		t.Fatalf("reshard to the count the link has, no process running: %+v, %v; want its 3 ids fenced again (completing an interrupted reshard)", res, err)
 	}
@@ -314,7 +314,7 @@ func TestReshardRefusals(t *testing.T) {
 	ctx, cancel = context.WithCancel(t.Context())
 	go func() { done <- e.Run(ctx) }()
 	waitFor(t, 30*time.Second, "the link's shards claimed again", ownsShards(e, 3))
-	res, err = linkstate.Reshard(t.Context(), p.Topology, link, 3)
+	res, err = linkstate.Reshard(t.Context(), kfaketest.Session(t, p.Topology), link, 3)
 	if err != nil || res.Fenced != 0 {
 		t.Fatalf("reshard to the running count: %+v, %v; want nothing done", res, err)
 	}
@@ -367,7 +367,7 @@ func TestReshardFencesAZombie(t *testing.T) {
 		return prod
 	}
 	below, above := zombie(1), zombie(3)
-	if _, err := linkstate.Reshard(t.Context(), p.Topology, link, 2); err != nil {
+	if _, err := linkstate.Reshard(t.Context(), kfaketest.Session(t, p.Topology), link, 2); err != nil {
 		t.Fatal(err)
 	}
 	for id, prod := range map[int32]sarama.SyncProducer{1: below, 3: above} {

@@ -35,7 +35,7 @@ func TestStandbyLosesItsData(t *testing.T) {
 	waitCopied(t, src, dst, "orders", "kfake-east")
 
 	addr := p.West.ListenAddrs()[0]
-	p.West.Close()
+	p.Stop("west")
 	port := 0
 	if _, err := fmt.Sscanf(addr[strings.LastIndexByte(addr, ':')+1:], "%d", &port); err != nil {
 		t.Fatal(err)

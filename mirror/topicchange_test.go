@@ -133,7 +133,7 @@ func TestTopicDeletedOnActiveKeepsCopy(t *testing.T) {
 	if len(lag.TopicChanges) != 1 || lag.TopicChanges[0].Topic != "orders" || lag.TopicChanges[0].Kind != linkstate.TopicDeleted {
 		t.Errorf("lag report topic changes = %+v, want orders deleted", lag.TopicChanges)
 	}
-	ls := linkstate.Describe(context.Background(), p.Topology, p.Topology.Link("east", "west"))
+	ls := linkstate.Describe(context.Background(), kfaketest.Session(t, p.Topology), p.Topology.Link("east", "west"))
 	if probs := strings.Join(ls.Problems(), "\n"); !strings.Contains(probs, "topic orders deleted on east: the copy on west is kept") {
 		t.Errorf("link problems for status = %q", probs)
 	}
@@ -143,7 +143,7 @@ func measureLag(t *testing.T, topo *topology.Topology) *linkstate.LagReport {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	rep, err := linkstate.MeasureLag(ctx, topo, topo.Link("east", "west"))
+	rep, err := linkstate.MeasureLag(ctx, kfaketest.Session(t, topo), topo.Link("east", "west"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +265,7 @@ func TestTopicRecreatedOnActive(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	link := p.Topology.Link("east", "west")
-	res, err := linkstate.ReseedTopic(ctx, p.Topology, link, "orders", true)
+	res, err := linkstate.ReseedTopic(ctx, kfaketest.Session(t, p.Topology), link, "orders", true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +294,7 @@ func TestTopicRecreatedOnActive(t *testing.T) {
 		}
 		t.Logf("g-new orders/%d after reseed-topic: target %d, status %s, exact %v", gp.Partition, gp.Target, gp.Status, gp.Exact)
 	}
-	if _, err := linkstate.ReseedTopic(ctx, p.Topology, link, "orders", false); !errors.Is(err, linkstate.ErrNotRecreated) {
+	if _, err := linkstate.ReseedTopic(ctx, kfaketest.Session(t, p.Topology), link, "orders", false); !errors.Is(err, linkstate.ErrNotRecreated) {
 		t.Errorf("a second reseed-topic: %v, want ErrNotRecreated", err)
 	}
 }
@@ -450,7 +450,7 @@ func TestLateCheckpointOfAnOldIncarnationIgnored(t *testing.T) {
 	kfaketest.CreateTopicOn(t, src, "orders", 1, nil)
 	sendN(t, kfaketest.IdempotentProducer(t, east, ""), "orders", 30, "new")
 	ctx := kfaketest.Ctx(t, 60*time.Second)
-	if _, err := linkstate.ReseedTopic(ctx, p.Topology, link, "orders", false); err != nil {
+	if _, err := linkstate.ReseedTopic(ctx, kfaketest.Session(t, p.Topology), link, "orders", false); err != nil {
 		t.Fatal(err)
 	}
 	// The late checkpoint: the first incarnation's position, written after
@@ -467,7 +467,7 @@ func TestLateCheckpointOfAnOldIncarnationIgnored(t *testing.T) {
 	// incarnation, and the salvage's and inspect rpo's reads find none
 	// mirrored, from the source's topic id or, with the source down, from
 	// the ledger's.
-	rep, err := linkstate.MeasureLag(ctx, p.Topology, link)
+	rep, err := linkstate.MeasureLag(ctx, kfaketest.Session(t, p.Topology), link)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,7 +67,7 @@ func TestTrailingMarkersSkippedWithoutProbes(t *testing.T) {
 		return nil
 	})
 	waitFor(t, 2*time.Minute, "zero lag", func() error {
-		rep, err := linkstate.MeasureLag(context.Background(), p.Topology, link)
+		rep, err := linkstate.MeasureLag(context.Background(), kfaketest.Session(t, p.Topology), link)
 		if err != nil {
 			return err
 		}
@@ -116,7 +116,7 @@ func TestCopyOfATransactionPassesItsMarker(t *testing.T) {
 	runEngine(t, p.Topology, Options{Shards: 1, IdleCheck: time.Second})
 	link := p.Topology.Link("east", "west")
 	waitFor(t, time.Minute, "zero lag", func() error {
-		rep, err := linkstate.MeasureLag(context.Background(), p.Topology, link)
+		rep, err := linkstate.MeasureLag(context.Background(), kfaketest.Session(t, p.Topology), link)
 		if err != nil {
 			return err
 		}
@@ -194,7 +194,7 @@ func TestAbortedTailPassedAtOnce(t *testing.T) {
 	runEngine(t, p.Topology, Options{Shards: 1, IdleCheck: time.Minute})
 	link := p.Topology.Link("east", "west")
 	behind := func() (int64, error) {
-		rep, err := linkstate.MeasureLag(context.Background(), p.Topology, link)
+		rep, err := linkstate.MeasureLag(context.Background(), kfaketest.Session(t, p.Topology), link)
 		if err != nil {
 			return 0, err
 		}
@@ -234,7 +234,7 @@ func TestAbortsDoNotFloodTheTarget(t *testing.T) {
 	e := runEngine(t, p.Topology, Options{Shards: 1, IdleCheck: time.Minute})
 	link := p.Topology.Link("east", "west")
 	zero := func() error {
-		rep, err := linkstate.MeasureLag(context.Background(), p.Topology, link)
+		rep, err := linkstate.MeasureLag(context.Background(), kfaketest.Session(t, p.Topology), link)
 		if err == nil && (len(rep.Partitions) != 1 || rep.TotalRecords != 0) {
 			err = fmt.Errorf("%d behind over %d partitions", rep.TotalRecords, len(rep.Partitions))
 		}

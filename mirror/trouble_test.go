@@ -72,7 +72,7 @@ func TestRetentionLossIsCounted(t *testing.T) {
 	}
 	lctx, lcancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer lcancel()
-	rep, err := linkstate.MeasureLag(lctx, p.Topology, p.Topology.Link("east", "west"))
+	rep, err := linkstate.MeasureLag(lctx, kfaketest.Session(t, p.Topology), p.Topology.Link("east", "west"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestRetentionLossIsCounted(t *testing.T) {
 	before := time.Now()
 	run(15)
 	link := p.Topology.Link("east", "west")
-	rep, err = linkstate.MeasureLag(lctx, p.Topology, link)
+	rep, err = linkstate.MeasureLag(lctx, kfaketest.Session(t, p.Topology), link)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestRetentionLossIsCounted(t *testing.T) {
 		t.Errorf("lag after the loss: pending %d (want 0), unacknowledged %d (want 15), losses %+v (want %s, found before the restart)",
 			rep.TotalLost, rep.LostUnacknowledged, rep.Losses, want)
 	}
-	ls := linkstate.Describe(lctx, p.Topology, link)
+	ls := linkstate.Describe(lctx, kfaketest.Session(t, p.Topology), link)
 	if probs := strings.Join(ls.Problems(), "\n"); ls.LostUnacknowledged != 15 || !strings.Contains(probs, want) || !strings.Contains(probs, "drctl mirror ack-lost") {
 		t.Errorf("link state: %d unacknowledged, problems:\n%s\nwant the range and drctl mirror ack-lost", ls.LostUnacknowledged, probs)
 	}

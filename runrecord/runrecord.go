@@ -210,7 +210,10 @@ func Put(ctx context.Context, clusters *kafkaconn.Clusters, rec *Record) error {
 	var wg sync.WaitGroup
 	for name, c := range clusters.Clients() {
 		wg.Go(func() {
-			err := kvstore.Put(ctx, c, topology.RunsTopic, rec.Plan.ID, raw)
+			p, err := clusters.Producer(name)
+			if err == nil {
+				err = kvstore.PutWith(ctx, c, p, topology.RunsTopic, rec.Plan.ID, raw)
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {

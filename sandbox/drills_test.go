@@ -34,7 +34,7 @@ func TestSandboxDrills(t *testing.T) {
 	// checks their parity).
 	deadline := time.Now().Add(time.Minute)
 	for {
-		st := inspect.CollectStatus(ctx, topo)
+		st, _ := inspect.CollectStatus(ctx, kfaketest.Session(t, topo))
 		parity := len(st.Topics) > 0
 		for _, tp := range st.Topics {
 			parity = parity && tp.InParity
@@ -52,7 +52,7 @@ func TestSandboxDrills(t *testing.T) {
 	wait := drill.Options{WaitBusy: 2 * time.Minute}
 	canary := *d
 	canary.Params.Rate = 50
-	rec, err := drill.Run(ctx, topo, &canary, wait)
+	rec, err := drill.Run(ctx, kfaketest.Session(t, topo), &canary, wait)
 	if err != nil || rec.Verdict != drill.Pass {
 		t.Fatalf("canary in the sandbox: %v %+v", err, rec)
 	}
@@ -61,12 +61,12 @@ func TestSandboxDrills(t *testing.T) {
 		dd.Params.Hold = 2 * time.Second
 		o := wait
 		o.Yes = true
-		rec, err = drill.Run(ctx, topo, dd, o)
+		rec, err = drill.Run(ctx, kfaketest.Session(t, topo), dd, o)
 		if err != nil || rec.Verdict != drill.Pass {
 			t.Fatalf("%s drill in the sandbox: %v %+v", kind, err, rec)
 		}
 	}
-	roles, err := inspect.CollectRoles(ctx, topo)
+	roles, err := inspect.CollectRoles(ctx, kfaketest.Session(t, topo))
 	if err != nil || roles.Active != East || roles.Phase != "steady" || roles.Run != nil {
 		t.Errorf("roles after the drills: %+v %v", roles, err)
 	}
@@ -88,7 +88,7 @@ func TestSandboxDrills(t *testing.T) {
 	// catches up.
 	deadline = time.Now().Add(time.Minute)
 	for {
-		st := inspect.CollectStatus(ctx, topo)
+		st, _ := inspect.CollectStatus(ctx, kfaketest.Session(t, topo))
 		if st.Readiness.Level == inspect.Ready && s.Stats().Active == East && len(st.Problems) == 0 {
 			break
 		}

@@ -89,12 +89,14 @@ func (m *Model) planCmd(what string, req failover.FailoverRequest) tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		p, err := failover.PlanFailover(ctx, topo, req)
+		clusters := kafkaconn.Open(ctx, topo)
+		defer clusters.Close()
+		p, err := failover.PlanFailover(ctx, clusters, req)
 		msg := planMsg{what: what, plan: p, err: err, unplanned: req.Mode == failover.Unplanned}
 		if err == nil {
 			pctx, pcancel := context.WithTimeout(context.Background(), 15*time.Second)
 			defer pcancel()
-			msg.wipe = failover.PreviewWipe(pctx, topo, p)
+			msg.wipe = failover.PreviewWipe(pctx, clusters, p)
 		}
 		return msg
 	}
@@ -106,7 +108,9 @@ func (m *Model) resumeIDCmd() tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		id, err := failover.ResumeID(ctx, topo, "")
+		clusters := kafkaconn.Open(ctx, topo)
+		defer clusters.Close()
+		id, err := failover.ResumeID(ctx, clusters, "")
 		return resumeIDMsg{id: id, err: err}
 	}
 }
@@ -164,7 +168,9 @@ func (m *Model) startRun(id, resume string, run runFunc) tea.Cmd {
 func (m *Model) failoverRun(p *plans.Plan) tea.Cmd {
 	topo, dir := m.opts.Topology, m.opts.JournalDir
 	return m.startRun(p.ID, "drctl -c "+topo.Path+" resume "+p.ID, func(ctx context.Context, h *runHook, in *plans.Interrupts) error {
-		return failover.Execute(ctx, topo, p, failover.RunOptions{Hooks: []plans.Hook{h}, Interrupts: in, Confirm: h.confirm, JournalDir: dir})
+		clusters := kafkaconn.Open(ctx, topo)
+		defer clusters.Close()
+		return failover.Execute(ctx, clusters, p, failover.RunOptions{Hooks: []plans.Hook{h}, Interrupts: in, Confirm: h.confirm, JournalDir: dir})
 	})
 }
 
@@ -172,7 +178,9 @@ func (m *Model) failoverRun(p *plans.Plan) tea.Cmd {
 func (m *Model) resumeRun(id string) tea.Cmd {
 	topo, dir := m.opts.Topology, m.opts.JournalDir
 	return m.startRun(id, "drctl -c "+topo.Path+" resume "+id, func(ctx context.Context, h *runHook, in *plans.Interrupts) error {
-		return failover.Resume(ctx, topo, id, failover.RunOptions{Hooks: []plans.Hook{h}, Interrupts: in, Confirm: h.confirm, JournalDir: dir})
+		clusters := kafkaconn.Open(ctx, topo)
+		defer clusters.Close()
+		return failover.Resume(ctx, clusters, id, failover.RunOptions{Hooks: []plans.Hook{h}, Interrupts: in, Confirm: h.confirm, JournalDir: dir})
 	})
 }
 
@@ -185,7 +193,9 @@ type drillDoneMsg struct{ rec *drill.Record }
 func (m *Model) drillRun(d *topology.NamedDrill) tea.Cmd {
 	topo, dir := m.opts.Topology, m.opts.JournalDir
 	return m.startRun("drill "+d.Name, "", func(ctx context.Context, h *runHook, in *plans.Interrupts) error {
-		rec, err := drill.Run(ctx, topo, d, drill.Options{Hooks: []plans.Hook{h}, Interrupts: in, JournalDir: dir})
+		clusters := kafkaconn.Open(ctx, topo)
+		defer clusters.Close()
+		rec, err := drill.Run(ctx, clusters, d, drill.Options{Hooks: []plans.Hook{h}, Interrupts: in, JournalDir: dir})
 		if rec != nil {
 			h.ch <- drillDoneMsg{rec}
 		}

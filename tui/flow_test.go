@@ -87,7 +87,7 @@ func TestFailoverThroughKeys(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	st := inspect.CollectStatus(ctx, topo)
+	st, _ := inspect.CollectStatus(ctx, kfaketest.Session(t, topo))
 	if st.Roles.Active != "west" || st.Roles.Standby != "east" || st.Roles.Phase != "steady" {
 		t.Fatalf("roles after the failover: %+v", st.Roles)
 	}

@@ -51,7 +51,7 @@ func TestUnplannedFailoverThroughKeys(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	st := inspect.CollectStatus(ctx, topo)
+	st, _ := inspect.CollectStatus(ctx, kfaketest.Session(t, topo))
 	if st.Roles.Active != "west" || st.Roles.Standby != "east" || st.Roles.Run == nil || st.Roles.Run.ID != runID {
 		t.Fatalf("roles after the unplanned failover: %+v, want west active with run %s to resume", st.Roles, runID)
 	}
@@ -71,7 +71,7 @@ func TestUnplannedFailoverThroughKeys(t *testing.T) {
 	tm.WaitFinished(t, teatest.WithFinalTimeout(10*time.Second))
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel2()
-	st = inspect.CollectStatus(ctx2, topo)
+	st, _ = inspect.CollectStatus(ctx2, kfaketest.Session(t, topo))
 	if st.Roles.Active != "west" || st.Roles.Standby != "east" || st.Roles.Run != nil || st.Roles.Phase != "steady" {
 		t.Fatalf("roles after R finished the run: %+v, want west active, east standby, steady, no run", st.Roles)
 	}

@@ -25,14 +25,14 @@ func TestRunsFromClustersOnKfake(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	plan, err := failover.PlanFailover(ctx, topo, failover.FailoverRequest{To: "west"})
+	plan, err := failover.PlanFailover(ctx, kfaketest.Session(t, topo), failover.FailoverRequest{To: "west"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The mirror has just started: wait until the plan's preflight would
 	// pass (topics created on west, the mirror process registered).
 	for {
-		_, perr := failover.Preflight(ctx, topo, plan)
+		_, perr := failover.Preflight(ctx, kfaketest.Session(t, topo), plan)
 		if perr == nil {
 			break
 		}
@@ -42,7 +42,7 @@ func TestRunsFromClustersOnKfake(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	elsewhere := t.TempDir()
-	if err := failover.Execute(ctx, topo, plan, failover.RunOptions{Yes: true, JournalDir: elsewhere}); err != nil {
+	if err := failover.Execute(ctx, kfaketest.Session(t, topo), plan, failover.RunOptions{Yes: true, JournalDir: elsewhere}); err != nil {
 		t.Fatalf("failover: %v", err)
 	}
 

@@ -46,7 +46,7 @@ func collect(ctx context.Context, topo *topology.Topology, journalDir string, ti
 	// One session for the whole refresh: each cluster is dialled once.
 	clusters := kafkaconn.Open(ctx, topo)
 	defer clusters.Close()
-	s.Status, s.Lag = inspect.CollectStatusIn(ctx, clusters)
+	s.Status, s.Lag = inspect.CollectStatus(ctx, clusters)
 	if m := s.Status.Mirror; m != nil && s.Lag == nil && m.Error != "" {
 		s.LagError = m.Error
 	}

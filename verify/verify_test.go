@@ -28,7 +28,7 @@ func mirrorUntilCaught(t *testing.T, p *kfaketest.Pair) {
 	defer func() { cancel(); <-done }()
 	link := p.Topology.Link("east", "west")
 	kfaketest.Wait(t, 60*time.Second, "the mirror to catch up", func() (bool, string) {
-		rep, err := linkstate.MeasureLag(kfaketest.Ctx(t, 10*time.Second), p.Topology, link)
+		rep, err := linkstate.MeasureLag(kfaketest.Ctx(t, 10*time.Second), kfaketest.Session(t, p.Topology), link)
 		if err != nil {
 			return false, err.Error()
 		}

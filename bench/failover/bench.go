@@ -325,9 +325,12 @@ func (b *bench) waitCaughtUp(ctx context.Context, timeout time.Duration) error {
 	link := b.topo.Link("east", "west")
 	deadline := time.Now().Add(timeout)
 	last := time.Now()
+	clusters := kafkaconn.Open(ctx, b.topo, link.Source, link.Target)
+	defer clusters.Close()
 	for {
 		mctx, cancel := context.WithTimeout(ctx, time.Minute)
-		rep, err := linkstate.MeasureLag(mctx, b.topo, link)
+		clusters.Redial(mctx, link.Source, link.Target)
+		rep, err := linkstate.MeasureLag(mctx, clusters, link)
 		cancel()
 		if err == nil && len(rep.Partitions) == b.o.topics*b.o.partitions && rep.Caught() {
 			never := 0

@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/drctl/drctl/failover"
+	"github.com/drctl/drctl/internal/kafkaconn"
 )
 
 func abortCommand() *cli.Command {
@@ -44,7 +45,9 @@ func abortCommand() *cli.Command {
 			}
 			ctx, cancel := context.WithTimeout(c.Context, 2*time.Minute)
 			defer cancel()
-			rep, err := failover.Abort(ctx, topo, id, failover.AbortOptions{Reason: c.String("reason")})
+			clusters := kafkaconn.Open(ctx, topo)
+			defer clusters.Close()
+			rep, err := failover.Abort(ctx, clusters, id, failover.AbortOptions{Reason: c.String("reason")})
 			if err != nil {
 				return abortError(err)
 			}

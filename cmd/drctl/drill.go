@@ -92,7 +92,11 @@ func drillRunCommand() *cli.Command {
 					return nil
 				}
 			}
-			rec, err := drill.Run(context.WithoutCancel(c.Context), topo, d, o)
+			dctx, dcancel := context.WithTimeout(c.Context, 30*time.Second)
+			clusters := kafkaconn.Open(dctx, topo)
+			dcancel()
+			defer clusters.Close()
+			rec, err := drill.Run(context.WithoutCancel(c.Context), clusters, d, o)
 			if rec == nil {
 				return drillError(err)
 			}

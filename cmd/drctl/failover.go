@@ -38,7 +38,9 @@ func planCommand() *cli.Command {
 				}
 				ctx, cancel := context.WithTimeout(c.Context, 30*time.Second)
 				defer cancel()
-				p, err := failover.PlanFailover(ctx, topo, failoverRequest(c))
+				clusters := kafkaconn.Open(ctx, topo)
+				defer clusters.Close()
+				p, err := failover.PlanFailover(ctx, clusters, failoverRequest(c))
 				if err != nil {
 					return planError(err)
 				}
@@ -51,7 +53,7 @@ func planCommand() *cli.Command {
 					if err := p.WriteText(w); err != nil {
 						return err
 					}
-					writeWipePreview(c, topo, p, w)
+					writeWipePreview(c, clusters, p, w)
 					if out := c.String("out"); out != "" {
 						fmt.Fprintf(w, "\nsaved to %s; run it with: drctl apply %s\n", out, out)
 					}
@@ -110,8 +112,8 @@ func failoverCommand() *cli.Command {
 			&cli.BoolFlag{Name: "unplanned", Usage: "the active cluster is down: no fence of it, no drain; groups from the last snapshot"},
 			forceUnplannedFlag()),
 		Action: func(c *cli.Context) error {
-			return planAndRun(c, func(ctx context.Context, topo *topology.Topology) (*plans.Plan, error) {
-				p, err := failover.PlanFailover(ctx, topo, failoverRequest(c))
+			return planAndRun(c, func(ctx context.Context, clusters *kafkaconn.Clusters) (*plans.Plan, error) {
+				p, err := failover.PlanFailover(ctx, clusters, failoverRequest(c))
 				if err != nil {
 					return nil, err
 				}
@@ -128,8 +130,8 @@ func failbackCommand() *cli.Command {
 		Usage: "move the active role back to the home active cluster",
 		Flags: runFlags(),
 		Action: func(c *cli.Context) error {
-			return planAndRun(c, func(ctx context.Context, topo *topology.Topology) (*plans.Plan, error) {
-				return failover.PlanFailover(ctx, topo, failover.FailoverRequest{To: topo.Active, Kind: rolestate.RunFailback})
+			return planAndRun(c, func(ctx context.Context, clusters *kafkaconn.Clusters) (*plans.Plan, error) {
+				return failover.PlanFailover(ctx, clusters, failover.FailoverRequest{To: clusters.Topology().Active, Kind: rolestate.RunFailback})
 			})
 		},
 	}
@@ -146,8 +148,8 @@ func reseedCommand() *cli.Command {
 			if c.NArg() != 1 {
 				return withCode(exitBadInput, errors.New("name the stale cluster: drctl reseed CLUSTER"))
 			}
-			return planAndRun(c, func(ctx context.Context, topo *topology.Topology) (*plans.Plan, error) {
-				p, err := failover.PlanReseedWith(ctx, topo, c.Args().First(), failover.ReseedOptions{Force: c.Bool("force")})
+			return planAndRun(c, func(ctx context.Context, clusters *kafkaconn.Clusters) (*plans.Plan, error) {
+				p, err := failover.PlanReseedWith(ctx, clusters, c.Args().First(), failover.ReseedOptions{Force: c.Bool("force")})
 				if err != nil {
 					return nil, err
 				}
@@ -168,12 +170,12 @@ func applyCommand() *cli.Command {
 			if c.NArg() != 1 {
 				return withCode(exitBadInput, errors.New("name the plan file: drctl apply plan.json"))
 			}
-			return planAndRun(c, func(ctx context.Context, topo *topology.Topology) (*plans.Plan, error) {
+			return planAndRun(c, func(ctx context.Context, clusters *kafkaconn.Clusters) (*plans.Plan, error) {
 				p, err := plans.LoadPlan(c.Args().First())
 				if err != nil {
 					return nil, withCode(exitBadInput, err)
 				}
-				if err := checkFresh(ctx, topo, p); err != nil {
+				if err := checkFresh(ctx, clusters, p); err != nil {
 					return nil, err
 				}
 				return p, nil
@@ -197,7 +199,9 @@ func resumeCommand() *cli.Command {
 				return err
 			}
 			ctx, cancel := context.WithTimeout(c.Context, 30*time.Second)
-			id, err := failover.ResumeID(ctx, topo, c.Args().First())
+			clusters := kafkaconn.Open(ctx, topo)
+			defer clusters.Close()
+			id, err := failover.ResumeID(ctx, clusters, c.Args().First())
 			cancel()
 			if err != nil {
 				if errors.Is(err, failover.ErrNothingToResume) {
@@ -210,29 +214,29 @@ func resumeCommand() *cli.Command {
 					}
 					// No run left: a stopped drill may still need its
 					// clean-up (a mirror pause, the roles it found).
-					return drillCleanup(c, topo, err)
+					return drillCleanup(c, clusters, err)
 				}
 				return err
 			}
 			ctx, cancel = context.WithTimeout(c.Context, 30*time.Second)
-			ended := finishedRun(ctx, topo, failover.JournalDir(), id)
+			ended := finishedRun(ctx, clusters, failover.JournalDir(), id)
 			cancel()
 			if ended != "" {
 				return withCode(exitFailure, errors.New(ended))
 			}
 			err = execute(c, topo, func(runCtx context.Context, o failover.RunOptions) error {
-				return failover.Resume(runCtx, topo, id, o)
+				return failover.Resume(runCtx, clusters, id, o)
 			}, id)
 			if err != nil {
 				return err
 			}
-			return drillCleanup(c, topo, nil)
+			return drillCleanup(c, clusters, nil)
 		},
 	}
 }
 
 func fenceCommands() []*cli.Command {
-	mk := func(name, usage string, do func(ctx context.Context, topo *topology.Topology, cluster string) (any, string, error)) *cli.Command {
+	mk := func(name, usage string, do func(ctx context.Context, clusters *kafkaconn.Clusters, cluster string) (any, string, error)) *cli.Command {
 		return &cli.Command{
 			Name: name, Usage: usage, ArgsUsage: "CLUSTER",
 			Action: func(c *cli.Context) error {
@@ -248,7 +252,9 @@ func fenceCommands() []*cli.Command {
 				}
 				ctx, cancel := context.WithTimeout(c.Context, time.Minute)
 				defer cancel()
-				v, msg, err := do(ctx, topo, c.Args().First())
+				clusters := kafkaconn.Open(ctx, topo, c.Args().First())
+				defer clusters.Close()
+				v, msg, err := do(ctx, clusters, c.Args().First())
 				if err != nil {
 					return err
 				}
@@ -257,15 +263,15 @@ func fenceCommands() []*cli.Command {
 		}
 	}
 	return []*cli.Command{
-		mk("fence", "deny writes to the selected topics of a cluster (DENY WRITE ACLs, recorded)", func(ctx context.Context, topo *topology.Topology, cl string) (any, string, error) {
-			rec, err := failover.Fence(ctx, topo, cl)
+		mk("fence", "deny writes to the selected topics of a cluster (DENY WRITE ACLs, recorded)", func(ctx context.Context, clusters *kafkaconn.Clusters, cl string) (any, string, error) {
+			rec, err := failover.Fence(ctx, clusters, cl)
 			if err != nil {
 				return nil, "", err
 			}
 			return rec, fmt.Sprintf("%s fenced: %d ACL(s) added by drctl, %d already there", cl, len(rec.Added), len(rec.Existing)), nil
 		}),
-		mk("unfence", "remove exactly the ACLs drctl's fence added", func(ctx context.Context, topo *topology.Topology, cl string) (any, string, error) {
-			removed, err := failover.Unfence(ctx, topo, cl)
+		mk("unfence", "remove exactly the ACLs drctl's fence added", func(ctx context.Context, clusters *kafkaconn.Clusters, cl string) (any, string, error) {
+			removed, err := failover.Unfence(ctx, clusters, cl)
 			if err != nil {
 				return nil, "", err
 			}
@@ -277,10 +283,10 @@ func fenceCommands() []*cli.Command {
 // writeWipePreview says, under a plan that wipes a cluster, what the wipe
 // would delete there now (read when the plan is shown, so before anyone
 // types a name), or that it is unknown.
-func writeWipePreview(c *cli.Context, topo *topology.Topology, p *plans.Plan, w io.Writer) {
+func writeWipePreview(c *cli.Context, clusters *kafkaconn.Clusters, p *plans.Plan, w io.Writer) {
 	ctx, cancel := context.WithTimeout(c.Context, 15*time.Second)
 	defer cancel()
-	if pv := failover.PreviewWipe(ctx, topo, p); pv != nil {
+	if pv := failover.PreviewWipe(ctx, clusters, p); pv != nil {
 		fmt.Fprintln(w)
 		for _, l := range pv.Lines() {
 			fmt.Fprintln(w, l)
@@ -289,13 +295,16 @@ func writeWipePreview(c *cli.Context, topo *topology.Topology, p *plans.Plan, w 
 }
 
 // planAndRun builds a plan, shows it, asks for confirmation and runs it.
-func planAndRun(c *cli.Context, build func(context.Context, *topology.Topology) (*plans.Plan, error)) error {
+func planAndRun(c *cli.Context, build func(context.Context, *kafkaconn.Clusters) (*plans.Plan, error)) error {
 	topo, err := loadTopology(c)
 	if err != nil {
 		return err
 	}
+	// The command's one session: the plan, its preview and its run.
 	ctx, cancel := context.WithTimeout(c.Context, 30*time.Second)
-	p, err := build(ctx, topo)
+	clusters := kafkaconn.Open(ctx, topo)
+	defer clusters.Close()
+	p, err := build(ctx, clusters)
 	cancel()
 	if err != nil {
 		return planError(err)
@@ -304,7 +313,7 @@ func planAndRun(c *cli.Context, build func(context.Context, *topology.Topology) 
 		if err := p.WriteText(c.App.Writer); err != nil {
 			return err
 		}
-		writeWipePreview(c, topo, p, c.App.Writer)
+		writeWipePreview(c, clusters, p, c.App.Writer)
 	}
 	target, err := failover.ConfirmName(p)
 	if err != nil {
@@ -318,7 +327,7 @@ func planAndRun(c *cli.Context, build func(context.Context, *topology.Topology) 
 		return err
 	}
 	return execute(c, topo, func(runCtx context.Context, o failover.RunOptions) error {
-		return failover.Execute(runCtx, topo, p, o)
+		return failover.Execute(runCtx, clusters, p, o)
 	}, p.ID)
 }
 
@@ -374,8 +383,8 @@ func execute(c *cli.Context, topo *topology.Topology, run func(context.Context, 
 
 // checkFresh maps failover.CheckFresh's refusal of a stale saved plan to
 // its exit code.
-func checkFresh(ctx context.Context, topo *topology.Topology, p *plans.Plan) error {
-	err := failover.CheckFresh(ctx, topo, p)
+func checkFresh(ctx context.Context, clusters *kafkaconn.Clusters, p *plans.Plan) error {
+	err := failover.CheckFresh(ctx, clusters, p)
 	switch {
 	case err == nil:
 		return nil
@@ -388,8 +397,8 @@ func checkFresh(ctx context.Context, topo *topology.Topology, p *plans.Plan) err
 // drillCleanup puts right what a stopped disruptive drill left (see
 // drill.Cleanup) and prints what it did; with nothing to do it returns
 // nothing (nil or, when there was no run to resume either, that error).
-func drillCleanup(c *cli.Context, topo *topology.Topology, nothing error) error {
-	did, err := drill.Cleanup(context.WithoutCancel(c.Context), topo, drill.CleanupOptions{Out: c.App.Writer, JournalDir: failover.JournalDir()})
+func drillCleanup(c *cli.Context, clusters *kafkaconn.Clusters, nothing error) error {
+	did, err := drill.Cleanup(context.WithoutCancel(c.Context), clusters, drill.CleanupOptions{Out: c.App.Writer, JournalDir: failover.JournalDir()})
 	for _, line := range did {
 		fmt.Fprintln(c.App.Writer, line)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/drctl/drctl/drill"
 	"github.com/drctl/drctl/inspect"
+	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/mirror"
 	"github.com/drctl/drctl/topology"
@@ -118,8 +119,9 @@ func mirrorRun(c *cli.Context) error {
 }
 
 // liveLink resolves the roles and returns the link they run.
-func liveLink(ctx context.Context, topo *topology.Topology) (topology.Link, error) {
-	st, err := inspect.CollectRoles(ctx, topo)
+func liveLink(ctx context.Context, clusters *kafkaconn.Clusters) (topology.Link, error) {
+	topo := clusters.Topology()
+	st, err := inspect.CollectRoles(ctx, clusters)
 	if err != nil {
 		return topology.Link{}, withCode(exitUnreachable, fmt.Errorf("cannot read the live roles: %w", err))
 	}
@@ -133,11 +135,13 @@ func mirrorLag(c *cli.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(c.Context, c.Duration("timeout"))
 	defer cancel()
-	link, err := liveLink(ctx, topo)
+	clusters := kafkaconn.Open(ctx, topo)
+	defer clusters.Close()
+	link, err := liveLink(ctx, clusters)
 	if err != nil {
 		return err
 	}
-	rep, err := linkstate.MeasureLag(ctx, topo, link)
+	rep, err := linkstate.MeasureLag(ctx, clusters, link)
 	if err != nil {
 		return withCode(exitUnreachable, err)
 	}

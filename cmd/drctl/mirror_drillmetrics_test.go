@@ -58,7 +58,7 @@ func TestMirrorExportsDrillGauges(t *testing.T) {
 
 	rctx, rcancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer rcancel()
-	rec, err := drill.Run(rctx, p.Topology, topology.DefaultDrill(topology.DrillCanary), drill.Options{JournalDir: t.TempDir()})
+	rec, err := drill.Run(rctx, kfaketest.Session(t, p.Topology), topology.DefaultDrill(topology.DrillCanary), drill.Options{JournalDir: t.TempDir()})
 	if err != nil || !rec.Passed() {
 		t.Fatalf("canary drill: %v %+v", err, rec)
 	}

@@ -60,12 +60,12 @@ func mirrorAckLost(c *cli.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(c.Context, c.Duration("timeout"))
 	defer cancel()
-	link, err := liveLink(ctx, topo)
+	clusters := kafkaconn.Open(ctx, topo)
+	defer clusters.Close()
+	link, err := liveLink(ctx, clusters)
 	if err != nil {
 		return err
 	}
-	clusters := kafkaconn.Open(ctx, topo, link.Target)
-	defer clusters.Close()
 	dst, err := clusters.Need(link.Target)
 	if err != nil {
 		return withCode(exitUnreachable, err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/linkstate"
 )
 
@@ -50,14 +51,16 @@ func mirrorReshard(c *cli.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(c.Context, c.Duration("timeout"))
 	defer cancel()
-	link, err := liveLink(ctx, topo)
+	clusters := kafkaconn.Open(ctx, topo)
+	defer clusters.Close()
+	link, err := liveLink(ctx, clusters)
 	if err != nil {
 		return err
 	}
 	if err := cf.YesNo(c.App.Writer, fmt.Sprintf("reshard the link %s to %d shards (every mirror process of it stopped)?", link, n)); err != nil {
 		return err
 	}
-	res, err := linkstate.Reshard(ctx, topo, link, int32(n))
+	res, err := linkstate.Reshard(ctx, clusters, link, int32(n))
 	switch {
 	case errors.Is(err, linkstate.ErrLinkRunning), errors.Is(err, linkstate.ErrNeverRan):
 		return withCode(exitBadInput, err)

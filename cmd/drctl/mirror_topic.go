@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/linkstate"
 )
 
@@ -56,7 +57,9 @@ func mirrorReseedTopic(c *cli.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(c.Context, c.Duration("timeout"))
 	defer cancel()
-	link, err := liveLink(ctx, topo)
+	clusters := kafkaconn.Open(ctx, topo)
+	defer clusters.Close()
+	link, err := liveLink(ctx, clusters)
 	if err != nil {
 		return err
 	}
@@ -67,7 +70,7 @@ func mirrorReseedTopic(c *cli.Context) error {
 	if err := cf.YesNo(c.App.Writer, fmt.Sprintf("%s the copy of %s on %s and mirror the new %s from %s?", what, topic, link.Target, topic, link.Source)); err != nil {
 		return err
 	}
-	res, err := linkstate.ReseedTopic(ctx, topo, link, topic, c.Bool("salvage"))
+	res, err := linkstate.ReseedTopic(ctx, clusters, link, topic, c.Bool("salvage"))
 	if errors.Is(err, linkstate.ErrNotRecreated) {
 		return withCode(exitBadInput, err)
 	}

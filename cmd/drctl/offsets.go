@@ -70,7 +70,7 @@ func checkGroups(topo *topology.Topology, groups []string, sync bool) error {
 
 // translateCmd resolves the live link and translates the flags' groups.
 func translateCmd(ctx context.Context, c *cli.Context, clusters *kafkaconn.Clusters) (*groupsync.TranslationReport, topology.Link, error) {
-	link, err := liveLink(ctx, clusters.Topology())
+	link, err := liveLink(ctx, clusters)
 	if err != nil {
 		return nil, link, err
 	}

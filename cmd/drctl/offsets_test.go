@@ -79,7 +79,7 @@ func newOffsetsEnv(t *testing.T) *offsetsEnv {
 	t.Cleanup(func() { stop(); <-done })
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		rep, err := linkstate.MeasureLag(ctx, p.Topology, e.Link())
+		rep, err := linkstate.MeasureLag(ctx, kfaketest.Session(t, p.Topology), e.Link())
 		if err == nil && rep.Caught() {
 			break
 		}

@@ -92,7 +92,7 @@ func TestNoOrCtrlCAtAQuestionChangesNothing(t *testing.T) {
 			t.Errorf("%s: the screen treats the answer as an interrupted run:\n%s", answer.name, s)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		st := inspect.CollectStatus(ctx, p.Topology)
+		st, _ := inspect.CollectStatus(ctx, kfaketest.Session(t, p.Topology))
 		cancel()
 		if st.Roles.Epoch != 0 || st.Roles.Active != "east" || st.Roles.Run != nil || st.Roles.Phase != "steady" {
 			t.Errorf("%s: the roles are %+v; want east active at epoch 0, steady, no run", answer.name, st.Roles)

@@ -9,7 +9,6 @@ import (
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/plans"
 	"github.com/drctl/drctl/runrecord"
-	"github.com/drctl/drctl/topology"
 )
 
 // finishedRun says how and when run id ended if it finished every step,
@@ -17,13 +16,11 @@ import (
 // not (or neither knows it: resuming it says so). A finished run has
 // nothing to resume, and saying nothing would let an operator believe the
 // resume did something.
-func finishedRun(ctx context.Context, topo *topology.Topology, dir, id string) string {
+func finishedRun(ctx context.Context, clusters *kafkaconn.Clusters, dir, id string) string {
 	if st, err := plans.ReadJournal(filepath.Join(dir, id+".jsonl")); err == nil && st.Finished {
 		return fmt.Sprintf("run %s (%s) has already finished: every step succeeded, the last run of it ended at %s (by %s, from this machine's journal); there is nothing to resume: drctl status shows the roles now",
 			id, st.Plan.Kind, timeOrUnknown(st.EndedAt), orText(st.Actor, "unknown"))
 	}
-	clusters := kafkaconn.Open(ctx, topo)
-	defer clusters.Close()
 	rec := runrecord.Load(ctx, clusters, id)
 	if rec != nil && rec.Finished {
 		return fmt.Sprintf("run %s (%s) has already finished: every step succeeded, recorded in the clusters at %s; there is nothing to resume: drctl status shows the roles now",

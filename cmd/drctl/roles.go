@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/drctl/drctl/failover"
+	"github.com/drctl/drctl/internal/kafkaconn"
 )
 
 // rolesCommand is drctl roles restore: the way back when the role state was
@@ -44,7 +45,9 @@ func rolesCommand() *cli.Command {
 				}
 				ctx, cancel := context.WithTimeout(c.Context, time.Minute)
 				defer cancel()
-				st, err := failover.RestoreState(ctx, topo, active)
+				clusters := kafkaconn.Open(ctx, topo)
+				defer clusters.Close()
+				st, err := failover.RestoreState(ctx, clusters, active)
 				if errors.Is(err, failover.ErrNothingToRestore) {
 					return withCode(exitFailure, err)
 				}

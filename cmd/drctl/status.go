@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/drctl/drctl/inspect"
+	"github.com/drctl/drctl/internal/kafkaconn"
 )
 
 func statusCommand() *cli.Command {
@@ -31,7 +32,9 @@ func statusCommand() *cli.Command {
 			}
 			ctx, cancel := context.WithTimeout(c.Context, c.Duration("timeout"))
 			defer cancel()
-			st := inspect.CollectStatus(ctx, topo)
+			clusters := kafkaconn.Open(ctx, topo)
+			defer clusters.Close()
+			st, _ := inspect.CollectStatus(ctx, clusters)
 			if err := render(c, statusDocument{StatusSchemaVersion, st}, func(w io.Writer) error { return statusTables(w, st) }); err != nil {
 				return err
 			}

@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/drctl/drctl/inspect"
+	"github.com/drctl/drctl/internal/kafkaconn"
 )
 
 func validateCommand() *cli.Command {
@@ -31,7 +32,9 @@ func validateCommand() *cli.Command {
 			if c.Bool("online") {
 				ctx, cancel := context.WithTimeout(c.Context, c.Duration("timeout"))
 				defer cancel()
-				v = inspect.ValidateOnline(ctx, topo)
+				clusters := kafkaconn.Open(ctx, topo)
+				defer clusters.Close()
+				v = inspect.ValidateOnline(ctx, clusters)
 			} else {
 				v = inspect.ValidateOffline(topo)
 			}

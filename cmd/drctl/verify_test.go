@@ -33,7 +33,7 @@ func TestVerifyCommand(t *testing.T) {
 	link := p.Topology.Link("east", "west")
 	caught := func() {
 		kfaketest.Wait(t, 60*time.Second, "the mirror to catch up", func() (bool, string) {
-			rep, err := linkstate.MeasureLag(kfaketest.Ctx(t, 10*time.Second), p.Topology, link)
+			rep, err := linkstate.MeasureLag(kfaketest.Ctx(t, 10*time.Second), kfaketest.Session(t, p.Topology), link)
 			return err == nil && rep.Caught(), fmt.Sprint(err)
 		})
 	}

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/IBM/sarama"
 
@@ -25,14 +26,24 @@ type Clusters struct {
 	mu      sync.Mutex
 	clients map[string]sarama.Client
 	errs    map[string]error
-	closed  bool
+	// failedAt is when each cluster in errs last failed to be dialled.
+	failedAt map[string]time.Time
+	// producers are the session's bookkeeping producers (Producer).
+	producers map[string]sarama.SyncProducer
+	closed    bool
 }
+
+// RedialEvery is how often Redial dials again a cluster that could not be
+// dialled: a cluster that is down costs each dial its timeout, and a run
+// that asks for it at every step must not pay that at every step.
+var RedialEvery = 10 * time.Second
 
 // Open starts a session with topo and dials the named clusters (every
 // cluster of the topology when none is named) concurrently, each bounded
 // by ctx.
 func Open(ctx context.Context, topo *topology.Topology, names ...string) *Clusters {
-	s := &Clusters{topo: topo, clients: map[string]sarama.Client{}, errs: map[string]error{}}
+	s := &Clusters{topo: topo, clients: map[string]sarama.Client{}, errs: map[string]error{}, failedAt: map[string]time.Time{},
+		producers: map[string]sarama.SyncProducer{}}
 	s.Connect(ctx, names...)
 	return s
 }
@@ -71,7 +82,7 @@ func (s *Clusters) Connect(ctx context.Context, names ...string) {
 			defer s.mu.Unlock()
 			switch {
 			case err != nil:
-				s.errs[name] = err
+				s.errs[name], s.failedAt[name] = err, time.Now()
 			case s.closed: // Close ran while this dial was under way
 				_ = cl.Close()
 			default:
@@ -83,22 +94,77 @@ func (s *Clusters) Connect(ctx context.Context, names ...string) {
 }
 
 // Redial dials again, concurrently, the named clusters (every cluster of
-// the topology when none is named) whose earlier dial failed, and dials
-// those never dialled; a cluster the session reaches is left alone. A
-// long-lived session (a run's) calls it before each use, so that a
-// cluster that was down when the run started is used once it is back.
+// the topology when none is named) whose earlier dial failed at least
+// RedialEvery ago, and dials those never dialled; a cluster the session
+// reaches is left alone. A long-lived session (a run's) calls it before
+// each use, so that a cluster that was down when the run started is used
+// once it is back.
 func (s *Clusters) Redial(ctx context.Context, names ...string) {
 	if len(names) == 0 {
 		names = s.topo.ClusterNames()
 	}
 	s.mu.Lock()
 	for _, name := range names {
-		if _, failed := s.errs[name]; failed && s.topo.Clusters[name] != nil {
+		if _, failed := s.errs[name]; failed && s.topo.Clusters[name] != nil && time.Since(s.failedAt[name]) >= RedialEvery {
 			delete(s.errs, name)
 		}
 	}
 	s.mu.Unlock()
 	s.Connect(ctx, names...)
+}
+
+// Drop closes and forgets the clients of the named clusters, so that the
+// next Connect or Redial dials them anew: for a long-lived session whose
+// reads through a cluster's client keep failing (the cluster was rebuilt,
+// or its brokers moved). Nobody may be using those clients meanwhile.
+func (s *Clusters) Drop(names ...string) {
+	s.mu.Lock()
+	var closing []sarama.Client
+	var stopping []sarama.SyncProducer
+	for _, name := range names {
+		if c, ok := s.clients[name]; ok {
+			closing = append(closing, c)
+			delete(s.clients, name)
+		}
+		if p, ok := s.producers[name]; ok {
+			stopping = append(stopping, p)
+			delete(s.producers, name)
+		}
+		delete(s.errs, name)
+	}
+	s.mu.Unlock()
+	for _, p := range stopping {
+		_ = p.Close()
+	}
+	for _, c := range closing {
+		_ = c.Close()
+	}
+}
+
+// Producer returns the session's producer for drctl's own records on
+// cluster name (NewSyncProducer with manual partitions), made on first use
+// and closed with the session: a command that writes its records many
+// times (a run's record at every step) opens its connections once. It
+// fails when the cluster is not reached by the session.
+func (s *Clusters) Producer(name string) (sarama.SyncProducer, error) {
+	if _, err := s.Need(name); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, fmt.Errorf("cluster %s: %w: the session is closed", name, ErrUnreachable)
+	}
+	if p, ok := s.producers[name]; ok {
+		return p, nil
+	}
+	c := s.topo.Clusters[name]
+	p, err := NewSyncProducer(c, ManualPartitions)
+	if err != nil {
+		return nil, Explain(c, err)
+	}
+	s.producers[name] = p
+	return p, nil
 }
 
 // Topology is the topology the session belongs to.
@@ -139,9 +205,12 @@ func (s *Clusters) Errors() map[string]error {
 // afterwards; Close may be called more than once.
 func (s *Clusters) Close() {
 	s.mu.Lock()
-	clients := s.clients
-	s.clients, s.errs, s.closed = map[string]sarama.Client{}, map[string]error{}, true
+	clients, producers := s.clients, s.producers
+	s.clients, s.errs, s.failedAt, s.producers, s.closed = map[string]sarama.Client{}, map[string]error{}, map[string]time.Time{}, map[string]sarama.SyncProducer{}, true
 	s.mu.Unlock()
+	for _, p := range producers {
+		_ = p.Close()
+	}
 	for _, c := range clients {
 		_ = c.Close()
 	}

@@ -171,7 +171,8 @@ func TestIdempotentProducerPreset(t *testing.T) {
 
 // TestClustersRedialOnlyTheFailed: a run's session redials a cluster that
 // was down when it started, once it is back, and never the cluster it
-// reaches (no new connection to it).
+// reaches; a cluster that failed is not dialled again before RedialEvery
+// (each dial of a cluster that is down costs its timeout).
 func TestClustersRedialOnlyTheFailed(t *testing.T) {
 	p := kfaketest.NewPair(t, kfaketest.Options{Persist: true})
 	p.Stop("west")
@@ -186,6 +187,12 @@ func TestClustersRedialOnlyTheFailed(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Restart(t, "west")
+	s.Redial(ctx)
+	if _, err := s.Need("west"); err == nil {
+		t.Fatal("Redial dialled west again right after it failed")
+	}
+	defer func(old time.Duration) { kafkaconn.RedialEvery = old }(kafkaconn.RedialEvery)
+	kafkaconn.RedialEvery = 0
 	s.Redial(ctx)
 	if _, err := s.Need("west"); err != nil {
 		t.Fatalf("Need(west) after it came back and Redial: %v", err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -312,11 +313,59 @@ func Seed(t testing.TB, topo *topology.Topology, cluster, topic string, partitio
 	Commit(t, topo, cluster, group, topic, offsets)
 }
 
-// Session opens a session with every cluster of topo, closed when the test
-// ends.
+// Session is the test's session with the clusters of topo: opened on
+// first use, the same one for every later call of the same test and
+// topology (as a command holds one), closed when the test ends. Clusters
+// that were not reachable are dialled again at each call.
 func Session(t testing.TB, topo *topology.Topology) *kafkaconn.Clusters {
 	t.Helper()
-	s := kafkaconn.Open(Ctx(t, 20*time.Second), topo)
-	t.Cleanup(s.Close)
+	key := sessionKey{t, topo}
+	sessionsMu.Lock()
+	s, ok := sessions[key]
+	if !ok {
+		s = kafkaconn.Open(Ctx(t, 20*time.Second), topo)
+		sessions[key] = s
+		t.Cleanup(func() {
+			sessionsMu.Lock()
+			delete(sessions, key)
+			sessionsMu.Unlock()
+			s.Close()
+		})
+	}
+	sessionsMu.Unlock()
+	if ok {
+		// A test restarts clusters at will: dial again at once a cluster
+		// that failed, whenever it failed.
+		for name := range s.Errors() {
+			s.Drop(name)
+		}
+		s.Connect(Ctx(t, 20*time.Second))
+	}
 	return s
 }
+
+// forget makes every test session of topo dial cluster name again at its
+// next use.
+func forget(topo *topology.Topology, name string) {
+	sessionsMu.Lock()
+	var drop []*kafkaconn.Clusters
+	for k, s := range sessions {
+		if k.topo == topo {
+			drop = append(drop, s)
+		}
+	}
+	sessionsMu.Unlock()
+	for _, s := range drop {
+		s.Drop(name)
+	}
+}
+
+type sessionKey struct {
+	t    testing.TB
+	topo *topology.Topology
+}
+
+var (
+	sessionsMu sync.Mutex
+	sessions   = map[sessionKey]*kafkaconn.Clusters{}
+)

@@ -113,8 +113,13 @@ func (p *Pair) cluster(name string) *kfake.Cluster {
 	return p.West
 }
 
-// Stop closes cluster name ("east" or "west"): an outage.
-func (p *Pair) Stop(name string) { p.cluster(name).Close() }
+// Stop closes cluster name ("east" or "west"): an outage. The tests'
+// sessions of the pair's topology forget their client of it, so the next
+// use dials it (and finds it unreachable), as a new command would.
+func (p *Pair) Stop(name string) {
+	p.cluster(name).Close()
+	forget(p.Topology, name)
+}
 
 // Restart starts cluster name again on the same port with the same data
 // (Options.Persist).
@@ -129,6 +134,7 @@ func (p *Pair) Restart(t testing.TB, name string) {
 	} else {
 		p.West = c
 	}
+	forget(p.Topology, name)
 }
 
 func freePort(t testing.TB) int {

@@ -47,6 +47,30 @@ func Put(ctx context.Context, client sarama.Client, topic, key string, value []b
 	}
 }
 
+// PutWith is Put through p, a producer of the cluster behind client that
+// the caller keeps (kafkaconn.Clusters.Producer): a writer of many records
+// opens no producer per record. p must write each record to the partition
+// it names (manual partitions).
+func PutWith(ctx context.Context, client sarama.Client, p sarama.SyncProducer, topic, key string, value []byte) error {
+	if err := ensure(ctx, client, topic); err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := p.SendMessage(&sarama.ProducerMessage{Topic: topic, Partition: 0, Key: sarama.StringEncoder(key), Value: sarama.ByteEncoder(value)})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("write %s/%s: %w", topic, key, err)
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("write %s/%s: %w", topic, key, ctx.Err())
+	}
+}
+
 // Get returns the latest value of key in topic; found is false when the
 // topic or the key does not exist.
 func Get(ctx context.Context, client sarama.Client, topic, key string) (value []byte, found bool, err error) {

@@ -441,7 +441,7 @@ func TestResolveWithClosedCluster(t *testing.T) {
 	if err := e.cas(t, "east", 0, failover(Initial(e.topo))); err != nil {
 		t.Fatal(err)
 	}
-	e.pair.West.Close()
+	e.pair.Stop("west")
 
 	start := time.Now()
 	v := Resolve(ctxT(t, 12*time.Second), e.topo, e.clients)

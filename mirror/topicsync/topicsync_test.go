@@ -469,7 +469,7 @@ func TestSyncStopsOnCancelledContext(t *testing.T) {
 func TestUnreachableCluster(t *testing.T) {
 	e := newEnv(t, kfaketest.Options{}, Options{})
 	createTopic(t, e.src, "orders", 1, 1, nil)
-	e.pair.West.Close()
+	e.pair.Stop("west")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	start := time.Now()
