@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/verify"
 )
 
@@ -73,11 +72,10 @@ func (x *failoverDrill) proveCopied(ctx context.Context, dir *Direction) {
 	dir.Proof = p
 	ctx, cancel := context.WithTimeout(ctx, proveWithin)
 	defer cancel()
-	clusters := kafkaconn.Open(ctx, x.topo)
-	defer clusters.Close()
+	x.clusters.Redial(ctx, dir.From, dir.To)
 	opts := verify.DefaultOptions()
 	opts.Topic, opts.Retired, opts.Details = p.Topic, true, 3
-	rep, err := verify.Run(ctx, clusters, link, opts)
+	rep, err := verify.Run(ctx, x.clusters, link, opts)
 	if err != nil {
 		p.Error = err.Error()
 		return

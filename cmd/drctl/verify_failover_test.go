@@ -46,7 +46,7 @@ func TestVerifyAfterFailover(t *testing.T) {
 	defer func() { stopMirror(); <-mirrorDone }()
 	caught := func(source, target string) {
 		kfaketest.Wait(t, 60*time.Second, "the mirror "+source+"->"+target+" to catch up", func() (bool, string) {
-			rep, err := linkstate.MeasureLag(kfaketest.Ctx(t, 10*time.Second), topo, topo.Link(source, target))
+			rep, err := linkstate.MeasureLag(kfaketest.Ctx(t, 10*time.Second), kfaketest.Session(t, topo), topo.Link(source, target))
 			return err == nil && rep.Caught(), fmt.Sprint(err)
 		})
 	}
@@ -54,7 +54,7 @@ func TestVerifyAfterFailover(t *testing.T) {
 
 	// The failover, stopped (a first Ctrl-C) once the roles flipped and
 	// the old link was fenced.
-	plan, err := failover.PlanFailover(ctx, topo, failover.FailoverRequest{To: "west"})
+	plan, err := failover.PlanFailover(ctx, kfaketest.Session(t, topo), failover.FailoverRequest{To: "west"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestVerifyAfterFailover(t *testing.T) {
 		}
 		return nil
 	})}
-	if err := failover.Execute(ctx, topo, plan, interrupted); !errors.Is(err, plans.ErrInterrupted) {
+	if err := failover.Execute(ctx, kfaketest.Session(t, topo), plan, interrupted); !errors.Is(err, plans.ErrInterrupted) {
 		t.Fatalf("the failover should stop after the flip; got %v", err)
 	}
 	// West is the active: applications write to it; one producer kept
@@ -121,7 +121,7 @@ func TestVerifyAfterFailover(t *testing.T) {
 	}
 
 	// The run wipes and re-seeds east; then the live link is the one.
-	if err := failover.Resume(ctx, topo, plan.ID, yes); err != nil {
+	if err := failover.Resume(ctx, kfaketest.Session(t, topo), plan.ID, yes); err != nil {
 		t.Fatalf("resume: %v", err)
 	}
 	caught("west", "east")
