@@ -50,17 +50,15 @@ type canaryOutput struct {
 // runCanary writes p.Records canary records at p.Rate to the canary topic on
 // active and reads them on standby at the same time, until every one was
 // read or wait has passed since the last was written.
-func runCanary(ctx context.Context, topo *topology.Topology, id, active, standby string, p topology.DrillParams, wait time.Duration) (*canaryOutput, error) {
-	src, err := kafkaconn.Dial(ctx, topo.Clusters[active], nil)
+func runCanary(ctx context.Context, clusters *kafkaconn.Clusters, id, active, standby string, p topology.DrillParams, wait time.Duration) (*canaryOutput, error) {
+	topo := clusters.Topology()
+	if _, err := need(ctx, clusters, active); err != nil { // the canary writes there
+		return nil, err
+	}
+	dst, err := need(ctx, clusters, standby)
 	if err != nil {
 		return nil, err
 	}
-	defer src.Close()
-	dst, err := kafkaconn.Dial(ctx, topo.Clusters[standby], nil)
-	if err != nil {
-		return nil, err
-	}
-	defer dst.Close()
 	topic := topo.CanaryTopic()
 	out := &canaryOutput{Result: CanaryResult{Topic: topic, Source: active, Target: standby, Sent: p.Records},
 		ActiveOffsets: filled(p.Records), StandbyOffsets: filled(p.Records)}

@@ -110,12 +110,12 @@ func TestCanaryHealthyThenStoppedMirror(t *testing.T) {
 	}
 	// Recorded in both clusters and the journal.
 	for _, name := range []string{"east", "west"} {
-		recs, err := clusterHistory(context.Background(), topo, name)
+		recs, err := clusterHistory(context.Background(), kfaketest.Session(t, topo), name)
 		if err != nil || len(recs) != 1 || recs[0].ID != rec.ID || recs[0].Verdict != Pass {
 			t.Errorf("history on %s: %v %+v", name, err, recs)
 		}
 	}
-	hist, err := History(context.Background(), topo, HistoryOptions{JournalDir: dir})
+	hist, err := History(context.Background(), kfaketest.Session(t, topo), HistoryOptions{JournalDir: dir})
 	if err != nil || len(hist) != 1 {
 		t.Fatalf("history: %v %d", err, len(hist))
 	}
@@ -136,7 +136,7 @@ func TestCanaryHealthyThenStoppedMirror(t *testing.T) {
 	if !hasReason(rec2, "no mirror process runs") {
 		t.Errorf("the failover preflight should name the stopped mirror: %v", rec2.Reasons)
 	}
-	hist, _ = History(context.Background(), topo, HistoryOptions{JournalDir: dir})
+	hist, _ = History(context.Background(), kfaketest.Session(t, topo), HistoryOptions{JournalDir: dir})
 	if len(hist) != 2 || hist[0].ID != rec2.ID {
 		t.Errorf("history, newest first: %+v", hist)
 	}

@@ -85,10 +85,10 @@ func canaryRegistry(clusters *kafkaconn.Clusters, journalDir string) *plans.Regi
 		_ = plans.NewStepType[canaryParams](name).Register(r, f)
 	}
 	reg(StepCanaryTopic, func(ctx context.Context, cp canaryParams, _ *plans.RunContext) (plans.Result, error) {
-		return canaryTopicStep(ctx, topo, cp)
+		return canaryTopicStep(ctx, clusters, cp)
 	})
 	reg(StepCanary, func(ctx context.Context, cp canaryParams, _ *plans.RunContext) (plans.Result, error) {
-		out, err := runCanary(ctx, topo, cp.Drill, cp.Active, cp.Standby,
+		out, err := runCanary(ctx, clusters, cp.Drill, cp.Active, cp.Standby,
 			topology.DrillParams{Records: cp.Records, Rate: cp.Rate}, time.Duration(cp.WaitMS)*time.Millisecond)
 		if err != nil {
 			return plans.Result{}, err
@@ -102,7 +102,7 @@ func canaryRegistry(clusters *kafkaconn.Clusters, journalDir string) *plans.Regi
 		if err := rc.OutputOf(StepCanary, &c); err != nil {
 			return plans.Result{}, err
 		}
-		g, err := checkGroupSync(ctx, topo, cp.Active, cp.Standby, &c, time.Duration(cp.GroupWaitMS)*time.Millisecond)
+		g, err := checkGroupSync(ctx, clusters, cp.Active, cp.Standby, &c, time.Duration(cp.GroupWaitMS)*time.Millisecond)
 		if err != nil {
 			return plans.Result{}, err
 		}
@@ -154,17 +154,17 @@ func canaryRegistry(clusters *kafkaconn.Clusters, journalDir string) *plans.Regi
 // standby does not have it yet (a first drill), it primes the path: one
 // record, awaited on the standby, so that the drill measures replication
 // and not the mirror discovering a new topic.
-func canaryTopicStep(ctx context.Context, topo *topology.Topology, cp canaryParams) (plans.Result, error) {
-	c, err := dial(ctx, topo, cp.Active)
+func canaryTopicStep(ctx context.Context, clusters *kafkaconn.Clusters, cp canaryParams) (plans.Result, error) {
+	topo := clusters.Topology()
+	c, err := need(ctx, clusters, cp.Active)
 	if err != nil {
 		return plans.Result{}, err
 	}
-	defer c.Close()
 	created, err := ensureCanaryTopic(ctx, c, topo)
 	if err != nil {
 		return plans.Result{}, fmt.Errorf("%s: %w", cp.Active, err)
 	}
-	primed, err := primeCanary(ctx, topo, cp.Drill, cp.Active, cp.Standby, primeWait)
+	primed, err := primeCanary(ctx, clusters, cp.Drill, cp.Active, cp.Standby, primeWait)
 	if err != nil {
 		return plans.Result{}, err
 	}
@@ -184,12 +184,12 @@ const primeWait = 2 * time.Minute
 // primeCanary returns 0 at once when standby has the canary topic;
 // otherwise it writes one record on active and waits until standby holds
 // it, returning how long that took.
-func primeCanary(ctx context.Context, topo *topology.Topology, id, active, standby string, wait time.Duration) (time.Duration, error) {
-	dst, err := dial(ctx, topo, standby)
+func primeCanary(ctx context.Context, clusters *kafkaconn.Clusters, id, active, standby string, wait time.Duration) (time.Duration, error) {
+	topo := clusters.Topology()
+	dst, err := need(ctx, clusters, standby)
 	if err != nil {
 		return 0, err
 	}
-	defer dst.Close()
 	topic := topo.CanaryTopic()
 	if info, err := kafkaread.Topic(ctx, dst, topic); err == nil && info.Exists {
 		return 0, nil
@@ -269,8 +269,7 @@ func problemLines(err error) []string {
 // that measured one (the slower direction; a direction whose run failed
 // measured none), or an empty estimate.
 func estimateRTO(ctx context.Context, clusters *kafkaconn.Clusters, journalDir string) RTO {
-	topo := clusters.Topology()
-	hist, err := History(ctx, topo, HistoryOptions{JournalDir: journalDir})
+	hist, err := History(ctx, clusters, HistoryOptions{JournalDir: journalDir})
 	if err != nil && !errors.Is(err, kafkaconn.ErrUnreachable) {
 		return RTO{Estimated: true}
 	}

@@ -119,7 +119,7 @@ func failoverPlan(clusters *kafkaconn.Clusters, d *topology.NamedDrill, id, acti
 	x := &failoverDrill{topo: topo, clusters: clusters, id: id, journal: o.journalDir(), interrupts: o.Interrupts, noteRun: noteRun, app: newFollower(topo, id, d.Params.Rate)}
 	r = plans.NewRegistry()
 	_ = plans.NewStepType[canaryParams](StepCanaryTopic).Register(r, func(ctx context.Context, cp canaryParams, _ *plans.RunContext) (plans.Result, error) {
-		res, err := canaryTopicStep(ctx, topo, cp)
+		res, err := canaryTopicStep(ctx, clusters, cp)
 		if err != nil {
 			return res, err
 		}
@@ -262,12 +262,11 @@ func (x *failoverDrill) move(ctx context.Context, mp moveParams) (_ *Direction, 
 // retention that are on record now (on dir.To, until drctl mirror
 // ack-lost), or why they could not be read.
 func (x *failoverDrill) readLosses(ctx context.Context, dir *Direction) {
-	c, err := dial(ctx, x.topo, dir.To)
+	c, err := need(ctx, x.clusters, dir.To)
 	if err != nil {
 		dir.noteLosses(nil, err)
 		return
 	}
-	defer c.Close()
 	dir.noteLosses(linkstate.ReadLost(ctx, c, x.topo.Link(dir.From, dir.To)))
 }
 

@@ -31,7 +31,7 @@ func TestFailoverRefusedWhileDrillRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	const holder = "drill-host-elsewhere/4242/abcd"
-	lease, err := AcquireFor(ctx, topo, drilllease.RunningKey, holder, "drill nightly (kind canary)", time.Hour)
+	lease, err := AcquireFor(ctx, kfaketest.Session(t, topo), drilllease.RunningKey, holder, "drill nightly (kind canary)", time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestCanaryBesideARunRecordsNoResult(t *testing.T) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
 	}
-	hist, err := History(ctx, topo, HistoryOptions{JournalDir: dir})
+	hist, err := History(ctx, kfaketest.Session(t, topo), HistoryOptions{JournalDir: dir})
 	if err != nil || len(hist) != 0 {
 		t.Errorf("drill history after the canary: %d record(s) (%v), want none", len(hist), err)
 	}

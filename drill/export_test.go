@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/topology"
 )
@@ -21,6 +22,8 @@ func StartTestMirror(t *testing.T, topo *topology.Topology) (stop func()) {
 // source retention a failover drill's role change reads when its run ends.
 func ReadDirectionLosses(ctx context.Context, topo *topology.Topology, from, to string) Direction {
 	d := Direction{From: from, To: to}
-	(&failoverDrill{topo: topo}).readLosses(ctx, &d)
+	clusters := kafkaconn.Open(ctx, topo)
+	defer clusters.Close()
+	(&failoverDrill{topo: topo, clusters: clusters}).readLosses(ctx, &d)
 	return d
 }

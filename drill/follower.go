@@ -189,6 +189,8 @@ func (f *follower) consume(ctx context.Context) {
 		}
 		c := clients[on]
 		if c == nil {
+			// The canary application's own client, as an application
+			// has its own: not drctl's session.
 			var err error
 			if c, err = kafkaconn.Dial(ctx, f.topo.Clusters[on], nil); err != nil {
 				continue

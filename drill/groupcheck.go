@@ -10,14 +10,14 @@ import (
 
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kafkaread"
-	"github.com/drctl/drctl/topology"
 )
 
 // checkGroupSync commits the canary group on active at the record in the
 // middle of the canary (the group "has read" the first half) and waits
 // until the standby holds a position for it; the result says whether that
 // position is the exact one: the standby offset of that same record.
-func checkGroupSync(ctx context.Context, topo *topology.Topology, active, standby string, c *canaryOutput, wait time.Duration) (*GroupSyncResult, error) {
+func checkGroupSync(ctx context.Context, clusters *kafkaconn.Clusters, active, standby string, c *canaryOutput, wait time.Duration) (*GroupSyncResult, error) {
+	topo := clusters.Topology()
 	res := &GroupSyncResult{Group: topo.CanaryGroup(), StandbyOffset: -1, Interval: topo.Mirror.GroupSyncInterval.Milliseconds()}
 	mid := len(c.ActiveOffsets) / 2
 	if c.Result.Missing > 0 || mid >= len(c.ActiveOffsets) || c.StandbyOffsets[mid] < 0 {
@@ -25,16 +25,14 @@ func checkGroupSync(ctx context.Context, topo *topology.Topology, active, standb
 		return res, nil
 	}
 	res.ActiveOffset, res.ExpectedOffset = c.ActiveOffsets[mid], c.StandbyOffsets[mid]
-	src, err := kafkaconn.Dial(ctx, topo.Clusters[active], nil)
+	src, err := need(ctx, clusters, active)
 	if err != nil {
 		return nil, err
 	}
-	defer src.Close()
-	dst, err := kafkaconn.Dial(ctx, topo.Clusters[standby], nil)
+	dst, err := need(ctx, clusters, standby)
 	if err != nil {
 		return nil, err
 	}
-	defer dst.Close()
 	topic := topo.CanaryTopic()
 	if err := commitPosition(ctx, src, res.Group, topic, res.ActiveOffset); err != nil {
 		return nil, fmt.Errorf("commit group %s on %s: %w", res.Group, active, err)

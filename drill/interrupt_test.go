@@ -27,7 +27,7 @@ func TestInterruptedCanary(t *testing.T) {
 	if !errors.Is(err, plans.ErrInterrupted) || rec == nil || rec.Verdict != Fail || !hasReason(rec, "step canary-topic did not run") {
 		t.Fatalf("interrupted canary: %v %+v", err, rec)
 	}
-	hist, _ := History(ctx, topo, HistoryOptions{JournalDir: dir})
+	hist, _ := History(ctx, kfaketest.Session(t, topo), HistoryOptions{JournalDir: dir})
 	if len(hist) != 1 || hist[0].ID != rec.ID || hist[0].Verdict != Fail {
 		t.Errorf("the interrupted drill is not in the history: %+v", hist)
 	}

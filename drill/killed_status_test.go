@@ -45,7 +45,7 @@ func TestKilledDrillIsAProblem(t *testing.T) {
 	if v := st.Readiness; v.Level != inspect.NotReady || !slices.ContainsFunc(v.Reasons, func(r string) bool { return strings.Contains(r, "the mirror is paused") }) {
 		t.Errorf("readiness %+v; want NOT READY for the held pause", v)
 	}
-	hist, err := History(ctx, topo, HistoryOptions{JournalDir: dir})
+	hist, err := History(ctx, kfaketest.Session(t, topo), HistoryOptions{JournalDir: dir})
 	if err != nil || len(hist) == 0 {
 		t.Fatalf("history: %v %v", hist, err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/drctl/drctl/failover"
 	"github.com/drctl/drctl/inspect"
+	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/internal/rolestate"
 	"github.com/drctl/drctl/linkstate"
@@ -112,7 +113,7 @@ func TestKilledDrillRestoredByNextDrill(t *testing.T) {
 	})
 	sigkill(t, child)
 
-	hist, err := History(ctx, topo, HistoryOptions{JournalDir: dir})
+	hist, err := History(ctx, kfaketest.Session(t, topo), HistoryOptions{JournalDir: dir})
 	if err != nil || len(hist) != 1 || !hist[0].Unfinished || len(hist[0].RunIDs) != 1 || hist[0].Active != "east" {
 		t.Fatalf("the killed drill's record: %+v %v", hist, err)
 	}
@@ -128,7 +129,7 @@ func TestKilledDrillRestoredByNextDrill(t *testing.T) {
 		t.Errorf("the next drill did not say it restored the roles:\n%s", out.String())
 	}
 	assertCleanAfter(t, ctx, topo, "the drill after a killed one")
-	got, err := Find(ctx, topo, killed.ID, HistoryOptions{JournalDir: dir})
+	got, err := Find(ctx, kfaketest.Session(t, topo), killed.ID, HistoryOptions{JournalDir: dir})
 	if err != nil || got.Unfinished || got.Verdict != Fail || !hasReason(got, "killed?") || got.FinishedAt.IsZero() {
 		t.Errorf("the killed drill's record after the clean-up: %+v %v", got, err)
 	}
@@ -247,7 +248,9 @@ func resumeLikeCLI(t *testing.T, ctx context.Context, topo *topology.Topology, d
 
 func pausesOf(ctx context.Context, topo *topology.Topology) ([]linkstate.Pause, error) {
 	var ps []linkstate.Pause
-	err := withClients(ctx, topo, func(cs map[string]sarama.Client) error {
+	clusters := kafkaconn.Open(ctx, topo)
+	defer clusters.Close()
+	err := withClients(ctx, clusters, func(cs map[string]sarama.Client) error {
 		var err error
 		ps, err = linkstate.Pauses(ctx, cs, topo.Name)
 		return err

@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -128,13 +129,17 @@ func (m *Metrics) record(r *Record) {
 // clusters, read every interval until ctx ends: where drills run as
 // Kubernetes CronJobs, or inside the sandbox, there is no scheduler's
 // /metrics to scrape, and the always-running mirror reports them. It only
-// reads.
+// reads. It is a front-end loop of its own: each round opens one session
+// and closes it, so that a cluster that went away between rounds (minutes
+// apart) is found afresh.
 func WatchMetrics(ctx context.Context, topo *topology.Topology, m *Metrics, every time.Duration, log *slog.Logger) {
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
 		rctx, cancel := context.WithTimeout(ctx, min(every, 30*time.Second))
-		hist, err := History(rctx, topo, HistoryOptions{})
+		clusters := kafkaconn.Open(rctx, topo)
+		hist, err := History(rctx, clusters, HistoryOptions{})
+		clusters.Close()
 		cancel()
 		if len(hist) > 0 {
 			m.Seed(hist)

@@ -19,7 +19,7 @@ import (
 // drill left); otherwise nothing is left to undo and status says the rest.
 func nextStep(ctx context.Context, clusters *kafkaconn.Clusters, rec *Record) string {
 	topo := clusters.Topology()
-	roles, err := liveRoles(ctx, topo)
+	roles, err := liveRoles(ctx, clusters)
 	if err != nil {
 		return fmt.Sprintf("drctl status: the clusters could not be read after the drill (%v)", err)
 	}
@@ -34,7 +34,7 @@ func nextStep(ctx context.Context, clusters *kafkaconn.Clusters, rec *Record) st
 		return fmt.Sprintf("drctl resume: the drill left %s active (it found %s active); resume puts the roles back", roles.Active, rec.Active)
 	}
 	holding := false
-	_ = withClients(ctx, topo, func(cs map[string]sarama.Client) error {
+	_ = withClients(ctx, clusters, func(cs map[string]sarama.Client) error {
 		ps, err := linkstate.Pauses(ctx, cs, topo.Name)
 		for _, p := range ps {
 			holding = holding || (!p.Released && time.Now().Before(p.Until))

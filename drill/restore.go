@@ -34,7 +34,7 @@ import (
 // or run list that cannot be read restores nothing.
 func restoreRoles(ctx context.Context, clusters *kafkaconn.Clusters, roles rolestate.State, o Options) (rolestate.State, string, error) {
 	topo := clusters.Topology()
-	hist, err := History(ctx, topo, HistoryOptions{JournalDir: o.journalDir()})
+	hist, err := History(ctx, clusters, HistoryOptions{JournalDir: o.journalDir()})
 	if err != nil || len(hist) == 0 {
 		return roles, "", nil //nolint:nilerr // no readable history: nothing to restore, the drill goes on
 	}
@@ -65,7 +65,7 @@ func restoreRoles(ctx context.Context, clusters *kafkaconn.Clusters, roles roles
 	fin := last
 	fin.Unfinished, fin.FinishedAt, fin.Verdict = false, time.Now().UTC(), Fail
 	fin.Reasons = append(append([]string(nil), last.Reasons...), "stopped without recording a result (killed?); "+note)
-	if err := Store(ctx, topo, &fin, o.journalDir()); err != nil {
+	if err := Store(ctx, clusters, &fin, o.journalDir()); err != nil {
 		return now, done, fmt.Errorf("complete the record of the stopped drill %s: %w", last.ID, err)
 	}
 	if done == "" {
@@ -110,7 +110,7 @@ func failBackTo(ctx context.Context, clusters *kafkaconn.Clusters, roles rolesta
 	if err := failover.Execute(ctx, clusters, p, failover.RunOptions{JournalDir: o.journalDir(), Yes: true, Out: o.Out, Interrupts: o.Interrupts}); err != nil {
 		return roles, "", fmt.Errorf("drill %s stopped with %s active; its restore to %s (run %s): %w (drctl resume %s finishes it)", last.ID, roles.Active, last.Active, p.ID, err, p.ID)
 	}
-	now, err := liveRoles(ctx, topo)
+	now, err := liveRoles(ctx, clusters)
 	if err != nil {
 		return roles, "", err
 	}
@@ -131,8 +131,7 @@ type CleanupOptions struct {
 // and says so. It returns what it did, one line each (none: nothing was
 // left).
 func Cleanup(ctx context.Context, clusters *kafkaconn.Clusters, o CleanupOptions) ([]string, error) {
-	topo := clusters.Topology()
-	roles, err := liveRoles(ctx, topo)
+	roles, err := liveRoles(ctx, clusters)
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +145,7 @@ func Cleanup(ctx context.Context, clusters *kafkaconn.Clusters, o CleanupOptions
 		return nil, nil // nothing to put right: change nothing, not even the lease
 	}
 	holder := NewHolder()
-	lease, err := AcquireFor(ctx, topo, drilllease.RunningKey, holder, "drctl resume (clean-up after a stopped drill)", time.Hour)
+	lease, err := AcquireFor(ctx, clusters, drilllease.RunningKey, holder, "drctl resume (clean-up after a stopped drill)", time.Hour)
 	if err != nil {
 		if errors.Is(err, drilllease.ErrLocked) {
 			return []string{"a drill is running; nothing of it was cleaned up (" + err.Error() + ")"}, nil
@@ -156,7 +155,7 @@ func Cleanup(ctx context.Context, clusters *kafkaconn.Clusters, o CleanupOptions
 	defer func() { _ = lease.Release(context.WithoutCancel(ctx)) }()
 	ctx = drilllease.WithHolder(ctx, holder)
 	var did []string
-	released, err := ReleasePauses(ctx, topo)
+	released, err := ReleasePauses(ctx, clusters)
 	if err != nil {
 		return did, fmt.Errorf("release the mirror pauses a stopped drill left: %w", err)
 	}
@@ -177,7 +176,7 @@ func Cleanup(ctx context.Context, clusters *kafkaconn.Clusters, o CleanupOptions
 func leftBehind(ctx context.Context, clusters *kafkaconn.Clusters, roles rolestate.State, dir string) bool {
 	topo := clusters.Topology()
 	holding := false
-	_ = withClients(ctx, topo, func(cs map[string]sarama.Client) error {
+	_ = withClients(ctx, clusters, func(cs map[string]sarama.Client) error {
 		ps, err := linkstate.Pauses(ctx, cs, topo.Name)
 		for _, p := range ps {
 			holding = holding || (!p.Released && time.Now().Before(p.Until))
@@ -187,7 +186,7 @@ func leftBehind(ctx context.Context, clusters *kafkaconn.Clusters, roles rolesta
 	if holding {
 		return true
 	}
-	hist, err := History(ctx, topo, HistoryOptions{JournalDir: dir, Limit: 1})
+	hist, err := History(ctx, clusters, HistoryOptions{JournalDir: dir, Limit: 1})
 	if err != nil || len(hist) == 0 {
 		return false
 	}

@@ -113,7 +113,7 @@ func Run(ctx context.Context, clusters *kafkaconn.Clusters, d *topology.NamedDri
 	// as this drill (a canary a minute beside an operator's failback) may
 	// have passed its preflight before the lease was taken. What it
 	// recorded by now is seen here; the check after a canary covers the rest.
-	if err := rolesMoved(ctx, topo, roles); err != nil {
+	if err := rolesMoved(ctx, clusters, roles); err != nil {
 		return nil, err
 	}
 	// The drill's own failovers run under its lease; any other is refused.
@@ -134,7 +134,7 @@ func Run(ctx context.Context, clusters *kafkaconn.Clusters, d *topology.NamedDri
 	if d.Kind.Disruptive() {
 		// This drill holds the running lease: a pause still holding is a
 		// dead drill's.
-		if released, err := ReleasePauses(ctx, topo); err == nil && len(released) > 0 && o.Out != nil {
+		if released, err := ReleasePauses(ctx, clusters); err == nil && len(released) > 0 && o.Out != nil {
 			fmt.Fprintf(o.Out, "released the mirror pause(s) a stopped drill left: %s\n", pauseNames(released))
 		}
 		var restored string
@@ -168,13 +168,13 @@ func Run(ctx context.Context, clusters *kafkaconn.Clusters, d *topology.NamedDri
 		started.Unfinished, started.Verdict = true, Fail
 		started.Reasons = []string{fmt.Sprintf("the drill started at %s and recorded no result: it still runs, or it was killed (the next disruptive drill or drctl resume puts the roles back)",
 			rec.StartedAt.Format(time.RFC3339))}
-		if err := Store(ctx, topo, &started, o.journalDir()); err != nil {
+		if err := Store(ctx, clusters, &started, o.journalDir()); err != nil {
 			return nil, fmt.Errorf("a disruptive drill changes nothing before it is recorded as started: %w", err)
 		}
 		noteRun := func(runID string) error {
 			started.RunIDs = append(started.RunIDs, runID)
 			rec.RunIDs = started.RunIDs
-			return Store(ctx, topo, &started, o.journalDir())
+			return Store(ctx, clusters, &started, o.journalDir())
 		}
 		p, reg, cleanup, failed = failoverPlan(clusters, d, id, roles.Active, roles.Standby, o, noteRun)
 	}
@@ -185,7 +185,7 @@ func Run(ctx context.Context, clusters *kafkaconn.Clusters, d *topology.NamedDri
 		// A canary never moves the roles: if they moved, another run did,
 		// and the canary's checks (replication to the standby, the
 		// failover preflight) measured that run, not the link.
-		if err := rolesMoved(ctx, topo, roles); err != nil {
+		if err := rolesMoved(ctx, clusters, roles); err != nil {
 			return nil, fmt.Errorf("%w; the canary ran beside it, so it records no result", err)
 		}
 	}
@@ -196,7 +196,7 @@ func Run(ctx context.Context, clusters *kafkaconn.Clusters, d *topology.NamedDri
 		rec.Next = nextStep(nctx, clusters, rec)
 		cancel()
 	}
-	if err := Store(ctx, topo, rec, o.journalDir()); err != nil {
+	if err := Store(ctx, clusters, rec, o.journalDir()); err != nil {
 		return rec, err
 	}
 	if runErr != nil && (errors.Is(runErr, plans.ErrInterrupted) || errors.Is(runErr, plans.ErrCancelled)) {
@@ -222,8 +222,8 @@ func runInProgress(roles rolestate.State) error {
 // steady roles a drill began with): a run is in progress, or one ran. A
 // role state that cannot be read is not taken for a move (the drill's own
 // steps report an unreachable cluster).
-func rolesMoved(ctx context.Context, topo *topology.Topology, before rolestate.State) error {
-	now, err := liveRoles(ctx, topo)
+func rolesMoved(ctx context.Context, clusters *kafkaconn.Clusters, before rolestate.State) error {
+	now, err := liveRoles(ctx, clusters)
 	if err != nil {
 		return nil //nolint:nilerr // see above
 	}
@@ -367,11 +367,12 @@ func decode[T any](raw json.RawMessage) *T {
 	return &v
 }
 
-// liveRoles dials both clusters and resolves the live roles; a drill needs
-// both clusters, so either being unreachable is kafkaconn.ErrUnreachable.
-func liveRoles(ctx context.Context, topo *topology.Topology) (rolestate.State, error) {
-	clusters := kafkaconn.Open(ctx, topo)
-	defer clusters.Close()
+// liveRoles resolves the live roles through the drill's session; a drill
+// needs both clusters, so either being unreachable is
+// kafkaconn.ErrUnreachable.
+func liveRoles(ctx context.Context, clusters *kafkaconn.Clusters) (rolestate.State, error) {
+	topo := clusters.Topology()
+	clusters.Redial(ctx)
 	var errs []error
 	for _, name := range topo.ClusterNames() {
 		if _, err := clusters.Need(name); err != nil {
@@ -389,12 +390,12 @@ func liveRoles(ctx context.Context, topo *topology.Topology) (rolestate.State, e
 // drill lease, waiting up to o.WaitBusy for another drill to let go of it
 // (the checks are made again after each wait: the other drill may have
 // moved the roles). It returns the live roles the lease was taken under.
-func acquireRunning(ctx context.Context, clusters *kafkaconn.Clusters, d *topology.NamedDrill, holder string, o Options) (rolestate.State, *Lock, error) {
+func acquireRunning(ctx context.Context, clusters *kafkaconn.Clusters, d *topology.NamedDrill, holder string, o Options) (rolestate.State, *drilllease.Lease, error) {
 	topo := clusters.Topology()
 	deadline := time.Now().Add(o.WaitBusy)
 	told := false
 	for {
-		roles, err := liveRoles(ctx, topo)
+		roles, err := liveRoles(ctx, clusters)
 		if err != nil {
 			return roles, nil, err
 		}
@@ -409,7 +410,7 @@ func acquireRunning(ctx context.Context, clusters *kafkaconn.Clusters, d *topolo
 				return roles, nil, fmt.Errorf("%w: run %s did not finish (a cluster still records it in progress); a drill never runs beside a failover, failback or reseed: finish it with drctl resume %s", ErrBusy, id, id)
 			}
 		}
-		lease, err := AcquireFor(ctx, topo, drilllease.RunningKey, holder, fmt.Sprintf("drill %s (kind %s)", d.Name, d.Kind), leaseTTL(topo, d))
+		lease, err := AcquireFor(ctx, clusters, drilllease.RunningKey, holder, fmt.Sprintf("drill %s (kind %s)", d.Name, d.Kind), leaseTTL(topo, d))
 		if err == nil {
 			return roles, lease, nil
 		}

@@ -76,9 +76,11 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}
 	if s.Metrics != nil {
 		hctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		if hist, err := History(hctx, s.Topo, HistoryOptions{JournalDir: s.Options.JournalDir}); err == nil || len(hist) > 0 {
+		clusters := kafkaconn.Open(hctx, s.Topo)
+		if hist, err := History(hctx, clusters, HistoryOptions{JournalDir: s.Options.JournalDir}); err == nil || len(hist) > 0 {
 			s.Metrics.Seed(hist)
 		}
+		clusters.Close()
 		cancel()
 	}
 	now := s.now()
@@ -226,8 +228,11 @@ func (s *Scheduler) runSlot(ctx context.Context, d *topology.NamedDrill, slot ti
 	if s.Holder == "" {
 		s.Holder = NewHolder()
 	}
+	// The slot's session, the drill's too: the scheduler is a front-end.
+	clusters := kafkaconn.Open(context.WithoutCancel(ctx), s.Topo)
+	defer clusters.Close()
 	key := "slot/" + d.Name + "/" + strconv.FormatInt(slot.Unix(), 10)
-	if _, err := Acquire(ctx, s.Topo, key, s.Holder, 365*24*time.Hour); err != nil {
+	if _, err := Acquire(ctx, clusters, key, s.Holder, 365*24*time.Hour); err != nil {
 		s.log(slog.LevelInfo, "slot taken by another scheduler", d, slot, "reason", err.Error())
 		return nil, nil
 	}
@@ -244,8 +249,6 @@ func (s *Scheduler) runSlot(ctx context.Context, d *topology.NamedDrill, slot ti
 		case <-running:
 		}
 	}()
-	clusters := kafkaconn.Open(context.WithoutCancel(ctx), s.Topo)
-	defer clusters.Close()
 	rec, err := Run(context.WithoutCancel(ctx), clusters, d, o)
 	close(running)
 	if errors.Is(err, ErrBusy) && rec == nil {

@@ -40,7 +40,7 @@ func TestSchedulerQueuesABusySlot(t *testing.T) {
 	busyRetry = 200 * time.Millisecond
 	ctx := context.Background()
 	// Another drill (elsewhere) holds the running lease.
-	other, err := Acquire(ctx, topo, drilllease.RunningKey, "ops-box/1/other-drill", time.Hour)
+	other, err := Acquire(ctx, kfaketest.Session(t, topo), drilllease.RunningKey, "ops-box/1/other-drill", time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func TestSchedulerQueuesABusySlot(t *testing.T) {
 	}
 	var rec Record
 	waitFor(t, 30*time.Second, "record of the queued slot", func() bool {
-		hist, _ := History(ctx, topo, HistoryOptions{JournalDir: dir})
+		hist, _ := History(ctx, kfaketest.Session(t, topo), HistoryOptions{JournalDir: dir})
 		if len(hist) == 0 {
 			return false
 		}

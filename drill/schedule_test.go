@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/drctl/drctl/internal/drilllease"
+	"github.com/drctl/drctl/internal/kfaketest"
 )
 
 // TestLease: a held lease refuses another holder and names the holder;
@@ -25,24 +26,24 @@ import (
 func TestLease(t *testing.T) {
 	p := newPair(t, "")
 	ctx := context.Background()
-	l, err := Acquire(ctx, p.Topology, "k", "a", time.Minute)
+	l, err := Acquire(ctx, kfaketest.Session(t, p.Topology), "k", "a", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Acquire(ctx, p.Topology, "k", "b", time.Minute); !errors.Is(err, drilllease.ErrLocked) || !strings.Contains(err.Error(), "a holds k") {
+	if _, err := Acquire(ctx, kfaketest.Session(t, p.Topology), "k", "b", time.Minute); !errors.Is(err, drilllease.ErrLocked) || !strings.Contains(err.Error(), "a holds k") {
 		t.Fatalf("second holder: %v", err)
 	}
-	if _, err := Acquire(ctx, p.Topology, "other", "b", time.Minute); err != nil {
+	if _, err := Acquire(ctx, kfaketest.Session(t, p.Topology), "other", "b", time.Minute); err != nil {
 		t.Fatalf("another key: %v", err)
 	}
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Acquire(ctx, p.Topology, "k", "b", time.Millisecond); err != nil {
+	if _, err := Acquire(ctx, kfaketest.Session(t, p.Topology), "k", "b", time.Millisecond); err != nil {
 		t.Fatalf("after release: %v", err)
 	}
 	time.Sleep(5 * time.Millisecond) // let b's lease expire: clocks end dead holders' leases
-	if _, err := Acquire(ctx, p.Topology, "k", "c", time.Minute); err != nil {
+	if _, err := Acquire(ctx, kfaketest.Session(t, p.Topology), "k", "c", time.Minute); err != nil {
 		t.Fatalf("after expiry: %v", err)
 	}
 
@@ -54,17 +55,17 @@ func TestLease(t *testing.T) {
 	}
 	host, _ := os.Hostname()
 	dead := fmt.Sprintf("%s/%d/x", host, cmd.Process.Pid)
-	if _, err := Acquire(ctx, p.Topology, "k2", dead, time.Hour); err != nil {
+	if _, err := Acquire(ctx, kfaketest.Session(t, p.Topology), "k2", dead, time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Acquire(ctx, p.Topology, "k2", NewHolder(), time.Minute); err != nil {
+	if _, err := Acquire(ctx, kfaketest.Session(t, p.Topology), "k2", NewHolder(), time.Minute); err != nil {
 		t.Fatalf("a dead holder's lease: %v", err)
 	}
 	live := fmt.Sprintf("%s/%d/y", host, os.Getpid())
-	if _, err := Acquire(ctx, p.Topology, "k3", live, time.Hour); err != nil {
+	if _, err := Acquire(ctx, kfaketest.Session(t, p.Topology), "k3", live, time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Acquire(ctx, p.Topology, "k3", NewHolder(), time.Minute); !errors.Is(err, drilllease.ErrLocked) {
+	if _, err := Acquire(ctx, kfaketest.Session(t, p.Topology), "k3", NewHolder(), time.Minute); !errors.Is(err, drilllease.ErrLocked) {
 		t.Fatalf("a live holder's lease was taken: %v", err)
 	}
 }
@@ -124,7 +125,7 @@ func TestTwoSchedulersRunEachSlotOnce(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	hist, err := History(context.Background(), topo, HistoryOptions{JournalDir: dir})
+	hist, err := History(context.Background(), kfaketest.Session(t, topo), HistoryOptions{JournalDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}

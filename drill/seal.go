@@ -15,6 +15,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/drctl/drctl/drill/evidence"
+	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/topology"
 )
@@ -109,16 +110,16 @@ func (r *Record) checkSignature(pub ed25519.PublicKey, with string) string {
 // versions of one record, the first written is taken (an edit does not
 // become what the next record vouches for). exclude is the record being
 // stored. nil: no chained record (the chain starts).
-func chainHead(ctx context.Context, topo *topology.Topology, dir, exclude string) *evidence.Head {
+func chainHead(ctx context.Context, clusters *kafkaconn.Clusters, dir, exclude string) *evidence.Head {
+	topo := clusters.Topology()
 	var best *evidence.Head
 	read := 0
 	for _, name := range topo.ClusterNames() {
-		c, err := dial(ctx, topo, name)
+		c, err := need(ctx, clusters, name)
 		if err != nil {
 			continue
 		}
 		h, err := clusterHead(ctx, c, topo.Name, exclude)
-		_ = c.Close()
 		if err != nil {
 			continue
 		}
@@ -233,12 +234,13 @@ type HistoryCheck struct {
 // copy. It is read-only. The error names the clusters it could not read
 // (wrapping kafkaconn.ErrUnreachable); the check is then of what was read,
 // and says so.
-func VerifyHistory(ctx context.Context, topo *topology.Topology, o VerifyOptions) (*HistoryCheck, error) {
+func VerifyHistory(ctx context.Context, clusters *kafkaconn.Clusters, o VerifyOptions) (*HistoryCheck, error) {
+	topo := clusters.Topology()
 	pub := o.PublicKey
 	if pub == nil && topo.Drills.Evidence.SigningKey != nil {
 		pub = topo.Drills.Evidence.SigningKey.PublicKey()
 	}
-	copies, failed := readCopies(ctx, topo, HistoryOptions{JournalDir: o.JournalDir})
+	copies, failed := readCopies(ctx, clusters, HistoryOptions{JournalDir: o.JournalDir})
 	check := &HistoryCheck{Topology: topo.Name, Read: []string{journalSource}}
 	if pub != nil {
 		check.KeyID = evidence.KeyID(pub)

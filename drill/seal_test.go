@@ -55,7 +55,7 @@ func putEverywhere(t *testing.T, topo *topology.Topology, key string, value []by
 
 func verifyHistory(t *testing.T, topo *topology.Topology, dir string) *HistoryCheck {
 	t.Helper()
-	check, err := VerifyHistory(kfaketest.Ctx(t, 20*time.Second), topo, VerifyOptions{JournalDir: dir})
+	check, err := VerifyHistory(kfaketest.Ctx(t, 20*time.Second), kfaketest.Session(t, topo), VerifyOptions{JournalDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,14 +87,14 @@ func TestHistoryChain(t *testing.T) {
 	var recs []*Record
 	for i := 1; i <= 3; i++ {
 		r := testRecord(topo, i)
-		if err := Store(ctx, topo, r, dir); err != nil {
+		if err := Store(ctx, kfaketest.Session(t, topo), r, dir); err != nil {
 			t.Fatal(err)
 		}
 		recs = append(recs, r)
 	}
 	started := testRecord(topo, 4)
 	started.Unfinished = true
-	if err := Store(ctx, topo, started, dir); err != nil {
+	if err := Store(ctx, kfaketest.Session(t, topo), started, dir); err != nil {
 		t.Fatal(err)
 	}
 	if started.Chain != nil || started.Envelope() != nil {
@@ -124,7 +124,7 @@ func TestHistoryChain(t *testing.T) {
 		t.Fatalf("intact history: %+v", check)
 	}
 	// Find checks the signature it returns.
-	found, err := Find(ctx, topo, recs[1].ID, HistoryOptions{JournalDir: dir})
+	found, err := Find(ctx, kfaketest.Session(t, topo), recs[1].ID, HistoryOptions{JournalDir: dir})
 	if err != nil || !strings.HasPrefix(found.Seal().SignatureChecked, "valid") {
 		t.Errorf("Find: %v %+v", err, found.Seal())
 	}
@@ -154,7 +154,7 @@ func TestHistoryChain(t *testing.T) {
 	putEverywhere(t, topo, recs[2].ID, nil)
 	_ = os.Remove(filepath.Join(dir, recs[2].ID+resultSuffix))
 	next := testRecord(topo, 5)
-	if err := Store(ctx, topo, next, dir); err != nil {
+	if err := Store(ctx, kfaketest.Session(t, topo), next, dir); err != nil {
 		t.Fatal(err)
 	}
 	if next.Chain.Seq != 4 || next.Chain.PrevID != recs[2].ID {

@@ -8,6 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/drctl/drctl/internal/kafkaconn"
+	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/plans"
 )
 
@@ -21,16 +23,11 @@ func TestSettleWaitsForTheSendInFlight(t *testing.T) {
 	topo := p.Topology
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := dial(ctx, topo, "east")
-	if err != nil {
+	if _, err := ensureCanaryTopic(ctx, kfaketest.Dial(t, topo, "east"), topo); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ensureCanaryTopic(ctx, c, topo); err != nil {
-		t.Fatal(err)
-	}
-	_ = c.Close()
 
-	x := &failoverDrill{topo: topo, id: "settle", app: newFollower(topo, "settle", 50)}
+	x := &failoverDrill{topo: topo, clusters: kafkaconn.New(topo), id: "settle", app: newFollower(topo, "settle", 50)}
 	x.start("east")
 	defer x.close()
 	for x.app.nextSeq() < 5 {

@@ -29,8 +29,11 @@ const (
 	envelopeSuffix = ".dsse"
 )
 
-func dial(ctx context.Context, topo *topology.Topology, name string) (sarama.Client, error) {
-	return kafkaconn.Dial(ctx, topo.Clusters[name], nil)
+// need is the session's client of cluster name, dialled again if it failed
+// before; it belongs to the session (never closed here).
+func need(ctx context.Context, clusters *kafkaconn.Clusters, name string) (sarama.Client, error) {
+	clusters.Redial(ctx, name)
+	return clusters.Need(name)
 }
 
 // Store records rec in the local journal directory and in every reachable
@@ -44,9 +47,10 @@ func dial(ctx context.Context, topo *topology.Topology, name string) (sarama.Cli
 // envelope beside it (the key id+".dsse" in the drills topic, the file
 // <id>.drill.json.dsse in the journal). rec keeps the bytes stored and the
 // envelope (CanonicalJSON, Envelope).
-func Store(ctx context.Context, topo *topology.Topology, rec *Record, dir string) error {
+func Store(ctx context.Context, clusters *kafkaconn.Clusters, rec *Record, dir string) error {
+	topo := clusters.Topology()
 	if !rec.Unfinished && rec.Chain == nil {
-		rec.Chain = evidence.Next(chainHead(ctx, topo, dir, rec.ID))
+		rec.Chain = evidence.Next(chainHead(ctx, clusters, dir, rec.ID))
 	}
 	raw, err := canonicalJSON(rec)
 	if err != nil {
@@ -73,7 +77,7 @@ func Store(ctx context.Context, topo *topology.Topology, rec *Record, dir string
 		}
 	}
 	for _, name := range topo.ClusterNames() {
-		c, err := dial(ctx, topo, name)
+		c, err := need(ctx, clusters, name)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -82,7 +86,6 @@ func Store(ctx context.Context, topo *topology.Topology, rec *Record, dir string
 		if err == nil && env != nil {
 			err = kvstore.Put(ctx, c, topology.DrillsTopic, rec.ID+envelopeSuffix, env.Marshal())
 		}
-		_ = c.Close()
 		if err != nil {
 			errs = append(errs, fmt.Errorf("cluster %s: %w", name, err))
 			continue
@@ -138,9 +141,10 @@ type HistoryOptions struct {
 // read-only. It returns what it could read; the error (wrapping
 // kafkaconn.ErrUnreachable) names the clusters it could not. Each record
 // holds the bytes it was read as and its signature envelope, if any.
-func History(ctx context.Context, topo *topology.Topology, o HistoryOptions) ([]Record, error) {
+func History(ctx context.Context, clusters *kafkaconn.Clusters, o HistoryOptions) ([]Record, error) {
+	topo := clusters.Topology()
 	byID := map[string]Record{}
-	copies, failed := readCopies(ctx, topo, o)
+	copies, failed := readCopies(ctx, clusters, o)
 	for _, c := range copies {
 		if o.Drill != "" && c.rec.Drill != o.Drill {
 			continue
@@ -190,7 +194,8 @@ const journalSource = "local journal"
 // readCopies reads every copy of the topology's records: the local
 // journal's first, then each cluster's in name order. failed holds the
 // clusters it could not read, with why.
-func readCopies(ctx context.Context, topo *topology.Topology, o HistoryOptions) (copies []storedCopy, failed map[string]error) {
+func readCopies(ctx context.Context, clusters *kafkaconn.Clusters, o HistoryOptions) (copies []storedCopy, failed map[string]error) {
+	topo := clusters.Topology()
 	dir := o.JournalDir
 	if dir == "" {
 		dir = failover.JournalDir()
@@ -216,7 +221,7 @@ func readCopies(ctx context.Context, topo *topology.Topology, o HistoryOptions) 
 		if o.LocalOnly {
 			break
 		}
-		cs, err := clusterCopies(ctx, topo, name)
+		cs, err := clusterCopies(ctx, clusters, name)
 		if err != nil {
 			failed[name] = err
 			continue
@@ -226,12 +231,12 @@ func readCopies(ctx context.Context, topo *topology.Topology, o HistoryOptions) 
 	return out, failed
 }
 
-func clusterCopies(ctx context.Context, topo *topology.Topology, name string) ([]storedCopy, error) {
-	c, err := dial(ctx, topo, name)
+func clusterCopies(ctx context.Context, clusters *kafkaconn.Clusters, name string) ([]storedCopy, error) {
+	topo := clusters.Topology()
+	c, err := need(ctx, clusters, name)
 	if err != nil {
 		return nil, err
 	}
-	defer c.Close()
 	info, err := kafkaread.Topic(ctx, c, topology.DrillsTopic)
 	if err != nil || !info.Exists {
 		return nil, err
@@ -265,8 +270,9 @@ func clusterCopies(ctx context.Context, topo *topology.Topology, name string) ([
 
 // Find returns the record whose id is id, or the one id is a unique prefix
 // of.
-func Find(ctx context.Context, topo *topology.Topology, id string, o HistoryOptions) (*Record, error) {
-	hist, err := History(ctx, topo, o)
+func Find(ctx context.Context, clusters *kafkaconn.Clusters, id string, o HistoryOptions) (*Record, error) {
+	topo := clusters.Topology()
+	hist, err := History(ctx, clusters, o)
 	var match []Record
 	for _, r := range hist {
 		if r.ID == id {
@@ -289,8 +295,8 @@ func Find(ctx context.Context, topo *topology.Topology, id string, o HistoryOpti
 }
 
 // clusterHistory returns the topology's records one cluster holds.
-func clusterHistory(ctx context.Context, topo *topology.Topology, name string) ([]Record, error) {
-	cs, err := clusterCopies(ctx, topo, name)
+func clusterHistory(ctx context.Context, clusters *kafkaconn.Clusters, name string) ([]Record, error) {
+	cs, err := clusterCopies(ctx, clusters, name)
 	out := make([]Record, 0, len(cs))
 	for _, c := range cs {
 		out = append(out, c.record())

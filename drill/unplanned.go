@@ -34,6 +34,7 @@ import (
 	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kafkaread"
+	"github.com/drctl/drctl/internal/poll"
 	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/plans"
 	"github.com/drctl/drctl/runrecord"
@@ -96,7 +97,7 @@ func (x *failoverDrill) registerUnplanned(r *plans.Registry) {
 // so), then until the canary wrote pp.Records more records on the active.
 func (x *failoverDrill) pauseMirror(ctx context.Context, pp pauseParams) (*PauseResult, error) {
 	x.before = x.probe(ctx, pp.Source) // before anything it writes is left behind
-	roles, err := liveRoles(ctx, x.topo)
+	roles, err := liveRoles(ctx, x.clusters)
 	if err != nil {
 		return nil, err
 	}
@@ -107,17 +108,16 @@ func (x *failoverDrill) pauseMirror(ctx context.Context, pp pauseParams) (*Pause
 	now := time.Now().UTC()
 	p := linkstate.Pause{Topology: x.topo.Name, Source: pp.Source, Target: pp.Target, Epoch: roles.Epoch, ID: x.id,
 		Holder: plans.LocalActor(), At: now, Until: now.Add(pauseTTL(pp))}
-	if err := withClients(ctx, x.topo, func(cs map[string]sarama.Client) error { return linkstate.PutPause(ctx, cs, p) }); err != nil {
+	if err := withClients(ctx, x.clusters, func(cs map[string]sarama.Client) error { return linkstate.PutPause(ctx, cs, p) }); err != nil {
 		return nil, err
 	}
 	x.mu.Lock()
 	x.pause = &p
 	x.mu.Unlock()
-	dst, err := dial(ctx, x.topo, pp.Target)
+	dst, err := need(ctx, x.clusters, pp.Target)
 	if err != nil {
 		return nil, err
 	}
-	defer dst.Close()
 	tp := topology.TopicPartition{Topic: x.topo.CanaryTopic(), Partition: 0}
 	err = pollUntil(ctx, pauseConfirmWait, func() error {
 		seen, err := linkstate.LastObserved(ctx, dst, link)
@@ -257,20 +257,18 @@ func (x *failoverDrill) unplanned(ctx context.Context, mp moveParams) (_ *Direct
 // awaitObserved waits until the mirror from -> to has observed the end of
 // the canary partition on from: what the RPO is computed from.
 func (x *failoverDrill) awaitObserved(ctx context.Context, from, to string) error {
-	src, err := dial(ctx, x.topo, from)
+	src, err := need(ctx, x.clusters, from)
 	if err != nil {
 		return err
 	}
-	defer src.Close()
 	ends, err := kafkaread.PartitionEnds(ctx, src, x.topo.CanaryTopic(), 0)
 	if err != nil {
 		return fmt.Errorf("%s on %s: %w", x.topo.CanaryTopic(), from, err)
 	}
-	dst, err := dial(ctx, x.topo, to)
+	dst, err := need(ctx, x.clusters, to)
 	if err != nil {
 		return err
 	}
-	defer dst.Close()
 	link := x.topo.Link(from, to)
 	tp := topology.TopicPartition{Topic: x.topo.CanaryTopic(), Partition: 0}
 	err = pollUntil(ctx, pauseConfirmWait, func() error {
@@ -303,11 +301,10 @@ func (x *failoverDrill) canaryKeys(ctx context.Context, cluster, topic string) (
 }
 
 func (x *failoverDrill) readKeyed(ctx context.Context, cluster, topic string, from int64, offsetOf func(kafkaread.Record) int64) ([]keyedRecord, error) {
-	c, err := dial(ctx, x.topo, cluster)
+	c, err := need(ctx, x.clusters, cluster)
 	if err != nil {
 		return nil, err
 	}
-	defer c.Close()
 	info, err := kafkaread.Topic(ctx, c, topic)
 	if err != nil || !info.Exists {
 		return nil, err
@@ -325,11 +322,10 @@ func (x *failoverDrill) readKeyed(ctx context.Context, cluster, topic string, fr
 // partitionEnd is the last stable offset of partition 0 of topic on
 // cluster (0 when the topic does not exist).
 func (x *failoverDrill) partitionEnd(ctx context.Context, cluster, topic string) (int64, error) {
-	c, err := dial(ctx, x.topo, cluster)
+	c, err := need(ctx, x.clusters, cluster)
 	if err != nil {
 		return 0, err
 	}
-	defer c.Close()
 	if info, err := kafkaread.Topic(ctx, c, topic); err != nil || !info.Exists {
 		return 0, err
 	}
@@ -449,16 +445,17 @@ func (x *failoverDrill) releasePause(ctx context.Context) error {
 	}
 	rel := *p
 	rel.Released, rel.At = true, time.Now().UTC()
-	return withClients(ctx, x.topo, func(cs map[string]sarama.Client) error { return linkstate.PutPause(ctx, cs, rel) })
+	return withClients(ctx, x.clusters, func(cs map[string]sarama.Client) error { return linkstate.PutPause(ctx, cs, rel) })
 }
 
 // ReleasePauses ends every mirror pause of topo that still holds. Only a
 // drill holds a pause, and only while it runs: the caller holds the
 // running lease (the next drill) or cleans up after a stopped one (drctl
 // resume). It returns the pauses it released.
-func ReleasePauses(ctx context.Context, topo *topology.Topology) ([]linkstate.Pause, error) {
+func ReleasePauses(ctx context.Context, clusters *kafkaconn.Clusters) ([]linkstate.Pause, error) {
+	topo := clusters.Topology()
 	var released []linkstate.Pause
-	err := withClients(ctx, topo, func(cs map[string]sarama.Client) error {
+	err := withClients(ctx, clusters, func(cs map[string]sarama.Client) error {
 		ps, err := linkstate.Pauses(ctx, cs, topo.Name)
 		if err != nil {
 			return err
@@ -493,25 +490,16 @@ func pauseNames(ps []linkstate.Pause) string {
 	return strings.Join(out, ", ")
 }
 
-// withClients dials every cluster of topo that answers and calls f with
-// them.
-func withClients(ctx context.Context, topo *topology.Topology, f func(map[string]sarama.Client) error) error {
-	cs := map[string]sarama.Client{}
-	defer func() {
-		for _, c := range cs {
-			_ = c.Close()
-		}
-	}()
-	var errs []error
-	for _, name := range topo.ClusterNames() {
-		c, err := kafkaconn.Dial(ctx, topo.Clusters[name], nil)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		cs[name] = c
-	}
+// withClients calls f with the session's clients of the clusters that
+// answer (those that failed before dialled again).
+func withClients(ctx context.Context, clusters *kafkaconn.Clusters, f func(map[string]sarama.Client) error) error {
+	clusters.Redial(ctx)
+	cs := clusters.Clients()
 	if len(cs) == 0 {
+		var errs []error
+		for _, err := range clusters.Errors() {
+			errs = append(errs, err)
+		}
 		return errors.Join(errs...)
 	}
 	return f(cs)
@@ -520,17 +508,13 @@ func withClients(ctx context.Context, topo *topology.Topology, f func(map[string
 // pollUntil calls check every 100 ms until it returns nil, ctx ends, or
 // wait passes (then its last error, marked as a timeout).
 func pollUntil(ctx context.Context, wait time.Duration, check func() error) error {
-	deadline := time.Now().Add(wait)
-	for {
-		err := check()
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("timed out after %s: %w", wait, err)
-		}
-		if err := sleepCtx(ctx, 100*time.Millisecond); err != nil {
-			return err
-		}
+	var last error
+	err := poll.Until(ctx, poll.Wait{What: "the drill's condition", Within: wait}, func(context.Context) (bool, string, error) {
+		last = check()
+		return last == nil, "", nil
+	})
+	if errors.Is(err, poll.ErrTimeout) {
+		return fmt.Errorf("timed out after %s: %w", wait, last)
 	}
+	return err
 }

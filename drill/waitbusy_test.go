@@ -40,7 +40,7 @@ func TestDrillWaitsForAnotherDrill(t *testing.T) {
 	startMirror(t, topo)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	other, err := AcquireFor(ctx, topo, drilllease.RunningKey, "sched-box/77/canary", "drill canary-every-minute (kind canary)", time.Hour)
+	other, err := AcquireFor(ctx, kfaketest.Session(t, topo), drilllease.RunningKey, "sched-box/77/canary", "drill canary-every-minute (kind canary)", time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}

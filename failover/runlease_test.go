@@ -90,12 +90,11 @@ func TestOneResumeAtATime(t *testing.T) {
 	if err := drilllease.Take(kfaketest.Ctx(t, 10*time.Second), other, topo.Clusters["west"], drilllease.Claim{Key: "run/x", Holder: "elsewhere/1/a", At: now, Expires: now.Add(time.Second)}); err != nil {
 		t.Fatal(err)
 	}
-	l := &runLease{clusters: kfaketest.Session(t, topo), on: "west", key: "run/x", holder: "here/2/b", done: make(chan struct{}), stopped: make(chan struct{})}
-	if err := l.claim(kfaketest.Ctx(t, 10*time.Second)); !errors.Is(err, drilllease.ErrLocked) {
+	if _, err := drilllease.Acquire(kfaketest.Ctx(t, 10*time.Second), kfaketest.Session(t, topo), "west", "run/x", "here/2/b", "", runLeaseTTL); !errors.Is(err, drilllease.ErrLocked) {
 		t.Fatalf("a claim within another's lease: %v; want ErrLocked", err)
 	}
 	kfaketest.Wait(t, 10*time.Second, "the stopped holder's lease to lapse", func() (bool, string) {
-		err := l.claim(kfaketest.Ctx(t, 10*time.Second))
+		_, err := drilllease.Acquire(kfaketest.Ctx(t, 10*time.Second), kfaketest.Session(t, topo), "west", "run/x", "here/2/b", "", runLeaseTTL)
 		return err == nil, "claim: " + errString(err)
 	})
 }
@@ -106,28 +105,27 @@ func TestOneResumeAtATime(t *testing.T) {
 func TestRunLeaseLostStopsTheRun(t *testing.T) {
 	p := kfaketest.NewPair(t, kfaketest.Options{})
 	topo := p.Topology
-	runLeaseRenew = 100 * time.Millisecond
-	t.Cleanup(func() { runLeaseRenew = 10 * time.Second })
-	c := kfaketest.Dial(t, topo, "west")
-	l := &runLease{clusters: kfaketest.Session(t, topo), on: "west", key: "run/y", holder: "here/2/b", done: make(chan struct{}), stopped: make(chan struct{})}
-	past := time.Now().UTC().Add(-time.Minute)
-	// Its claim expired long ago (it slept), and another took the run.
-	if err := drilllease.Take(kfaketest.Ctx(t, 10*time.Second), c, topo.Clusters["west"], drilllease.Claim{Key: l.key, Holder: l.holder, At: past, Expires: past.Add(time.Second)}); err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now().UTC()
-	if err := drilllease.Take(kfaketest.Ctx(t, 10*time.Second), c, topo.Clusters["west"], drilllease.Claim{Key: l.key, Holder: "elsewhere/1/a", At: now, Expires: now.Add(time.Minute)}); err != nil {
-		t.Fatal(err)
-	}
+	// Its renewals come later than its lease lasts, as for a drctl that was
+	// stopped (a long GC pause, a suspended VM).
+	runLeaseTTL, runLeaseRenew = 500*time.Millisecond, 2*time.Second
+	t.Cleanup(func() { runLeaseTTL, runLeaseRenew = 30*time.Second, 10*time.Second })
 	var lostWith atomic.Value
 	ctx, lost := context.WithCancelCause(context.Background())
-	go l.renew(func(cause error) { lostWith.Store(cause); lost(cause) })
+	run := plans.New("failover-y", "failover")
+	l, err := takeRunLease(kfaketest.Ctx(t, 10*time.Second), kfaketest.Session(t, topo), run, "west", func(cause error) { lostWith.Store(cause); lost(cause) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.release()
+	kfaketest.Wait(t, 10*time.Second, "another drctl to take the lapsed run", func() (bool, string) {
+		_, err := drilllease.Acquire(kfaketest.Ctx(t, 10*time.Second), kfaketest.Session(t, topo), "west", "run/"+run.ID, "elsewhere/1/a", "", time.Minute)
+		return err == nil, "claim: " + errString(err)
+	})
 	select {
 	case <-ctx.Done():
 	case <-time.After(10 * time.Second):
 		t.Fatal("the renewal never noticed the lease was taken")
 	}
-	close(l.done)
 	if cause, _ := lostWith.Load().(error); !errors.Is(cause, ErrRunTakenOver) || !strings.Contains(cause.Error(), "elsewhere/1/a") {
 		t.Errorf("lost with %v; want ErrRunTakenOver naming the other holder", cause)
 	}

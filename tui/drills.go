@@ -10,6 +10,7 @@ import (
 
 	"github.com/drctl/drctl/drill"
 	"github.com/drctl/drctl/drill/report"
+	"github.com/drctl/drctl/internal/kafkaconn"
 )
 
 // drillsMsg carries the drill history, as `drctl drill history` reads it.
@@ -26,7 +27,9 @@ func (m *Model) drillsCmd() tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
-		hist, err := drill.History(ctx, topo, drill.HistoryOptions{JournalDir: dir, Limit: 100})
+		clusters := kafkaconn.Open(ctx, topo)
+		defer clusters.Close()
+		hist, err := drill.History(ctx, clusters, drill.HistoryOptions{JournalDir: dir, Limit: 100})
 		return drillsMsg{hist: hist, err: err}
 	}
 }

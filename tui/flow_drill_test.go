@@ -40,7 +40,7 @@ func TestCanaryDrillThroughKeys(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	hist, err := drill.History(ctx, topo, drill.HistoryOptions{JournalDir: dir})
+	hist, err := drill.History(ctx, kfaketest.Session(t, topo), drill.HistoryOptions{JournalDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/drctl/drctl/drill"
 	"github.com/drctl/drctl/failover"
+	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/rolestate"
 	"github.com/drctl/drctl/plans"
 	"github.com/drctl/drctl/runrecord"
@@ -84,7 +85,7 @@ func values(ctx *cli.Context, kind valueKind) []string {
 	case runIDs:
 		return journalRunIDs(failover.JournalDir(), topo.Name)
 	case drillIDs:
-		hist, _ := drill.History(ctx.Context, topo, drill.HistoryOptions{JournalDir: failover.JournalDir(), LocalOnly: true})
+		hist, _ := drill.History(ctx.Context, kafkaconn.New(topo), drill.HistoryOptions{JournalDir: failover.JournalDir(), LocalOnly: true})
 		ids := make([]string, len(hist))
 		for i, r := range hist {
 			ids[i] = r.ID

@@ -226,7 +226,9 @@ func drillHistoryCommand() *cli.Command {
 			}
 			ctx, cancel := context.WithTimeout(c.Context, 30*time.Second)
 			defer cancel()
-			hist, herr := drill.History(ctx, topo, drill.HistoryOptions{Drill: c.String("drill"), Limit: c.Int("limit")})
+			clusters := kafkaconn.Open(ctx, topo)
+			defer clusters.Close()
+			hist, herr := drill.History(ctx, clusters, drill.HistoryOptions{Drill: c.String("drill"), Limit: c.Int("limit")})
 			if hist == nil {
 				hist = []drill.Record{}
 			}
@@ -272,7 +274,9 @@ func drillReportCommand() *cli.Command {
 			}
 			ctx, cancel := context.WithTimeout(c.Context, 30*time.Second)
 			defer cancel()
-			rec, err := drill.Find(ctx, topo, args[0], drill.HistoryOptions{})
+			clusters := kafkaconn.Open(ctx, topo)
+			defer clusters.Close()
+			rec, err := drill.Find(ctx, clusters, args[0], drill.HistoryOptions{})
 			if err != nil {
 				return drillError(err)
 			}

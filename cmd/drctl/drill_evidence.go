@@ -18,6 +18,7 @@ import (
 
 	"github.com/drctl/drctl/drill"
 	"github.com/drctl/drctl/drill/evidence"
+	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -290,7 +291,9 @@ func historyVerify(c *cli.Context, topo *topology.Topology) error {
 	}
 	ctx, cancel := context.WithTimeout(c.Context, time.Minute)
 	defer cancel()
-	check, verr := drill.VerifyHistory(ctx, topo, o)
+	clusters := kafkaconn.Open(ctx, topo)
+	defer clusters.Close()
+	check, verr := drill.VerifyHistory(ctx, clusters, o)
 	if err := render(c, check, func(w io.Writer) error { return historyCheckText(w, check) }); err != nil {
 		return err
 	}

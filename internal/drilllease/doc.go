@@ -3,10 +3,14 @@
 // failover reads it, to refuse a failover, failback or reseed while a drill
 // runs) and a run's lease on the cluster that is or becomes active
 // (package failover takes it, so that one drctl at a time runs a run). It
-// sits below both so that neither imports the other for it.
+// sits below both so that neither imports the other for it, and holds the
+// whole protocol: the claim and its fold (Take, Give, Owner), a held lease
+// (Acquire, Renew, Release) and its renewals (Keep).
 //
 // # Contracts
 //
+//   - A Lease is taken through the caller's session (kafkaconn.Clusters),
+//     which must outlive it; it never dials.
 //   - Take and Give are the only writes: a claim appended to the one
 //     partition of the locks topic; the owner is decided by folding the log
 //     up to the claim. No clock decides between live contenders: clocks

@@ -42,10 +42,17 @@ var RedialEvery = 10 * time.Second
 // cluster of the topology when none is named) concurrently, each bounded
 // by ctx.
 func Open(ctx context.Context, topo *topology.Topology, names ...string) *Clusters {
-	s := &Clusters{topo: topo, clients: map[string]sarama.Client{}, errs: map[string]error{}, failedAt: map[string]time.Time{},
-		producers: map[string]sarama.SyncProducer{}}
+	s := New(topo)
 	s.Connect(ctx, names...)
 	return s
+}
+
+// New starts a session with topo that has dialled nothing yet: for a
+// command that may not need a cluster at all (shell completion from the
+// local journal), or dials only later (Connect, Redial).
+func New(topo *topology.Topology) *Clusters {
+	return &Clusters{topo: topo, clients: map[string]sarama.Client{}, errs: map[string]error{}, failedAt: map[string]time.Time{},
+		producers: map[string]sarama.SyncProducer{}}
 }
 
 // Connect dials, concurrently, the named clusters (every cluster of the
