@@ -8,9 +8,6 @@ import (
 	"github.com/drctl/drctl/internal/kafkaconn"
 )
 
-// claim is one record of the locks topic.
-type claim = drilllease.Claim
-
 // NewHolder returns a name for this process that no other process uses.
 func NewHolder() string { return drilllease.NewHolder() }
 
