@@ -11,8 +11,8 @@ import (
 	"github.com/drctl/drctl/failover"
 	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/drilllease"
-	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/internal/rolestate"
+	"github.com/drctl/drctl/internal/testkit/kfaketest"
 )
 
 // TestFailoverRefusedWhileDrillRuns: while a drill holds its running lease,

@@ -9,7 +9,7 @@ import (
 	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/drilllease"
 	"github.com/drctl/drctl/internal/kafkaconn"
-	"github.com/drctl/drctl/internal/kfaketest"
+	"github.com/drctl/drctl/internal/testkit/kfaketest"
 	"github.com/drctl/drctl/plans"
 	"github.com/drctl/drctl/topology"
 )

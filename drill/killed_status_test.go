@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/drctl/drctl/inspect"
-	"github.com/drctl/drctl/internal/kfaketest"
+	"github.com/drctl/drctl/internal/testkit/kfaketest"
 )
 
 // TestKilledDrillIsAProblem: an unplanned drill killed while its pause

@@ -11,8 +11,8 @@ import (
 
 	"github.com/drctl/drctl/drill"
 	"github.com/drctl/drctl/drill/report"
-	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/internal/kvstore"
+	"github.com/drctl/drctl/internal/testkit/kfaketest"
 	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/topology"
 )

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drctl/drctl/internal/fuzzseed"
+	"github.com/drctl/drctl/internal/testkit/fuzzseed"
 )
 
 // sampleRecords are records as drills write them: a canary, a failover

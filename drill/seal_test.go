@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/drctl/drctl/drill/evidence"
-	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/internal/kvstore"
+	"github.com/drctl/drctl/internal/testkit/kfaketest"
 	"github.com/drctl/drctl/topology"
 )
 

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/drctl/drctl/inspect"
-	"github.com/drctl/drctl/internal/kfaketest"
+	"github.com/drctl/drctl/internal/testkit/kfaketest"
 )
 
 func drillProblem(st *inspect.Status) string {

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/drctl/drctl/internal/drilllease"
-	"github.com/drctl/drctl/internal/kfaketest"
+	"github.com/drctl/drctl/internal/testkit/kfaketest"
 )
 
 // lockedBuffer is a strings.Builder that a drill writes while a test reads.

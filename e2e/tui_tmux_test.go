@@ -13,7 +13,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/drctl/drctl/inspect"
-	"github.com/drctl/drctl/internal/kfaketest"
+	"github.com/drctl/drctl/internal/testkit/kfaketest"
 )
 
 // TestTUIInTmux runs `drctl tui` in a real terminal (tmux, 80x24) against

@@ -8,7 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/drctl/drctl/internal/kafkaconn"
-	"github.com/drctl/drctl/internal/kfaketest"
+	"github.com/drctl/drctl/internal/testkit/kfaketest"
 	"github.com/drctl/drctl/mirror"
 	"github.com/drctl/drctl/topology"
 )

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drctl/drctl/internal/kfaketest"
+	"github.com/drctl/drctl/internal/testkit/kfaketest"
 	"github.com/drctl/drctl/plans"
 	"github.com/drctl/drctl/runrecord"
 )

@@ -4,9 +4,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drctl/drctl/internal/kfakefault"
-	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/internal/rolestate"
+	"github.com/drctl/drctl/internal/testkit/kfakefault"
+	"github.com/drctl/drctl/internal/testkit/kfaketest"
 )
 
 // TestRollbackWaitsForABrokerThatListsNoneAlive: a drain that timed out

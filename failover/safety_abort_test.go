@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/drctl/drctl/inspect"
-	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/internal/kvstore"
 	"github.com/drctl/drctl/internal/rolestate"
+	"github.com/drctl/drctl/internal/testkit/kfaketest"
 	"github.com/drctl/drctl/plans"
 	"github.com/drctl/drctl/runrecord"
 	"github.com/drctl/drctl/topology"

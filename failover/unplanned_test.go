@@ -13,7 +13,7 @@ import (
 
 	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/kafkaconn"
-	"github.com/drctl/drctl/internal/kfaketest"
+	"github.com/drctl/drctl/internal/testkit/kfaketest"
 	"github.com/drctl/drctl/mirror"
 	"github.com/drctl/drctl/runrecord"
 )

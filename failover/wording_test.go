@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drctl/drctl/internal/kfaketest"
+	"github.com/drctl/drctl/internal/testkit/kfaketest"
 )
 
 // TestForcedUnplannedQuestionSpeaksOfNoDrain: a forced unplanned run with

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/internal/rolestate"
+	"github.com/drctl/drctl/internal/testkit/kfaketest"
 )
 
 // TestStaleProblemSaysWhy: a cluster that holds no role state while the

@@ -10,8 +10,8 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/internal/offsetcommit"
+	"github.com/drctl/drctl/internal/testkit/kfaketest"
 	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/topology"
 )

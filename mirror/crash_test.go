@@ -18,7 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/drctl/drctl/internal/kafkaread"
-	"github.com/drctl/drctl/internal/kfaketest"
+	"github.com/drctl/drctl/internal/testkit/kfaketest"
 	"github.com/drctl/drctl/topology"
 )
 

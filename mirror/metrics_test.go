@@ -15,8 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/drctl/drctl/internal/aclfence"
-	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/internal/rolestate"
+	"github.com/drctl/drctl/internal/testkit/kfaketest"
 	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/topology"
 )

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drctl/drctl/internal/kfaketest"
+	"github.com/drctl/drctl/internal/testkit/kfaketest"
 )
 
 // TestShardCountKeptByTheLink: a link that ran with 2 shards refuses to

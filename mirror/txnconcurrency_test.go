@@ -10,7 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/drctl/drctl/internal/kfaketest"
+	"github.com/drctl/drctl/internal/testkit/kfaketest"
 )
 
 // openTxns counts, as the target's transaction coordinator sees them, the

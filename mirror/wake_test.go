@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drctl/drctl/internal/kfaketest"
+	"github.com/drctl/drctl/internal/testkit/kfaketest"
 )
 
 // TestShardStartsNewPartitionsAtOnce: a shard that found no partitions

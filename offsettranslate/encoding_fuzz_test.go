@@ -8,7 +8,7 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/drctl/drctl/internal/fuzzseed"
+	"github.com/drctl/drctl/internal/testkit/fuzzseed"
 )
 
 // FuzzDecodeBatch (encoding_test.go) starts from the corpus in

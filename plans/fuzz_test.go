@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drctl/drctl/internal/fuzzseed"
+	"github.com/drctl/drctl/internal/testkit/fuzzseed"
 )
 
 // fuzzPlan is a small valid plan with every kind of field filled.

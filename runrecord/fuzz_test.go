@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drctl/drctl/internal/fuzzseed"
+	"github.com/drctl/drctl/internal/testkit/fuzzseed"
 	"github.com/drctl/drctl/plans"
 )
 

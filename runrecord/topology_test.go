@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/drctl/drctl/internal/kafkaconn"
-	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/internal/kvstore"
+	"github.com/drctl/drctl/internal/testkit/kfaketest"
 	"github.com/drctl/drctl/plans"
 	"github.com/drctl/drctl/topology"
 )

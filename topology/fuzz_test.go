@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/drctl/drctl/internal/fuzzseed"
+	"github.com/drctl/drctl/internal/testkit/fuzzseed"
 )
 
 // fuzzSecret is what every ${VAR} expands to in FuzzParse (but ${UNSET...}).

@@ -16,7 +16,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/drctl/drctl/internal/kafkaconn"
-	"github.com/drctl/drctl/internal/kfaketest"
+	"github.com/drctl/drctl/internal/testkit/kfaketest"
 	"github.com/drctl/drctl/offsettranslate"
 	"github.com/drctl/drctl/topology"
 	"github.com/drctl/drctl/verify"

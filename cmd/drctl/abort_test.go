@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/drctl/drctl/failover"
-	"github.com/drctl/drctl/internal/kfaketest"
+	"github.com/drctl/drctl/internal/testkit/kfaketest"
 )
 
 // TestAbortExitCodes: an abort refused past the point of no return, or

@@ -59,7 +59,7 @@ func TestNoTrackerCitations(t *testing.T) {
 func TestProducersStartFromThePreset(t *testing.T) {
 	root := filepath.Join("..", "..")
 	byHand := regexp.MustCompile(`Producer\.(Idempotent = true|Retry\.Max = )`)
-	allowed := []string{"internal/kafkaconn/", "internal/kfaketest/", "bench/", "mirror/engine.go"}
+	allowed := []string{"internal/kafkaconn/", "internal/testkit/", "bench/", "mirror/engine.go"}
 	var found []string
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {

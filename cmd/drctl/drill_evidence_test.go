@@ -17,8 +17,8 @@ import (
 
 	"github.com/drctl/drctl/drill"
 	"github.com/drctl/drctl/drill/evidence"
-	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/internal/kvstore"
+	"github.com/drctl/drctl/internal/testkit/kfaketest"
 	"github.com/drctl/drctl/mirror"
 	"github.com/drctl/drctl/topology"
 )

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/drctl/drctl/drill"
-	"github.com/drctl/drctl/internal/kfaketest"
+	"github.com/drctl/drctl/internal/testkit/kfaketest"
 	"github.com/drctl/drctl/topology"
 )
 

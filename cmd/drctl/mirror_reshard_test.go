@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/drctl/drctl/internal/kafkaread"
-	"github.com/drctl/drctl/internal/kfaketest"
+	"github.com/drctl/drctl/internal/testkit/kfaketest"
 )
 
 // TestMirrorReshardCommand: drctl mirror reshard without a terminal needs

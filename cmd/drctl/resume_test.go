@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/drctl/drctl/failover"
-	"github.com/drctl/drctl/internal/kfaketest"
 	"github.com/drctl/drctl/internal/kvstore"
+	"github.com/drctl/drctl/internal/testkit/kfaketest"
 	"github.com/drctl/drctl/plans"
 	"github.com/drctl/drctl/runrecord"
 	"github.com/drctl/drctl/topology"

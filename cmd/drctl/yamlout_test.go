@@ -12,7 +12,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/drctl/drctl/internal/kfaketest"
+	"github.com/drctl/drctl/internal/testkit/kfaketest"
 )
 
 // decodeJSON and decodeYAML decode one document into plain values with

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/drctl/drctl/internal/fuzzseed"
+	"github.com/drctl/drctl/internal/testkit/fuzzseed"
 )
 
 // FuzzDecodeFenceRecord: no record of __drctl_fence panics the reader; one

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drctl/drctl/internal/fuzzseed"
+	"github.com/drctl/drctl/internal/testkit/fuzzseed"
 )
 
 // FuzzFoldClaims: no log of the locks topic (one record a line, "key TAB

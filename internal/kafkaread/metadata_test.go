@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drctl/drctl/internal/kfakefault"
+	"github.com/drctl/drctl/internal/testkit/kfakefault"
 )
 
 // TestAnAnswerListingNoBrokerIsTransient: Topic must not pass on a

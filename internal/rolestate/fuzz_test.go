@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drctl/drctl/internal/fuzzseed"
+	"github.com/drctl/drctl/internal/testkit/fuzzseed"
 )
 
 // FuzzDecodeState: no record of __drctl_state panics the reader; one it
