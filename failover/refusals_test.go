@@ -20,6 +20,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/drctl/drctl/internal/kafkaconn"
+	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/internal/rolestate"
 	"github.com/drctl/drctl/internal/testkit/kfaketest"
 	"github.com/drctl/drctl/plans"
@@ -292,6 +293,13 @@ func TestRefusalGroupActiveOnStandby(t *testing.T) {
 	startMirror(t, topo, "east", "west")
 	waitMirrored(t, topo, "east", "west")
 	holdGroup(t, topo, "west", "billing", "orders")
+	// The mirror's group sync makes its snapshot topic on west at its first
+	// round: wait for it, or the snapshot below races with it.
+	groups := topo.Link("east", "west").GroupsTopic()
+	kfaketest.Wait(t, 30*time.Second, "the mirror's group snapshot topic on west", func() (bool, string) {
+		info, err := kafkaread.Topic(kfaketest.Ctx(t, 10*time.Second), kfaketest.Dial(t, topo, "west"), groups)
+		return err == nil && info.Exists, "not yet"
+	})
 
 	plan := planTo(t, topo, "west")
 	before := snapshots(t, topo, "east", "west")
