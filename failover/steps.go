@@ -18,6 +18,7 @@ import (
 	"github.com/drctl/drctl/internal/aclfence"
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kafkaread"
+	"github.com/drctl/drctl/internal/poll"
 	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/mirror/groupsync"
 	"github.com/drctl/drctl/plans"
@@ -229,17 +230,15 @@ func preflight(ctx context.Context, clusters *kafkaconn.Clusters, p preflightPar
 			}
 		}
 		link := topo.Link(p.From, p.To)
-		ls, _ := linkstate.DescribeLag(ctx, w.Clusters, link)
 		// Right after a role change (the end of a failback or reseed) the
 		// mirror restarts its link within its role poll and its worker
 		// group is empty for a moment: give it mirrorStartWait to come.
-		for deadline := time.Now().Add(mirrorStartWait); ls.Error == "" && !ls.Running && time.Now().Before(deadline) && ctx.Err() == nil; {
-			select {
-			case <-ctx.Done():
-			case <-time.After(500 * time.Millisecond):
-			}
-			ls, _ = linkstate.DescribeLag(ctx, w.Clusters, link)
-		}
+		var ls linkstate.State
+		_ = poll.Until(ctx, poll.Wait{What: "a mirror process of " + link.String(), Every: 500 * time.Millisecond, Within: mirrorStartWait},
+			func(ctx context.Context) (bool, string, error) {
+				ls, _ = linkstate.DescribeLag(ctx, w.Clusters, link)
+				return ls.Error != "" || ls.Running, "", nil
+			})
 		switch {
 		case ls.Error != "":
 			problems = append(problems, "mirror "+ls.Link+": "+ls.Error)
