@@ -15,20 +15,6 @@ import (
 	"github.com/drctl/drctl/internal/testkit/kfaketest"
 )
 
-// waitFor polls cond every 50 ms until it holds or wait passes.
-func waitFor(t *testing.T, wait time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(wait)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s within %s", what, wait)
-		}
-		if err := sleepCtx(context.Background(), 50*time.Millisecond); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 // TestSchedulerQueuesABusySlot: a slot that finds another drill running is
 // queued, not dropped: it runs late once the other drill is done, before
 // its next slot. A stop is logged with its cause.
@@ -53,12 +39,12 @@ func TestSchedulerQueuesABusySlot(t *testing.T) {
 	go func() { done <- s.Run(sctx) }()
 	t.Cleanup(func() { stop(errors.New("test over")); <-done })
 
-	waitFor(t, 20*time.Second, "queued slot", func() bool { return strings.Contains(logs.String(), `"msg":"drill queued: another run is in progress`) })
+	waitTrue(t, 20*time.Second, "queued slot", func() bool { return strings.Contains(logs.String(), `"msg":"drill queued: another run is in progress`) })
 	if err := other.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	var rec Record
-	waitFor(t, 30*time.Second, "record of the queued slot", func() bool {
+	waitTrue(t, 30*time.Second, "record of the queued slot", func() bool {
 		hist, _ := History(ctx, kfaketest.Session(t, topo), HistoryOptions{JournalDir: dir})
 		if len(hist) == 0 {
 			return false
@@ -108,7 +94,7 @@ func TestSchedulerRunsMissedSlotsLate(t *testing.T) {
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
-	waitFor(t, 60*time.Second, "a late run after missed slots", func() bool {
+	waitTrue(t, 60*time.Second, "a late run after missed slots", func() bool {
 		return strings.Contains(logs.String(), `"msg":"drill ran late"`) && strings.Contains(logs.String(), `"msg":"drill passed"`)
 	})
 	stop()
@@ -119,4 +105,10 @@ func TestSchedulerRunsMissedSlotsLate(t *testing.T) {
 	if n := testutil.ToFloat64(s.Metrics.missed.WithLabelValues("slow", "canary")); n < 1 {
 		t.Errorf("drctl_drill_slots_missed_total %v, want at least 1", n)
 	}
+}
+
+// waitTrue is kfaketest.Wait for a condition that explains nothing.
+func waitTrue(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	kfaketest.Wait(t, d, what, func() (bool, string) { return cond(), "not yet" })
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/drctl/drctl/internal/testkit/kfaketest"
 	"github.com/drctl/drctl/mirror/aclsync"
 	"github.com/drctl/drctl/topology"
 )
@@ -43,7 +44,7 @@ func TestACLSyncRealKafka(t *testing.T) {
 	waitACLParity(t, ft, "east", "west", time.Minute)
 	t.Logf("west holds east's %d app ACLs %v after the mirror started", len(ownedACLs(t, ft, "west")), time.Since(start).Round(time.Millisecond))
 	westCl := ft.dial(t, "west")
-	waitFor(t, time.Minute, "the mirror created "+orders+" on west", func() error {
+	kfaketest.WaitFor(t, time.Minute, "the mirror created "+orders+" on west", func() error {
 		if err := westCl.RefreshMetadata(orders); err != nil {
 			return err
 		}
@@ -267,7 +268,7 @@ func ownedACLs(t testing.TB, ft *foTopo, cluster string) []string {
 // ACLs.
 func waitACLParity(t testing.TB, ft *foTopo, active, standby string, timeout time.Duration) {
 	t.Helper()
-	waitFor(t, timeout, standby+"'s ACLs in step with "+active+"'s", func() error {
+	kfaketest.WaitFor(t, timeout, standby+"'s ACLs in step with "+active+"'s", func() error {
 		a, s := ownedACLs(t, ft, active), ownedACLs(t, ft, standby)
 		if strings.Join(a, "\n") != strings.Join(s, "\n") {
 			return fmt.Errorf("%s %q, %s %q", active, a, standby, s)
@@ -280,7 +281,7 @@ func waitACLParity(t testing.TB, ft *foTopo, active, standby string, timeout tim
 // of cluster (the mirror's ACL sync adds it).
 func (ft *foTopo) waitStandbyFenced(t testing.TB, cluster string, timeout time.Duration) {
 	t.Helper()
-	waitFor(t, timeout, cluster+" fenced against the applications", func() error {
+	kfaketest.WaitFor(t, timeout, cluster+" fenced against the applications", func() error {
 		admin, err := sarama.NewClusterAdminFromClient(ft.dial(t, cluster))
 		if err != nil {
 			return err
@@ -361,7 +362,7 @@ func TestACLSyncFencesANewTopicFirst(t *testing.T) {
 		}
 	}()
 	ft.addACLs(t, "east", foTopicACL{fresh, "User:app", sarama.AclOperationWrite, allow})
-	waitFor(t, 30*time.Second, "app's grant on "+fresh+" on west", func() error {
+	kfaketest.WaitFor(t, 30*time.Second, "app's grant on "+fresh+" on west", func() error {
 		if l := <-looks; !l.grant {
 			return fmt.Errorf("not yet (err %v)", l.err)
 		}
@@ -370,7 +371,7 @@ func TestACLSyncFencesANewTopicFirst(t *testing.T) {
 	// The mirror creates the topic on west; app is refused there at once.
 	createTopic(t, "east", fresh, 1, nil)
 	westCl := ft.dial(t, "west")
-	waitFor(t, time.Minute, "the mirror created "+fresh+" on west", func() error {
+	kfaketest.WaitFor(t, time.Minute, "the mirror created "+fresh+" on west", func() error {
 		if err := westCl.RefreshMetadata(fresh); err != nil {
 			return err
 		}
@@ -424,7 +425,7 @@ func TestACLSyncFencesATopicAPrefixGrantCovers(t *testing.T) {
 		t.Fatalf("app cannot write to the active's %s: %v", fresh, err)
 	}
 	westCl := ft.dial(t, "west")
-	waitFor(t, time.Minute, "the mirror created "+fresh+" on west", func() error {
+	kfaketest.WaitFor(t, time.Minute, "the mirror created "+fresh+" on west", func() error {
 		if err := westCl.RefreshMetadata(fresh); err != nil {
 			return err
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/drctl/drctl/inspect"
+	"github.com/drctl/drctl/internal/testkit/kfaketest"
 )
 
 // foApp is the application of the failover tests, running as the ordinary
@@ -222,7 +223,7 @@ func (a *foApp) acked() int {
 func (a *foApp) waitAcked(n int, timeout time.Duration) {
 	a.t.Helper()
 	target := a.acked() + n
-	waitFor(a.t, timeout, fmt.Sprintf("%d acknowledged records", target), func() error {
+	kfaketest.WaitFor(a.t, timeout, fmt.Sprintf("%d acknowledged records", target), func() error {
 		if got := a.acked(); got < target {
 			return fmt.Errorf("%d acknowledged", got)
 		}
@@ -471,7 +472,7 @@ func (g *foGroup) verify(phase string, timeout time.Duration) string {
 	t := g.app.t
 	t.Helper()
 	want := g.expected()
-	waitFor(t, timeout, fmt.Sprintf("%s: group %s read all %d acknowledged records", phase, g.name, len(want)), func() error {
+	kfaketest.WaitFor(t, timeout, fmt.Sprintf("%s: group %s read all %d acknowledged records", phase, g.name, len(want)), func() error {
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		missing := 0

@@ -25,6 +25,7 @@ import (
 
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kafkaread"
+	"github.com/drctl/drctl/internal/testkit/kfaketest"
 	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/plans"
 	"github.com/drctl/drctl/topology"
@@ -559,7 +560,7 @@ func sameTopic(orig, cp sarama.Client, topic string, origID string) (int, error)
 // everything and every partition has progress.
 func (ft *foTopo) waitLinkCaught(t testing.TB, source, target string, timeout time.Duration) {
 	t.Helper()
-	waitFor(t, timeout, fmt.Sprintf("the mirror %s->%s caught up", source, target), func() error {
+	kfaketest.WaitFor(t, timeout, fmt.Sprintf("the mirror %s->%s caught up", source, target), func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		rep, err := linkstate.MeasureLag(ctx, session(t, ft.Topo), ft.Topo.Link(source, target))

@@ -22,6 +22,7 @@ import (
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/internal/rolestate"
+	"github.com/drctl/drctl/internal/testkit/kfaketest"
 	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/plans"
 	"github.com/drctl/drctl/runrecord"
@@ -107,7 +108,7 @@ func unplannedWithLargeLast(t *testing.T, kind string, codec sarama.CompressionC
 	tp := topology.TopicPartition{Topic: x.orders, Partition: 0}
 	observed := func(want string, ok func(linkstate.Observed) bool) {
 		t.Helper()
-		waitFor(t, 30*time.Second, want, func() error {
+		kfaketest.WaitFor(t, 30*time.Second, want, func() error {
 			seen, err := linkstate.LastObserved(ctx, westCl, link)
 			if err != nil {
 				return err

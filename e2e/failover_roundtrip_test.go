@@ -18,6 +18,7 @@ import (
 	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/aclfence"
 	"github.com/drctl/drctl/internal/kafkaconn"
+	"github.com/drctl/drctl/internal/testkit/kfaketest"
 	"github.com/drctl/drctl/plans"
 )
 
@@ -90,7 +91,7 @@ func TestFailoverRoundTripRealKafka(t *testing.T) {
 
 	// The groups read for a while, then stop with a lag: their positions
 	// on east are somewhere in the middle of the data.
-	waitFor(t, time.Minute, "the groups read on east", func() error {
+	kfaketest.WaitFor(t, time.Minute, "the groups read on east", func() error {
 		if billing.read() < 300 || audit.read() < 100 {
 			return fmt.Errorf("billing %d, audit %d", billing.read(), audit.read())
 		}
@@ -165,7 +166,7 @@ func TestFailoverRoundTripRealKafka(t *testing.T) {
 	// The reseed: east holds exactly west's records.
 	ft.waitLinkCaught(t, "west", "east", time.Minute)
 	for _, tp := range []string{orders, payments, ledger} {
-		waitFor(t, time.Minute, "east re-seeded with "+tp, func() error {
+		kfaketest.WaitFor(t, time.Minute, "east re-seeded with "+tp, func() error {
 			n, err := sameTopic(westCl, eastCl, tp, westID)
 			if err == nil {
 				t.Logf("east's %s holds exactly west's %d records, in order", tp, n)
@@ -252,7 +253,7 @@ func TestFailoverRoundTripRealKafka(t *testing.T) {
 
 	ft.waitLinkCaught(t, "east", "west", time.Minute)
 	for _, tp := range []string{orders, payments, ledger} {
-		waitFor(t, time.Minute, "west re-seeded with "+tp, func() error {
+		kfaketest.WaitFor(t, time.Minute, "west re-seeded with "+tp, func() error {
 			n, err := sameTopic(eastCl, westCl, tp, eastID)
 			if err == nil {
 				t.Logf("west's %s holds exactly east's %d records, in order", tp, n)

@@ -19,6 +19,7 @@ import (
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/internal/rolestate"
+	"github.com/drctl/drctl/internal/testkit/kfaketest"
 	"github.com/drctl/drctl/plans"
 	"github.com/drctl/drctl/runrecord"
 	"github.com/drctl/drctl/topology"
@@ -302,7 +303,7 @@ func TestForcedReseedOfHealthyStandbyRealKafka(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 60*time.Second, orders+" on west re-seeded record by record", func() error {
+	kfaketest.WaitFor(t, 60*time.Second, orders+" on west re-seeded record by record", func() error {
 		_, err := compareTopic(src, dst, orders, 3, eastID, false)
 		return err
 	})

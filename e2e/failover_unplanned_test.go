@@ -18,6 +18,7 @@ import (
 	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kafkaread"
+	"github.com/drctl/drctl/internal/testkit/kfaketest"
 	"github.com/drctl/drctl/plans"
 	"github.com/drctl/drctl/runrecord"
 	"github.com/drctl/drctl/topology"
@@ -79,7 +80,7 @@ func TestFailoverUnplannedRealKafka(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, time.Minute, "the mirror copied max.message.bytes to west", func() error {
+	kfaketest.WaitFor(t, time.Minute, "the mirror copied max.message.bytes to west", func() error {
 		entries, err := westAdmin.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: orders, ConfigNames: []string{"max.message.bytes"}})
 		if err != nil {
 			return err
@@ -106,7 +107,7 @@ func TestFailoverUnplannedRealKafka(t *testing.T) {
 		off := foSend(t, big, orders, p, key, value)
 		unmirrored[p] = append(unmirrored[p], sent{key, value, off})
 	}
-	waitFor(t, time.Minute, "the mirror recorded the 45 records it cannot copy", func() error {
+	kfaketest.WaitFor(t, time.Minute, "the mirror recorded the 45 records it cannot copy", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		rpo, err := inspect.ObservedRPO(ctx, session(t, ft.Topo), "east", "west")

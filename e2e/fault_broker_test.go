@@ -15,6 +15,7 @@ import (
 
 	"github.com/drctl/drctl/failover"
 	"github.com/drctl/drctl/internal/kafkaconn"
+	"github.com/drctl/drctl/internal/testkit/kfaketest"
 	"github.com/drctl/drctl/plans"
 )
 
@@ -52,7 +53,7 @@ func TestBrokerKilledMidMirrorRealKafka(t *testing.T) {
 		n, _, _ := p.metric("drctl_mirror_records_total", `link="east->west"`)
 		return n
 	}
-	waitFor(t, 2*time.Minute, "the mirror copies", func() error {
+	kfaketest.WaitFor(t, 2*time.Minute, "the mirror copies", func() error {
 		if n := copied(); n < 3000 {
 			return fmt.Errorf("%.0f records copied", n)
 		}
@@ -67,7 +68,7 @@ func TestBrokerKilledMidMirrorRealKafka(t *testing.T) {
 	startCluster(t, "west")
 	westBack := time.Since(killed)
 	before := copied()
-	waitFor(t, 3*time.Minute, "the mirror copies again after west's restart", func() error {
+	kfaketest.WaitFor(t, 3*time.Minute, "the mirror copies again after west's restart", func() error {
 		if p.exited() {
 			return fmt.Errorf("the mirror exited with %d:\n%s", p.code, p.tail(20))
 		}
@@ -195,7 +196,7 @@ func TestBrokerHungDuringDrainRealKafka(t *testing.T) {
 	send(200, 100)
 	ft.waitLinkCaught(t, "east", "west", 2*time.Minute)
 	westCl := ft.dial(t, "west")
-	waitFor(t, time.Minute, "west holds east's records", func() error {
+	kfaketest.WaitFor(t, time.Minute, "west holds east's records", func() error {
 		n, err := sameTopic(eastCl, westCl, orders, eastID)
 		if err == nil {
 			t.Logf("west holds exactly east's %d records of %s, record by record: lost 0, duplicated 0", n, orders)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/drctl/drctl/internal/kafkaconn"
+	"github.com/drctl/drctl/internal/testkit/kfaketest"
 )
 
 // TestFaultSourceBrokerKilled: the active's broker (east, the source of
@@ -39,7 +40,7 @@ func TestFaultSourceBrokerKilled(t *testing.T) {
 	defer halt()
 	// The mirror copies the stream as it comes: its transactions on west
 	// are open all the time.
-	waitFor(t, 2*time.Minute, "the mirror copies the stream", func() error {
+	kfaketest.WaitFor(t, 2*time.Minute, "the mirror copies the stream", func() error {
 		if n := mirroredRecords(m); n < 500 {
 			return fmt.Errorf("%.0f records copied", n)
 		}
@@ -69,7 +70,7 @@ func TestFaultSourceBrokerKilled(t *testing.T) {
 	mark := sourceEnds(t, mt, 2*time.Minute)
 	waitMirroredPast(t, mt, mark, 4*time.Minute)
 	recovered := time.Since(back)
-	waitFor(t, 2*time.Minute, "the stream writes again", func() error {
+	kfaketest.WaitFor(t, 2*time.Minute, "the stream writes again", func() error {
 		if n := s.ackedCount(); n < ackedBefore+200 {
 			return fmt.Errorf("%d records acknowledged, %d before the kill", n, ackedBefore)
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/drctl/drctl/internal/kafkaread"
+	"github.com/drctl/drctl/internal/testkit/kfaketest"
 	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/topology"
 )
@@ -358,7 +359,7 @@ func recordSeq(r kafkaread.Record) (int, error) {
 func sourceEnds(t testing.TB, mt *mirrorTopo, timeout time.Duration) map[string]int64 {
 	t.Helper()
 	var out map[string]int64
-	waitFor(t, timeout, "the source's end offsets", func() error {
+	kfaketest.WaitFor(t, timeout, "the source's end offsets", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		rep, err := linkstate.MeasureLag(ctx, session(t, mt.Topo), mt.link())
@@ -384,7 +385,7 @@ func sourceEnds(t testing.TB, mt *mirrorTopo, timeout time.Duration) map[string]
 func waitMirroredPast(t testing.TB, mt *mirrorTopo, ends map[string]int64, timeout time.Duration) time.Duration {
 	t.Helper()
 	start := time.Now()
-	waitFor(t, timeout, "the mirror copied past the source's end offsets", func() error {
+	kfaketest.WaitFor(t, timeout, "the mirror copied past the source's end offsets", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		rep, err := linkstate.MeasureLag(ctx, session(t, mt.Topo), mt.link())

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/drctl/drctl/internal/kafkaconn"
+	"github.com/drctl/drctl/internal/testkit/kfaketest"
 )
 
 // TestFaultSourceLinkCut: the link between the mirror and the source is
@@ -47,7 +48,7 @@ func TestFaultSourceLinkCut(t *testing.T) {
 	defer cancel()
 	halt := s.start(ctx, mt.Topo.Clusters["east"], mt.Name+"-stream")
 	defer halt()
-	waitFor(t, 2*time.Minute, "the mirror copies the stream", func() error {
+	kfaketest.WaitFor(t, 2*time.Minute, "the mirror copies the stream", func() error {
 		if n := mirroredRecords(m); n < 300 {
 			return fmt.Errorf("%.0f records copied", n)
 		}
@@ -75,7 +76,7 @@ func TestFaultSourceLinkCut(t *testing.T) {
 	mark := sourceEnds(t, mt, 2*time.Minute)
 	waitMirroredPast(t, mt, mark, 4*time.Minute)
 	recovered := time.Since(h.resumed)
-	waitFor(t, 2*time.Minute, "the stream writes again", func() error {
+	kfaketest.WaitFor(t, 2*time.Minute, "the stream writes again", func() error {
 		if n := s.ackedCount(); n < ackedBefore+200 {
 			return fmt.Errorf("%d records acknowledged, %d before the cut", n, ackedBefore)
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/drctl/drctl/failover"
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/rolestate"
+	"github.com/drctl/drctl/internal/testkit/kfaketest"
 	"github.com/drctl/drctl/plans"
 	"github.com/drctl/drctl/runrecord"
 )
@@ -48,7 +49,7 @@ func TestFaultDrctlKilledWhileBrokerDown(t *testing.T) {
 	defer cancel()
 	halt := s.start(ctx, ft.Topo.Clusters["east"], ft.Name+".stream")
 	defer halt()
-	waitFor(t, 2*time.Minute, "the mirror copies the stream", func() error {
+	kfaketest.WaitFor(t, 2*time.Minute, "the mirror copies the stream", func() error {
 		if n := mirroredRecords(m); n < 300 {
 			return fmt.Errorf("%.0f records copied", n)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/drctl/drctl/internal/kafkaread"
+	"github.com/drctl/drctl/internal/testkit/kfaketest"
 	"github.com/drctl/drctl/mirror/groupsync"
 	"github.com/drctl/drctl/topology"
 )
@@ -120,7 +121,7 @@ func TestLargeGroupCommitsRealKafka(t *testing.T) {
 		t.Fatal(err)
 	}
 	deleteTopics(t, "west", ot.topic)
-	waitFor(t, 60*time.Second, "west's copy of the topic deleted", func() error {
+	kfaketest.WaitFor(t, 60*time.Second, "west's copy of the topic deleted", func() error {
 		if err := west.RefreshMetadata(); err != nil {
 			return err
 		}
@@ -166,7 +167,7 @@ func TestLargeGroupCommitsRealKafka(t *testing.T) {
 	start := time.Now()
 	m := startOffsetsMirror(t, ot)
 	var copies [][]kafkaread.Record
-	waitFor(t, 90*time.Second, "west holds both records of every partition", func() error {
+	kfaketest.WaitFor(t, 90*time.Second, "west holds both records of every partition", func() error {
 		select {
 		case <-m.done:
 			return fmt.Errorf("the mirror exited")
@@ -198,7 +199,7 @@ func TestLargeGroupCommitsRealKafka(t *testing.T) {
 	copyOf := func(i int) func(p int32) int64 {
 		return func(p int32) int64 { return copies[p][i].Offset }
 	}
-	waitFor(t, 90*time.Second, "west holds the large group's offsets", func() error {
+	kfaketest.WaitFor(t, 90*time.Second, "west holds the large group's offsets", func() error {
 		select {
 		case <-m.done:
 			return fmt.Errorf("the mirror exited")
@@ -212,10 +213,10 @@ func TestLargeGroupCommitsRealKafka(t *testing.T) {
 	// (what an unplanned failover translates from) holds the new offsets.
 	// Source offset 2 is past the last record: just after its copy.
 	commitInRequests(t, east, group, ot.topic, 2)
-	waitFor(t, 60*time.Second, "west follows the large group's new offsets", func() error {
+	kfaketest.WaitFor(t, 60*time.Second, "west follows the large group's new offsets", func() error {
 		return checkLargeGroup(west, group, ot.topic, func(p int32) int64 { return copyOf(1)(p) + 1 })
 	})
-	waitFor(t, 30*time.Second, "the large group's snapshot on west", func() error {
+	kfaketest.WaitFor(t, 30*time.Second, "the large group's snapshot on west", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		snaps, err := groupsync.LoadSnapshot(ctx, west, ot.link())

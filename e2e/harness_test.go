@@ -200,7 +200,7 @@ func createTopic(t testing.TB, cluster, topic string, partitions int32, configs 
 		t.Fatalf("create topic %s on %s: %v", topic, cluster, err)
 	}
 	t.Cleanup(func() { deleteTopics(t, cluster, topic) }) // a stopped cluster is skipped
-	waitFor(t, 30*time.Second, fmt.Sprintf("topic %s on %s has leaders", topic, cluster), func() error {
+	kfaketest.WaitFor(t, 30*time.Second, fmt.Sprintf("topic %s on %s has leaders", topic, cluster), func() error {
 		if err := client.RefreshMetadata(topic); err != nil {
 			return err
 		}
@@ -218,25 +218,6 @@ func createTopic(t testing.TB, cluster, topic string, partitions int32, configs 
 		}
 		return nil
 	})
-}
-
-// waitFor polls cond until it returns nil or timeout passes, then fails the test
-// with cond's last error. It polls every 100 ms at first, backing off to 1 s.
-func waitFor(t testing.TB, timeout time.Duration, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	pause := 100 * time.Millisecond
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waited %v for %s: %v", timeout, what, err)
-		}
-		time.Sleep(pause)
-		pause = min(pause*2, time.Second)
-	}
 }
 
 // kafkaScript runs e2e/kafka.sh with args (bounded by timeout) and returns its output.

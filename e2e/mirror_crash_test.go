@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/drctl/drctl/internal/kafkaconn"
+	"github.com/drctl/drctl/internal/testkit/kfaketest"
 )
 
 // TestMirrorSIGKILLRealKafka proves exactly-once across crashes against real Apache Kafka:
@@ -56,7 +57,7 @@ func TestMirrorSIGKILLRealKafka(t *testing.T) {
 	for i := range kills {
 		p := startMirror(t, mt, fmt.Sprintf("mirror-%02d", i))
 		started := time.Now()
-		waitFor(t, 60*time.Second, p.name+" owns shards", func() error {
+		kfaketest.WaitFor(t, 60*time.Second, p.name+" owns shards", func() error {
 			if p.exited() {
 				return fmt.Errorf("%s exited with %d:\n%s", p.name, p.code, p.tail(20))
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/drctl/drctl/internal/kafkaconn"
+	"github.com/drctl/drctl/internal/testkit/kfaketest"
 )
 
 // TestMirrorFaithfulRealKafka proves the partition-faithful copy record by record against
@@ -145,7 +146,7 @@ func TestMirrorFaithfulRealKafka(t *testing.T) {
 	}{{orders, 4}, {accounts, 3}, {payments, 2}, {logtime, 1}}
 	counts := map[string]int{}
 	for _, s := range shapes {
-		waitFor(t, 60*time.Second, s.topic+" copied faithfully", func() error {
+		kfaketest.WaitFor(t, 60*time.Second, s.topic+" copied faithfully", func() error {
 			c, err := compareTopic(src, dst, s.topic, s.parts, eastID, false)
 			counts[s.topic] = c
 			return err
@@ -179,7 +180,7 @@ func TestMirrorFaithfulRealKafka(t *testing.T) {
 
 	// `drctl mirror lag -o json` reaches zero records, past the trailing
 	// transaction markers.
-	waitFor(t, 30*time.Second, "drctl mirror lag reports zero", func() error {
+	kfaketest.WaitFor(t, 30*time.Second, "drctl mirror lag reports zero", func() error {
 		r := runDrctl(t, []string{passwordVar + "=" + env.Password}, "-c", mt.Path, "-o", "json", "mirror", "lag")
 		if r.code != 0 {
 			return fmt.Errorf("exit %d: %s", r.code, r.stderr)
@@ -218,7 +219,7 @@ func TestMirrorFaithfulRealKafka(t *testing.T) {
 	for i := range 10 {
 		send(plain, record(late, int32(i%2), []byte("late"), []byte(fmt.Sprintf("late %d", i))))
 	}
-	waitFor(t, 10*time.Second-time.Since(created), "the late topic mirrored within 10 s of its creation", func() error {
+	kfaketest.WaitFor(t, 10*time.Second-time.Since(created), "the late topic mirrored within 10 s of its creation", func() error {
 		c, err := compareTopic(src, dst, late, 2, eastID, false)
 		if err == nil && c != 10 {
 			err = fmt.Errorf("%d records on the source", c)
@@ -246,7 +247,7 @@ func TestMirrorFaithfulRealKafka(t *testing.T) {
 	for i := range 12 {
 		send(grown, record(orders, int32(4+i%2), []byte("grown"), []byte(fmt.Sprintf("new partition %d", i))))
 	}
-	waitFor(t, 30*time.Second, "new partitions and config mirrored", func() error {
+	kfaketest.WaitFor(t, 30*time.Second, "new partitions and config mirrored", func() error {
 		if _, err := compareTopic(src, dst, orders, 6, eastID, false); err != nil {
 			return err
 		}

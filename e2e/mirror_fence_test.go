@@ -16,6 +16,7 @@ import (
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/internal/rolestate"
+	"github.com/drctl/drctl/internal/testkit/kfaketest"
 	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/mirror"
 )
@@ -68,7 +69,7 @@ func testFencedZombie(t *testing.T, phase rolestate.Phase) {
 	defer stopStream()
 
 	zombie := startMirror(t, mt, "zombie")
-	waitFor(t, 60*time.Second, "the mirror copies", func() error {
+	kfaketest.WaitFor(t, 60*time.Second, "the mirror copies", func() error {
 		copied, _, err := zombie.metric("drctl_mirror_records_total", `link="east->west"`)
 		if err == nil && copied < 2000 {
 			err = fmt.Errorf("%.0f records copied", copied)
@@ -177,7 +178,7 @@ func testFencedZombie(t *testing.T, phase rolestate.Phase) {
 	}
 	// East gets more records while the zombie hangs.
 	before := s.Produced.Load()
-	waitFor(t, 30*time.Second, "more records on east", func() error {
+	kfaketest.WaitFor(t, 30*time.Second, "more records on east", func() error {
 		if n := s.Produced.Load() - before; n < 1000 {
 			return fmt.Errorf("%d new records", n)
 		}
@@ -190,7 +191,7 @@ func testFencedZombie(t *testing.T, phase rolestate.Phase) {
 	// (every shard released), because a shard found the link retired or the
 	// daemon followed the roles (to west -> east, or to no link at all).
 	var retiredBy string
-	waitFor(t, 60*time.Second, "the zombie retires its east -> west link", func() error {
+	kfaketest.WaitFor(t, 60*time.Second, "the zombie retires its east -> west link", func() error {
 		if zombie.exited() {
 			return fmt.Errorf("the zombie exited with %d", zombie.code)
 		}
@@ -237,7 +238,7 @@ func testFencedZombie(t *testing.T, phase rolestate.Phase) {
 	// The zombie keeps running, and still nothing reaches west: with west
 	// active and steady its daemon mirrors west -> east (ready again);
 	// while wiping it mirrors nothing (not ready). Then it stops on SIGTERM.
-	waitFor(t, 60*time.Second, "the zombie follows the new roles", func() error {
+	kfaketest.WaitFor(t, 60*time.Second, "the zombie follows the new roles", func() error {
 		code, body, err := zombie.get("/readyz")
 		switch {
 		case err != nil:

@@ -27,6 +27,7 @@ import (
 
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kafkaread"
+	"github.com/drctl/drctl/internal/testkit/kfaketest"
 	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/topology"
 )
@@ -208,7 +209,7 @@ func startMirror(t testing.TB, mt *mirrorTopo, name string, extra ...string) *mi
 			t.Logf("%s log (last lines):\n%s", name, p.tail(40))
 		}
 	})
-	waitFor(t, 30*time.Second, name+" serves HTTP", func() error {
+	kfaketest.WaitFor(t, 30*time.Second, name+" serves HTTP", func() error {
 		select {
 		case <-p.done:
 			return fmt.Errorf("exited with %d:\n%s", p.code, p.tail(20))
@@ -529,7 +530,7 @@ func partitionEnds(client sarama.Client, topic string, n int32) ([]kafkaread.End
 func waitCaughtUp(t testing.TB, mt *mirrorTopo, timeout time.Duration) *linkstate.LagReport {
 	t.Helper()
 	var rep *linkstate.LagReport
-	waitFor(t, timeout, "the mirror caught up (zero lag)", func() error {
+	kfaketest.WaitFor(t, timeout, "the mirror caught up (zero lag)", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		r, err := linkstate.MeasureLag(ctx, session(t, mt.Topo), mt.link())

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/drctl/drctl/internal/kafkaconn"
+	"github.com/drctl/drctl/internal/testkit/kfaketest"
 )
 
 // workerSessionTimeout is the mirror's worker group session timeout (the
@@ -55,7 +56,7 @@ func TestMirrorTwoProcessesRealKafka(t *testing.T) {
 	a := startMirror(t, mt, "mirror-a", "--shards", strconv.Itoa(shards))
 	b := startMirror(t, mt, "mirror-b", "--shards", strconv.Itoa(shards))
 	var split [2][]int32
-	waitFor(t, 60*time.Second, "both processes own shards, together all of them once", func() error {
+	kfaketest.WaitFor(t, 60*time.Second, "both processes own shards, together all of them once", func() error {
 		for i, p := range []*mirrorProc{a, b} {
 			set, err := readyShards(p)
 			if err != nil {
@@ -65,7 +66,7 @@ func TestMirrorTwoProcessesRealKafka(t *testing.T) {
 		}
 		return coverOnce(split[:], shards)
 	})
-	waitFor(t, 60*time.Second, "both processes copy records", func() error {
+	kfaketest.WaitFor(t, 60*time.Second, "both processes copy records", func() error {
 		for _, p := range []*mirrorProc{a, b} {
 			n, _, err := p.metric("drctl_mirror_records_total", linkLabel)
 			if err == nil && n == 0 {
@@ -82,7 +83,7 @@ func TestMirrorTwoProcessesRealKafka(t *testing.T) {
 
 	b.kill()
 	killed := time.Now()
-	waitFor(t, 3*workerSessionTimeout, a.name+" owns every shard", func() error {
+	kfaketest.WaitFor(t, 3*workerSessionTimeout, a.name+" owns every shard", func() error {
 		set, err := readyShards(a)
 		if err == nil && len(set) != shards {
 			err = fmt.Errorf("owns %v", set)
@@ -100,7 +101,7 @@ func TestMirrorTwoProcessesRealKafka(t *testing.T) {
 
 	// The stream keeps flowing for a while after the takeover.
 	after := s.Produced.Load()
-	waitFor(t, time.Minute, "records flow after the takeover", func() error {
+	kfaketest.WaitFor(t, time.Minute, "records flow after the takeover", func() error {
 		if n := s.Produced.Load() - after; n < 5000 {
 			return fmt.Errorf("%d records since the takeover", n)
 		}
@@ -132,7 +133,7 @@ func TestMirrorTwoProcessesRealKafka(t *testing.T) {
 	}
 	cStart := time.Now()
 	c := startMirror(t, mt, "mirror-c")
-	waitFor(t, 3*workerSessionTimeout, c.name+" (without --shards) owns every shard", func() error {
+	kfaketest.WaitFor(t, 3*workerSessionTimeout, c.name+" (without --shards) owns every shard", func() error {
 		set, err := readyShards(c)
 		if err == nil && len(set) != shards {
 			err = fmt.Errorf("owns %v", set)
@@ -239,7 +240,7 @@ func TestMirrorReshardRealKafka(t *testing.T) {
 
 	owns := func(p *mirrorProc, n int) {
 		t.Helper()
-		waitFor(t, 60*time.Second, fmt.Sprintf("%s owns all %d shards and copies", p.name, n), func() error {
+		kfaketest.WaitFor(t, 60*time.Second, fmt.Sprintf("%s owns all %d shards and copies", p.name, n), func() error {
 			set, err := readyShards(p)
 			if err != nil {
 				return err
@@ -256,7 +257,7 @@ func TestMirrorReshardRealKafka(t *testing.T) {
 	reshard := func(n int) cliResult {
 		t.Helper()
 		var r cliResult
-		waitFor(t, 3*workerSessionTimeout, fmt.Sprintf("the reshard to %d", n), func() error {
+		kfaketest.WaitFor(t, 3*workerSessionTimeout, fmt.Sprintf("the reshard to %d", n), func() error {
 			r = runDrctl(t, mirrorEnv(), "-c", mt.Path, "mirror", "reshard", "--shards", strconv.Itoa(n), "--yes")
 			if r.code == 2 && strings.Contains(r.stderr, "stop every drctl mirror run") {
 				return fmt.Errorf("refused: %s", r.stderr)

@@ -13,6 +13,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/drctl/drctl/internal/kafkaconn"
+	"github.com/drctl/drctl/internal/testkit/kfaketest"
 )
 
 // TestMirrorTopicChangesRealKafka (#8 case 6) on real Apache Kafka: while
@@ -56,7 +57,7 @@ func TestMirrorTopicChangesRealKafka(t *testing.T) {
 	}
 	proc := startMirror(t, mt, "mirror")
 	for _, tp := range []string{policy, deleted, recreate} {
-		waitFor(t, 60*time.Second, tp+" copied", func() error { _, err := compareTopic(src, dst, tp, 2, eastID, false); return err })
+		kfaketest.WaitFor(t, 60*time.Second, tp+" copied", func() error { _, err := compareTopic(src, dst, tp, 2, eastID, false); return err })
 	}
 	oldCopy, err := readPartitions(dst, recreate, 2)
 	if err != nil {
@@ -76,7 +77,7 @@ func TestMirrorTopicChangesRealKafka(t *testing.T) {
 	if err := sadmin.DeleteTopic(recreate); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, recreate+" gone from east", func() error {
+	kfaketest.WaitFor(t, 30*time.Second, recreate+" gone from east", func() error {
 		ts, err := sadmin.ListTopics()
 		if err != nil {
 			return err
@@ -95,7 +96,7 @@ func TestMirrorTopicChangesRealKafka(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 60*time.Second, "the policy change followed and copying goes on", func() error {
+	kfaketest.WaitFor(t, 60*time.Second, "the policy change followed and copying goes on", func() error {
 		if err := topicShape(admin, policy, 2, map[string]string{"cleanup.policy": "compact"}); err != nil {
 			return err
 		}
@@ -112,7 +113,7 @@ func TestMirrorTopicChangesRealKafka(t *testing.T) {
 			Kind  string `json:"kind"`
 		} `json:"topic_changes"`
 	}
-	waitFor(t, 60*time.Second, "mirror lag reports the deleted and the recreated topic", func() error {
+	kfaketest.WaitFor(t, 60*time.Second, "mirror lag reports the deleted and the recreated topic", func() error {
 		r := runDrctl(t, []string{passwordVar + "=" + env.Password}, "-c", mt.Path, "-o", "json", "mirror", "lag")
 		if r.code != 0 {
 			return fmt.Errorf("exit %d: %s", r.code, r.stderr)
@@ -176,7 +177,7 @@ func TestMirrorTopicChangesRealKafka(t *testing.T) {
 			}
 		}
 	}
-	waitFor(t, 60*time.Second, "the new incarnation mirrored", func() error {
+	kfaketest.WaitFor(t, 60*time.Second, "the new incarnation mirrored", func() error {
 		n, err := compareTopic(src, dst, recreate, 2, eastID, false)
 		if err == nil && n != 30 {
 			err = fmt.Errorf("%d records", n)
@@ -238,7 +239,7 @@ func TestMirrorLargeRecordRealKafka(t *testing.T) {
 		}
 		send(small, int32(i%2), []byte(fmt.Sprintf("after-%d", i)))
 	}
-	waitFor(t, 90*time.Second, "both topics copied record by record, the 4 MB record included", func() error {
+	kfaketest.WaitFor(t, 90*time.Second, "both topics copied record by record, the 4 MB record included", func() error {
 		if _, err := compareTopic(src, dst, small, 2, eastID, false); err != nil {
 			return err
 		}

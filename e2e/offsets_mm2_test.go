@@ -55,7 +55,7 @@ func TestOffsetsVersusMirrorMaker2RealKafka(t *testing.T) {
 	// MirrorMaker 2 first: it runs while the data is written, as it would
 	// in production.
 	mm2 := startMM2(t, ot.name, ot.name+"-(plain|txn)", ot.prefix+"-.*")
-	waitFor(t, 120*time.Second, "MirrorMaker 2 created the target topics", func() error {
+	kfaketest.WaitFor(t, 120*time.Second, "MirrorMaker 2 created the target topics", func() error {
 		for _, topic := range topics {
 			if err := west.RefreshMetadata(topic); err != nil {
 				return err
@@ -71,7 +71,7 @@ func TestOffsetsVersusMirrorMaker2RealKafka(t *testing.T) {
 			src[topic] = append(src[topic], kfaketest.Records(t, east, topic, p, 0))
 		}
 	}
-	waitFor(t, 180*time.Second, "MirrorMaker 2 copied every committed record", func() error {
+	kfaketest.WaitFor(t, 180*time.Second, "MirrorMaker 2 copied every committed record", func() error {
 		for _, topic := range topics {
 			for p := range int32(2) {
 				dst, err := readPartitionOnce(west, topic, p)
@@ -112,7 +112,7 @@ func TestOffsetsVersusMirrorMaker2RealKafka(t *testing.T) {
 	// several intervals.
 	var last string
 	stableSince := time.Now()
-	waitFor(t, 180*time.Second, "MirrorMaker 2's group offsets settled on west", func() error {
+	kfaketest.WaitFor(t, 180*time.Second, "MirrorMaker 2's group offsets settled on west", func() error {
 		snap, missing := westPositions(west, positions, topics)
 		if snap != last {
 			last, stableSince = snap, time.Now()
@@ -133,7 +133,7 @@ func TestOffsetsVersusMirrorMaker2RealKafka(t *testing.T) {
 	// group offsets go first.
 	deleteWest(t, topics...)
 	deleteGroupsOn(t, "west", ot.prefix)
-	waitFor(t, 60*time.Second, "the copies deleted from west", func() error {
+	kfaketest.WaitFor(t, 60*time.Second, "the copies deleted from west", func() error {
 		for _, topic := range topics {
 			info, err := kafkaread.Topic(context.Background(), west, topic)
 			if err != nil {
@@ -146,7 +146,7 @@ func TestOffsetsVersusMirrorMaker2RealKafka(t *testing.T) {
 		return nil
 	})
 	startOffsetsMirror(t, ot)
-	waitFor(t, 120*time.Second, "drctl synced every group", func() error {
+	kfaketest.WaitFor(t, 120*time.Second, "drctl synced every group", func() error {
 		if _, missing := westPositions(west, positions, topics); missing > 0 {
 			return fmt.Errorf("%d partitions not yet synced", missing)
 		}

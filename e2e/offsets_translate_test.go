@@ -349,7 +349,7 @@ func TestOffsetsTranslateRealKafka(t *testing.T) {
 	}
 
 	m := startOffsetsMirror(t, ot)
-	waitFor(t, 90*time.Second, "the mirror caught up", func() error {
+	kfaketest.WaitFor(t, 90*time.Second, "the mirror caught up", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		rep, err := linkstate.MeasureLag(ctx, session(t, ot.topo), ot.link())
@@ -454,7 +454,7 @@ func TestOffsetsTranslateRealKafka(t *testing.T) {
 		t.Errorf("too few positions checked: %d %v", checked, statuses)
 	}
 
-	waitFor(t, 30*time.Second, "drctl mirror run synced every group to west", func() error {
+	kfaketest.WaitFor(t, 30*time.Second, "drctl mirror run synced every group to west", func() error {
 		for _, g := range rep.Groups {
 			now, err := groupOffsets(west, g.Group, ot.topic)
 			if err != nil {
@@ -475,7 +475,7 @@ func TestOffsetsTranslateRealKafka(t *testing.T) {
 	kfaketest.CommitOn(t, west, busy, ot.topic, map[int32]int64{0: 3})
 	member := holdGroup(t, "west", busy, ot.topic)
 	kfaketest.CommitOn(t, east, busy, ot.topic, map[int32]int64{0: logs[0].end})
-	waitFor(t, 30*time.Second, "three sync rounds that skipped the busy group", func() error {
+	kfaketest.WaitFor(t, 30*time.Second, "three sync rounds that skipped the busy group", func() error {
 		n, err := m.metric("drctl_group_sync_skipped_active_total", `group="`+busy+`"`)
 		if err != nil {
 			return err
@@ -496,7 +496,7 @@ func TestOffsetsTranslateRealKafka(t *testing.T) {
 		t.Fatalf("the busy group changed on west: %v (%v)", now, err)
 	}
 	member.Close()
-	waitFor(t, 60*time.Second, "the busy group synced once its member left", func() error {
+	kfaketest.WaitFor(t, 60*time.Second, "the busy group synced once its member left", func() error {
 		now, err := groupOffsets(west, busy, ot.topic)
 		if err != nil {
 			return err

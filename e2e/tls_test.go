@@ -18,6 +18,7 @@ import (
 
 	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/kafkaconn"
+	"github.com/drctl/drctl/internal/testkit/kfaketest"
 	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/plans"
 )
@@ -130,7 +131,7 @@ func tlsRoundTrip(t *testing.T, l tlsListeners, mode tlsMode) {
 	}
 	same := func(from, to sarama.Client, fromID, what string, want int) {
 		t.Helper()
-		waitFor(t, time.Minute, what, func() error {
+		kfaketest.WaitFor(t, time.Minute, what, func() error {
 			n, err := sameTopic(from, to, orders, fromID)
 			if err == nil && n != want {
 				err = fmt.Errorf("%d records, want %d", n, want)
@@ -178,7 +179,7 @@ func tlsRoundTrip(t *testing.T, l tlsListeners, mode tlsMode) {
 
 	// The failback's preflight wants a mirror process on west->east: the
 	// daemon starts the steady link a poll after the reseed finished.
-	waitFor(t, time.Minute, "a mirror process runs west->east", func() error {
+	kfaketest.WaitFor(t, time.Minute, "a mirror process runs west->east", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		if ls := linkstate.Describe(ctx, session(t, ft.Topo), ft.Topo.Link("west", "east")); !ls.Running {

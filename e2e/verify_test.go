@@ -15,6 +15,7 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/drctl/drctl/internal/testkit/kfaketest"
 	"github.com/drctl/drctl/offsettranslate"
 	"github.com/drctl/drctl/verify"
 )
@@ -141,7 +142,7 @@ func TestVerifyRealKafka(t *testing.T) {
 	// Recreated: b deleted on the standby and created again, 5 records of
 	// other content in b/0.
 	deleteTopics(t, "west", other)
-	waitFor(t, 60*time.Second, "b gone from west", func() error {
+	kfaketest.WaitFor(t, 60*time.Second, "b gone from west", func() error {
 		topics, err := admin.ListTopics()
 		if err != nil {
 			return err
@@ -230,7 +231,7 @@ func TestVerifyAcrossSIGKILLsRealKafka(t *testing.T) {
 	streamDone := s.start(ctx, mt.Topo.Clusters["east"], mt.Name+"-stream")
 	for i := range kills {
 		p := startMirror(t, mt, fmt.Sprintf("mirror-%d", i))
-		waitFor(t, 60*time.Second, p.name+" owns shards", func() error {
+		kfaketest.WaitFor(t, 60*time.Second, p.name+" owns shards", func() error {
 			if p.exited() {
 				return fmt.Errorf("%s exited with %d:\n%s", p.name, p.code, p.tail(20))
 			}
@@ -248,7 +249,7 @@ func TestVerifyAcrossSIGKILLsRealKafka(t *testing.T) {
 		p.kill()
 	}
 	final := startMirror(t, mt, "mirror-final")
-	waitFor(t, 60*time.Second, final.name+" owns shards", func() error {
+	kfaketest.WaitFor(t, 60*time.Second, final.name+" owns shards", func() error {
 		n, err := final.shardsOwned(mt.link())
 		if err == nil && n == 0 {
 			err = fmt.Errorf("owns no shard yet")

@@ -46,21 +46,6 @@ func readCommitted(cl sarama.Client, topic string, part int32) ([]kafkaread.Reco
 	return out, err
 }
 
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waited %v for %s: %v", timeout, what, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 // loadRun reads a run's record through a session of its own.
 func loadRun(ctx context.Context, topo *topology.Topology, id string) (*runrecord.Record, error) {
 	clusters := kafkaconn.Open(ctx, topo)

@@ -84,7 +84,7 @@ func TestUnplannedFailoverRPOAndSalvage(t *testing.T) {
 	})
 	produce(37)
 	// Wait until the mirror has observed the new end on east.
-	waitFor(t, 20*time.Second, "the mirror observed 137 records on east", func() error {
+	kfaketest.WaitFor(t, 20*time.Second, "the mirror observed 137 records on east", func() error {
 		rep, err := inspect.ObservedRPO(ctx, kfaketest.Session(t, topo), "east", "west")
 		if err != nil {
 			return err

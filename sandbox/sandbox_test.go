@@ -56,23 +56,6 @@ func start(t *testing.T, o Options) *Sandbox {
 	return s
 }
 
-// waitFor polls cond until it holds or the deadline passes; cond explains
-// what it saw, for the failure message.
-func waitFor(t *testing.T, within time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		ok, saw := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s; last saw: %s", within, what, saw)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // probe is a test's own view of one sandbox cluster.
 type probe struct {
 	client sarama.Client
@@ -158,7 +141,7 @@ func TestStartRunsDemoTrafficAndWritesTopology(t *testing.T) {
 	s := start(t, Options{Rate: 50})
 	east, west := newProbe(t, s.Addrs(East)), newProbe(t, s.Addrs(West))
 
-	waitFor(t, 15*time.Second, "records produced, a transaction aborted, both groups committed on east", func() (bool, string) {
+	kfaketest.Wait(t, 15*time.Second, "records produced, a transaction aborted, both groups committed on east", func() (bool, string) {
 		st := s.Stats()
 		ok, saw := east.groupsCommitted()
 		return ok && st.Produced > 0 && st.Aborted > 0 && st.Consumed > 0, fmt.Sprintf("%+v, %s", st, saw)
@@ -293,7 +276,7 @@ func TestDataDirSurvivesRestart(t *testing.T) {
 	first := start(t, Options{Dir: dir, DataDir: data, Rate: 100})
 	p := newProbe(t, first.Addrs(East))
 	var billing int64
-	waitFor(t, 15*time.Second, "200 records produced and billing committed", func() (bool, string) {
+	kfaketest.Wait(t, 15*time.Second, "200 records produced and billing committed", func() (bool, string) {
 		billing = p.committed("billing")
 		st := first.Stats()
 		return st.Produced >= 200 && billing > 0, fmt.Sprintf("%+v billing=%d", st, billing)
@@ -332,14 +315,14 @@ func TestTrafficFollowsActiveCluster(t *testing.T) {
 	s := start(t, Options{Rate: 50, ActivePoll: 100 * time.Millisecond,
 		ActiveFn: func(context.Context) string { return active.Load().(string) }})
 	east, west := newProbe(t, s.Addrs(East)), newProbe(t, s.Addrs(West))
-	waitFor(t, 15*time.Second, "both groups committed on east", east.groupsCommitted)
+	kfaketest.Wait(t, 15*time.Second, "both groups committed on east", east.groupsCommitted)
 
 	// The mirror would create the standby's topics; it does not exist yet.
 	if err := createDemoTopics(s.Topology.Clusters[West]); err != nil {
 		t.Fatal(err)
 	}
 	active.Store(West)
-	waitFor(t, 15*time.Second, "traffic on west and both groups committed there", func() (bool, string) {
+	kfaketest.Wait(t, 15*time.Second, "traffic on west and both groups committed there", func() (bool, string) {
 		st := s.Stats()
 		end, err := west.endOffsets()
 		ok, saw := west.groupsCommitted()
@@ -353,7 +336,7 @@ func TestTrafficFollowsActiveCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "50 more records on west", func() (bool, string) {
+	kfaketest.Wait(t, 10*time.Second, "50 more records on west", func() (bool, string) {
 		end, err := west.endOffsets()
 		return end >= westEnd+50, fmt.Sprintf("west end %d (%v), was %d", end, err, westEnd)
 	})
@@ -363,12 +346,12 @@ func TestTrafficFollowsActiveCluster(t *testing.T) {
 
 	// And back: an unknown answer pauses, east resumes.
 	active.Store("")
-	waitFor(t, 5*time.Second, "traffic paused", func() (bool, string) {
+	kfaketest.Wait(t, 5*time.Second, "traffic paused", func() (bool, string) {
 		st := s.Stats()
 		return st.Active == "", fmt.Sprintf("active %q", st.Active)
 	})
 	active.Store(East)
-	waitFor(t, 10*time.Second, "traffic back on east", func() (bool, string) {
+	kfaketest.Wait(t, 10*time.Second, "traffic back on east", func() (bool, string) {
 		end, err := east.endOffsets()
 		return end > eastEnd && s.Stats().Active == East, fmt.Sprintf("east end %d (%v), was %d", end, err, eastEnd)
 	})
@@ -387,7 +370,7 @@ func TestRunStopsCleanly(t *testing.T) {
 	go func() {
 		done <- Run(ctx, Options{Dir: dir, EastPort: AnyPort, WestPort: AnyPort, Rate: 50, Log: log})
 	}()
-	waitFor(t, 10*time.Second, "instructions and traffic", func() (bool, string) {
+	kfaketest.Wait(t, 10*time.Second, "instructions and traffic", func() (bool, string) {
 		select {
 		case err := <-done:
 			t.Fatalf("Run returned before it was cancelled: %v", err)
@@ -416,7 +399,7 @@ func TestRunStopsCleanly(t *testing.T) {
 		t.Fatal(err)
 	}
 	east := newProbe(t, topo.Clusters[East].Bootstrap)
-	waitFor(t, 15*time.Second, "both groups committed on east", east.groupsCommitted)
+	kfaketest.Wait(t, 15*time.Second, "both groups committed on east", east.groupsCommitted)
 	east.admin.Close()
 
 	cancel()
@@ -429,7 +412,7 @@ func TestRunStopsCleanly(t *testing.T) {
 		t.Fatal("Run did not return 15s after its context was cancelled")
 	}
 	// sarama starts one process-wide metrics goroutine on first use.
-	waitFor(t, 5*time.Second, "goroutines to end", func() (bool, string) {
+	kfaketest.Wait(t, 5*time.Second, "goroutines to end", func() (bool, string) {
 		n := runtime.NumGoroutine()
 		if n <= before+1 {
 			return true, ""

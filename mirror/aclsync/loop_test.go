@@ -69,21 +69,6 @@ func tryProduce(t *testing.T, c *topology.Cluster, topic string) error {
 	return err
 }
 
-func waitFor(t *testing.T, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waited 20s for %s: %v", what, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 func owned(t *testing.T, scope aclsync.Scope, a sarama.ClusterAdmin) []string {
 	t.Helper()
 	bs, err := aclsync.List(a)
@@ -176,7 +161,7 @@ func TestLoopOnKfake(t *testing.T) {
 		}
 		return nil
 	}
-	waitFor(t, "west's ACLs in step with east's", same)
+	kfaketest.WaitFor(t, 20*time.Second, "west's ACLs in step with east's", same)
 	if got := owned(t, scope, west); len(got) != 4 {
 		t.Errorf("west holds %q, want east's 4 app ACLs", got)
 	}
@@ -193,7 +178,7 @@ func TestLoopOnKfake(t *testing.T) {
 	}
 
 	// The standby is fenced for app on every mirrored topic; the active not.
-	waitFor(t, "app refused on west's orders", func() error {
+	kfaketest.WaitFor(t, 20*time.Second, "app refused on west's orders", func() error {
 		if err := tryProduce(t, asApp(topo.Clusters["west"]), "orders"); !errors.Is(err, sarama.ErrTopicAuthorizationFailed) {
 			return fmt.Errorf("app writes to the standby: %v", err)
 		}
@@ -225,7 +210,7 @@ func TestLoopOnKfake(t *testing.T) {
 	if err := east.CreateACL(res(group, "billing"), acl("User:reporter", sarama.AclOperationRead, allow)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "a deletion and an addition on east reach west", same)
+	kfaketest.WaitFor(t, 20*time.Second, "a deletion and an addition on east reach west", same)
 	if got := owned(t, scope, west); slices.Contains(got, "ALLOW DESCRIBE for User:app from * on Topic:orders (literal)") ||
 		!slices.Contains(got, "ALLOW READ for User:reporter from * on Group:billing (literal)") {
 		t.Errorf("west after the changes: %q", got)
@@ -246,7 +231,7 @@ func TestLoopOnKfake(t *testing.T) {
 	if err := east.CreateACL(res(topic, "orders"), acl("User:late", sarama.AclOperationRead, allow)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "three rounds that saw the failing-over phase", func() error {
+	kfaketest.WaitFor(t, 20*time.Second, "three rounds that saw the failing-over phase", func() error {
 		mu.Lock()
 		defer mu.Unlock()
 		if notSteady < skipped+3 {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kafkaread"
+	"github.com/drctl/drctl/internal/poll"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -277,23 +278,30 @@ func Records(t testing.TB, cl sarama.Client, topic string, partition int32, from
 	return out
 }
 
-// Wait polls cond every 100 ms until it holds, and fails the test with
-// cond's last explanation when it does not within d.
+// Wait waits until cond holds, checking it at once and then every 100 ms,
+// and fails the test with what and cond's last explanation when it does
+// not within d. It is drctl's own poll.Until, as the product waits.
 func Wait(t testing.TB, d time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
+	err := poll.Until(context.Background(), poll.Wait{What: what, Within: d}, func(context.Context) (bool, string, error) {
 		ok, why := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not reached within %v: %s", what, d, why)
-		}
-		<-tick.C
+		return ok, why, nil
+	})
+	if err != nil {
+		t.Fatal(err) // names what, d and cond's last word
 	}
+}
+
+// WaitFor is Wait for a condition that says what is missing as an error
+// (nil: it holds).
+func WaitFor(t testing.TB, d time.Duration, what string, cond func() error) {
+	t.Helper()
+	Wait(t, d, what, func() (bool, string) {
+		if err := cond(); err != nil {
+			return false, err.Error()
+		}
+		return true, ""
+	})
 }
 
 // Seed creates topic on cluster with partitions, writes n records into
