@@ -77,6 +77,13 @@ type rawMirror struct {
 	Delivery          string        `yaml:"delivery"`
 	GroupSyncInterval *duration     `yaml:"group_sync_interval"`
 	ACLs              *rawACLs      `yaml:"acls"`
+	Verify            *rawVerify    `yaml:"verify"`
+}
+
+type rawVerify struct {
+	Mode     string    `yaml:"mode"`
+	Sample   *int      `yaml:"sample"`
+	Interval *duration `yaml:"interval"`
 }
 
 type rawACLs struct {
@@ -137,6 +144,9 @@ const (
 	DefaultTimeout           = 10 * time.Second
 	DefaultGroupSyncInterval = 5 * time.Second
 	DefaultACLSyncInterval   = 2 * time.Second
+	DefaultVerifyMode        = VerifySample
+	DefaultVerifySample      = 1000
+	DefaultVerifyInterval    = 10 * time.Second
 	DefaultDrainTimeout      = 5 * time.Minute
 	DefaultQuietPeriod       = 5 * time.Second
 	DefaultClientsTimeout    = time.Minute

@@ -61,6 +61,23 @@ func TestParseGood(t *testing.T) {
 	if !topo.Mirror.Groups.Match("billing") || topo.Mirror.Groups.Match("console-consumer-42") {
 		t.Error("default group include .* with exclude not applied")
 	}
+	if v := topo.Mirror.Verify; v.Mode != VerifySample || v.Sample != DefaultVerifySample || v.Interval != DefaultVerifyInterval {
+		t.Errorf("mirror.verify defaults: %+v", v)
+	}
+	for yaml, want := range map[string]MirrorVerify{
+		"{mode: full}":               {Mode: VerifyFull, Sample: 1, Interval: DefaultVerifyInterval},
+		"{mode: off}":                {Mode: VerifyOff, Sample: DefaultVerifySample, Interval: DefaultVerifyInterval},
+		"{sample: 50, interval: 2s}": {Mode: VerifySample, Sample: 50, Interval: 2 * time.Second},
+		"{mode: sample, sample: 7}":  {Mode: VerifySample, Sample: 7, Interval: DefaultVerifyInterval},
+	} {
+		v, err := Parse("drctl.yaml", []byte(strings.Replace(good, "  groups:", "  verify: "+yaml+"\n  groups:", 1)), env(map[string]string{"EAST_PASSWORD": "s3cret"}))
+		if err != nil {
+			t.Fatalf("verify: %s: %v", yaml, err)
+		}
+		if v.Mirror.Verify != want {
+			t.Errorf("verify: %s = %+v, want %+v", yaml, v.Mirror.Verify, want)
+		}
+	}
 	// The digest ignores expanded secrets: it hashes the file as written.
 	other, _ := Parse("drctl.yaml", []byte(good), env(map[string]string{"EAST_PASSWORD": "other"}))
 	if other.Digest != topo.Digest || len(topo.Digest) != 64 {
@@ -100,6 +117,21 @@ func TestParseErrors(t *testing.T) {
 			return strings.Replace(s, "active: east", "  north:\n    bootstrap: [n:1]\nactive: east", 1)
 		}, 2, "exactly two clusters"},
 		{"bad port", func(s string) string { return strings.Replace(s, "kafka-east-2:9092", "kafka-east-2", 1) }, 4, "has no port"},
+		{"bad verify mode", func(s string) string {
+			return strings.Replace(s, "  groups:", "  verify: {mode: always}\n  groups:", 1)
+		}, 13, `mirror.verify.mode "always" is not known; use full, sample (the default) or off`},
+		{"verify sample of 1", func(s string) string {
+			return strings.Replace(s, "  groups:", "  verify: {sample: 1}\n  groups:", 1)
+		}, 13, "mirror.verify.sample 1: use 2 or more"},
+		{"verify sample without sample mode", func(s string) string {
+			return strings.Replace(s, "  groups:", "  verify: {mode: full, sample: 10}\n  groups:", 1)
+		}, 13, "mirror.verify.sample is set but mode is full; remove sample, or set mode: sample"},
+		{"verify interval too short", func(s string) string {
+			return strings.Replace(s, "  groups:", "  verify: {interval: 1ms}\n  groups:", 1)
+		}, 13, "mirror.verify.interval must be at least 100ms"},
+		{"unknown verify key", func(s string) string {
+			return strings.Replace(s, "  groups:", "  verify: {rate: 3}\n  groups:", 1)
+		}, 13, `unknown key "rate" in mirror.verify`},
 		{"missing topics", func(s string) string {
 			return strings.Replace(s, `  topics: {include: ["orders", "payments\\..*"], exclude: ["payments\\.tmp"]}`+"\n", "", 1)
 		}, 11, "mirror.topics.include is missing"},

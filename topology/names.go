@@ -210,6 +210,15 @@ func (l Link) TopicsTopic() string { return l.prefix() + ".topics" }
 // record after it is no longer pending.
 func (l Link) LostTopic() string { return l.prefix() + ".lost" }
 
+// ProofTopic is the compacted internal topic on the target in which the
+// mirror's verifier keeps, per source partition (key "topic/partition"),
+// how far the link's copies were found identical to their source records
+// and the differences found: the watermark a restarted verifier resumes
+// from, and what status and readiness read.
+//
+//	Link{"payments", "east", "west"}.ProofTopic() == "_drctl.payments.east-west.proof"
+func (l Link) ProofTopic() string { return l.prefix() + ".proof" }
+
 // WorkersGroup is the consumer group on the target in which the mirror
 // processes of the link share its shards.
 func (l Link) WorkersGroup() string { return l.prefix() + ".workers" }
@@ -222,7 +231,7 @@ func (l Link) ProgressGroup() string { return l.prefix() + ".progress" }
 
 // InternalTopics lists the link's internal topics on its target.
 func (l Link) InternalTopics() []string {
-	return []string{l.ShardsTopic(), l.OffsetsTopic(), l.GroupsTopic(), l.EndsTopic(), l.TopicsTopic(), l.LostTopic()}
+	return []string{l.ShardsTopic(), l.OffsetsTopic(), l.GroupsTopic(), l.EndsTopic(), l.TopicsTopic(), l.LostTopic(), l.ProofTopic()}
 }
 
 // InternalGroups lists the link's internal consumer groups on its target.

@@ -95,6 +95,33 @@ type Mirror struct {
 	GroupSyncInterval time.Duration
 	// ACLs is what the mirror's ACL sync keeps in step on the standby.
 	ACLs ACLSync
+	// Verify is how `drctl mirror run` proves what it copied.
+	Verify MirrorVerify
+}
+
+// VerifyMode says how the mirror's verifier compares what the link wrote.
+type VerifyMode string
+
+const (
+	// VerifyFull compares every record the link copied with its source
+	// record, and looks for standby records no source record maps to.
+	VerifyFull VerifyMode = "full"
+	// VerifySample compares every Sample-th copied record only.
+	VerifySample VerifyMode = "sample"
+	// VerifyOff runs no verifier.
+	VerifyOff VerifyMode = "off"
+)
+
+// MirrorVerify is the continuous proof `drctl mirror run` keeps beside the
+// link it runs: a verifier that follows what the link wrote, compares it
+// with the source through the offset map (reading both clusters) and keeps
+// a per-partition watermark on the standby.
+type MirrorVerify struct {
+	Mode VerifyMode
+	// Sample is N of sample mode: every Nth copied record is compared.
+	Sample int
+	// Interval is the pause between two rounds of the verifier.
+	Interval time.Duration
 }
 
 // ACLSync selects the ACLs the mirror copies from the active to the

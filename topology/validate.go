@@ -78,6 +78,9 @@ func build(raw *rawFile, root *yaml.Node, path string) (*Topology, error) {
 	if err := buildACLSync(t, raw.Mirror.ACLs, at); err != nil {
 		return nil, err
 	}
+	if err := buildMirrorVerify(t, raw.Mirror.Verify, at); err != nil {
+		return nil, err
+	}
 
 	f := raw.Failover
 	t.Failover = Failover{
@@ -138,6 +141,40 @@ func buildACLSync(t *Topology, raw *rawACLs, at func(msg string, keys ...string)
 		return at("mirror.acls.interval must be at least 100ms", "mirror", "acls", "interval")
 	}
 	t.Mirror.ACLs = a
+	return nil
+}
+
+// buildMirrorVerify reads mirror.verify: sample mode, every
+// DefaultVerifySample-th record, a round every DefaultVerifyInterval.
+func buildMirrorVerify(t *Topology, raw *rawVerify, at func(msg string, keys ...string) error) error {
+	v := MirrorVerify{Mode: DefaultVerifyMode, Sample: DefaultVerifySample, Interval: DefaultVerifyInterval}
+	if raw == nil {
+		raw = &rawVerify{}
+	}
+	switch VerifyMode(raw.Mode) {
+	case "":
+	case VerifyFull, VerifySample, VerifyOff:
+		v.Mode = VerifyMode(raw.Mode)
+	default:
+		return at(fmt.Sprintf("mirror.verify.mode %q is not known; use full, sample (the default) or off", raw.Mode), "mirror", "verify", "mode")
+	}
+	if raw.Sample != nil {
+		if v.Mode != VerifySample {
+			return at(fmt.Sprintf("mirror.verify.sample is set but mode is %s; remove sample, or set mode: sample", v.Mode), "mirror", "verify", "sample")
+		}
+		if *raw.Sample < 2 {
+			return at(fmt.Sprintf("mirror.verify.sample %d: use 2 or more (every Nth record), or mode: full to compare every record", *raw.Sample), "mirror", "verify", "sample")
+		}
+		v.Sample = *raw.Sample
+	}
+	if v.Mode == VerifyFull {
+		v.Sample = 1
+	}
+	v.Interval = raw.Interval.or(DefaultVerifyInterval)
+	if v.Interval < 100e6 {
+		return at("mirror.verify.interval must be at least 100ms, e.g. 10s", "mirror", "verify", "interval")
+	}
+	t.Mirror.Verify = v
 	return nil
 }
 
