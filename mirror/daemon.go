@@ -46,6 +46,12 @@ type DaemonOptions struct {
 	// Register, if set, adds collectors to the daemon's /metrics (the
 	// drill gauges `drctl mirror run` keeps from the clusters' records).
 	Register func(prometheus.Registerer)
+	// Beside, if set, runs beside every link the daemon runs, from its
+	// start until the link stops (ctx ends then): the front-end's
+	// verifier, which checks the engine's work and shares none of its
+	// state. leads reports whether this process owns the link's shard 0,
+	// so that one process of those sharing a link does the work.
+	Beside func(ctx context.Context, link topology.Link, leads func() bool)
 }
 
 // Daemon follows the live role state and runs the mirror link it allows:
@@ -65,6 +71,9 @@ type Daemon struct {
 	key     linkKey
 	// pauses are the pause records last read (see linkstate.Pause).
 	pauses []linkstate.Pause
+
+	// beside runs DaemonOptions.Beside for the current link.
+	beside sync.WaitGroup
 
 	acls aclRunner // touched by Run's goroutine only
 	// roles is the session the role reads go through (Run's goroutine
@@ -157,6 +166,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		if cancel != nil {
 			cancel()
 			<-running //nolint:errcheck // stopping the link on purpose: it ends with ctx's cancellation
+			d.beside.Wait()
 			cancel, running = nil, nil
 			d.mu.Lock()
 			d.current, d.key = nil, linkKey{}
@@ -219,6 +229,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 				runCtx, c := context.WithCancel(ctx)
 				done := make(chan error, 1)
 				go func() { done <- e.Run(runCtx) }()
+				if d.opts.Beside != nil {
+					d.beside.Go(func() { d.opts.Beside(runCtx, want.link, e.leads) })
+				}
 				cancel, running = c, done
 				d.log.Info("mirroring", "link", want.link.String(), "epoch", want.epoch, "copy_own_origin", want.copy)
 			}
@@ -233,6 +246,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			next.Stop()
 			ended = true
 			cancel()
+			d.beside.Wait()
 			cancel, running = nil, nil
 			d.mu.Lock()
 			d.current, d.key = nil, linkKey{}

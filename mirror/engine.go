@@ -641,6 +641,15 @@ func (e *Engine) Ready() bool {
 	return e.synced && len(e.owned) > 0
 }
 
+// leads reports whether this process owns the link's shard 0: of the
+// processes sharing a link, the one that runs the work done once per link
+// beside the copy (DaemonOptions.Beside).
+func (e *Engine) leads() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.synced && e.owned[0]
+}
+
 func (e *Engine) setOwned(shard int32, owned bool) {
 	e.mu.Lock()
 	if owned {

@@ -11,9 +11,13 @@
 // LogAppendTime). Differences are of four kinds: Missing, Unexpected,
 // ContentDiffers, OrderDiffers.
 //
-// It owns the comparison and its report; it prints nothing and writes to
-// no cluster. It must not be imported by the mirror engine: it checks the
-// engine's work and shares none of its state.
+// It owns the comparison and its report, and the mirror's continuous
+// proof (Follow): rounds of Run from each partition's watermark, kept on
+// the standby (linkstate.Proof), and their metrics (drctl_verify_*). It
+// prints nothing; Run writes to no cluster, Follow only the link's proof
+// records. It must not be imported by the mirror engine: it checks the
+// engine's work and shares none of its state (drctl mirror run starts
+// Follow beside each link through mirror.DaemonOptions.Beside).
 //
 // # Contracts
 //
@@ -35,6 +39,10 @@
 //     Options.Details differences are kept (the others are counted).
 //     What grows with the partition count is the offset map (as for
 //     offset translation) and one small report per partition.
+//   - Follow counts a difference once: a round starts where the last one
+//     ended (on the standby no later than where it stopped reading, so a
+//     record written into the standby between two rounds is found), and a
+//     partition's Proven watermark stays where its first difference was.
 //   - The standby's end offsets are read before the map, so every record
 //     the mirror committed below them is in the map; an unmapped record at
 //     the standby's tail is looked up in the map once more before it is

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"runtime/debug"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/mirror"
 	"github.com/drctl/drctl/topology"
+	"github.com/drctl/drctl/verify"
 )
 
 func mirrorCommand() *cli.Command {
@@ -106,9 +108,18 @@ func mirrorRun(c *cli.Context) error {
 	if every < 0 {
 		return withCode(exitBadInput, fmt.Errorf("--drill-metrics-interval %s: use a positive duration, or 0 for none", every))
 	}
-	var drills *drill.Metrics
-	if every > 0 && opts.Listen != "" {
-		opts.Register = func(reg prometheus.Registerer) { drills = drill.NewMetrics(reg) }
+	var (
+		drills *drill.Metrics
+		proofs *verify.Metrics
+	)
+	opts.Register = func(reg prometheus.Registerer) {
+		if every > 0 && opts.Listen != "" {
+			drills = drill.NewMetrics(reg)
+		}
+		proofs = verify.NewMetrics(reg)
+	}
+	opts.Beside = func(ctx context.Context, link topology.Link, leads func() bool) {
+		followProof(ctx, topo, link, leads, proofs, log)
 	}
 	d := mirror.NewDaemon(topo, opts)
 	if drills != nil {
@@ -116,6 +127,19 @@ func mirrorRun(c *cli.Context) error {
 	}
 	log.Info("mirror starting", "topology", topo.Name, "delivery", topo.Mirror.Delivery, "pid", os.Getpid())
 	return d.Run(c.Context)
+}
+
+// followProof runs the mirror's verifier (mirror.verify) beside link until
+// ctx ends, through a session of its own: its reads must not queue behind
+// the copy's, nor the copy's behind them.
+func followProof(ctx context.Context, topo *topology.Topology, link topology.Link, leads func() bool, m *verify.Metrics, log *slog.Logger) {
+	if topo.Mirror.Verify.Mode == topology.VerifyOff {
+		return
+	}
+	clusters := kafkaconn.Open(ctx, topo, link.Source, link.Target)
+	defer clusters.Close()
+	log.Info("verifier following the link", "link", link.String(), "mode", topo.Mirror.Verify.Mode, "sample", topo.Mirror.Verify.Sample)
+	_ = verify.Follow(ctx, clusters, link, verify.FollowOptions{Verify: topo.Mirror.Verify, Metrics: m, Leads: leads, Logger: log})
 }
 
 // liveLink resolves the roles and returns the link they run.
