@@ -160,6 +160,15 @@ var readinessRules = []readinessRule{
 			add(NotReady, fmt.Sprintf("drill %s started at %s and recorded no result: let it finish, or, if it was killed, drctl resume puts back what it left", d.ID, d.StartedAt.UTC().Format("15:04:05 MST")))
 		}
 	},
+	// 10. The mirror's verifier found the standby different from the
+	// source: failing over would hand the applications other records.
+	func(s *Status, add func(Readiness, string)) {
+		if m := s.Mirror; m != nil && m.Proof != nil && m.Proof.Differences > 0 {
+			p := m.Proof.Differing[0]
+			add(NotReady, fmt.Sprintf("the standby differs: the mirror's verifier found %d difference(s) on %d partition(s), first %s (%s); drctl verify --topic %s --partition %d shows them",
+				m.Proof.Differences, len(m.Proof.Differing), p.TopicPartition(), p.FirstDifference, p.Topic, p.Partition))
+		}
+	},
 }
 
 // bothRolesReachable reports whether the active and the standby both

@@ -60,6 +60,11 @@ func TestAssess(t *testing.T) {
 			s.Pause = &linkstate.Pause{ID: "drill-unplanned-x", Until: time.Now().Add(time.Minute)}
 		}), NotReady, "the mirror is paused by drill-unplanned-x"},
 		{"rule 9: a drill with no result", with(func(s *Status) { s.LastDrill = &DrillStatus{ID: "drill-failover-y", Unfinished: true} }), NotReady, "drill drill-failover-y started at"},
+		{"rule 10: the standby differs", with(func(s *Status) {
+			s.Mirror.Proof = &linkstate.ProofSummary{Partitions: 2, Records: 40, Differences: 1, Differing: []linkstate.Proof{
+				{Topic: "orders", Partition: 1, Differences: 1, FirstDifference: "unexpected: source offset -1, standby offset 20: no source record maps to this committed standby record"}}}
+		}), NotReady, "the standby differs: the mirror's verifier found 1 difference(s) on 1 partition(s), first orders/1 (unexpected: source offset -1, standby offset 20"},
+		{"rule 10: proven identical", with(func(s *Status) { s.Mirror.Proof = &linkstate.ProofSummary{Partitions: 2, Records: 40} }), Ready, "mirror caught up"},
 		{"rule 5: losses on record", with(func(s *Status) { s.Mirror.LostUnacknowledged = 15 }), ReadyWarn, "15 records lost to source retention"},
 		{"rule 5: large lag", with(func(s *Status) { s.Mirror.LagRecords, s.Mirror.LagSeconds = 300, 42 }), ReadyWarn, "the drain waits for them"},
 	} {

@@ -38,7 +38,56 @@ type State struct {
 	// TopicChanges and Reset: see LagReport.
 	TopicChanges []TopicChange `json:"topic_changes,omitempty" yaml:"topic_changes,omitempty"`
 	Reset        string        `json:"reset,omitempty" yaml:"reset,omitempty"`
-	Error        string        `json:"error,omitempty" yaml:"error,omitempty"`
+	// Proof is what the mirror's verifier recorded on the target (nil:
+	// no verifier ran for the link, or it recorded nothing yet).
+	Proof *ProofSummary `json:"proof,omitempty" yaml:"proof,omitempty"`
+	Error string        `json:"error,omitempty" yaml:"error,omitempty"`
+}
+
+// ProofSummary adds up the mirror verifier's records of a link
+// (linkstate.Proof): how much of the standby it compared and what
+// differed.
+type ProofSummary struct {
+	// Partitions counts the partitions with a record; Records the copies
+	// compared, Differences the differences found.
+	Partitions  int   `json:"partitions" yaml:"partitions"`
+	Records     int64 `json:"records" yaml:"records"`
+	Differences int64 `json:"differences" yaml:"differences"`
+	// Differing are the records of the partitions with a difference.
+	Differing []Proof `json:"differing,omitempty" yaml:"differing,omitempty"`
+	// Error says why the records could not be read.
+	Error string `json:"error,omitempty" yaml:"error,omitempty"`
+}
+
+// SummarizeProofs adds up proofs (nil when there are none).
+func SummarizeProofs(proofs map[topology.TopicPartition]Proof) *ProofSummary {
+	if len(proofs) == 0 {
+		return nil
+	}
+	s := &ProofSummary{Partitions: len(proofs), Differing: Differing(proofs)}
+	for _, p := range proofs {
+		s.Records += p.Records
+		s.Differences += p.Differences
+	}
+	return s
+}
+
+// StandbyDiffers is the one line that says the verifier found the
+// standby different from the source ("" when it did not).
+func (s *ProofSummary) StandbyDiffers(link string) string {
+	if s == nil || s.Differences == 0 {
+		return ""
+	}
+	shown := make([]string, 0, 3)
+	for _, p := range s.Differing[:min(3, len(s.Differing))] {
+		shown = append(shown, fmt.Sprintf("%s (%s)", p.TopicPartition(), p.FirstDifference))
+	}
+	if n := len(s.Differing) - len(shown); n > 0 {
+		shown = append(shown, fmt.Sprintf("and %d more partition(s)", n))
+	}
+	first := s.Differing[0]
+	return fmt.Sprintf("mirror %s: the standby differs from the source: the mirror's verifier found %d difference(s) on %d partition(s): %s; see them with drctl verify --topic %s --partition %d",
+		link, s.Differences, len(s.Differing), strings.Join(shown, "; "), first.Topic, first.Partition)
 }
 
 // Describe reads the link's worker group on the target and measures its
@@ -83,6 +132,11 @@ func DescribeLag(ctx context.Context, clusters *kafkaconn.Clusters, link topolog
 	ls.LagRecords, ls.LagSeconds, ls.LostRecords = rep.TotalRecords, rep.MaxSeconds, rep.TotalLost
 	ls.TopicChanges, ls.Reset = rep.TopicChanges, rep.Reset
 	ls.Losses, ls.LostUnacknowledged, ls.LossesError = rep.Losses, rep.LostUnacknowledged, rep.LossesError
+	if proofs, err := ReadProofs(ctx, dst, link); err != nil {
+		ls.Proof = &ProofSummary{Error: fmt.Sprintf("the mirror verifier's records: %v", err)}
+	} else {
+		ls.Proof = SummarizeProofs(proofs)
+	}
 	for _, p := range rep.Partitions {
 		if p.Error != "" {
 			if ls.PartitionErrors == nil {
@@ -114,6 +168,12 @@ func (ls State) Problems() []string {
 	}
 	if ls.LossesError != "" {
 		out = append(out, fmt.Sprintf("mirror %s: %s", ls.Link, ls.LossesError))
+	}
+	if line := ls.Proof.StandbyDiffers(ls.Link); line != "" {
+		out = append(out, line)
+	}
+	if ls.Proof != nil && ls.Proof.Error != "" {
+		out = append(out, fmt.Sprintf("mirror %s: %s", ls.Link, ls.Proof.Error))
 	}
 	return out
 }

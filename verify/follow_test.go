@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/internal/kfaketest"
@@ -142,6 +145,18 @@ func TestVerifyFollow(t *testing.T) {
 	})
 	if pr := proofsOn(t, p)["f/1"]; pr.FirstDifference != fmt.Sprintf("unexpected: source offset -1, standby offset %d: no source record maps to this committed standby record", rogueAt) {
 		t.Errorf("f/1's first difference: %q (the rogue record is at %d)", pr.FirstDifference, rogueAt)
+	}
+	// drctl status and the readiness verdict say so, read from the clusters.
+	st, _ := inspect.CollectStatus(kfaketest.Ctx(t, 30*time.Second), kfaketest.Session(t, p.Topology))
+	if st.Mirror == nil || st.Mirror.Proof == nil || st.Mirror.Proof.Differences != 1 || st.Mirror.Proof.Partitions != 2 {
+		t.Errorf("status: the link's proof %+v", st.Mirror)
+	}
+	wantProblem := fmt.Sprintf("mirror east->west: the standby differs from the source: the mirror's verifier found 1 difference(s) on 1 partition(s): f/1 (unexpected: source offset -1, standby offset %d", rogueAt)
+	if !slices.ContainsFunc(st.Problems, func(p string) bool { return strings.HasPrefix(p, wantProblem) }) {
+		t.Errorf("status problems %q do not say %q", st.Problems, wantProblem)
+	}
+	if v := st.Readiness; v.Level != inspect.NotReady || !slices.ContainsFunc(v.Reasons, func(r string) bool { return strings.HasPrefix(r, "the standby differs") }) {
+		t.Errorf("readiness %+v: want NOT READY, the standby differs", v)
 	}
 	if proven(g, "1") != 20 {
 		t.Errorf("f/1 proven to %v after its difference, want 20", proven(g, "1"))
