@@ -97,7 +97,7 @@ func TestDashboardAndRulesUseExportedMetrics(t *testing.T) {
 		}
 		for _, n := range []string{"drctl_mirror_records_total", "drctl_mirror_lag_seconds", "drctl_mirror_replication_latency_seconds_bucket",
 			"drctl_group_sync_last_synced_timestamp_seconds", "drctl_group_sync_rounds_total", "drctl_group_sync_round_seconds_bucket",
-			"drctl_role_epoch", "drctl_mirror_ready", "drctl_build_info"} {
+			"drctl_role_epoch", "drctl_mirror_ready", "drctl_build_info", "drctl_verify_differences_total"} {
 			if !names[n] {
 				return fmt.Errorf("no %s yet", n)
 			}

@@ -60,10 +60,11 @@ func Follow(ctx context.Context, clusters *kafkaconn.Clusters, link topology.Lin
 	}
 	defer opts.Metrics.ForgetLink(link.String())
 	var proofs map[topology.TopicPartition]linkstate.Proof // nil: read them first
+	counted := map[topology.TopicPartition]int64{}           // differences in drctl_verify_differences_total
 	for {
 		if opts.Leads == nil || opts.Leads() {
 			var err error
-			if proofs, err = followRound(ctx, clusters, link, sample, proofs, opts); err != nil && ctx.Err() == nil {
+			if proofs, err = followRound(ctx, clusters, link, sample, proofs, counted, opts); err != nil && ctx.Err() == nil {
 				proofs = nil
 				if !errors.Is(err, ErrNoSuchPartition) {
 					log.Warn("verifier: round failed; retrying", "link", link.String(), "err", err)
@@ -87,7 +88,14 @@ func Follow(ctx context.Context, clusters *kafkaconn.Clusters, link topology.Lin
 
 // followRound runs one round and stores its watermarks; it returns the
 // proofs as they now stand on the target.
-func followRound(ctx context.Context, clusters *kafkaconn.Clusters, link topology.Link, sample int, proofs map[topology.TopicPartition]linkstate.Proof, opts FollowOptions) (map[topology.TopicPartition]linkstate.Proof, error) {
+//
+// counted holds, per partition, the differences the process's
+// drctl_verify_differences_total holds: read from the target, the counter
+// is brought up to the link's record (a restarted verifier, or one that
+// leads again, says what the record says), so it stays above zero until
+// the standby is re-seeded.
+func followRound(ctx context.Context, clusters *kafkaconn.Clusters, link topology.Link, sample int, proofs map[topology.TopicPartition]linkstate.Proof,
+	counted map[topology.TopicPartition]int64, opts FollowOptions) (map[topology.TopicPartition]linkstate.Proof, error) {
 	dst, err := clusters.Need(link.Target)
 	if err != nil {
 		return nil, err
@@ -95,6 +103,12 @@ func followRound(ctx context.Context, clusters *kafkaconn.Clusters, link topolog
 	if proofs == nil {
 		if proofs, err = linkstate.ReadProofs(ctx, dst, link); err != nil {
 			return nil, fmt.Errorf("standby %s: the verifier's watermarks: %w", link.Target, err)
+		}
+		for tp, p := range proofs {
+			if n := p.Differences - counted[tp]; n > 0 {
+				opts.Metrics.observe(link.String(), tp, p.Proven, 0, 0, n)
+				counted[tp] = p.Differences
+			}
 		}
 	}
 	vo := DefaultOptions()
@@ -163,6 +177,7 @@ func followRound(ctx context.Context, clusters *kafkaconn.Clusters, link topolog
 			p.TargetChecked = max(p.TargetChecked, pr.TargetTo)
 		}
 		opts.Metrics.observe(rep.Link, tp, p.Proven, behind, pr.Compared, pr.Differences)
+		counted[tp] += pr.Differences
 		if p != proofs[tp] {
 			p.At = now
 			changed = append(changed, p)

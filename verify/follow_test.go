@@ -180,6 +180,18 @@ func TestVerifyFollow(t *testing.T) {
 	if d := testutil.ToFloat64(g.metrics.Differences.WithLabelValues(link, "f", "1")); d != 1 {
 		t.Errorf("differences on f/1 after more rounds: %v, want 1", d)
 	}
+	g.stop()
+
+	// A restarted verifier's counter says what the record says: the
+	// difference stays visible (and alerting) without being found again.
+	h := startFollower(t, p)
+	kfaketest.Wait(t, 60*time.Second, "the restarted verifier's first round", func() (bool, string) {
+		n, _, _ := h.sums()
+		return n >= 1, fmt.Sprint(n)
+	})
+	if d := testutil.ToFloat64(h.metrics.Differences.WithLabelValues(link, "f", "1")); d != 1 || proofsOn(t, p)["f/1"].Differences != 1 {
+		t.Errorf("after a restart: differences on f/1 %v (want 1, from the record), record %+v", d, proofsOn(t, p)["f/1"])
+	}
 }
 
 // TestVerifyFollowSampled: in sample mode the watermark follows the

@@ -16,7 +16,10 @@ type Metrics struct {
 	Proven *prometheus.GaugeVec
 	// Records counts the copies compared with their source records.
 	Records *prometheus.CounterVec
-	// Differences counts the differences found.
+	// Differences counts the differences the link's record holds: those
+	// found, and at a (re)start those the record on the target holds, so
+	// a difference keeps it above zero (and its alert firing) until the
+	// standby is re-seeded.
 	Differences *prometheus.CounterVec
 	// Behind is the backlog the verifier's last round found: records the
 	// mirror had copied that were not verified yet.
@@ -33,7 +36,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Records: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "drctl_verify_records_total",
 			Help: "Copies the mirror's verifier compared with their source records, reading both clusters."}, []string{"link", "topic"}),
 		Differences: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "drctl_verify_differences_total",
-			Help: "Differences between the source and the standby the mirror's verifier found (missing, unexpected, content or order)."}, part),
+			Help: "Differences between the source and the standby the mirror's verifier found (missing, unexpected, content or order); a restarted verifier starts from the count the link's record on the standby holds."}, part),
 		Behind: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "drctl_verify_behind_records",
 			Help: "Records the mirror had copied and the verifier had not verified yet, when its last round started."}, part),
 	}
@@ -56,9 +59,10 @@ func (m *Metrics) observe(link string, tp topology.TopicPartition, proven, behin
 	m.Differences.WithLabelValues(link, tp.Topic, p).Add(float64(differences))
 }
 
-// ForgetLink deletes the gauges of link once its verifier stopped (the
-// roles moved): a frozen watermark describes nothing any longer.
-// Counters stay, as the mirror's do.
+// ForgetLink deletes the series of link once its verifier stopped (the
+// roles moved): a frozen watermark describes nothing any longer, and the
+// differences, which stand for the link's record rather than grow, would
+// keep an alert firing. The records counter stays, as the mirror's do.
 func (m *Metrics) ForgetLink(link string) {
 	if m == nil {
 		return
@@ -66,4 +70,5 @@ func (m *Metrics) ForgetLink(link string) {
 	l := prometheus.Labels{"link": link}
 	m.Proven.DeletePartialMatch(l)
 	m.Behind.DeletePartialMatch(l)
+	m.Differences.DeletePartialMatch(l)
 }
