@@ -60,7 +60,7 @@ func Follow(ctx context.Context, clusters *kafkaconn.Clusters, link topology.Lin
 	}
 	defer opts.Metrics.ForgetLink(link.String())
 	var proofs map[topology.TopicPartition]linkstate.Proof // nil: read them first
-	counted := map[topology.TopicPartition]int64{}           // differences in drctl_verify_differences_total
+	counted := map[topology.TopicPartition]int64{}         // differences in drctl_verify_differences_total
 	for {
 		if opts.Leads == nil || opts.Leads() {
 			var err error

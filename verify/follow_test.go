@@ -3,7 +3,9 @@ package verify_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -49,7 +51,7 @@ func startFollower(t *testing.T, p *kfaketest.Pair) *follower {
 		Beside: func(ctx context.Context, link topology.Link, leads func() bool) {
 			clusters := kafkaconn.Open(ctx, p.Topology, link.Source, link.Target)
 			defer clusters.Close()
-			_ = verify.Follow(ctx, clusters, link, verify.FollowOptions{Verify: p.Topology.Mirror.Verify, Metrics: f.metrics, Leads: leads,
+			_ = verify.Follow(ctx, clusters, link, verify.FollowOptions{Verify: p.Topology.Mirror.Verify, Metrics: f.metrics, Leads: leads, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil)),
 				Round: func(rep *verify.Report) {
 					f.mu.Lock()
 					defer f.mu.Unlock()

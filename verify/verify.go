@@ -293,16 +293,18 @@ func selected(src sarama.Client, topo *topology.Topology, opts Options) ([]topol
 
 // run is what every partition of one run shares.
 type run struct {
-	src, dst    sarama.Client
-	link        topology.Link
-	opts        Options
-	follower    *offsettranslate.Follower
-	mapErr      error // why there is no map at all
-	targetEnds  map[topology.TopicPartition]int64
-	sourceStart map[topology.TopicPartition]int64
-	sourceEnd   map[topology.TopicPartition]int64
-	from        map[topology.TopicPartition]int64 // the option's start, per partition
-	logAppend   map[string]bool                   // standby topics with LogAppendTime
+	src, dst   sarama.Client
+	link       topology.Link
+	opts       Options
+	follower   *offsettranslate.Follower
+	mapErr     error // why there is no map at all
+	targetEnds map[topology.TopicPartition]int64
+	// targetEndsAfter are the standby's ends read again after the map.
+	targetEndsAfter map[topology.TopicPartition]int64
+	sourceStart     map[topology.TopicPartition]int64
+	sourceEnd       map[topology.TopicPartition]int64
+	from            map[topology.TopicPartition]int64 // the option's start, per partition
+	logAppend       map[string]bool                   // standby topics with LogAppendTime
 	// recreated says, per source topic that is not the incarnation the
 	// link recorded copying, why nothing of it can be proven.
 	recreated map[string]string
@@ -334,6 +336,9 @@ func prepare(ctx context.Context, src, dst sarama.Client, link topology.Link, tp
 			return nil, fmt.Errorf("standby %s: %w", link.Target, err)
 		}
 		v.mapErr = fmt.Errorf("the standby %s holds no offset map of %s (%s): has drctl mirror run ever run for this link?", link.Target, link, link.OffsetsTopic())
+	}
+	if v.targetEndsAfter, err = kafkaread.StableOffsets(ctx, dst, onTarget); err != nil {
+		return nil, fmt.Errorf("standby %s: end offsets: %w", link.Target, err)
 	}
 	if v.sourceStart, err = kafkaread.StartOffsets(ctx, src, tps); err != nil {
 		return nil, fmt.Errorf("source %s: start offsets: %w", link.Source, err)
@@ -459,6 +464,16 @@ func (v *run) partition(ctx context.Context, tp topology.TopicPartition) Partiti
 	default:
 		pr.Reason = fmt.Sprintf("the offset map holds nothing of %s yet (not mirrored yet, or the map's retention removed it)", tp)
 		return pr
+	}
+	if after, ok := v.targetEndsAfter[tp]; ok && onTarget && after > targetEnd {
+		// A mirror transaction that committed after the standby's end
+		// was read and before the map was is in the map, its data past
+		// that end: the standby's end read after the map covers it.
+		// Those records are a later run's, not missing. (Copies past
+		// both ends are missing: the standby lost them.)
+		if lim := sourceBelow(runs, targetEnd, sp.sourceTo); sourceBelow(runs, after, sp.sourceTo) > lim {
+			sp.sourceTo = min(sp.sourceTo, lim)
+		}
 	}
 	sp.sourceFrom = min(sp.sourceFrom, sp.sourceTo)
 	sp.targetFrom = targetOf(runs, sp.sourceFrom, st.TargetEnd)
@@ -595,6 +610,20 @@ func Compare(runs []offsettranslate.Run, source, standby Records, r Range) (Part
 	}
 	fill(&pr, t, r.Sample, err)
 	return pr, err
+}
+
+// sourceBelow is the source offset of the first mapped record whose copy
+// lies at or past target offset end, or def when every copy lies below it.
+func sourceBelow(runs []offsettranslate.Run, end, def int64) int64 {
+	for _, r := range runs {
+		switch {
+		case r.Target >= end:
+			return r.Source
+		case r.TargetEnd() > end:
+			return r.Source + (end - r.Target)
+		}
+	}
+	return def
 }
 
 // targetOf is the target offset of the first mapped record at or after
