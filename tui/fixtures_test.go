@@ -116,6 +116,18 @@ func scenarioLagging() *Snapshot {
 	return snapshotOf(st, lagReport(st, map[string]int64{"orders": 12000, "payments.eu": 345}, t0))
 }
 
+// scenarioDiffers: the mirror's verifier found a record on the standby
+// that no source record maps to.
+func scenarioDiffers() *Snapshot {
+	st := steadyStatus()
+	st.Mirror.Proof = &linkstate.ProofSummary{Partitions: 4, Records: 52110, Differences: 1, Differing: []linkstate.Proof{
+		{Topic: "orders", Partition: 1, Mode: "full", Sample: 1, Proven: 8120, Checked: 13020, Records: 13020, Differences: 1,
+			FirstDifference: "unexpected: source offset -1, standby offset 8131: no source record maps to this committed standby record"}}}
+	st.Problems = append(st.Problems, st.Mirror.Problems()...)
+	st.Readiness = inspect.Assess(st)
+	return snapshotOf(st, lagReport(st, nil, t0))
+}
+
 func scenarioClusterDown() *Snapshot {
 	st := steadyStatus()
 	east := &st.Clusters[0]

@@ -10,6 +10,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 
 	"github.com/drctl/drctl/inspect"
+	"github.com/drctl/drctl/linkstate"
 )
 
 // overview is view 1: both clusters, the mirror, group sync, the verdict
@@ -244,7 +245,27 @@ func (o *overview) mirrorBlock(width int, st styles) []string {
 			second += "  lag " + o.history.sparkline(room)
 		}
 	}
-	return []string{first, second}
+	lines := []string{first, second}
+	if l := proofLine(m.Proof, st); l != "" {
+		lines = append(lines, truncateANSI(l, width))
+	}
+	return lines
+}
+
+// proofLine is what the mirror's verifier recorded on the standby ("" when
+// it recorded nothing: no verifier runs, or it has not finished a round).
+func proofLine(p *linkstate.ProofSummary, st styles) string {
+	switch {
+	case p == nil:
+		return ""
+	case p.Error != "":
+		return "  proof: " + st.bad.Render(p.Error)
+	case p.Differences > 0:
+		d := p.Differing[0]
+		return "  proof: " + st.bad.Render(fmt.Sprintf("STANDBY DIFFERS: %d difference(s) on %d partition(s), first %s", p.Differences, len(p.Differing), d.TopicPartition())) +
+			fmt.Sprintf(" (drctl verify --topic %s --partition %d)", d.Topic, d.Partition)
+	}
+	return "  proof: " + st.ok.Render(fmt.Sprintf("no difference in %d records compared on %d partition(s)", p.Records, p.Partitions))
 }
 
 // aclLine summarises the standby's ACL parity with the active and its

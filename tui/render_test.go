@@ -55,6 +55,7 @@ var scenarios = []struct {
 	{"both-down", scenarioBothDown, false},
 	{"failing-over", scenarioFailingOver, true},
 	{"stale", scenarioStale, false},
+	{"differs", scenarioDiffers, false},
 }
 
 // TestGoldenViews renders every view of every scenario at 80x24 and
