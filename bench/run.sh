@@ -69,6 +69,20 @@
 #   mirror's steady rate, the records it read on each side, its peak RSS and
 #   CPU, and the brokers' CPU meanwhile. The full verify must find every
 #   partition identical.
+# vcost: what the mirror's verifier (mirror.verify) costs the mirror.
+#   BENCH_VCOST_RECORDS (BENCH_RECORDS if set, else 1000000) records over
+#   BENCH_PARTITIONS partitions are written once into east; drctl-eos copies
+#   them once per verifier setting of BENCH_VCOST_MODES ("off default
+#   sample1000-1s sample10000-1s full-1s": mode off; the topology's defaults;
+#   sampleN-INTERVAL: every Nth record, a round every INTERVAL; full-INTERVAL),
+#   BENCH_VCOST_ROUNDS (2) rounds, each round in the reverse order of the one
+#   before. Measured as in throughput
+#   (steady rate, CPU of the mirror process until the copy is complete), then,
+#   the mirror still running, until the verifier's watermarks reach the end of
+#   every partition (sum of drctl_verify_proven_offset scraped from its
+#   /metrics; at most 60 s): that time, the process's CPU then, and the records
+#   it compared (drctl_verify_records_total). The report takes each setting's
+#   best round and divides its steady rate by mode off's.
 #
 # Mirrors use identity topic naming: each writes a topic with the source's name
 # on west, which is deleted (and gone) before the next mirror starts, so every
@@ -96,6 +110,7 @@
 #   BENCH_LAT_RATE, BENCH_LAT_DURATION, BENCH_LAT_WARMUP (10s), BENCH_LAT_MIRRORS
 #   BENCH_SCALE_TOPICS, BENCH_SCALE_PARTITIONS, BENCH_SCALE_RECORDS
 #   BENCH_VERIFY_RECORDS, BENCH_VERIFY_SAMPLES
+#   BENCH_VCOST_RECORDS, BENCH_VCOST_MODES, BENCH_VCOST_ROUNDS
 #   BENCH_WAN_RECORDS, BENCH_WAN_MIRRORS, BENCH_WAN_LATENCIES, BENCH_WAN_JITTER,
 #   BENCH_WAN_SOURCE_MIRRORS, BENCH_WAN_SOURCE_LATENCIES
 #   BENCH_MM2_TASKS, BENCH_MM2_HEAP, BENCH_MM2_TUNING, BENCH_MM2_EXTRA: see bench/mm2.sh
@@ -140,6 +155,9 @@ SCALE_RECORDS="${BENCH_SCALE_RECORDS:-10}"
 SCALE_IDLE="${BENCH_SCALE_IDLE:-10}"
 VERIFY_RECORDS="${BENCH_VERIFY_RECORDS:-${BENCH_RECORDS:-1000000}}"
 VERIFY_SAMPLES="${BENCH_VERIFY_SAMPLES-100 10000}"
+VCOST_RECORDS="${BENCH_VCOST_RECORDS:-${BENCH_RECORDS:-1000000}}"
+VCOST_MODES="${BENCH_VCOST_MODES:-off default sample1000-1s sample10000-1s full-1s}"
+VCOST_ROUNDS="${BENCH_VCOST_ROUNDS:-2}"
 WAN_RECORDS="${BENCH_WAN_RECORDS:-${BENCH_RECORDS:-300000}}"
 WAN_MIRRORS="${BENCH_WAN_MIRRORS:-drctl-alo drctl-eos mm2-alo mm2-eos}"
 WAN_LATENCIES="${BENCH_WAN_LATENCIES:-0 25 50}"
@@ -166,6 +184,7 @@ MEM_TOPIC="bench-$RUN_ID-p$MEM_PARTITIONS"
 SCALE_PREFIX="bench-$RUN_ID-s"
 WAN_TOPIC="bench-$RUN_ID-wan"
 VERIFY_TOPIC="bench-$RUN_ID-verify"
+VCOST_TOPIC="bench-$RUN_ID-vcost"
 CLK_TCK="$(getconf CLK_TCK)"
 LOADGEN="$WORK/bin/loadgen"
 DRCTL="${BENCH_DRCTL:-$WORK/bin/drctl}"
@@ -993,6 +1012,106 @@ run_verify() {
 	[[ "$KEEP" == 1 ]] || delete_topics "$EAST" "$VERIFY_TOPIC" || true
 }
 
+# --- vcost: the mirror's verifier on and off ------------------------------------------
+
+# vcost_yaml SETTING: the mirror.verify lines of a verifier setting: off,
+# default (the topology's defaults), full-INTERVAL, sampleN-INTERVAL.
+vcost_yaml() {
+	case "$1" in
+	off) echo "  verify: {mode: off}" ;;
+	default) ;;
+	full-*) echo "  verify: {mode: full, interval: ${1#full-}}" ;;
+	sample[0-9]*-*)
+		local n=${1%%-*}
+		echo "  verify: {mode: sample, sample: ${n#sample}, interval: ${1#*-}}"
+		;;
+	*) return 1 ;;
+	esac
+}
+
+# vcost_label SETTING: the setting in words.
+vcost_label() {
+	case "$1" in
+	default) echo "default (sample every 1000th, a round every 10 s)" ;;
+	full-*) echo "full, a round every ${1#full-}" ;;
+	sample[0-9]*-*)
+		local n=${1%%-*}
+		echo "sample every ${n#sample}th, a round every ${1#*-}"
+		;;
+	*) echo "$1" ;;
+	esac
+}
+
+# vcost_metric NAME: the sum of a series of the running mirror's /metrics
+# (its address is in the mirror's log), or empty when not scraped.
+vcost_metric() {
+	local addr
+	addr="$(sed -n 's/.*serving \/metrics.* addr=\([0-9.:]*\).*/\1/p' "$MIRROR_LOG" | head -n1)"
+	[[ -n "$addr" ]] || return 0
+	curl -fsS --max-time 2 "http://$addr/metrics" 2>/dev/null | awk -v n="$1" '$1 ~ "^"n"({|$)" { s += $2; seen = 1 } END { if (seen) printf "%.0f", s }'
+}
+
+# run_vcost_mirror MODE TAG: drctl-eos copies the vcost topic with the
+# verifier set to MODE; the result line is TAG/MODE.
+run_vcost_mirror() {
+	local mode=$1 tag=$2 m=drctl-eos rc=0 out line usage yaml t1 proven caught_s="" compared differences cpu_caught
+	yaml="$(vcost_yaml "$mode")" || {
+		note "vcost: unknown verifier setting '$mode' skipped"
+		return 0
+	}
+	delete_topics "$WEST" "$VCOST_TOPIC"
+	BENCH_DRCTL_MIRROR_YAML="${BENCH_DRCTL_MIRROR_YAML:-}${yaml:+$'\n'$yaml}" start_mirror "$m" "$VCOST_TOPIC" "$tag-$mode" || rc=$?
+	if [[ $rc -eq 3 ]]; then
+		echo "$tag/$mode status=unavailable" >>"$RAW"
+		return 0
+	elif [[ $rc -ne 0 ]]; then
+		echo "$tag/$mode status=failed" >>"$RAW"
+		return 1
+	fi
+	out="$WORK/$tag-$mode.count"
+	if ! COUNT_TIMEOUT=$((300 + VCOST_RECORDS / 5000)) wait_copied "$tag/$mode" "$VCOST_TOPIC" "$out"; then
+		echo "$tag/$mode status=failed" >>"$RAW"
+		finish_mirror "$m" "$VCOST_TOPIC" "$tag-$mode"
+		return 1
+	fi
+	usage="$(usage_now)"
+	line="$(grep '^RESULT' "$out")"
+	if [[ "$mode" != off ]]; then
+		# The verifier follows the copy: until its watermarks reach the end.
+		t1=$(($(now_ms) + 60000))
+		while (($(now_ms) < t1)); do
+			proven="$(vcost_metric drctl_verify_proven_offset)"
+			if [[ -n "$proven" ]] && ((proven >= VCOST_RECORDS)); then
+				caught_s="$(calc "($(now_ms) - $MIRROR_T0) / 1000")"
+				break
+			fi
+			sleep 0.2
+		done
+		[[ -n "$caught_s" ]] || note "$tag/$mode: the verifier's watermarks did not reach the end within 60 s of the copy (sum of drctl_verify_proven_offset: ${proven:-not scraped})"
+	fi
+	compared="$(vcost_metric drctl_verify_records_total)"
+	differences="$(vcost_metric drctl_verify_differences_total)"
+	cpu_caught="$(cpu_of "$MIRROR_PID")"
+	stop_pid "$MIRROR_PID" "$tag/$mode"
+	echo "$tag/$mode status=ok ${line#RESULT } $usage verifier_caught_s=${caught_s:-n/a} cpu_caught_s=$cpu_caught compared=${compared:-0} differences=${differences:-0}" >>"$RAW"
+	log "$tag/$mode: steady $(rget steady_records_per_s "$line") records/s; $usage; verifier caught up after ${caught_s:-n/a} s, CPU then $cpu_caught s, $compared compared"
+	finish_mirror "$m" "$VCOST_TOPIC" "$tag-$mode"
+}
+
+run_vcost() {
+	local round mode order="$VCOST_MODES" tag
+	produce_source "$VCOST_TOPIC" "$VCOST_RECORDS" "$PARTITIONS" vcost
+	for ((round = 1; round <= VCOST_ROUNDS; round++)); do
+		tag="vcost-r$round" # a mirror of round 2 must not resume from round 1's progress
+		for mode in $order; do
+			log "=== $tag/$mode"
+			run_vcost_mirror "$mode" "$tag" || true
+		done
+		order="$(tr ' ' '\n' <<<"$order" | tac | paste -sd' ' -)"
+	done
+	[[ "$KEEP" == 1 ]] || delete_topics "$EAST" "$VCOST_TOPIC" || true
+}
+
 # --- report ----------------------------------------------------------------------------
 
 raw_of() { grep "^$1 " "$RAW" | tail -n1 || true; }
@@ -1277,6 +1396,55 @@ report_verify() {
 	echo
 }
 
+report_vcost() {
+	local mode round line best best_rate rate rates off_rate="" rows=() fields
+	echo "## The mirror's verifier: throughput and CPU, on and off"
+	echo
+	echo "$VCOST_RECORDS records ($SIZE-byte values) over $PARTITIONS partitions, written once to east; drctl-eos copies them"
+	echo "once per verifier setting and round ($VCOST_ROUNDS rounds, the order reversed each round); the best round of each counts."
+	echo
+	echo "| mirror.verify | steady records/s | vs off | rounds' rates | CPU until copied (s) | µs CPU per record | verifier caught up after (s) | CPU then (s) | records compared | differences |"
+	echo "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|"
+	for mode in $VCOST_MODES; do
+		best="" best_rate=0 rates=""
+		for ((round = 1; round <= VCOST_ROUNDS; round++)); do
+			line="$(raw_of "vcost-r$round/$mode")"
+			if [[ "$(rget status "$line")" != ok ]]; then
+				rates="${rates:+$rates, }failed"
+				continue
+			fi
+			rate="$(rget steady_records_per_s "$line")"
+			rates="${rates:+$rates, }$(printf '%.0f' "$rate")"
+			if awk "BEGIN { exit !($rate > $best_rate) }"; then
+				best="$line" best_rate="$rate"
+			fi
+		done
+		[[ "$mode" == off && -n "$best" ]] && off_rate="$best_rate"
+		rows+=("$mode|$best|$best_rate|$rates")
+	done
+	for fields in "${rows[@]}"; do
+		IFS='|' read -r mode line rate rates <<<"$fields"
+		if [[ -z "$line" ]]; then
+			echo "| $mode | failed | | $rates | | | | | | |"
+			continue
+		fi
+		printf '| %s | %.0f | %s | %s | %s | %.2f | %s | %s | %s | %s |\n' \
+			"$(vcost_label "$mode")" \
+			"$rate" "$([[ -n "$off_rate" ]] && calc "$rate / $off_rate" || echo n/a)" "$rates" "$(rget cpu_s "$line")" \
+			"$(calc "$(rget cpu_s "$line") * 1000000 / $VCOST_RECORDS")" "$(rget verifier_caught_s "$line")" "$(rget cpu_caught_s "$line")" \
+			"$(rget compared "$line")" "$(rget differences "$line")"
+	done
+	echo
+	echo "- *steady*: the rate the copy ran at after its start-up (loadgen count), the throughput figure of the"
+	echo "  throughput scenario. *vs off*: over the rate with mode off; the default must stay at 0.85 or above."
+	echo "- *CPU until copied*: the mirror process (copy and verifier) from its launch until west held every record."
+	echo "  *verifier caught up*: from the launch until the verifier's watermarks (sum of drctl_verify_proven_offset)"
+	echo "  reached the end of every partition, the mirror still running; *CPU then*: the process's CPU at that moment."
+	echo "- Other sessions share the machine's cores: rates move by 10-20% between runs of the same setting (see the"
+	echo "  rounds' rates). Compare within a row's rounds before reading a difference between rows."
+	echo
+}
+
 report_scale() {
 	local line status
 	line="$(raw_of scale/drctl-eos)"
@@ -1332,6 +1500,7 @@ write_report() {
 		scale) report_scale ;;
 		wan) report_wan ;;
 		verify) report_verify ;;
+		vcost) report_vcost ;;
 		esac
 	done
 	if [[ -s "$NOTES" ]]; then
@@ -1351,6 +1520,7 @@ save_settings() {
 	for v in RUN_ID STAMP SCENARIOS RECORDS SIZE PARTITIONS CONTENDERS VERIFY MEM_PARTITIONS MEM_RECORDS \
 		ROUNDS MEM_HOLD MEM_MIRRORS LAT_RATE LAT_DURATION LAT_WARMUP LAT_MIRRORS SCALE_TOPICS SCALE_PARTITIONS SCALE_RECORDS \
 		WAN_RECORDS WAN_MIRRORS WAN_LATENCIES WAN_JITTER WAN_SOURCE_MIRRORS VERIFY_RECORDS VERIFY_SAMPLES \
+		VCOST_RECORDS VCOST_MODES VCOST_ROUNDS \
 		BENCH_CMD LOAD_START LOAD_END \
 		DURATION_MIN BENCH_MM2_TASKS BENCH_MM2_HEAP BENCH_MM2_TUNING BENCH_MM2_EXTRA BENCH_COPY_RUNS \
 		DRCTL_E2E_KAFKA_VERSION HEAD_DESC; do
@@ -1433,6 +1603,7 @@ main() {
 		scale) run_scale || true ;;
 		wan) run_wan || true ;;
 		verify) run_verify || true ;;
+		vcost) run_vcost || true ;;
 		*) note "unknown scenario '$s' skipped" ;;
 		esac
 	done
