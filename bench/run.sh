@@ -1032,7 +1032,7 @@ vcost_yaml() {
 # vcost_label SETTING: the setting in words.
 vcost_label() {
 	case "$1" in
-	default) echo "default (sample every 1000th, a round every 10 s)" ;;
+	default) echo "default (sample every 10000th, a round every 10 s)" ;;
 	full-*) echo "full, a round every ${1#full-}" ;;
 	sample[0-9]*-*)
 		local n=${1%%-*}

@@ -145,7 +145,7 @@ const (
 	DefaultGroupSyncInterval = 5 * time.Second
 	DefaultACLSyncInterval   = 2 * time.Second
 	DefaultVerifyMode        = VerifySample
-	DefaultVerifySample      = 1000
+	DefaultVerifySample      = 10000
 	DefaultVerifyInterval    = 10 * time.Second
 	DefaultDrainTimeout      = 5 * time.Minute
 	DefaultQuietPeriod       = 5 * time.Second

@@ -9,6 +9,7 @@ import (
 
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/linkstate"
+	"github.com/drctl/drctl/offsettranslate"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -59,13 +60,24 @@ func Follow(ctx context.Context, clusters *kafkaconn.Clusters, link topology.Lin
 		log = slog.New(slog.DiscardHandler)
 	}
 	defer opts.Metrics.ForgetLink(link.String())
-	var proofs map[topology.TopicPartition]linkstate.Proof // nil: read them first
-	counted := map[topology.TopicPartition]int64{}         // differences in drctl_verify_differences_total
+	var (
+		proofs map[topology.TopicPartition]linkstate.Proof // nil: read them first
+		// offsets is the link's offset map, read on from round to round:
+		// a long-lived link's map holds millions of runs. It is read anew
+		// after a failed round and every hour (the topic may have been
+		// recreated by a reset of the standby).
+		offsets *offsettranslate.Follower
+		since   time.Time
+	)
+	counted := map[topology.TopicPartition]int64{} // differences in drctl_verify_differences_total
 	for {
 		if opts.Leads == nil || opts.Leads() {
+			if offsets == nil || time.Since(since) > time.Hour {
+				offsets, since = offsettranslate.NewFollower(link.OffsetsTopic()), time.Now()
+			}
 			var err error
-			if proofs, err = followRound(ctx, clusters, link, sample, proofs, counted, opts); err != nil && ctx.Err() == nil {
-				proofs = nil
+			if proofs, err = followRound(ctx, clusters, link, sample, proofs, counted, offsets, opts); err != nil && ctx.Err() == nil {
+				proofs, offsets = nil, nil
 				if !errors.Is(err, ErrNoSuchPartition) {
 					log.Warn("verifier: round failed; retrying", "link", link.String(), "err", err)
 				}
@@ -74,7 +86,7 @@ func Follow(ctx context.Context, clusters *kafkaconn.Clusters, link topology.Lin
 		} else {
 			// Another process leads: its watermarks move on the target,
 			// read them again when this one leads.
-			proofs = nil
+			proofs, offsets = nil, nil
 		}
 		t := time.NewTimer(cfg.Interval)
 		select {
@@ -95,7 +107,7 @@ func Follow(ctx context.Context, clusters *kafkaconn.Clusters, link topology.Lin
 // leads again, says what the record says), so it stays above zero until
 // the standby is re-seeded.
 func followRound(ctx context.Context, clusters *kafkaconn.Clusters, link topology.Link, sample int, proofs map[topology.TopicPartition]linkstate.Proof,
-	counted map[topology.TopicPartition]int64, opts FollowOptions) (map[topology.TopicPartition]linkstate.Proof, error) {
+	counted map[topology.TopicPartition]int64, offsets *offsettranslate.Follower, opts FollowOptions) (map[topology.TopicPartition]linkstate.Proof, error) {
 	dst, err := clusters.Need(link.Target)
 	if err != nil {
 		return nil, err
@@ -112,7 +124,7 @@ func followRound(ctx context.Context, clusters *kafkaconn.Clusters, link topolog
 		}
 	}
 	vo := DefaultOptions()
-	vo.Sample, vo.Details, vo.Parallel = sample, 1, 2
+	vo.Sample, vo.Details, vo.Parallel, vo.Map = sample, 1, 2, offsets
 	vo.Resume = make(map[topology.TopicPartition]Resume, len(proofs))
 	for tp, p := range proofs {
 		if p.Next >= 0 {

@@ -57,6 +57,10 @@ type Options struct {
 	// Source), so a record written into the standby between the two runs'
 	// ranges is still found. It overrides FromOffset and Since there.
 	Resume map[topology.TopicPartition]Resume
+	// Map, when set, is the link's offset map as read by an earlier run:
+	// Run reads only what was added since (the mirror's verifier keeps
+	// one across its rounds). Nil: the whole map is read.
+	Map *offsettranslate.Follower
 	// Progress, when set, is called after each partition, one call at a
 	// time.
 	Progress func(Progress)
@@ -311,7 +315,11 @@ type run struct {
 }
 
 func prepare(ctx context.Context, src, dst sarama.Client, link topology.Link, tps []topology.TopicPartition, opts Options) (*run, error) {
-	v := &run{src: src, dst: dst, link: link, opts: opts, follower: offsettranslate.NewFollower(link.OffsetsTopic()),
+	follower := opts.Map
+	if follower == nil {
+		follower = offsettranslate.NewFollower(link.OffsetsTopic())
+	}
+	v := &run{src: src, dst: dst, link: link, opts: opts, follower: follower,
 		from: map[topology.TopicPartition]int64{}, logAppend: map[string]bool{}, recreated: map[string]string{}}
 	// The standby's ends come first: every mirrored record below them is
 	// then in the map read next.
