@@ -1440,7 +1440,7 @@ report_vcost() {
 	echo "- *CPU until copied*: the mirror process (copy and verifier) from its launch until west held every record."
 	echo "  *verifier caught up*: from the launch until the verifier's watermarks (sum of drctl_verify_proven_offset)"
 	echo "  reached the end of every partition, the mirror still running; *CPU then*: the process's CPU at that moment."
-	echo "- Other sessions share the machine's cores: rates move by 10-20% between runs of the same setting (see the"
+	echo "- Other sessions share the machine's 2 cores: rates move by up to 40% between runs of the same setting (see the"
 	echo "  rounds' rates). Compare within a row's rounds before reading a difference between rows."
 	echo
 }

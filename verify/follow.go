@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/drctl/drctl/internal/kafkaconn"
+	"github.com/drctl/drctl/internal/kafkaread"
 	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/offsettranslate"
 	"github.com/drctl/drctl/topology"
@@ -60,24 +61,11 @@ func Follow(ctx context.Context, clusters *kafkaconn.Clusters, link topology.Lin
 		log = slog.New(slog.DiscardHandler)
 	}
 	defer opts.Metrics.ForgetLink(link.String())
-	var (
-		proofs map[topology.TopicPartition]linkstate.Proof // nil: read them first
-		// offsets is the link's offset map, read on from round to round:
-		// a long-lived link's map holds millions of runs. It is read anew
-		// after a failed round and every hour (the topic may have been
-		// recreated by a reset of the standby).
-		offsets *offsettranslate.Follower
-		since   time.Time
-	)
-	counted := map[topology.TopicPartition]int64{} // differences in drctl_verify_differences_total
+	st := &followState{counted: map[topology.TopicPartition]int64{}}
 	for {
 		if opts.Leads == nil || opts.Leads() {
-			if offsets == nil || time.Since(since) > time.Hour {
-				offsets, since = offsettranslate.NewFollower(link.OffsetsTopic()), time.Now()
-			}
-			var err error
-			if proofs, err = followRound(ctx, clusters, link, sample, proofs, counted, offsets, opts); err != nil && ctx.Err() == nil {
-				proofs, offsets = nil, nil
+			if err := st.round(ctx, clusters, link, sample, opts); err != nil && ctx.Err() == nil {
+				st.forget()
 				if !errors.Is(err, ErrNoSuchPartition) {
 					log.Warn("verifier: round failed; retrying", "link", link.String(), "err", err)
 				}
@@ -86,7 +74,7 @@ func Follow(ctx context.Context, clusters *kafkaconn.Clusters, link topology.Lin
 		} else {
 			// Another process leads: its watermarks move on the target,
 			// read them again when this one leads.
-			proofs, offsets = nil, nil
+			st.forget()
 		}
 		t := time.NewTimer(cfg.Interval)
 		select {
@@ -98,31 +86,62 @@ func Follow(ctx context.Context, clusters *kafkaconn.Clusters, link topology.Lin
 	}
 }
 
-// followRound runs one round and stores its watermarks; it returns the
-// proofs as they now stand on the target.
-//
-// counted holds, per partition, the differences the process's
-// drctl_verify_differences_total holds: read from the target, the counter
-// is brought up to the link's record (a restarted verifier, or one that
-// leads again, says what the record says), so it stays above zero until
-// the standby is re-seeded.
-func followRound(ctx context.Context, clusters *kafkaconn.Clusters, link topology.Link, sample int, proofs map[topology.TopicPartition]linkstate.Proof,
-	counted map[topology.TopicPartition]int64, offsets *offsettranslate.Follower, opts FollowOptions) (map[topology.TopicPartition]linkstate.Proof, error) {
+// followState is what a verifier keeps from one round to the next.
+type followState struct {
+	// proofs are the watermarks as they stand on the target (nil: read
+	// them first), in its proof topic of id proofID ("" before the first
+	// write created it).
+	proofs  map[topology.TopicPartition]linkstate.Proof
+	proofID string
+	// offsets is the link's offset map, read on from round to round: a
+	// long-lived link's map holds millions of runs. It is read anew after
+	// a failed round and every hour.
+	offsets *offsettranslate.Follower
+	since   time.Time
+	// counted holds, per partition, the differences the process's
+	// drctl_verify_differences_total holds: when the watermarks are read
+	// from the target, the counter is brought up to the link's record (a
+	// restarted verifier, or one that leads again, says what the record
+	// says), so it stays above zero until the standby is re-seeded.
+	counted map[topology.TopicPartition]int64
+}
+
+// forget drops what was read from the target: the next round reads it
+// again.
+func (st *followState) forget() { st.proofs, st.offsets = nil, nil }
+
+// round runs one round and stores its watermarks.
+func (st *followState) round(ctx context.Context, clusters *kafkaconn.Clusters, link topology.Link, sample int, opts FollowOptions) error {
 	dst, err := clusters.Need(link.Target)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if proofs == nil {
-		if proofs, err = linkstate.ReadProofs(ctx, dst, link); err != nil {
-			return nil, fmt.Errorf("standby %s: the verifier's watermarks: %w", link.Target, err)
+	if st.offsets == nil || time.Since(st.since) > time.Hour {
+		st.offsets, st.since = offsettranslate.NewFollower(link.OffsetsTopic()), time.Now()
+	}
+	// A standby that lost its data (replaced, or drctl's topics deleted)
+	// lost the watermarks too: the mirror copies everything again, and the
+	// verifier must start over rather than resume from memory.
+	info, err := kafkaread.Topic(ctx, dst, link.ProofTopic())
+	if err != nil {
+		return fmt.Errorf("standby %s: %w", link.Target, err)
+	}
+	if st.proofs != nil && st.proofID != "" && info.ID != st.proofID {
+		return fmt.Errorf("standby %s: the verifier's watermarks (%s) are gone or were recreated: starting over", link.Target, link.ProofTopic())
+	}
+	st.proofID = info.ID
+	if st.proofs == nil {
+		if st.proofs, err = linkstate.ReadProofs(ctx, dst, link); err != nil {
+			return fmt.Errorf("standby %s: the verifier's watermarks: %w", link.Target, err)
 		}
-		for tp, p := range proofs {
-			if n := p.Differences - counted[tp]; n > 0 {
+		for tp, p := range st.proofs {
+			if n := p.Differences - st.counted[tp]; n > 0 {
 				opts.Metrics.observe(link.String(), tp, p.Proven, 0, 0, n)
-				counted[tp] = p.Differences
+				st.counted[tp] = p.Differences
 			}
 		}
 	}
+	proofs, counted, offsets := st.proofs, st.counted, st.offsets
 	vo := DefaultOptions()
 	vo.Sample, vo.Details, vo.Parallel, vo.Map = sample, 1, 2, offsets
 	vo.Resume = make(map[topology.TopicPartition]Resume, len(proofs))
@@ -133,7 +152,7 @@ func followRound(ctx context.Context, clusters *kafkaconn.Clusters, link topolog
 	}
 	rep, err := Run(ctx, clusters, link, vo)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	mode := string(topology.VerifyFull)
 	if sample > 1 {
@@ -198,13 +217,19 @@ func followRound(ctx context.Context, clusters *kafkaconn.Clusters, link topolog
 	}
 	p, err := clusters.Producer(link.Target)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := linkstate.WriteProofs(ctx, dst, p, link, changed); err != nil {
-		return nil, fmt.Errorf("standby %s: %w", link.Target, err)
+		return fmt.Errorf("standby %s: %w", link.Target, err)
+	}
+	if st.proofID == "" && len(changed) > 0 {
+		// The first write created the topic.
+		if info, err := kafkaread.Topic(ctx, dst, link.ProofTopic()); err == nil {
+			st.proofID = info.ID
+		}
 	}
 	if opts.Round != nil {
 		opts.Round(rep)
 	}
-	return proofs, nil
+	return nil
 }

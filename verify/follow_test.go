@@ -243,3 +243,27 @@ func TestVerifyFollowOff(t *testing.T) {
 		t.Errorf("mode off: %d rounds, proof topic exists %v", rounds, info.Exists)
 	}
 }
+
+// TestVerifyFollowStandbyLostWatermarks: when the standby loses the
+// verifier's watermarks (its data lost, drctl's topics deleted), the
+// verifier starts over from the map's first record instead of resuming
+// from the watermarks it held in memory.
+func TestVerifyFollowStandbyLostWatermarks(t *testing.T) {
+	p := kfaketest.NewPair(t, kfaketest.Options{Mirror: "  topics: {include: [\"w\"]}\n  group_sync_interval: 1h\n  verify: {mode: full, interval: 100ms}\n"})
+	kfaketest.CreateTopic(t, p.Topology, "east", "w", 1, nil)
+	kfaketest.ProduceEach(t, p.Topology, "east", "w", 1, 20)
+	f := startFollower(t, p)
+	kfaketest.Wait(t, 60*time.Second, "the watermark stored at 20", func() (bool, string) {
+		pr := proofsOn(t, p)["w/0"]
+		return pr.Proven == 20 && pr.Records == 20, fmt.Sprintf("%+v", pr)
+	})
+	west := kfaketest.Dial(t, p.Topology, "west")
+	if err := kfaketest.Admin(t, west).DeleteTopic(p.Topology.Link("east", "west").ProofTopic()); err != nil {
+		t.Fatal(err)
+	}
+	kfaketest.Wait(t, 60*time.Second, "the 20 records compared again, into a new record", func() (bool, string) {
+		_, _, compared := f.sums()
+		pr := proofsOn(t, p)["w/0"]
+		return compared["w/0"] == 40 && pr.From == 0 && pr.Proven == 20 && pr.Records == 20, fmt.Sprintf("compared %d, %+v", compared["w/0"], pr)
+	})
+}
