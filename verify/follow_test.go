@@ -18,7 +18,7 @@ import (
 	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/kafkaread"
-	"github.com/drctl/drctl/internal/kfaketest"
+	"github.com/drctl/drctl/internal/testkit/kfaketest"
 	"github.com/drctl/drctl/linkstate"
 	"github.com/drctl/drctl/mirror"
 	"github.com/drctl/drctl/topology"
