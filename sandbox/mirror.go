@@ -13,6 +13,7 @@ import (
 	"github.com/drctl/drctl/internal/rolestate"
 	"github.com/drctl/drctl/mirror"
 	"github.com/drctl/drctl/topology"
+	"github.com/drctl/drctl/verify"
 )
 
 // mirrorStartTimeout bounds the wait for the mirror's listener.
@@ -32,12 +33,27 @@ func (s *Sandbox) startMirror() error {
 	bound := make(chan string, 1)
 	// The drill gauges (drctl_drill_*) on the mirror's /metrics, as drctl
 	// mirror run exports them: the sandbox's scheduler serves none.
-	var drills *drill.Metrics
+	var (
+		drills *drill.Metrics
+		proofs *verify.Metrics
+	)
 	d := mirror.NewDaemon(s.Topology, mirror.DaemonOptions{
-		Listen:   s.opts.MirrorListen,
-		Engine:   mirror.Options{Shards: 4, Logger: s.log.mirrorLogger(), TopicSyncInterval: 2 * time.Second},
-		Started:  func(addr string) { bound <- addr },
-		Register: func(reg prometheus.Registerer) { drills = drill.NewMetrics(reg) },
+		Listen:  s.opts.MirrorListen,
+		Engine:  mirror.Options{Shards: 4, Logger: s.log.mirrorLogger(), TopicSyncInterval: 2 * time.Second},
+		Started: func(addr string) { bound <- addr },
+		Register: func(reg prometheus.Registerer) {
+			drills, proofs = drill.NewMetrics(reg), verify.NewMetrics(reg)
+		},
+		// The verifier beside the link, as drctl mirror run runs it, through
+		// a session of its own.
+		Beside: func(ctx context.Context, link topology.Link, leads func() bool) {
+			if s.Topology.Mirror.Verify.Mode == topology.VerifyOff {
+				return
+			}
+			clusters := kafkaconn.Open(ctx, s.Topology, link.Source, link.Target)
+			defer clusters.Close()
+			_ = verify.Follow(ctx, clusters, link, verify.FollowOptions{Verify: s.Topology.Mirror.Verify, Metrics: proofs, Leads: leads, Logger: s.log.mirrorLogger()})
+		},
 	})
 	if drills != nil {
 		go drill.WatchMetrics(ctx, s.Topology, drills, drillMetricsEvery, nil)
