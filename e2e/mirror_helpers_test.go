@@ -85,7 +85,7 @@ func writeMirrorTopology(t testing.TB, include string) *mirrorTopo {
 	// internal topics on west are the test's own.
 	t.Cleanup(func() {
 		l := mt.link()
-		deleteTopics(t, "west", l.ShardsTopic(), l.OffsetsTopic())
+		deleteTopics(t, "west", l.ShardsTopic(), l.OffsetsTopic(), l.ProofTopic())
 	})
 	return mt
 }
