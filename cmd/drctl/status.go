@@ -11,6 +11,7 @@ import (
 
 	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/kafkaconn"
+	"github.com/drctl/drctl/linkstate"
 )
 
 func statusCommand() *cli.Command {
@@ -105,6 +106,9 @@ func statusTables(w io.Writer, st *inspect.Status) error {
 		}
 		fmt.Fprintln(w)
 		_ = writeWrapped(w, "  ", fmt.Sprintf("MIRROR %s: %s, lag %d records, oldest pending %.1fs", m.Link, state, m.LagRecords, m.LagSeconds))
+		if line := proofText(m.Proof); line != "" {
+			_ = writeWrapped(w, "  ", line)
+		}
 	} else if st.MirrorNotRead != "" {
 		fmt.Fprintln(w)
 		_ = writeWrapped(w, "  ", "MIRROR "+st.MirrorNotRead)
@@ -208,4 +212,20 @@ func fenceCell(fenced, permitted *bool) string {
 		cell += " (drctl may not Alter ACLs: a failover cannot fence)"
 	}
 	return cell
+}
+
+// proofText is the status line of the mirror verifier's record ("" when
+// it recorded nothing).
+func proofText(p *linkstate.ProofSummary) string {
+	switch {
+	case p == nil:
+		return ""
+	case p.Error != "":
+		return "PROOF: " + p.Error
+	case p.Differences > 0:
+		d := p.Differing[0]
+		return fmt.Sprintf("PROOF: THE STANDBY DIFFERS: %d difference(s) on %d partition(s), first %s (%s); drctl verify --topic %s --partition %d shows them",
+			p.Differences, len(p.Differing), d.TopicPartition(), d.FirstDifference, d.Topic, d.Partition)
+	}
+	return fmt.Sprintf("PROOF: no difference in %d records the mirror's verifier compared on %d partition(s)", p.Records, p.Partitions)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/drctl/drctl/inspect"
 	"github.com/drctl/drctl/internal/rolestate"
+	"github.com/drctl/drctl/linkstate"
 )
 
 // TestStatusTextFenceAndStep: the status text says per cluster whether
@@ -41,6 +42,32 @@ func TestStatusTextFenceAndStep(t *testing.T) {
 		}
 		if !strings.Contains(row, want) {
 			t.Errorf("cluster %s row %q lacks fence %q:\n%s", name, row, want, out)
+		}
+	}
+}
+
+// TestStatusTextProof: the mirror verifier's record is a line under the
+// mirror: the records compared, or the standby differing with the first
+// partition and how to see the differences.
+func TestStatusTextProof(t *testing.T) {
+	st := &inspect.Status{Topology: "t", Mirror: &linkstate.State{Link: "east->west", Running: true, Workers: 1}}
+	for _, c := range []struct {
+		proof *linkstate.ProofSummary
+		want  string
+	}{
+		{nil, ""},
+		{&linkstate.ProofSummary{Partitions: 2, Records: 40}, "PROOF: no difference in 40 records the mirror's verifier compared on 2 partition(s)"},
+		{&linkstate.ProofSummary{Partitions: 2, Records: 40, Differences: 1, Differing: []linkstate.Proof{{Topic: "orders", Partition: 1, Differences: 1, FirstDifference: "unexpected: source offset -1, standby offset 20"}}},
+			"PROOF: THE STANDBY DIFFERS: 1 difference(s) on 1 partition(s), first orders/1 (unexpected: source offset -1, standby offset 20); drctl verify --topic orders --partition 1 shows them"},
+	} {
+		st.Mirror.Proof = c.proof
+		var b bytes.Buffer
+		if err := statusTables(&b, st); err != nil {
+			t.Fatal(err)
+		}
+		out := strings.Join(strings.Fields(b.String()), " ")
+		if c.want == "" && strings.Contains(out, "PROOF") || c.want != "" && !strings.Contains(out, c.want) {
+			t.Errorf("proof %+v: want %q in:\n%s", c.proof, c.want, b.String())
 		}
 	}
 }
