@@ -94,6 +94,11 @@ func TestLinkNames(t *testing.T) {
 	if got := link.TransactionalID(3); got != "drctl.payments.east-west.3" {
 		t.Errorf("TransactionalID = %q", got)
 	}
+	// The verifier's watermarks are one of the link's internal topics: a
+	// failover's wipe deletes them with the others.
+	if got := link.ProofTopic(); got != "_drctl.payments.east-west.proof" || !slices.Contains(link.InternalTopics(), got) {
+		t.Errorf("ProofTopic = %q, internal topics %v", got, link.InternalTopics())
+	}
 	for _, name := range link.InternalTopics() {
 		if !topo.Owns(name) || topo.Mirrors(name) {
 			t.Errorf("link topic %s: owned %v, mirrored %v", name, topo.Owns(name), topo.Mirrors(name))
