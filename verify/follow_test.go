@@ -119,6 +119,14 @@ func TestVerifyFollow(t *testing.T) {
 		}
 		return ok, fmt.Sprintf("%+v", got)
 	})
+	kfaketest.Wait(t, 10*time.Second, "nothing left behind", func() (bool, string) {
+		b0 := testutil.ToFloat64(f.metrics.Behind.WithLabelValues(link, "f", "0"))
+		b1 := testutil.ToFloat64(f.metrics.Behind.WithLabelValues(link, "f", "1"))
+		return b0 == 0 && b1 == 0, fmt.Sprintf("behind %v, %v", b0, b1)
+	})
+	if n := testutil.ToFloat64(f.metrics.Records.WithLabelValues(link, "f")); n != 40 {
+		t.Errorf("drctl_verify_records_total %v, want 40", n)
+	}
 	_, _, compared := f.sums()
 	if compared["f/0"] != 20 || compared["f/1"] != 20 {
 		t.Errorf("compared %v, want 20 per partition: a record verified twice", compared)
