@@ -15,6 +15,7 @@ import (
 
 	"github.com/drctl/drctl/internal/kafkaconn"
 	"github.com/drctl/drctl/internal/offsetcommit"
+	"github.com/drctl/drctl/internal/poll"
 	"github.com/drctl/drctl/internal/rolestate"
 	"github.com/drctl/drctl/topology"
 )
@@ -315,7 +316,9 @@ func (e *Engine) dial(ctx context.Context, c *topology.Cluster, tune func(*saram
 // either cluster is retried with backoff, counted and logged, never fatal.
 func (e *Engine) Run(ctx context.Context) error {
 	defer e.metrics.ForgetLink(e.link.String())
-	for attempt := 0; ; attempt++ {
+	retry := poll.Backoff{Initial: time.Second, Max: 10 * time.Second}
+	for {
+		began := time.Now()
 		err := e.runOnce(ctx)
 		if _, ok := errors.AsType[*ShardCountError](err); ok {
 			return err
@@ -327,8 +330,11 @@ func (e *Engine) Run(ctx context.Context) error {
 			return nil
 		}
 		e.metrics.Errors.WithLabelValues(e.link.String(), "engine").Inc()
-		wait := time.Duration(min(attempt+1, 10)) * time.Second
-		e.log.Error("mirror link stopped; retrying", "err", err, "retry_in", wait)
+		if time.Since(began) >= healthyRun {
+			retry.Reset() // the link ran well before this trouble
+		}
+		wait := retry.Next()
+		e.log.Error("mirror link stopped; retrying", "err", err, "retry_in", wait.Round(time.Millisecond))
 		select {
 		case <-ctx.Done():
 			return nil
@@ -336,6 +342,10 @@ func (e *Engine) Run(ctx context.Context) error {
 		}
 	}
 }
+
+// healthyRun is how long a link must have run before its trouble counts
+// as new: the retries start again from a second.
+const healthyRun = time.Minute
 
 func (e *Engine) runOnce(ctx context.Context) error {
 	// Both clusters at once: one of them may be a WAN away.

@@ -50,12 +50,15 @@ func (t *traffic) consume(ctx context.Context, c *topology.Cluster, g demoGroup)
 	// member (here or on the other cluster) starts where this one stopped.
 	defer t.closeClient(what, cg)
 	h := groupHandler{t: t}
+	b := retryBackoff()
 	for ctx.Err() == nil {
 		// Consume returns at every rebalance and when ctx ends.
 		if err := cg.Consume(ctx, g.topics, h); err != nil && ctx.Err() == nil {
 			t.fail(what, "%s: %v (retrying)", what, err)
-			sleep(ctx, retryBackoff)
+			b.Wait(ctx)
+			continue
 		}
+		b.Reset()
 	}
 }
 

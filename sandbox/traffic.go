@@ -13,6 +13,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/drctl/drctl/internal/kafkaconn"
+	"github.com/drctl/drctl/internal/poll"
 	"github.com/drctl/drctl/topology"
 )
 
@@ -20,8 +21,9 @@ import (
 // records owed at Rate since the last one.
 const produceTick = 100 * time.Millisecond
 
-// retryBackoff is the pause before reconnecting or retrying a failed consume.
-const retryBackoff = time.Second
+// retryBackoff spaces the reconnections and retries of a failed consume:
+// a second, then longer while the trouble lasts, up to five.
+func retryBackoff() *poll.Backoff { return &poll.Backoff{Initial: time.Second, Max: 5 * time.Second} }
 
 // Transactions: every txnEvery-th send that holds payments records writes
 // them in a transaction, and every abortEvery-th transaction is aborted on
@@ -306,13 +308,14 @@ func (x *txnProducer) close() {
 
 // retry calls connect until it succeeds or ctx ends, and reports which.
 func (t *traffic) retry(ctx context.Context, key, what string, connect func() error) bool {
+	b := retryBackoff()
 	for {
 		err := connect()
 		if err == nil {
 			return true
 		}
 		t.fail(key, "%s: %v (retrying)", what, err)
-		if !sleep(ctx, retryBackoff) {
+		if !b.Wait(ctx) {
 			return false
 		}
 	}
@@ -346,17 +349,5 @@ func (t *traffic) ensureUnmirroredTopics(c *topology.Cluster) {
 	}
 	if err := createTopics(c, missing); err != nil {
 		t.fail("topics "+c.Name, "%v (the demo records for them fail until it succeeds)", err)
-	}
-}
-
-// sleep waits for d or until ctx ends, and reports whether ctx is still live.
-func sleep(ctx context.Context, d time.Duration) bool {
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-tm.C:
-		return true
 	}
 }
