@@ -602,7 +602,11 @@ func planSummary(p *plans.Plan) string {
 		if st.Destructive {
 			mark = "! "
 		}
-		lines = append(lines, fmt.Sprintf("%s%2d %s", mark, st.Index+1, st.Title))
+		line := fmt.Sprintf("%s%2d %s", mark, st.Index+1, st.Title)
+		if st.PointOfNoReturn {
+			line += "  (point of no return)"
+		}
+		lines = append(lines, line)
 	}
 	return strings.Join(lines, "\n")
 }

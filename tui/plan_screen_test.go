@@ -26,7 +26,7 @@ func fixtureFailoverPlan(t *testing.T) *plans.Plan {
 		"Remove drctl's fence from west, if any", "Salvage records on east that never reached west", "Wipe the mirrored topics and groups on east",
 		"Start re-seeding east from west", "Wait until east has caught up with west", "Mark the roles steady"} {
 		destructive := i == 2 || i == 4 || i == 9
-		if err := p.Add(plans.StepSpec{Name: fmt.Sprint("step-", i), Title: title, Destructive: destructive,
+		if err := p.Add(plans.StepSpec{Name: fmt.Sprint("step-", i), Title: title, Destructive: destructive, PointOfNoReturn: i == 4,
 			Expect: map[string]any{"epoch": 3, "phase": "steady"}, Intend: map[string]any{"epoch": 4, "phase": "failing-over"}}); err != nil {
 			t.Fatal(err)
 		}
@@ -44,6 +44,9 @@ func TestPlanScreenShowsDestructiveStepsFirst(t *testing.T) {
 	m.Update(planMsg{what: "failover", plan: p})
 	out := screen(t, m, 80, 24)
 	golden.RequireEqual(t, []byte(out))
+	if !strings.Contains(out, "Make west the active cluster  (point of no return)") {
+		t.Errorf("the first screen does not mark the point of no return:\n%s", out)
+	}
 	for _, s := range p.Steps {
 		if s.Destructive && !strings.Contains(out, "! "+fmt.Sprintf("%2d ", s.Index+1)+s.Title) {
 			t.Errorf("destructive step %d %q is not on the first screen:\n%s", s.Index+1, s.Title, out)
@@ -55,7 +58,7 @@ func TestPlanScreenShowsDestructiveStepsFirst(t *testing.T) {
 	for range 3 {
 		m.Update(tea.KeyMsg{Type: tea.KeyPgDown})
 	}
-	if out := m.View(); !strings.Contains(out, "[step-4, destructive]") {
+	if out := m.View(); !strings.Contains(out, "[step-4, destructive, point of no return]") {
 		t.Fatalf("the full plan is not below the summary:\n%s", out)
 	}
 }

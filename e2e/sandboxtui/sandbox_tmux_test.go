@@ -280,7 +280,7 @@ func TestTUISandboxScreens(t *testing.T) {
 	// Every destructive step, and what the wipe deletes on east, before
 	// anyone types a name (whatever the steps' numbers).
 	for _, want := range []*regexp.Regexp{
-		regexp.MustCompile(`(?m)^! +[0-9]+ Make west the active cluster$`),
+		regexp.MustCompile(`(?m)^! +[0-9]+ Make west the active cluster  \(point of no return\)$`),
 		regexp.MustCompile(`(?m)^! +[0-9]+ Wipe the mirrored topics and groups on east$`),
 		regexp.MustCompile(`(?m)^Step [0-9]+ \(wipe\) deletes on east`),
 	} {
